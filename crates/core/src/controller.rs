@@ -1,0 +1,261 @@
+//! The controller contract and the stack that chains controllers.
+//!
+//! A controller is a sans-IO state machine. The driver (simulator or real
+//! engine) calls it with the current time; it never reads a clock, sleeps or
+//! allocates per IO on the fast path.
+//!
+//! ```text
+//!   submit ──> [stage 0: blk-throttle] ──> [stage 1: iocost] ──> device queue
+//!                 │ Held (async)              │ Held (blocks submitter)
+//!                 └─ on_timer releases ─>     └─ on_timer releases ─>
+//! ```
+//!
+//! The stack mirrors Linux's order: blk-throttle sees a bio at submission,
+//! rq-qos policies (iocost) see it before a request is allocated.
+
+use crate::io::Io;
+use crate::time::Instant;
+
+/// What a controller decides about an IO it was just given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Pass the IO on now.
+    Dispatch,
+    /// The controller keeps the IO; it comes back from [`Controller::on_timer`].
+    Held,
+}
+
+/// The contract every IO controller implements.
+pub trait Controller {
+    /// Short name for traces and errors (`"throttle"`, `"iocost"`).
+    fn name(&self) -> &'static str;
+
+    /// An IO reaches this controller at `now`.
+    fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict;
+
+    /// Release the held IOs whose time has come, in the order they must be
+    /// passed on. Called at (or after) [`Controller::next_deadline`], and
+    /// after completions.
+    fn on_timer(&mut self, now: Instant, released: &mut Vec<Io>);
+
+    /// The device started serving `io` (it got a request slot/tag).
+    /// `alloc_at` is when it began waiting for a slot.
+    fn on_start(&mut self, _io: &Io, _alloc_at: Instant, _now: Instant) {}
+
+    /// `io` completed at `now`. `alloc_at`/`started_at` as in [`Controller::on_start`].
+    fn on_complete(&mut self, io: &Io, alloc_at: Instant, started_at: Instant, now: Instant);
+
+    /// The earliest time at which [`Controller::on_timer`] has work, if any.
+    fn next_deadline(&self) -> Option<Instant>;
+
+    /// Does a held IO block the task that submitted it (iocost's wait happens
+    /// inside `io_submit`, so it counts as fio `slat`) rather than being
+    /// queued asynchronously (blk-throttle: the submit returns, the wait is
+    /// part of `clat`)?
+    fn hold_blocks_submitter(&self) -> bool {
+        false
+    }
+
+    /// Number of IOs currently held.
+    fn held(&self) -> usize;
+}
+
+/// The controller that never holds anything: the whole pipeline runs with it
+/// before any real controller is configured.
+#[derive(Debug, Default, Clone)]
+pub struct PassThrough;
+
+impl Controller for PassThrough {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+    fn on_submit(&mut self, _io: &Io, _now: Instant) -> Verdict {
+        Verdict::Dispatch
+    }
+    fn on_timer(&mut self, _now: Instant, _released: &mut Vec<Io>) {}
+    fn on_complete(&mut self, _io: &Io, _a: Instant, _s: Instant, _now: Instant) {}
+    fn next_deadline(&self) -> Option<Instant> {
+        None
+    }
+    fn held(&self) -> usize {
+        0
+    }
+}
+
+/// Outcome of submitting an IO to the whole stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackVerdict {
+    /// Passed every stage: send it to the device queue now.
+    Ready,
+    /// Queued in a stage that does not block the submitter.
+    Queued,
+    /// Waiting in a stage that blocks the submitter until released.
+    Blocked,
+}
+
+/// Controllers chained in order; an IO released by stage `k` enters stage `k+1`.
+#[derive(Default)]
+pub struct ControllerStack {
+    stages: Vec<Box<dyn Controller>>,
+    scratch: Vec<Io>,
+}
+
+impl ControllerStack {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// A stack with only the pass-through controller.
+    pub fn pass_through() -> Self {
+        let mut s = Self::new();
+        s.push(Box::new(PassThrough));
+        s
+    }
+    pub fn push(&mut self, c: Box<dyn Controller>) {
+        self.stages.push(c);
+    }
+    pub fn stages(&self) -> impl Iterator<Item = &dyn Controller> {
+        self.stages.iter().map(|b| b.as_ref())
+    }
+    pub fn stage_mut(&mut self, i: usize) -> Option<&mut (dyn Controller + 'static)> {
+        self.stages.get_mut(i).map(|b| b.as_mut())
+    }
+
+    fn submit_from(&mut self, first: usize, io: &Io, now: Instant) -> StackVerdict {
+        for st in &mut self.stages[first..] {
+            if st.on_submit(io, now) == Verdict::Held {
+                return if st.hold_blocks_submitter() {
+                    StackVerdict::Blocked
+                } else {
+                    StackVerdict::Queued
+                };
+            }
+        }
+        StackVerdict::Ready
+    }
+
+    /// Submit a new IO at `now`.
+    pub fn submit(&mut self, io: &Io, now: Instant) -> StackVerdict {
+        self.submit_from(0, io, now)
+    }
+
+    /// Run every stage's timer work at `now`. IOs that clear the whole stack
+    /// are appended to `ready` (in release order). `unblocked` receives IOs
+    /// that leave a submitter-blocking stage (their submitter may continue),
+    /// whether they are ready or went on to queue in a later stage.
+    pub fn on_timer(&mut self, now: Instant, ready: &mut Vec<Io>, unblocked: &mut Vec<Io>) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for k in 0..self.stages.len() {
+            scratch.clear();
+            self.stages[k].on_timer(now, &mut scratch);
+            if scratch.is_empty() {
+                continue;
+            }
+            let blocking = self.stages[k].hold_blocks_submitter();
+            for io in scratch.drain(..) {
+                let v = self.submit_from(k + 1, &io, now);
+                if blocking {
+                    unblocked.push(io);
+                }
+                match v {
+                    StackVerdict::Ready => ready.push(io),
+                    StackVerdict::Queued | StackVerdict::Blocked => {}
+                }
+            }
+        }
+        self.scratch = scratch;
+    }
+
+    pub fn on_start(&mut self, io: &Io, alloc_at: Instant, now: Instant) {
+        for st in &mut self.stages {
+            st.on_start(io, alloc_at, now);
+        }
+    }
+
+    pub fn on_complete(&mut self, io: &Io, alloc_at: Instant, started_at: Instant, now: Instant) {
+        for st in &mut self.stages {
+            st.on_complete(io, alloc_at, started_at, now);
+        }
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.stages.iter().filter_map(|s| s.next_deadline()).min()
+    }
+
+    pub fn held(&self) -> usize {
+        self.stages.iter().map(|s| s.held()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{GroupId, IoFlags, IoId, IoOp};
+
+    /// Holds every IO until 10 ns after it arrived.
+    struct Delay10(Vec<(Instant, Io)>, bool);
+    impl Controller for Delay10 {
+        fn name(&self) -> &'static str {
+            "delay10"
+        }
+        fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
+            self.0.push((Instant(now.0 + 10), *io));
+            Verdict::Held
+        }
+        fn on_timer(&mut self, now: Instant, out: &mut Vec<Io>) {
+            while let Some(&(t, io)) = self.0.first() {
+                if t > now {
+                    break;
+                }
+                out.push(io);
+                self.0.remove(0);
+            }
+        }
+        fn on_complete(&mut self, _: &Io, _: Instant, _: Instant, _: Instant) {}
+        fn next_deadline(&self) -> Option<Instant> {
+            self.0.first().map(|x| x.0)
+        }
+        fn hold_blocks_submitter(&self) -> bool {
+            self.1
+        }
+        fn held(&self) -> usize {
+            self.0.len()
+        }
+    }
+
+    fn io(n: u64) -> Io {
+        Io {
+            id: IoId(n),
+            job: 0,
+            group: GroupId::ROOT,
+            op: IoOp::Read,
+            flags: IoFlags::default(),
+            offset: 0,
+            len: 4096,
+            submitted_at: Instant(0),
+        }
+    }
+
+    #[test]
+    fn pass_through_is_ready() {
+        let mut s = ControllerStack::pass_through();
+        assert_eq!(s.submit(&io(1), Instant(0)), StackVerdict::Ready);
+        assert_eq!(s.next_deadline(), None);
+    }
+
+    #[test]
+    fn two_stages_chain_in_order() {
+        let mut s = ControllerStack::new();
+        s.push(Box::new(Delay10(vec![], false)));
+        s.push(Box::new(Delay10(vec![], true)));
+        assert_eq!(s.submit(&io(1), Instant(0)), StackVerdict::Queued);
+        assert_eq!(s.next_deadline(), Some(Instant(10)));
+        let (mut ready, mut unb) = (vec![], vec![]);
+        s.on_timer(Instant(10), &mut ready, &mut unb);
+        assert!(ready.is_empty() && unb.is_empty());
+        assert_eq!(s.next_deadline(), Some(Instant(20)));
+        s.on_timer(Instant(20), &mut ready, &mut unb);
+        assert_eq!(ready.len(), 1);
+        assert_eq!(unb.len(), 1);
+        assert_eq!(s.held(), 0);
+    }
+}

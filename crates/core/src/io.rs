@@ -1,0 +1,174 @@
+//! What an IO is, as every layer of blkqos sees it.
+
+use crate::cgroup::GroupId;
+use crate::time::Instant;
+use std::fmt;
+use std::str::FromStr;
+
+/// Data direction as the block layer indexes it (`bio_data_dir`): discards and
+/// flushes are `Write`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dir {
+    Read = 0,
+    Write = 1,
+}
+
+impl Dir {
+    pub const BOTH: [Dir; 2] = [Dir::Read, Dir::Write];
+    #[inline]
+    pub const fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// The operation, as the kernel's stat groups see it (`op_stat_group`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IoOp {
+    Read = 0,
+    Write = 1,
+    Discard = 2,
+    Flush = 3,
+}
+
+impl IoOp {
+    pub const ALL: [IoOp; 4] = [IoOp::Read, IoOp::Write, IoOp::Discard, IoOp::Flush];
+    #[inline]
+    pub const fn dir(self) -> Dir {
+        match self {
+            IoOp::Read => Dir::Read,
+            _ => Dir::Write,
+        }
+    }
+    /// Index of the kernel stat group (READ, WRITE, DISCARD, FLUSH).
+    #[inline]
+    pub const fn stat_group(self) -> usize {
+        self as usize
+    }
+}
+
+/// Bit flags an IO carries (subset of the kernel's `REQ_*` flags that the
+/// controllers look at).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct IoFlags(pub u8);
+
+impl IoFlags {
+    /// REQ_SYNC: a synchronous write (O_DIRECT writes are sync).
+    pub const SYNC: IoFlags = IoFlags(1);
+    /// REQ_META: filesystem metadata; iocost charges it as debt instead of waiting.
+    pub const META: IoFlags = IoFlags(2);
+    /// Issued by writeback on behalf of the group that dirtied the pages.
+    pub const WRITEBACK: IoFlags = IoFlags(4);
+    /// Must not be throttled behind lower-priority IO (REQ_SWAP-like): charged as debt.
+    pub const ISSUE_AS_ROOT: IoFlags = IoFlags(8);
+
+    #[inline]
+    pub const fn contains(self, other: IoFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    #[inline]
+    pub const fn with(self, other: IoFlags) -> IoFlags {
+        IoFlags(self.0 | other.0)
+    }
+}
+
+/// A run-unique IO identifier (index into the driver's in-flight slab plus a
+/// generation, opaque to controllers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct IoId(pub u64);
+
+/// One IO as it travels through the controller stack to the device.
+///
+/// `Copy` and 64 bytes: controllers keep held IOs by value, no allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Io {
+    pub id: IoId,
+    /// Index of the issuing job (clone) in the run.
+    pub job: u32,
+    /// The cgroup charged for this IO (for writeback: the owner of the pages).
+    pub group: GroupId,
+    pub op: IoOp,
+    pub flags: IoFlags,
+    /// Byte offset on the device / file.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// When the IO entered the block layer (`submit_bio`).
+    pub submitted_at: Instant,
+}
+
+impl Io {
+    #[inline]
+    pub const fn dir(&self) -> Dir {
+        self.op.dir()
+    }
+    /// Start sector (512-byte units), as `bi_sector`.
+    #[inline]
+    pub const fn sector(&self) -> u64 {
+        self.offset >> 9
+    }
+    /// Length in 512-byte sectors.
+    #[inline]
+    pub const fn sectors(&self) -> u64 {
+        self.len >> 9
+    }
+}
+
+/// A device number `MAJ:MIN`, as knob lines and `/proc/diskstats` name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DevId {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl DevId {
+    pub const fn new(major: u32, minor: u32) -> Self {
+        DevId { major, minor }
+    }
+}
+
+impl fmt::Display for DevId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.major, self.minor)
+    }
+}
+
+/// Why a `MAJ:MIN` string was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a device number: expected MAJ:MIN with decimal numbers (e.g. 8:0)")]
+pub struct BadDevId(pub String);
+
+impl FromStr for DevId {
+    type Err = BadDevId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadDevId(s.to_string());
+        let (a, b) = s.split_once(':').ok_or_else(bad)?;
+        let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+        if !digits(a) || !digits(b) {
+            return Err(bad());
+        }
+        Ok(DevId {
+            major: a.parse().map_err(|_| bad())?,
+            minor: b.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devid_parse() {
+        assert_eq!("253:1".parse::<DevId>(), Ok(DevId::new(253, 1)));
+        assert!("253".parse::<DevId>().is_err());
+        assert!("a:1".parse::<DevId>().is_err());
+        assert!("-1:1".parse::<DevId>().is_err());
+        assert!("1:".parse::<DevId>().is_err());
+        assert_eq!(DevId::new(8, 0).to_string(), "8:0");
+    }
+
+    #[test]
+    fn io_is_small() {
+        assert!(std::mem::size_of::<Io>() <= 64);
+    }
+}

@@ -1,0 +1,143 @@
+//! Nanosecond time, as plain integers.
+//!
+//! [`Instant`] is nanoseconds since the start of a run (virtual in the
+//! simulator, `CLOCK_MONOTONIC` minus the run's epoch in the real engine).
+//! [`Duration`] is a span in nanoseconds. Both are `u64`: 584 years of range.
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// A point in time, in nanoseconds since the run's epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(pub u64);
+
+/// A span of time in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Duration(pub u64);
+
+pub const NSEC_PER_USEC: u64 = 1_000;
+pub const NSEC_PER_MSEC: u64 = 1_000_000;
+pub const NSEC_PER_SEC: u64 = 1_000_000_000;
+
+impl Instant {
+    pub const ZERO: Instant = Instant(0);
+    pub const MAX: Instant = Instant(u64::MAX);
+
+    pub const fn as_ns(self) -> u64 {
+        self.0
+    }
+    pub const fn from_us(us: u64) -> Self {
+        Instant(us * NSEC_PER_USEC)
+    }
+    pub const fn from_ms(ms: u64) -> Self {
+        Instant(ms * NSEC_PER_MSEC)
+    }
+    /// `self - earlier`, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        Duration(self.0.saturating_sub(earlier.0))
+    }
+    /// The jiffy count of this instant for a given HZ (truncating, as `jiffies`).
+    pub const fn jiffies(self, hz: u64) -> u64 {
+        self.0 / (NSEC_PER_SEC / hz)
+    }
+    /// The instant at which jiffy `j` begins for a given HZ.
+    pub const fn from_jiffies(j: u64, hz: u64) -> Self {
+        Instant(j * (NSEC_PER_SEC / hz))
+    }
+}
+
+impl Duration {
+    pub const ZERO: Duration = Duration(0);
+    pub const fn from_ns(ns: u64) -> Self {
+        Duration(ns)
+    }
+    pub const fn from_us(us: u64) -> Self {
+        Duration(us * NSEC_PER_USEC)
+    }
+    pub const fn from_ms(ms: u64) -> Self {
+        Duration(ms * NSEC_PER_MSEC)
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        Duration(s * NSEC_PER_SEC)
+    }
+    pub const fn as_ns(self) -> u64 {
+        self.0
+    }
+    pub const fn as_us(self) -> u64 {
+        self.0 / NSEC_PER_USEC
+    }
+    pub const fn as_ms(self) -> u64 {
+        self.0 / NSEC_PER_MSEC
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / NSEC_PER_SEC as f64
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign<Duration> for Instant {
+    fn add_assign(&mut self, d: Duration) {
+        self.0 = self.0.saturating_add(d.0);
+    }
+}
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+    /// Saturating difference: time never runs backwards in blkqos.
+    fn sub(self, earlier: Instant) -> Duration {
+        Duration(self.0.saturating_sub(earlier.0))
+    }
+}
+impl Add for Duration {
+    type Output = Duration;
+    fn add(self, o: Duration) -> Duration {
+        Duration(self.0.saturating_add(o.0))
+    }
+}
+impl AddAssign for Duration {
+    fn add_assign(&mut self, o: Duration) {
+        self.0 = self.0.saturating_add(o.0);
+    }
+}
+
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:09}s", self.0 / NSEC_PER_SEC, self.0 % NSEC_PER_SEC)
+    }
+}
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 >= NSEC_PER_SEC {
+            write!(f, "{:.3}s", self.as_secs_f64())
+        } else if self.0 >= NSEC_PER_MSEC {
+            write!(f, "{:.3}ms", self.0 as f64 / NSEC_PER_MSEC as f64)
+        } else if self.0 >= NSEC_PER_USEC {
+            write!(f, "{:.3}us", self.0 as f64 / NSEC_PER_USEC as f64)
+        } else {
+            write!(f, "{}ns", self.0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jiffies_truncate() {
+        assert_eq!(Instant::from_us(999).jiffies(1000), 0);
+        assert_eq!(Instant::from_ms(1).jiffies(1000), 1);
+        assert_eq!(Instant::from_ms(7).jiffies(250), 1);
+        assert_eq!(Instant::from_jiffies(3, 250), Instant::from_ms(12));
+    }
+
+    #[test]
+    fn sub_saturates() {
+        assert_eq!(Instant(5) - Instant(9), Duration::ZERO);
+        assert_eq!(Instant(9) - Instant(5), Duration(4));
+    }
+}

@@ -1,0 +1,766 @@
+//! One fio job clone as a sans-IO state machine.
+//!
+//! The driver asks [`Job::next_action`] what the job does at `now` and
+//! reports back submissions ([`Job::submitted`]) and reaped completions
+//! ([`Job::reap`]). The job never reads a clock.
+//!
+//! The loop mirrors fio 3.33's `do_io` (`backend.c`):
+//!
+//! ```text
+//! top:  runtime exceeded / size done?  -> drain, done
+//!       pick direction (rwmix, get_rw_ddir), then rate_ddir:
+//!           due?           -> go
+//!           other dir due? -> switch
+//!           else           -> quiesce (wait for ALL in-flight), sleep to the
+//!                             earlier schedule point (cut at runtime), go
+//!       build the IO (offset, size), stamp start_time, submit
+//!       rate schedule: next[d] = issued_bytes[d] / bps[d]   (absolute, µs)
+//!       queue full?  -> reap >= 1 completion
+//!       thinktime:   completed (or issued) blocks since last pause >=
+//!                    thinktime_blocks -> quiesce, sleep thinktime
+//! ```
+//!
+//! Consequences that fio users see and we reproduce: `rate_iops` applies per
+//! direction; a rate-limited or thinktime job runs at an effective depth of
+//! 1; after falling behind the schedule the job catches up in a burst; the
+//! rate/thinktime sleep never counts in slat/clat/lat.
+
+use crate::rng::Stream;
+use crate::spec::{JobSpec, RateProcess, RwMode, ThinkBlocksType};
+use crate::stats::JobStats;
+use blkqos_core::{Duration, Instant};
+
+/// fio's direction index: 0 read, 1 write, 2 trim.
+pub type Ddir = usize;
+
+/// An IO the job wants submitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobIo {
+    pub ddir: Ddir,
+    /// Absolute byte offset in the file/device.
+    pub offset: u64,
+    pub len: u64,
+    /// fio `start_time`: when the IO unit was prepared.
+    pub start_time: Instant,
+}
+
+/// What the job does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobAction {
+    /// Submit this IO now. The driver calls [`Job::submitted`] when the
+    /// submit call returns.
+    Issue(JobIo),
+    /// Blocked until at least one in-flight IO can be reaped.
+    WaitCompletion,
+    /// Sleeping until this time.
+    SleepUntil(Instant),
+    /// Finished: nothing in flight, nothing more to issue.
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Top of fio's loop.
+    Top,
+    /// Waiting for the submit call of the last IO to return.
+    Submitting,
+    /// Queue full: waiting to reap at least one completion.
+    Reap { reaped_at_start: u64 },
+    /// After submit/reap: thinktime check.
+    Think,
+    /// Waiting for every in-flight IO, then sleep.
+    Quiesce { until: Instant, after: After },
+    Sleep { until: Instant, after: After },
+    /// Stopping: wait for in-flight IO.
+    Drain,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    /// A rate sleep: afterwards issue in this direction without re-checking.
+    IssueDir(Ddir),
+    /// A thinktime sleep: afterwards go to the top of the loop.
+    Top { slept_from: Instant, ddir: Ddir },
+}
+
+/// Random map (fio's axmap without `norandommap`): every block once per pass.
+#[derive(Clone, Debug)]
+struct BlockMap {
+    words: Vec<u64>,
+    nblocks: u64,
+    used: u64,
+}
+
+impl BlockMap {
+    fn new(nblocks: u64) -> Self {
+        BlockMap {
+            words: vec![0; nblocks.div_ceil(64) as usize],
+            nblocks,
+            used: 0,
+        }
+    }
+    /// Take `b` if free, else the next free block after it (wrapping); a new
+    /// pass starts when every block was used.
+    fn take_near(&mut self, b: u64) -> u64 {
+        if self.used >= self.nblocks {
+            self.words.fill(0);
+            self.used = 0;
+        }
+        let nwords = self.words.len();
+        let mut w = (b / 64) as usize;
+        let mut mask = !0u64 << (b % 64);
+        for _ in 0..=nwords {
+            let free = !self.words[w] & mask;
+            if free != 0 {
+                let bit = free.trailing_zeros() as u64;
+                let blk = w as u64 * 64 + bit;
+                if blk < self.nblocks {
+                    self.words[w] |= 1 << bit;
+                    self.used += 1;
+                    return blk;
+                }
+            }
+            w = (w + 1) % nwords;
+            mask = !0;
+        }
+        // unreachable while used < nblocks; fall back to the block asked for
+        b
+    }
+}
+
+/// Per-direction rate state (fio `rate_bps`, `rate_io_issue_bytes`,
+/// `rate_next_io_time`, `last_usec`).
+#[derive(Clone, Copy, Debug, Default)]
+struct RateDir {
+    bps: u64,
+    issued_bytes: u64,
+    next_us: u64,
+    last_us: u64,
+}
+
+/// One job clone.
+#[derive(Debug)]
+pub struct Job {
+    spec: JobSpec,
+    clone: u32,
+    /// First byte of the IO region.
+    region_start: u64,
+    /// Length of the IO region.
+    region_len: u64,
+    /// Bytes to issue before stopping (non time_based).
+    io_limit: u64,
+    iodepth: u32,
+    phase: Phase,
+    /// The run's epoch for this job (reset at ramp end).
+    epoch: Instant,
+    started: Instant,
+    ramp_end: Option<Instant>,
+    end_at: Option<Instant>,
+    in_flight: u32,
+    issued_bytes_total: u64,
+    io_issues: [u64; 3],
+    io_blocks: [u64; 3],
+    last_think_blocks: u64,
+    rwmix_ddir: Ddir,
+    rwmix_issues: u64,
+    rate: [RateDir; 3],
+    seq_pos: [u64; 3],
+    map: Option<BlockMap>,
+    map_unit: u64,
+    rng_offset: Stream,
+    rng_mix: Stream,
+    rng_bs: Stream,
+    rng_poisson: [Stream; 3],
+    /// Statistics (reset at ramp end).
+    pub stats: JobStats,
+    /// Bytes/IOs completed since the epoch (for bw/iops sampling).
+    sample_bytes: [u64; 3],
+    sample_ios: [u64; 3],
+    sampled_bytes: [u64; 3],
+    sampled_ios: [u64; 3],
+    next_bw_sample: Instant,
+    next_iops_sample: Instant,
+    error: i32,
+    finished_at: Option<Instant>,
+}
+
+/// Outcome of one reaped IO, as the driver reports it.
+#[derive(Clone, Copy, Debug)]
+pub struct Reaped {
+    pub io: JobIo,
+    /// When the submit call returned (fio `issue_time`).
+    pub issue_time: Instant,
+    /// 0 on success, else a positive errno.
+    pub error: i32,
+    /// Bytes actually transferred.
+    pub bytes_done: u64,
+}
+
+impl Job {
+    /// A job clone over the region `[region_start, region_start + region_len)`.
+    /// `seed` feeds every random stream when `randrepeat=0`.
+    pub fn new(spec: JobSpec, clone: u32, region_start: u64, region_len: u64, seed: u64, now: Instant) -> Self {
+        let base = if spec.randrepeat { spec.randseed } else { seed };
+        let min_bs_all = (0..3)
+            .filter(|&d| dir_used(spec.rw, d))
+            .map(|d| spec.min_bs(d))
+            .min()
+            .unwrap_or(4096)
+            .max(1);
+        let map = if spec.rw.is_random() && !spec.norandommap && region_len >= min_bs_all {
+            Some(BlockMap::new(region_len / min_bs_all))
+        } else {
+            None
+        };
+        let io_limit = match spec.size {
+            Some(_) | None => region_len,
+        };
+        let mut rate = [RateDir::default(); 3];
+        for (d, r) in rate.iter_mut().enumerate() {
+            r.bps = spec.rate_bytes_per_sec(d).unwrap_or(0);
+        }
+        let ramp_end = (spec.ramp_time > Duration::ZERO).then(|| now + spec.ramp_time);
+        let epoch = now;
+        let first_dir = if spec.rw.has_read() {
+            0
+        } else if spec.rw.has_write() {
+            1
+        } else {
+            2
+        };
+        let iodepth = spec.effective_iodepth();
+        let mut job = Job {
+            clone,
+            region_start,
+            region_len,
+            io_limit,
+            iodepth,
+            phase: Phase::Top,
+            epoch,
+            started: now,
+            ramp_end,
+            end_at: None,
+            in_flight: 0,
+            issued_bytes_total: 0,
+            io_issues: [0; 3],
+            io_blocks: [0; 3],
+            last_think_blocks: 0,
+            rwmix_ddir: first_dir,
+            rwmix_issues: 0,
+            rate,
+            seq_pos: [0; 3],
+            map,
+            map_unit: min_bs_all,
+            rng_offset: Stream::new(base, clone, 1),
+            rng_mix: Stream::new(base, clone, 2),
+            rng_bs: Stream::new(base, clone, 3),
+            rng_poisson: [
+                Stream::new(base, clone, 4),
+                Stream::new(base, clone, 5),
+                Stream::new(base, clone, 6),
+            ],
+            stats: JobStats {
+                members: 1,
+                ..JobStats::default()
+            },
+            sample_bytes: [0; 3],
+            sample_ios: [0; 3],
+            sampled_bytes: [0; 3],
+            sampled_ios: [0; 3],
+            next_bw_sample: Instant::MAX,
+            next_iops_sample: Instant::MAX,
+            error: 0,
+            finished_at: None,
+            spec,
+        };
+        job.start_epoch(now);
+        if job.ramp_end.is_some() {
+            job.end_at = None;
+        }
+        job
+    }
+
+    fn start_epoch(&mut self, now: Instant) {
+        self.epoch = now;
+        self.end_at = self.spec.runtime.map(|r| now + r);
+        self.next_bw_sample = now + self.spec.bw_avg_time;
+        self.next_iops_sample = now + self.spec.iops_avg_time;
+        self.sample_bytes = [0; 3];
+        self.sample_ios = [0; 3];
+        self.sampled_bytes = [0; 3];
+        self.sampled_ios = [0; 3];
+    }
+
+    /// fio `reset_all_stats` at the end of `ramp_time`: statistics, epoch
+    /// and the rate schedule restart.
+    fn end_ramp(&mut self, now: Instant) {
+        self.ramp_end = None;
+        self.stats = JobStats {
+            members: 1,
+            ..JobStats::default()
+        };
+        for r in &mut self.rate {
+            r.issued_bytes = 0;
+            r.next_us = 0;
+            r.last_us = 0;
+        }
+        self.started = now;
+        self.start_epoch(now);
+    }
+
+    pub fn spec(&self) -> &JobSpec {
+        &self.spec
+    }
+    pub fn clone_index(&self) -> u32 {
+        self.clone
+    }
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+    /// Errno that stopped the job (0 if none).
+    pub fn error(&self) -> i32 {
+        self.error
+    }
+    /// When the job finished (after its last IO was reaped).
+    pub fn finished_at(&self) -> Option<Instant> {
+        self.finished_at
+    }
+    /// Is the job in its ramp period (stats not kept)?
+    pub fn in_ramp(&self) -> bool {
+        self.ramp_end.is_some()
+    }
+    /// Next time the job needs attention without an IO event: ramp end or a
+    /// bw/iops sample point.
+    pub fn next_timer(&self) -> Option<Instant> {
+        if self.phase == Phase::Done {
+            return None;
+        }
+        let t = self
+            .ramp_end
+            .unwrap_or(Instant::MAX)
+            .min(self.next_bw_sample)
+            .min(self.next_iops_sample);
+        (t != Instant::MAX).then_some(t)
+    }
+
+    /// Run the job's timers due at `now`: ramp end, bw/iops samples
+    /// (fio's helper thread `__add_samples`: a sample per direction that had
+    /// IO in the window, windows advance by exactly the averaging time).
+    pub fn on_timer(&mut self, now: Instant) {
+        if let Some(t) = self.ramp_end {
+            if now >= t {
+                self.end_ramp(now);
+            }
+            return;
+        }
+        let bw_t = self.spec.bw_avg_time;
+        while self.next_bw_sample <= now && self.phase != Phase::Done {
+            let spent_ms = bw_t.as_ms().max(1);
+            for d in 0..3 {
+                let delta = self.sample_bytes[d] - self.sampled_bytes[d];
+                if delta == 0 {
+                    continue;
+                }
+                self.stats.dirs[d].bw.add(delta * 1000 / spent_ms / 1024);
+                self.sampled_bytes[d] = self.sample_bytes[d];
+            }
+            self.next_bw_sample += bw_t;
+        }
+        let iops_t = self.spec.iops_avg_time;
+        while self.next_iops_sample <= now && self.phase != Phase::Done {
+            let spent_ms = iops_t.as_ms().max(1);
+            for d in 0..3 {
+                let delta = self.sample_ios[d] - self.sampled_ios[d];
+                if delta == 0 {
+                    continue;
+                }
+                self.stats.dirs[d].iops.add(delta * 1000 / spent_ms);
+                self.sampled_ios[d] = self.sample_ios[d];
+            }
+            self.next_iops_sample += iops_t;
+        }
+    }
+
+    fn us_since_epoch(&self, now: Instant) -> u64 {
+        (now - self.epoch).as_us()
+    }
+
+    fn runtime_exceeded(&self, now: Instant) -> bool {
+        self.ramp_end.is_none() && self.end_at.is_some_and(|e| now >= e)
+    }
+
+    fn size_done(&self) -> bool {
+        !self.spec.time_based && self.issued_bytes_total >= self.io_limit
+    }
+
+    /// fio `get_rw_ddir` (rwmix part): per-issue draw with fio's
+    /// `rwmix_issues` bookkeeping.
+    fn pick_mix_ddir(&mut self) -> Ddir {
+        let rw = self.spec.rw;
+        if rw.is_mixed() {
+            if self.io_issues[self.rwmix_ddir] >= self.rwmix_issues {
+                let v = self.rng_mix.between(1, 100);
+                let d = if v <= u64::from(self.spec.rwmixread) { 0 } else { 1 };
+                if d != self.rwmix_ddir {
+                    let other_pct = if d == 0 {
+                        100 - u64::from(self.spec.rwmixread)
+                    } else {
+                        u64::from(self.spec.rwmixread)
+                    };
+                    self.rwmix_issues = self.io_issues[d] * other_pct / 100;
+                }
+                self.rwmix_ddir = d;
+            }
+            self.rwmix_ddir
+        } else if rw.has_read() {
+            0
+        } else if rw.has_write() {
+            1
+        } else {
+            2
+        }
+    }
+
+    fn rate_limited(&self) -> bool {
+        self.rate.iter().any(|r| r.bps > 0)
+    }
+
+    /// fio `rate_ddir`: `Ok(ddir)` to issue now, `Err((ddir, until))` to
+    /// quiesce and sleep first. `None` when the runtime ends before.
+    fn rate_ddir(&self, ddir: Ddir, now: Instant) -> Option<Result<Ddir, (Ddir, Instant)>> {
+        let now_us = self.us_since_epoch(now);
+        if self.rate[ddir].next_us <= now_us {
+            return Some(Ok(ddir));
+        }
+        let odir = ddir ^ 1;
+        let mixed = self.spec.rw.is_mixed() && odir < 2;
+        let other_share = if ddir == 0 {
+            100 - self.spec.rwmixread
+        } else {
+            self.spec.rwmixread
+        };
+        let (dir, usec) = if mixed && other_share > 0 {
+            if self.rate[odir].next_us <= now_us {
+                return Some(Ok(odir));
+            }
+            if self.rate[ddir].next_us <= self.rate[odir].next_us {
+                (ddir, self.rate[ddir].next_us - now_us)
+            } else {
+                (odir, self.rate[odir].next_us - now_us)
+            }
+        } else {
+            (ddir, self.rate[ddir].next_us - now_us)
+        };
+        let mut until = self.epoch + Duration::from_us(now_us + usec);
+        if let Some(end) = self.end_at.filter(|_| self.ramp_end.is_none()) {
+            if now >= end {
+                return None;
+            }
+            until = until.min(end);
+        }
+        Some(Err((dir, until)))
+    }
+
+    /// fio `usec_for_io`: the absolute schedule point of the next IO.
+    fn usec_for_io(&mut self, ddir: Ddir) -> u64 {
+        let min_bs = self.spec.min_bs(ddir).max(1);
+        let r = &mut self.rate[ddir];
+        if r.bps == 0 {
+            return 0;
+        }
+        match self.spec.rate_process {
+            RateProcess::Poisson => {
+                let iops = (r.bps / min_bs).max(1);
+                let u = self.rng_poisson[ddir].unit_open0();
+                let val = ((1_000_000 / iops) as f64 * -(u.ln())) as u64;
+                r.last_us += val;
+                r.last_us
+            }
+            RateProcess::Linear => {
+                let secs = r.issued_bytes / r.bps;
+                let rem = r.issued_bytes % r.bps;
+                rem * 1_000_000 / r.bps + secs * 1_000_000
+            }
+        }
+    }
+
+    /// fio `get_next_buflen`.
+    fn next_len(&mut self, ddir: Ddir) -> u64 {
+        match &self.spec.bsrange {
+            Some(r) => {
+                let (lo, hi) = r.get(ddir);
+                if lo >= hi {
+                    return lo;
+                }
+                let mut len = lo + (hi as f64 * self.rng_bs.unit()) as u64;
+                if lo.is_power_of_two() {
+                    len &= !(lo - 1);
+                }
+                len.clamp(lo, hi)
+            }
+            None => self.spec.bs.get(ddir),
+        }
+    }
+
+    fn next_offset(&mut self, ddir: Ddir, len: u64) -> u64 {
+        let region = self.region_len.max(len);
+        if self.spec.rw.is_random() {
+            let unit = self.map_unit;
+            let last_start = (region - len) / unit; // inclusive block index
+            let b = if let Some(map) = &mut self.map {
+                let want = self.rng_offset.below(map.nblocks);
+                let got = map.take_near(want);
+                got.min(last_start)
+            } else {
+                self.rng_offset.below(last_start + 1)
+            };
+            self.region_start + b * unit
+        } else {
+            let mut pos = self.seq_pos[ddir];
+            if pos + len > region {
+                pos = 0;
+            }
+            self.seq_pos[ddir] = pos + len;
+            self.region_start + pos
+        }
+    }
+
+    /// What the job does at `now`.
+    pub fn next_action(&mut self, now: Instant) -> JobAction {
+        loop {
+            match self.phase {
+                Phase::Done => return JobAction::Done,
+                Phase::Submitting => return JobAction::WaitCompletion,
+                Phase::Drain => {
+                    if self.in_flight == 0 {
+                        self.phase = Phase::Done;
+                        self.finish(now);
+                        return JobAction::Done;
+                    }
+                    return JobAction::WaitCompletion;
+                }
+                Phase::Reap { reaped_at_start } => {
+                    if self.total_reaped() > reaped_at_start || self.in_flight < self.iodepth {
+                        self.phase = Phase::Think;
+                        continue;
+                    }
+                    return JobAction::WaitCompletion;
+                }
+                Phase::Quiesce { until, after } => {
+                    if self.in_flight > 0 {
+                        return JobAction::WaitCompletion;
+                    }
+                    self.phase = Phase::Sleep { until, after };
+                }
+                Phase::Sleep { until, after } => {
+                    if now < until {
+                        return JobAction::SleepUntil(until);
+                    }
+                    match after {
+                        After::IssueDir(d) => return self.issue(d, now),
+                        After::Top { slept_from, ddir } => {
+                            self.credit_thinktime(ddir, now - slept_from);
+                            self.phase = Phase::Top;
+                        }
+                    }
+                }
+                Phase::Think => {
+                    self.phase = Phase::Top;
+                    if self.spec.thinktime > Duration::ZERO {
+                        let b = match self.spec.thinktime_blocks_type {
+                            ThinkBlocksType::Complete => self.io_blocks.iter().sum::<u64>(),
+                            ThinkBlocksType::Issue => self.io_issues.iter().sum::<u64>(),
+                        };
+                        if b >= self.last_think_blocks + u64::from(self.spec.thinktime_blocks) {
+                            self.last_think_blocks = b;
+                            let mut until = now + self.spec.thinktime;
+                            if let Some(end) = self.end_at.filter(|_| self.ramp_end.is_none()) {
+                                until = until.min(end.max(now));
+                            }
+                            let ddir = self.rwmix_ddir;
+                            self.phase = Phase::Quiesce {
+                                until,
+                                after: After::Top { slept_from: now, ddir },
+                            };
+                        }
+                    }
+                }
+                Phase::Top => {
+                    if self.runtime_exceeded(now) || self.size_done() || self.error != 0 {
+                        self.phase = Phase::Drain;
+                        continue;
+                    }
+                    let ddir = self.pick_mix_ddir();
+                    if self.rate_limited() {
+                        match self.rate_ddir(ddir, now) {
+                            None => {
+                                self.phase = Phase::Drain;
+                                continue;
+                            }
+                            Some(Ok(d)) => return self.issue(d, now),
+                            Some(Err((d, until))) => {
+                                self.phase = Phase::Quiesce {
+                                    until,
+                                    after: After::IssueDir(d),
+                                };
+                            }
+                        }
+                    } else {
+                        return self.issue(ddir, now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `rate_ignore_thinktime=1`: credit the pause to the rate schedule
+    /// (fio `handle_thinktime`).
+    fn credit_thinktime(&mut self, ddir: Ddir, slept: Duration) {
+        if !self.spec.rate_ignore_thinktime || ddir > 2 {
+            return;
+        }
+        let total_us = slept.as_us();
+        let bs = self.spec.min_bs(ddir);
+        let r = &mut self.rate[ddir];
+        if total_us == 0 || r.bps == 0 {
+            return;
+        }
+        let missed = r.bps * total_us / 1_000_000;
+        let usperop = bs * 1_000_000 / r.bps;
+        let over = if usperop <= total_us { bs } else { 0 };
+        r.issued_bytes += missed.saturating_sub(over);
+        r.last_us += total_us;
+    }
+
+    fn issue(&mut self, ddir: Ddir, now: Instant) -> JobAction {
+        // after a rate sleep the runtime may have ended meanwhile
+        if self.runtime_exceeded(now) {
+            self.phase = Phase::Drain;
+            return self.next_action(now);
+        }
+        let mut len = self.next_len(ddir);
+        if !self.spec.time_based {
+            let left = self.io_limit.saturating_sub(self.issued_bytes_total);
+            if left < len {
+                len = left.max(self.spec.min_bs(ddir)).min(len);
+            }
+        }
+        let offset = self.next_offset(ddir, len);
+        let io = JobIo {
+            ddir,
+            offset,
+            len,
+            start_time: now,
+        };
+        self.in_flight += 1;
+        self.io_issues[ddir] += 1;
+        self.issued_bytes_total += len;
+        self.rate[ddir].issued_bytes += len;
+        if !self.in_ramp() {
+            self.stats.issued[ddir] += 1;
+            self.stats.depth_level[JobStats::depth_index(self.in_flight)] += 1;
+            self.stats.submit_batches[JobStats::batch_index(1)] += 1;
+        }
+        if self.rate_limited() {
+            self.rate[ddir].next_us = self.usec_for_io(ddir);
+        }
+        self.phase = Phase::Submitting;
+        JobAction::Issue(io)
+    }
+
+    /// The submit call of the last issued IO returned at `now`.
+    pub fn submitted(&mut self, _now: Instant) {
+        debug_assert_eq!(self.phase, Phase::Submitting);
+        self.phase = if self.in_flight >= self.iodepth {
+            Phase::Reap {
+                reaped_at_start: self.total_reaped(),
+            }
+        } else {
+            Phase::Think
+        };
+    }
+
+    fn total_reaped(&self) -> u64 {
+        self.io_blocks.iter().sum::<u64>() + self.stats.total_err
+    }
+
+    /// Reap a batch of completed IOs at `now` (one `io_getevents` call).
+    pub fn reap(&mut self, batch: &[Reaped], now: Instant) {
+        if batch.is_empty() {
+            return;
+        }
+        let in_ramp = self.in_ramp();
+        if !in_ramp {
+            self.stats.complete_batches[JobStats::batch_index(batch.len() as u32)] += 1;
+        }
+        let sync = self.spec.ioengine.is_sync();
+        for r in batch {
+            self.in_flight -= 1;
+            let d = r.io.ddir;
+            if r.error != 0 {
+                let ignored = match d {
+                    0 => self.spec.ignore_error.read.contains(&r.error),
+                    _ => self.spec.ignore_error.write.contains(&r.error),
+                };
+                if !in_ramp || ignored {
+                    self.stats.total_err += 1;
+                    if self.stats.first_error == 0 {
+                        self.stats.first_error = r.error;
+                    }
+                }
+                if !ignored && self.error == 0 {
+                    self.error = r.error;
+                }
+                continue;
+            }
+            self.io_blocks[d] += 1;
+            if in_ramp {
+                continue;
+            }
+            let lat = now - r.io.start_time;
+            let (slat, clat) = if sync {
+                (None, lat)
+            } else {
+                (Some(r.issue_time - r.io.start_time), now - r.issue_time)
+            };
+            let ds = &mut self.stats.dirs[d];
+            ds.record(r.bytes_done, slat.map(|s| s.as_ns()), clat.as_ns(), lat.as_ns());
+            if r.bytes_done < r.io.len {
+                ds.short_ios += 1;
+            }
+            self.stats.lat_buckets.mark(clat.as_ns());
+            self.sample_bytes[d] += r.bytes_done;
+            self.sample_ios[d] += 1;
+        }
+    }
+
+    fn finish(&mut self, now: Instant) {
+        self.finished_at = Some(now);
+        if self.in_ramp() {
+            return;
+        }
+        let elapsed_us = (now - self.started).as_us();
+        let runtime_ms = elapsed_us.div_ceil(1000);
+        for d in 0..3 {
+            if self.stats.dirs[d].io_bytes > 0 {
+                self.stats.dirs[d].runtime_ms = runtime_ms;
+            }
+        }
+        self.stats.job_runtime_ms = (now - self.epoch).as_ms();
+    }
+}
+
+fn dir_used(rw: RwMode, d: Ddir) -> bool {
+    match d {
+        0 => rw.has_read(),
+        1 => rw.has_write(),
+        _ => rw.has_trim(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

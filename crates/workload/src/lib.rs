@@ -1,0 +1,18 @@
+//! blkqos-workload: fio's job semantics as a sans-IO state machine.
+//!
+//! * [`spec`]: [`JobSpec`], one typed fio job.
+//! * [`job`]: [`Job`], the state machine that decides, given `now`, what one
+//!   job clone does next (issue an IO, wait for a completion, sleep until a
+//!   time, stop) with fio 3.33's real behaviour: absolute rate schedules per
+//!   direction, drains before rate sleeps and thinktime, `thinktime_blocks`,
+//!   `time_based`, `ramp_time`, random maps, `rwmixread`.
+//! * [`stats`]: per-job statistics as fio keeps them.
+
+pub mod job;
+pub mod rng;
+pub mod spec;
+pub mod stats;
+
+pub use job::{Job, JobAction, JobIo};
+pub use spec::{IoEngine, JobSpec, PerDir, RateProcess, RwMode, SizeSpec, UnifiedRw};
+pub use stats::{DirStats, JobStats};

@@ -1,0 +1,312 @@
+//! `JobSpec`: one fio job, parsed and validated. The hot path never sees a
+//! string: everything here is typed. Parsing lives in `blkqos-fio`.
+
+use blkqos_core::Duration;
+
+/// Values given per direction (read, write, trim) as fio's `R[,W[,T]]` lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PerDir<T> {
+    pub read: T,
+    pub write: T,
+    pub trim: T,
+}
+
+impl<T: Copy> PerDir<T> {
+    pub const fn all(v: T) -> Self {
+        PerDir {
+            read: v,
+            write: v,
+            trim: v,
+        }
+    }
+    /// Index 0 = read, 1 = write, 2 = trim (fio's `DDIR_*`).
+    pub fn get(&self, ddir: usize) -> T {
+        match ddir {
+            0 => self.read,
+            1 => self.write,
+            _ => self.trim,
+        }
+    }
+    pub fn get_mut(&mut self, ddir: usize) -> &mut T {
+        match ddir {
+            0 => &mut self.read,
+            1 => &mut self.write,
+            _ => &mut self.trim,
+        }
+    }
+}
+
+/// `rw=` (`readwrite=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwMode {
+    Read,
+    Write,
+    Trim,
+    RandRead,
+    RandWrite,
+    RandTrim,
+    /// `rw` / `readwrite`: sequential mixed.
+    ReadWrite,
+    RandRw,
+}
+
+impl RwMode {
+    pub fn is_random(self) -> bool {
+        matches!(
+            self,
+            RwMode::RandRead | RwMode::RandWrite | RwMode::RandTrim | RwMode::RandRw
+        )
+    }
+    pub fn is_mixed(self) -> bool {
+        matches!(self, RwMode::ReadWrite | RwMode::RandRw)
+    }
+    pub fn has_read(self) -> bool {
+        matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::ReadWrite | RwMode::RandRw
+        )
+    }
+    pub fn has_write(self) -> bool {
+        matches!(
+            self,
+            RwMode::Write | RwMode::RandWrite | RwMode::ReadWrite | RwMode::RandRw
+        )
+    }
+    pub fn has_trim(self) -> bool {
+        matches!(self, RwMode::Trim | RwMode::RandTrim)
+    }
+    /// fio's spelling in the job banner (`rw=randread`).
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::Trim => "trim",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::RandTrim => "randtrim",
+            RwMode::ReadWrite => "rw",
+            RwMode::RandRw => "randrw",
+        }
+    }
+}
+
+/// `ioengine=`. All run on the chosen backend; the engine decides fio's
+/// semantics that show in results (sync engines have no slat and QD 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoEngine {
+    Libaio,
+    IoUring,
+    Psync,
+    Sync,
+}
+
+impl IoEngine {
+    pub fn is_sync(self) -> bool {
+        matches!(self, IoEngine::Psync | IoEngine::Sync)
+    }
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            IoEngine::Libaio => "libaio",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Psync => "psync",
+            IoEngine::Sync => "sync",
+        }
+    }
+}
+
+/// `rate_process=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RateProcess {
+    #[default]
+    Linear,
+    Poisson,
+}
+
+/// `unified_rw_reporting=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum UnifiedRw {
+    #[default]
+    None,
+    Mixed,
+    Both,
+}
+
+/// `thinktime_blocks_type=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ThinkBlocksType {
+    #[default]
+    Complete,
+    Issue,
+}
+
+/// A size that may be given as a percentage of the file/device (`size=50%`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeSpec {
+    Bytes(u64),
+    Percent(u32),
+}
+
+/// `ignore_error=READLIST,WRITELIST,VERIFYLIST`: errno values per list.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct IgnoreErrors {
+    pub read: Vec<i32>,
+    pub write: Vec<i32>,
+    pub verify: Vec<i32>,
+}
+
+impl IgnoreErrors {
+    pub fn is_set(&self) -> bool {
+        !(self.read.is_empty() && self.write.is_empty() && self.verify.is_empty())
+    }
+}
+
+/// Where a job came from, for error messages and reports.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Origin {
+    /// Job file path, or `<command line>`.
+    pub file: String,
+    /// Line of the section header (0 for the command line).
+    pub line: usize,
+}
+
+/// One fio job (before `numjobs` cloning), fully typed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    pub name: String,
+    pub origin: Origin,
+    /// Reporting group (fio `groupid`): one per job file, bumped by `stonewall`/`new_group`.
+    pub group_id: u32,
+    pub description: Option<String>,
+    pub filename: Option<String>,
+    pub size: Option<SizeSpec>,
+    pub offset: SizeSpec,
+    pub rw: RwMode,
+    /// Percent of reads in a mixed job (`rwmixread`, or 100 − `rwmixwrite`).
+    pub rwmixread: u32,
+    pub bs: PerDir<u64>,
+    /// `bsrange` (min, max) per direction; when set, overrides `bs`.
+    pub bsrange: Option<PerDir<(u64, u64)>>,
+    pub direct: bool,
+    pub ioengine: IoEngine,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub runtime: Option<Duration>,
+    pub time_based: bool,
+    pub ramp_time: Duration,
+    /// `rate` in bytes/s per direction (None = no cap).
+    pub rate_bps: PerDir<Option<u64>>,
+    /// `rate_iops` per direction.
+    pub rate_iops: PerDir<Option<u64>>,
+    pub rate_process: RateProcess,
+    pub rate_ignore_thinktime: bool,
+    pub thinktime: Duration,
+    pub thinktime_spin: Duration,
+    pub thinktime_blocks: u32,
+    pub thinktime_blocks_type: ThinkBlocksType,
+    pub norandommap: bool,
+    pub randrepeat: bool,
+    pub randseed: u64,
+    pub group_reporting: bool,
+    pub unified_rw_reporting: UnifiedRw,
+    pub percentile_list: Vec<f64>,
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub slat_percentiles: bool,
+    /// cgroup path the job runs in (fio `cgroup=`); `None` = root.
+    pub cgroup: Option<String>,
+    pub ignore_error: IgnoreErrors,
+    /// `bwavgtime` / `iopsavgtime`.
+    pub bw_avg_time: Duration,
+    pub iops_avg_time: Duration,
+    pub kb_base: u32,
+    /// fsync every N writes (`fsync=`), 0 = never.
+    pub fsync_blocks: u32,
+    /// fsync the file when the job ends (`end_fsync=1`).
+    pub end_fsync: bool,
+    /// The options the job was given, canonical names, values verbatim:
+    /// fio's JSON `"job options"` (globals excluded).
+    pub job_options: Vec<(String, String)>,
+}
+
+/// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
+pub const FIO_RANDSEED: u64 = 0xb1899bedd;
+
+impl JobSpec {
+    /// A job with fio 3.33's defaults.
+    pub fn new(name: impl Into<String>) -> Self {
+        JobSpec {
+            name: name.into(),
+            origin: Origin::default(),
+            group_id: 0,
+            description: None,
+            filename: None,
+            size: None,
+            offset: SizeSpec::Bytes(0),
+            rw: RwMode::Read,
+            rwmixread: 50,
+            bs: PerDir::all(4096),
+            bsrange: None,
+            direct: false,
+            ioengine: IoEngine::Psync,
+            iodepth: 1,
+            numjobs: 1,
+            runtime: None,
+            time_based: false,
+            ramp_time: Duration::ZERO,
+            rate_bps: PerDir::all(None),
+            rate_iops: PerDir::all(None),
+            rate_process: RateProcess::Linear,
+            rate_ignore_thinktime: false,
+            thinktime: Duration::ZERO,
+            thinktime_spin: Duration::ZERO,
+            thinktime_blocks: 1,
+            thinktime_blocks_type: ThinkBlocksType::Complete,
+            norandommap: false,
+            randrepeat: true,
+            randseed: FIO_RANDSEED,
+            group_reporting: false,
+            unified_rw_reporting: UnifiedRw::None,
+            percentile_list: blkqos_core::hist::DEFAULT_PERCENTILES.to_vec(),
+            clat_percentiles: true,
+            lat_percentiles: false,
+            slat_percentiles: false,
+            cgroup: None,
+            ignore_error: IgnoreErrors::default(),
+            bw_avg_time: Duration::from_ms(500),
+            iops_avg_time: Duration::from_ms(500),
+            kb_base: 1024,
+            fsync_blocks: 0,
+            end_fsync: false,
+            job_options: Vec::new(),
+        }
+    }
+
+    /// Smallest block size of a direction (`min_bs`): what `rate_iops` multiplies.
+    pub fn min_bs(&self, ddir: usize) -> u64 {
+        match &self.bsrange {
+            Some(r) => r.get(ddir).0,
+            None => self.bs.get(ddir),
+        }
+    }
+    /// Largest block size of a direction (`max_bs`).
+    pub fn max_bs(&self, ddir: usize) -> u64 {
+        match &self.bsrange {
+            Some(r) => r.get(ddir).1,
+            None => self.bs.get(ddir),
+        }
+    }
+    /// Effective rate cap in bytes/s of a direction (`rate` wins over `rate_iops`).
+    pub fn rate_bytes_per_sec(&self, ddir: usize) -> Option<u64> {
+        self.rate_bps
+            .get(ddir)
+            .or_else(|| self.rate_iops.get(ddir).map(|i| i * self.min_bs(ddir)))
+    }
+    /// Effective iodepth: sync engines are always QD 1.
+    pub fn effective_iodepth(&self) -> u32 {
+        if self.ioengine.is_sync() {
+            1
+        } else {
+            self.iodepth.max(1)
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Per-job statistics, kept the way fio keeps them (`struct thread_stat`), so
+//! the report writers can print fio's numbers exactly.
+//!
+//! Everything is fixed-size: recording an IO never allocates.
+
+use blkqos_core::hist::{LatHist, LatStat};
+
+/// fio's `latency_ns/us/ms` bucket upper bounds within each unit.
+pub const LAT_BUCKET_BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+
+/// Counts for fio's `latency_ns` (10), `latency_us` (10), `latency_ms` (12:
+/// ..., 1000, 2000, >=2000) maps, filled from clat.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatBuckets {
+    pub ns: [u64; 10],
+    pub us: [u64; 10],
+    pub ms: [u64; 12],
+}
+
+impl LatBuckets {
+    /// `io_u_mark_latency`: which bucket a clat value (ns) falls in.
+    pub fn mark(&mut self, clat_ns: u64) {
+        fn idx(v: u64) -> usize {
+            LAT_BUCKET_BOUNDS.iter().position(|&b| v < b).unwrap_or(9)
+        }
+        if clat_ns < 1000 {
+            self.ns[idx(clat_ns)] += 1;
+        } else if clat_ns < 1_000_000 {
+            self.us[idx(clat_ns / 1000)] += 1;
+        } else {
+            let ms = clat_ns / 1_000_000;
+            let i = if ms < 1000 {
+                idx(ms)
+            } else if ms < 2000 {
+                10
+            } else {
+                11
+            };
+            self.ms[i] += 1;
+        }
+    }
+    pub fn merge(&mut self, o: &LatBuckets) {
+        for (a, b) in self.ns.iter_mut().zip(o.ns) {
+            *a += b;
+        }
+        for (a, b) in self.us.iter_mut().zip(o.us) {
+            *a += b;
+        }
+        for (a, b) in self.ms.iter_mut().zip(o.ms) {
+            *a += b;
+        }
+    }
+}
+
+/// Statistics of one direction (fio: one `ddir` of a `thread_stat`).
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    pub io_bytes: u64,
+    pub total_ios: u64,
+    pub short_ios: u64,
+    pub drop_ios: u64,
+    /// ms, rounded up as fio's `update_runtime` does.
+    pub runtime_ms: u64,
+    pub slat: LatStat,
+    pub clat: LatStat,
+    pub lat: LatStat,
+    pub slat_hist: LatHist,
+    pub clat_hist: LatHist,
+    pub lat_hist: LatHist,
+    /// bw samples in KiB/s (fio `bw_stat`).
+    pub bw: LatStat,
+    /// iops samples (fio `iops_stat`).
+    pub iops: LatStat,
+}
+
+impl DirStats {
+    /// Record one completed IO. Latencies in ns.
+    #[inline]
+    pub fn record(&mut self, bytes: u64, slat_ns: Option<u64>, clat_ns: u64, lat_ns: u64) {
+        self.io_bytes += bytes;
+        self.total_ios += 1;
+        if let Some(s) = slat_ns {
+            self.slat.add(s);
+            self.slat_hist.record(s);
+        }
+        self.clat.add(clat_ns);
+        self.clat_hist.record(clat_ns);
+        self.lat.add(lat_ns);
+        self.lat_hist.record(lat_ns);
+    }
+
+    /// Sum another direction or job into this one (fio `sum_thread_stats`):
+    /// counts add, runtime is the max, latency stats pool, histograms add,
+    /// bw/iops sample stats add field by field.
+    pub fn merge(&mut self, o: &DirStats) {
+        self.io_bytes += o.io_bytes;
+        self.total_ios += o.total_ios;
+        self.short_ios += o.short_ios;
+        self.drop_ios += o.drop_ios;
+        self.runtime_ms = self.runtime_ms.max(o.runtime_ms);
+        self.slat.merge(&o.slat);
+        self.clat.merge(&o.clat);
+        self.lat.merge(&o.lat);
+        self.slat_hist.merge(&o.slat_hist);
+        self.clat_hist.merge(&o.clat_hist);
+        self.lat_hist.merge(&o.lat_hist);
+        sum_fieldwise(&mut self.bw, &o.bw);
+        sum_fieldwise(&mut self.iops, &o.iops);
+    }
+}
+
+/// fio sums bw/iops sample stats field by field when it groups jobs or
+/// builds `mixed` (fio-interop §0.7): min+min, max+max, mean+mean, N+N.
+/// The deviation is pooled as fio does for `sum_stat` with `first`=false.
+fn sum_fieldwise(a: &mut LatStat, b: &LatStat) {
+    if b.n == 0 {
+        return;
+    }
+    if a.n == 0 {
+        *a = *b;
+        return;
+    }
+    a.min += b.min;
+    a.max += b.max;
+    // fio sum_stat(..., pure_sum=true) adds means and samples; variance pooled
+    let n1 = a.n as f64;
+    let n2 = b.n as f64;
+    let delta = b.mean - a.mean;
+    a.m2 = a.m2 + b.m2 + delta * delta * n1 * n2 / (n1 + n2);
+    a.mean += b.mean;
+    a.n += b.n;
+}
+
+/// fio's `iodepth_level` buckets: 1, 2, 4, 8, 16, 32, >=64.
+pub const DEPTH_LEVELS: usize = 7;
+/// fio's `iodepth_submit`/`iodepth_complete` buckets: 0, 4, 8, 16, 32, 64, >=64.
+pub const BATCH_LEVELS: usize = 7;
+
+/// Statistics of one job clone (or a merged reporting group).
+#[derive(Clone, Debug, Default)]
+pub struct JobStats {
+    /// read, write, trim.
+    pub dirs: [DirStats; 3],
+    /// Issued IO counts per direction (fio `io_issues`), incl. in-flight at stop.
+    pub issued: [u64; 3],
+    /// Queue depth at submission (`io_u_map`) counts.
+    pub depth_level: [u64; DEPTH_LEVELS],
+    pub submit_batches: [u64; BATCH_LEVELS],
+    pub complete_batches: [u64; BATCH_LEVELS],
+    pub lat_buckets: LatBuckets,
+    pub total_err: u64,
+    /// First error as a positive errno (0 if none).
+    pub first_error: i32,
+    /// `job_runtime`: ms since the job's epoch, truncated.
+    pub job_runtime_ms: u64,
+    /// Seconds since the run started when this job ended (`elapsed`).
+    pub elapsed_s: u64,
+    /// Number of jobs merged into this entry.
+    pub members: u32,
+    /// Number of fsync/fdatasync calls and their latency (fio `sync` object).
+    pub sync_ios: u64,
+    pub sync_lat: LatStat,
+    pub sync_hist: LatHist,
+}
+
+impl JobStats {
+    pub fn depth_index(depth: u32) -> usize {
+        match depth {
+            0..=1 => 0,
+            2..=3 => 1,
+            4..=7 => 2,
+            8..=15 => 3,
+            16..=31 => 4,
+            32..=63 => 5,
+            _ => 6,
+        }
+    }
+    pub fn batch_index(n: u32) -> usize {
+        match n {
+            0 => 0,
+            1..=4 => 1,
+            5..=8 => 2,
+            9..=16 => 3,
+            17..=32 => 4,
+            33..=64 => 5,
+            _ => 6,
+        }
+    }
+    pub fn merge(&mut self, o: &JobStats) {
+        for d in 0..3 {
+            self.dirs[d].merge(&o.dirs[d]);
+            self.issued[d] += o.issued[d];
+        }
+        for i in 0..DEPTH_LEVELS {
+            self.depth_level[i] += o.depth_level[i];
+            self.submit_batches[i] += o.submit_batches[i];
+            self.complete_batches[i] += o.complete_batches[i];
+        }
+        self.lat_buckets.merge(&o.lat_buckets);
+        self.total_err += o.total_err;
+        if self.first_error == 0 {
+            self.first_error = o.first_error;
+        }
+        self.job_runtime_ms = self.job_runtime_ms.max(o.job_runtime_ms);
+        self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
+        self.members += o.members.max(1);
+        self.sync_ios += o.sync_ios;
+        self.sync_lat.merge(&o.sync_lat);
+        self.sync_hist.merge(&o.sync_hist);
+    }
+    /// The `mixed` direction: all directions summed as fio does for
+    /// `unified_rw_reporting=mixed`.
+    pub fn mixed(&self) -> DirStats {
+        let mut m = self.dirs[0].clone();
+        m.merge(&self.dirs[1]);
+        m.merge(&self.dirs[2]);
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets() {
+        let mut b = LatBuckets::default();
+        b.mark(999); // ns "1000"
+        b.mark(1000); // us "2"
+        b.mark(150_000); // us "250"
+        b.mark(2_500_000); // ms "4"
+        b.mark(1_500_000_000); // ms "2000"
+        b.mark(2_000_000_000); // ms ">=2000"
+        assert_eq!(b.ns[9], 1);
+        assert_eq!(b.us[0], 1);
+        assert_eq!(b.us[6], 1);
+        assert_eq!(b.ms[1], 1);
+        assert_eq!(b.ms[10], 1);
+        assert_eq!(b.ms[11], 1);
+    }
+
+    #[test]
+    fn fieldwise_sum_like_fio_mixed() {
+        let mut r = DirStats::default();
+        let mut w = DirStats::default();
+        for v in [400, 400, 400, 400, 400] {
+            r.bw.add(v);
+            w.bw.add(v);
+        }
+        r.merge(&w);
+        assert_eq!(r.bw.min, 800);
+        assert_eq!(r.bw.n, 10);
+        assert!((r.bw.mean - 800.0).abs() < 1e-9);
+    }
+}
