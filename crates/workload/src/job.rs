@@ -672,6 +672,15 @@ impl Job {
         JobAction::Issue(io)
     }
 
+    /// Stop issuing (signal): behave as if the runtime ended now.
+    pub fn stop(&mut self) {
+        if !matches!(self.phase, Phase::Done | Phase::Drain | Phase::Submitting) {
+            self.phase = Phase::Drain;
+        }
+        self.end_at = Some(Instant::ZERO);
+        self.ramp_end = None;
+    }
+
     /// The submit call of the last issued IO returned at `now`.
     pub fn submitted(&mut self, _now: Instant) {
         debug_assert_eq!(self.phase, Phase::Submitting);

@@ -1,0 +1,34 @@
+//! The backend contract: "submit this IO; give me completions until this
+//! deadline; what time is it".
+
+use blkqos_core::{Instant, Io, IoId};
+
+/// One finished IO as a backend reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub id: IoId,
+    /// 0 on success, else a positive errno (EIO = 5, ...).
+    pub error: i32,
+    /// Bytes transferred.
+    pub bytes: u64,
+    /// Completion time.
+    pub at: Instant,
+}
+
+/// What the driver needs from a device backend.
+pub trait Backend {
+    /// Current time (virtual in the simulator).
+    fn now(&self) -> Instant;
+    /// Device request slots (`nr_requests`): IOs beyond it wait for a slot.
+    fn nr_requests(&self) -> u32;
+    /// Capacity in bytes of the target (file or device).
+    fn capacity_bytes(&self) -> u64;
+    /// Start serving `io` at `now` (it holds a request slot).
+    fn submit(&mut self, io: &Io, now: Instant);
+    /// Wait until at least one completion is available or `deadline` is
+    /// reached, whichever is first, and append completions to `out`.
+    /// With nothing in flight and no deadline it returns at once.
+    fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>);
+    /// IOs currently being served.
+    fn in_flight(&self) -> usize;
+}

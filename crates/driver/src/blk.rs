@@ -1,0 +1,49 @@
+//! The device request queue: `nr_requests` slots (tags). An IO that clears
+//! the controller stack allocates a request; if none is free it waits in
+//! FIFO order. The wait (`start - alloc`) is iocost's `rq_wait` signal, and
+//! as in Linux it is *not* part of diskstats' per-IO time, which starts when
+//! the request starts.
+
+use blkqos_core::{Instant, Io, IoId};
+use std::collections::VecDeque;
+
+#[derive(Debug)]
+pub struct RequestQueue {
+    nr_requests: u32,
+    busy: u32,
+    waiting: VecDeque<(IoId, Instant)>,
+}
+
+impl RequestQueue {
+    pub fn new(nr_requests: u32) -> Self {
+        RequestQueue {
+            nr_requests: nr_requests.max(1),
+            busy: 0,
+            waiting: VecDeque::new(),
+        }
+    }
+    /// An IO asks for a request at `now`. `true`: it starts now.
+    pub fn alloc(&mut self, io: &Io, now: Instant) -> bool {
+        if self.busy < self.nr_requests && self.waiting.is_empty() {
+            self.busy += 1;
+            true
+        } else {
+            self.waiting.push_back((io.id, now));
+            false
+        }
+    }
+    /// A request completed: its slot goes to the oldest waiter, returned
+    /// with the time it started waiting.
+    pub fn free(&mut self) -> Option<(IoId, Instant)> {
+        self.busy -= 1;
+        let next = self.waiting.pop_front()?;
+        self.busy += 1;
+        Some(next)
+    }
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+    pub fn busy(&self) -> u32 {
+        self.busy
+    }
+}

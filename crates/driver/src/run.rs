@@ -1,0 +1,385 @@
+//! The driver loop, written once for every backend.
+
+use crate::account::DiskStats;
+use crate::backend::{Backend, Completion};
+use crate::blk::RequestQueue;
+use crate::slab::Slab;
+use blkqos_core::controller::StackVerdict;
+use blkqos_core::{ControllerStack, Duration, GroupId, Instant, Io, IoFlags, IoId, IoOp};
+use blkqos_workload::job::Reaped;
+use blkqos_workload::{Job, JobAction, JobIo, JobSpec, JobStats};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// CPU costs of the issuing program (fio) that show in its latencies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostModel {
+    /// Time one submit call takes (fio `slat` when nothing blocks it).
+    pub submit_ns: u64,
+}
+
+impl Default for HostModel {
+    fn default() -> Self {
+        HostModel { submit_ns: 1_000 }
+    }
+}
+
+/// One job clone to run.
+#[derive(Clone, Debug)]
+pub struct JobSetup {
+    pub spec: JobSpec,
+    pub clone: u32,
+    pub group: GroupId,
+    pub region_start: u64,
+    pub region_len: u64,
+    pub seed: u64,
+}
+
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    pub host: HostModel,
+    /// Set asynchronously (SIGINT/SIGTERM) to stop issuing and drain.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// The results of one job clone.
+#[derive(Clone, Debug)]
+pub struct JobResult {
+    pub spec: JobSpec,
+    pub clone: u32,
+    pub group: GroupId,
+    pub stats: JobStats,
+    /// errno that ended the job, 0 if none.
+    pub error: i32,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub jobs: Vec<JobResult>,
+    pub disk: DiskStats,
+    pub ended_at: Instant,
+    /// The run was stopped early (signal).
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    #[error("internal: job `{job}` waits for a completion with nothing in flight at {at}")]
+    Stalled { job: String, at: Instant },
+}
+
+/// Driver-side state of one job clone.
+struct JobSlot {
+    job: Job,
+    group: GroupId,
+    /// Completions delivered but not yet reaped (the libaio/io_uring ring).
+    ring: Vec<Reaped>,
+    /// A submit call in progress: the IO enters the block layer at `.0`.
+    submitting: Option<(Instant, IoId)>,
+    /// Submit call blocked inside a controller (iocost) until released.
+    blocked: Option<IoId>,
+    wake: Option<Instant>,
+    waiting: bool,
+}
+
+/// An in-flight IO.
+struct Flight {
+    job: u32,
+    jio: JobIo,
+    io: Io,
+    issue_time: Instant,
+    alloc_at: Instant,
+    started_at: Instant,
+}
+
+fn op_of(ddir: usize) -> IoOp {
+    match ddir {
+        0 => IoOp::Read,
+        1 => IoOp::Write,
+        _ => IoOp::Discard,
+    }
+}
+
+struct Loop<'a, B: Backend> {
+    backend: &'a mut B,
+    stack: &'a mut ControllerStack,
+    jobs: Vec<JobSlot>,
+    flights: Slab<Flight>,
+    rq: RequestQueue,
+    disk: DiskStats,
+    host: HostModel,
+    ready: Vec<Io>,
+    unblocked: Vec<Io>,
+    comps: Vec<Completion>,
+}
+
+impl<B: Backend> Loop<'_, B> {
+    /// The IO cleared the controller stack: allocate a request or wait.
+    fn to_device(&mut self, io: Io, now: Instant) {
+        if let Some(f) = self.flights.get_mut(io.id) {
+            f.alloc_at = now;
+        }
+        if self.rq.alloc(&io, now) {
+            self.start(io.id, now);
+        }
+    }
+
+    fn start(&mut self, id: IoId, now: Instant) {
+        let Some(f) = self.flights.get_mut(id) else {
+            return;
+        };
+        f.started_at = now;
+        let (io, alloc_at) = (f.io, f.alloc_at);
+        self.stack.on_start(&io, alloc_at, now);
+        self.disk.start(io.op, now);
+        self.backend.submit(&io, now);
+    }
+
+    /// Enter the block layer: pass the stack, maybe block the submitter.
+    fn enter_block_layer(&mut self, j: usize, id: IoId, now: Instant) {
+        let io = {
+            let f = self.flights.get_mut(id).expect("flight exists");
+            f.io.submitted_at = now;
+            f.io
+        };
+        match self.stack.submit(&io, now) {
+            StackVerdict::Ready => {
+                self.finish_submit(j, id, now);
+                self.to_device(io, now);
+            }
+            StackVerdict::Queued => self.finish_submit(j, id, now),
+            StackVerdict::Blocked => self.jobs[j].blocked = Some(id),
+        }
+    }
+
+    fn finish_submit(&mut self, j: usize, id: IoId, now: Instant) {
+        if let Some(f) = self.flights.get_mut(id) {
+            f.issue_time = now;
+        }
+        self.jobs[j].job.submitted(now);
+    }
+
+    /// Let job `j` act until it waits.
+    fn step_job(&mut self, j: usize, now: Instant, stopping: bool) -> Result<(), RunError> {
+        loop {
+            let slot = &mut self.jobs[j];
+            slot.wake = None;
+            slot.waiting = false;
+            if slot.blocked.is_some() {
+                return Ok(());
+            }
+            if let Some((t, id)) = slot.submitting {
+                if now < t {
+                    slot.wake = Some(t);
+                    return Ok(());
+                }
+                slot.submitting = None;
+                self.enter_block_layer(j, id, now);
+                continue;
+            }
+            if stopping {
+                slot.job.stop();
+            }
+            match slot.job.next_action(now) {
+                JobAction::Issue(jio) => {
+                    let io = Io {
+                        id: IoId::default(),
+                        job: j as u32,
+                        group: slot.group,
+                        op: op_of(jio.ddir),
+                        flags: if jio.ddir == 1 && slot.job.spec().direct {
+                            IoFlags::SYNC
+                        } else {
+                            IoFlags::default()
+                        },
+                        offset: jio.offset,
+                        len: jio.len,
+                        submitted_at: now,
+                    };
+                    let id = self.flights.insert(Flight {
+                        job: j as u32,
+                        jio,
+                        io,
+                        issue_time: now,
+                        alloc_at: now,
+                        started_at: now,
+                    });
+                    if let Some(f) = self.flights.get_mut(id) {
+                        f.io.id = id;
+                    }
+                    if self.host.submit_ns > 0 {
+                        self.jobs[j].submitting = Some((now + Duration(self.host.submit_ns), id));
+                    } else {
+                        self.enter_block_layer(j, id, now);
+                    }
+                }
+                JobAction::WaitCompletion => {
+                    if slot.ring.is_empty() {
+                        if slot.job.in_flight() == 0 {
+                            return Err(RunError::Stalled {
+                                job: slot.job.spec().name.clone(),
+                                at: now,
+                            });
+                        }
+                        slot.waiting = true;
+                        return Ok(());
+                    }
+                    let batch = std::mem::take(&mut slot.ring);
+                    slot.job.reap(&batch, now);
+                    slot.ring = batch;
+                    slot.ring.clear();
+                }
+                JobAction::SleepUntil(t) => {
+                    slot.wake = Some(t);
+                    return Ok(());
+                }
+                JobAction::Done => return Ok(()),
+            }
+        }
+    }
+
+    fn complete(&mut self, c: Completion) {
+        let Some(f) = self.flights.remove(c.id) else {
+            return;
+        };
+        let now = c.at;
+        self.disk.done(f.io.op, c.bytes, f.started_at, now);
+        self.stack.on_complete(&f.io, f.alloc_at, f.started_at, now);
+        if let Some((next, _alloc)) = self.rq.free() {
+            self.start(next, now);
+        }
+        self.jobs[f.job as usize].ring.push(Reaped {
+            io: f.jio,
+            issue_time: f.issue_time,
+            error: c.error,
+            bytes_done: if c.error == 0 { c.bytes } else { 0 },
+        });
+    }
+}
+
+/// Run `setups` through `stack` on `backend` until every job is done.
+pub fn run<B: Backend>(
+    backend: &mut B,
+    stack: &mut ControllerStack,
+    setups: Vec<JobSetup>,
+    opts: &RunOptions,
+) -> Result<RunResult, RunError> {
+    let t0 = backend.now();
+    let nr = backend.nr_requests();
+    let jobs: Vec<JobSlot> = setups
+        .into_iter()
+        .map(|s| JobSlot {
+            job: Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0),
+            group: s.group,
+            ring: Vec::with_capacity(64),
+            submitting: None,
+            blocked: None,
+            wake: None,
+            waiting: false,
+        })
+        .collect();
+    let mut lp = Loop {
+        backend,
+        stack,
+        jobs,
+        flights: Slab::with_capacity(1024),
+        rq: RequestQueue::new(nr),
+        disk: DiskStats::default(),
+        host: opts.host,
+        ready: Vec::new(),
+        unblocked: Vec::new(),
+        comps: Vec::new(),
+    };
+    let mut interrupted = false;
+    loop {
+        let now = lp.backend.now();
+        let stopping = opts
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed));
+        interrupted |= stopping;
+
+        // job timers: ramp end, bw/iops samples
+        for s in &mut lp.jobs {
+            if s.job.next_timer().is_some_and(|t| t <= now) {
+                s.job.on_timer(now);
+            }
+        }
+        // controller timers
+        lp.ready.clear();
+        lp.unblocked.clear();
+        lp.stack.on_timer(now, &mut lp.ready, &mut lp.unblocked);
+        let unblocked = std::mem::take(&mut lp.unblocked);
+        for io in &unblocked {
+            let j = io.job as usize;
+            if lp.jobs[j].blocked == Some(io.id) {
+                lp.jobs[j].blocked = None;
+                lp.finish_submit(j, io.id, now);
+            }
+        }
+        lp.unblocked = unblocked;
+        let ready = std::mem::take(&mut lp.ready);
+        for io in &ready {
+            lp.to_device(*io, now);
+        }
+        lp.ready = ready;
+
+        for j in 0..lp.jobs.len() {
+            lp.step_job(j, now, stopping)?;
+        }
+
+        let all_done = lp.jobs.iter().all(|s| s.job.is_done());
+        if all_done && lp.flights.is_empty() {
+            break;
+        }
+        let mut deadline = lp.stack.next_deadline();
+        for s in &lp.jobs {
+            for t in [s.wake, s.job.next_timer()].into_iter().flatten() {
+                deadline = Some(deadline.map_or(t, |d| d.min(t)));
+            }
+        }
+        let deadline = deadline.map(|d| d.max(now));
+        if deadline.is_none() && lp.backend.in_flight() == 0 {
+            // nothing can make progress: a controller holds IO without a timer
+            let job = lp
+                .jobs
+                .iter()
+                .find(|s| !s.job.is_done())
+                .map(|s| s.job.spec().name.clone())
+                .unwrap_or_default();
+            return Err(RunError::Stalled { job, at: now });
+        }
+        lp.comps.clear();
+        let mut comps = std::mem::take(&mut lp.comps);
+        lp.backend.wait(deadline, &mut comps);
+        for c in comps.drain(..) {
+            lp.complete(c);
+        }
+        lp.comps = comps;
+    }
+    let ended_at = lp.backend.now();
+    lp.disk.sync(ended_at);
+    let elapsed_s = (ended_at - t0).as_ms().div_ceil(1000);
+    let jobs = lp
+        .jobs
+        .into_iter()
+        .map(|s| {
+            let mut stats = s.job.stats.clone();
+            stats.elapsed_s = elapsed_s;
+            JobResult {
+                error: s.job.error(),
+                clone: s.job.clone_index(),
+                spec: s.job.spec().clone(),
+                group: s.group,
+                stats,
+            }
+        })
+        .collect();
+    Ok(RunResult {
+        jobs,
+        disk: lp.disk,
+        ended_at,
+        interrupted,
+    })
+}

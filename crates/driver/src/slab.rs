@@ -1,0 +1,87 @@
+//! Preallocated slots for in-flight IOs: no allocation per IO once warm.
+
+use blkqos_core::IoId;
+
+/// A slab of `T` addressed by [`IoId`] (index in the low 32 bits,
+/// generation in the high 32 bits so stale ids are detected).
+#[derive(Debug)]
+pub struct Slab<T> {
+    slots: Vec<(u32, Option<T>)>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    pub fn with_capacity(n: usize) -> Self {
+        Slab {
+            slots: Vec::with_capacity(n),
+            free: Vec::with_capacity(n),
+            len: 0,
+        }
+    }
+    pub fn insert(&mut self, v: T) -> IoId {
+        self.len += 1;
+        if let Some(i) = self.free.pop() {
+            let slot = &mut self.slots[i as usize];
+            slot.0 = slot.0.wrapping_add(1);
+            slot.1 = Some(v);
+            IoId((u64::from(slot.0) << 32) | u64::from(i))
+        } else {
+            let i = self.slots.len() as u32;
+            self.slots.push((0, Some(v)));
+            IoId(u64::from(i))
+        }
+    }
+    fn locate(&self, id: IoId) -> Option<usize> {
+        let i = (id.0 & 0xffff_ffff) as usize;
+        let gen = (id.0 >> 32) as u32;
+        match self.slots.get(i) {
+            Some((g, Some(_))) if *g == gen => Some(i),
+            _ => None,
+        }
+    }
+    pub fn get(&self, id: IoId) -> Option<&T> {
+        self.locate(id).and_then(|i| self.slots[i].1.as_ref())
+    }
+    pub fn get_mut(&mut self, id: IoId) -> Option<&mut T> {
+        self.locate(id).and_then(|i| self.slots[i].1.as_mut())
+    }
+    pub fn remove(&mut self, id: IoId) -> Option<T> {
+        let i = self.locate(id)?;
+        self.len -= 1;
+        self.free.push(i as u32);
+        self.slots[i].1.take()
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn stale_ids_are_rejected() {
+        let mut s = Slab::default();
+        let a = s.insert(1);
+        assert_eq!(s.remove(a), Some(1));
+        let b = s.insert(2);
+        assert_ne!(a, b);
+        assert_eq!(s.get(a), None);
+        assert_eq!(s.get(b), Some(&2));
+        assert_eq!(s.len(), 1);
+    }
+}

@@ -1,0 +1,328 @@
+//! `DeviceSpec`: a device model chosen by name with `key=value` parameters,
+//! as written on the command line (`--device=null,mbps=4,devid=253:1`) or in
+//! a scenario's `[device]` table. Unknown keys and bad values are errors that
+//! name the key and the value.
+
+use super::{Cloud, DeviceModel, Hdd, NullBlk, Ssd};
+use blkqos_core::DevId;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelKind {
+    Null,
+    Ssd,
+    Cloud,
+    Hdd,
+}
+
+impl ModelKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Null => "null",
+            ModelKind::Ssd => "ssd",
+            ModelKind::Cloud => "cloud",
+            ModelKind::Hdd => "hdd",
+        }
+    }
+    /// Parameter keys with their defaults (as strings) for each model.
+    pub fn params(self) -> &'static [(&'static str, &'static str, &'static str)] {
+        match self {
+            ModelKind::Null => &[
+                ("completion_ns", "2000", "time from request start to completion"),
+                ("hw_queues", "1", "hardware queues (submit_queues)"),
+                ("queue_depth", "64", "tags per hardware queue (hw_queue_depth)"),
+                ("mbps", "0", "bandwidth cap in MiB/s as null_blk applies it (0 = none)"),
+            ],
+            ModelKind::Ssd => &[
+                ("channels", "8", "parallel flash units"),
+                ("read_ns", "80000", "read base latency"),
+                ("write_ns", "20000", "write base latency"),
+                ("read_mbps", "400", "read transfer rate per channel, MB/s"),
+                ("write_mbps", "200", "write transfer rate per channel, MB/s"),
+                ("jitter_pct", "10", "deterministic latency jitter, % of base"),
+                ("nr_requests", "1023", "request slots"),
+            ],
+            ModelKind::Cloud => &[
+                ("iops", "3500", "provisioned IOPS"),
+                ("mbps", "170", "provisioned throughput, MB/s (10^6 bytes)"),
+                ("io_unit", "262144", "bytes metered as one IO (Azure: 256 KiB)"),
+                ("base_us", "2000", "service latency once admitted"),
+                ("grant_ms", "0", "credit grant interval (0 = smooth)"),
+                ("burst_ms", "0", "bucket depth in ms of rate"),
+                ("nr_requests", "1024", "request slots"),
+            ],
+            ModelKind::Hdd => &[
+                ("rpm", "7200", "spindle speed"),
+                ("seek_min_us", "500", "track-to-track seek"),
+                ("seek_max_us", "15000", "full-stroke seek"),
+                ("mbps", "180", "media transfer rate, MB/s"),
+                ("nr_requests", "64", "request slots"),
+            ],
+        }
+    }
+}
+
+/// Keys every model accepts.
+const COMMON: &[(&str, &str, &str)] = &[
+    ("devid", "253:0", "MAJ:MIN the knob lines and diskstats use"),
+    ("name", "", "device name in reports (default per model)"),
+    ("size", "256g", "capacity (k/m/g/t suffixes, powers of 1024)"),
+    ("seed", "1", "seed for the model's jitter"),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("unknown device model `{0}`: use null, ssd, cloud or hdd")]
+    UnknownModel(String),
+    #[error("device {model}: unknown parameter `{key}` (known: {known})")]
+    UnknownKey {
+        model: &'static str,
+        key: String,
+        known: String,
+    },
+    #[error("device {model}: parameter `{key}`: invalid value `{value}`: {why}")]
+    BadValue {
+        model: &'static str,
+        key: String,
+        value: String,
+        why: &'static str,
+    },
+    #[error("device parameter `{0}` is not of the form key=value")]
+    NotKeyValue(String),
+}
+
+/// A validated device description.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceSpec {
+    pub kind: ModelKind,
+    pub devid: DevId,
+    pub name: String,
+    pub capacity: u64,
+    pub seed: u64,
+    params: BTreeMap<&'static str, u64>,
+}
+
+fn parse_size(v: &str) -> Option<u64> {
+    let v = v.trim().to_ascii_lowercase();
+    let (num, mult) = match v.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let m = match &v[i..] {
+                "k" | "kb" | "kib" => 1u64 << 10,
+                "m" | "mb" | "mib" => 1 << 20,
+                "g" | "gb" | "gib" => 1 << 30,
+                "t" | "tb" | "tib" => 1 << 40,
+                _ => return None,
+            };
+            (&v[..i], m)
+        }
+        None => (&v[..], 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+impl DeviceSpec {
+    /// Build from a model name and `(key, value)` pairs.
+    pub fn new<'a>(model: &str, kv: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, SpecError> {
+        let kind = match model.trim() {
+            "null" | "null_blk" | "nullb" => ModelKind::Null,
+            "ssd" | "nvme" => ModelKind::Ssd,
+            "cloud" => ModelKind::Cloud,
+            "hdd" => ModelKind::Hdd,
+            other => return Err(SpecError::UnknownModel(other.to_string())),
+        };
+        let mname = kind.name();
+        let mut params: BTreeMap<&'static str, u64> = BTreeMap::new();
+        for (k, d, _) in kind.params() {
+            params.insert(k, d.parse().expect("defaults are numbers"));
+        }
+        let mut spec = DeviceSpec {
+            kind,
+            devid: DevId::new(253, 0),
+            name: match kind {
+                ModelKind::Null => "nullb0",
+                ModelKind::Ssd => "nvme0n1",
+                ModelKind::Cloud => "sda",
+                ModelKind::Hdd => "sdb",
+            }
+            .to_string(),
+            capacity: 256 << 30,
+            seed: 1,
+            params,
+        };
+        for (k, v) in kv {
+            let bad = |why| SpecError::BadValue {
+                model: mname,
+                key: k.to_string(),
+                value: v.to_string(),
+                why,
+            };
+            match k {
+                "devid" => spec.devid = v.parse().map_err(|_| bad("expected MAJ:MIN, e.g. 253:1"))?,
+                "name" => {
+                    if v.is_empty() || v.contains(char::is_whitespace) || v.contains('/') {
+                        return Err(bad("a device name has no blanks or slashes"));
+                    }
+                    spec.name = v.to_string();
+                }
+                "size" => {
+                    spec.capacity = parse_size(v)
+                        .filter(|&s| s >= 4096)
+                        .ok_or_else(|| bad("expected a size of at least 4k, e.g. 4g"))?
+                }
+                "seed" => spec.seed = v.parse().map_err(|_| bad("expected an unsigned integer"))?,
+                _ => {
+                    let Some((key, _, _)) = kind.params().iter().find(|(n, _, _)| *n == k) else {
+                        let known: Vec<&str> = COMMON
+                            .iter()
+                            .chain(kind.params().iter())
+                            .map(|(n, _, _)| *n)
+                            .collect();
+                        return Err(SpecError::UnknownKey {
+                            model: mname,
+                            key: k.to_string(),
+                            known: known.join(", "),
+                        });
+                    };
+                    let n = if k == "io_unit" {
+                        parse_size(v)
+                    } else {
+                        v.parse::<u64>().ok()
+                    }
+                    .ok_or_else(|| bad("expected an unsigned integer"))?;
+                    spec.params.insert(key, n);
+                }
+            }
+        }
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Parse `model[,key=value...]`.
+    pub fn parse(s: &str) -> Result<Self, SpecError> {
+        let mut parts = s.split(',');
+        let model = parts.next().unwrap_or_default();
+        let mut kv = Vec::new();
+        for p in parts {
+            let p = p.trim();
+            if p.is_empty() {
+                continue;
+            }
+            let (k, v) = p.split_once('=').ok_or_else(|| SpecError::NotKeyValue(p.to_string()))?;
+            kv.push((k.trim(), v.trim()));
+        }
+        Self::new(model, kv)
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        let must_be_positive: &[&str] = match self.kind {
+            ModelKind::Null => &["hw_queues", "queue_depth"],
+            ModelKind::Ssd => &["channels", "read_mbps", "write_mbps", "nr_requests"],
+            ModelKind::Cloud => &["iops", "mbps", "io_unit", "nr_requests"],
+            ModelKind::Hdd => &["rpm", "mbps", "nr_requests"],
+        };
+        for k in must_be_positive {
+            if self.get(k) == 0 {
+                return Err(SpecError::BadValue {
+                    model: self.kind.name(),
+                    key: k.to_string(),
+                    value: "0".into(),
+                    why: "must be greater than 0",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A numeric parameter (defaults applied).
+    pub fn get(&self, key: &str) -> u64 {
+        self.params.get(key).copied().unwrap_or(0)
+    }
+
+    /// Instantiate the model.
+    pub fn build(&self) -> Box<dyn DeviceModel> {
+        let g = |k| self.get(k);
+        match self.kind {
+            ModelKind::Null => Box::new(NullBlk::new(
+                g("completion_ns"),
+                g("hw_queues") as u32,
+                g("queue_depth") as u32,
+                (g("mbps") > 0).then(|| g("mbps") as u32),
+                self.capacity,
+            )),
+            ModelKind::Ssd => Box::new(Ssd::new(
+                g("channels") as u32,
+                g("read_ns"),
+                g("write_ns"),
+                g("read_mbps") * 1_000_000,
+                g("write_mbps") * 1_000_000,
+                g("nr_requests") as u32,
+                self.capacity,
+                g("jitter_pct") as u32,
+                self.seed,
+            )),
+            ModelKind::Cloud => Box::new(Cloud::new(
+                g("iops"),
+                g("mbps") * 1_000_000,
+                g("io_unit"),
+                g("base_us") * 1000,
+                g("grant_ms"),
+                g("burst_ms"),
+                g("nr_requests") as u32,
+                self.capacity,
+            )),
+            ModelKind::Hdd => Box::new(Hdd::new(
+                g("rpm") as u32,
+                g("seek_min_us") * 1000,
+                g("seek_max_us") * 1000,
+                g("mbps") * 1_000_000,
+                g("nr_requests") as u32,
+                self.capacity,
+                self.seed,
+            )),
+        }
+    }
+
+    /// Help text listing every model's parameters and defaults.
+    pub fn help() -> String {
+        let mut s = String::from("common keys:\n");
+        for (k, d, h) in COMMON {
+            s += &format!("  {k:<14} {h} (default {})\n", if d.is_empty() { "per model" } else { d });
+        }
+        for kind in [ModelKind::Null, ModelKind::Ssd, ModelKind::Cloud, ModelKind::Hdd] {
+            s += &format!("{}:\n", kind.name());
+            for (k, d, h) in kind.params() {
+                s += &format!("  {k:<14} {h} (default {d})\n");
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_null_with_mbps() {
+        let d = DeviceSpec::parse("null,mbps=4,devid=253:1,name=nullb1").unwrap();
+        assert_eq!(d.kind, ModelKind::Null);
+        assert_eq!(d.get("mbps"), 4);
+        assert_eq!(d.devid, DevId::new(253, 1));
+        assert_eq!(d.name, "nullb1");
+        assert_eq!(d.build().nr_requests(), 64);
+    }
+
+    #[test]
+    fn errors_name_key_and_value() {
+        let e = DeviceSpec::parse("ssd,chanels=4").unwrap_err().to_string();
+        assert!(e.contains("`chanels`"), "{e}");
+        let e = DeviceSpec::parse("ssd,channels=x").unwrap_err().to_string();
+        assert!(e.contains("`channels`") && e.contains("`x`"), "{e}");
+        let e = DeviceSpec::parse("ssd,channels=0").unwrap_err().to_string();
+        assert!(e.contains("greater than 0"), "{e}");
+        assert!(DeviceSpec::parse("floppy").is_err());
+        assert!(DeviceSpec::parse("null,devid=8").is_err());
+        assert!(DeviceSpec::parse("null,mbps").is_err());
+        assert_eq!(DeviceSpec::parse("cloud,io_unit=256k").unwrap().get("io_unit"), 262144);
+    }
+}
