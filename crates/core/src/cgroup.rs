@@ -72,7 +72,10 @@ impl CgroupTree {
         }
         let mut out = String::new();
         for comp in trimmed.split('/').filter(|c| !c.is_empty()) {
-            if comp == "." || comp == ".." || comp.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            if comp == "."
+                || comp == ".."
+                || comp.chars().any(|c| c.is_whitespace() || c.is_control())
+            {
                 return Err(BadCgroupPath(path.to_string()));
             }
             out.push('/');

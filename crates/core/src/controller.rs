@@ -93,11 +93,50 @@ pub enum StackVerdict {
     Blocked,
 }
 
+/// `io.stat` counters of one group (`blkg_iostat`): bytes and IOs per
+/// read / write / discard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoStat {
+    pub bytes: [u64; 3],
+    pub ios: [u64; 3],
+}
+
+impl IoStat {
+    fn count(&mut self, io: &Io) {
+        let k = match io.op {
+            crate::io::IoOp::Read => 0,
+            crate::io::IoOp::Write | crate::io::IoOp::Flush => 1,
+            crate::io::IoOp::Discard => 2,
+        };
+        self.bytes[k] += io.len;
+        self.ios[k] += 1;
+    }
+    pub fn add(&mut self, o: &IoStat) {
+        for k in 0..3 {
+            self.bytes[k] += o.bytes[k];
+            self.ios[k] += o.ios[k];
+        }
+    }
+}
+
+fn count_iostat(iostat: &mut Vec<IoStat>, io: &Io) {
+    let g = io.group.idx();
+    if iostat.len() <= g {
+        iostat.resize(g + 1, IoStat::default());
+    }
+    iostat[g].count(io);
+}
+
 /// Controllers chained in order; an IO released by stage `k` enters stage `k+1`.
+///
+/// The stack also keeps each group's `io.stat` counters, counted where the
+/// kernel counts them (`blk_cgroup_bio_start`): when an IO clears the first
+/// stage (blk-throttle), before any rq-qos wait.
 #[derive(Default)]
 pub struct ControllerStack {
     stages: Vec<Box<dyn Controller>>,
     scratch: Vec<Io>,
+    iostat: Vec<IoStat>,
 }
 
 impl ControllerStack {
@@ -121,7 +160,10 @@ impl ControllerStack {
     }
 
     fn submit_from(&mut self, first: usize, io: &Io, now: Instant) -> StackVerdict {
-        for st in &mut self.stages[first..] {
+        if first == 1 {
+            count_iostat(&mut self.iostat, io);
+        }
+        for (k, st) in self.stages.iter_mut().enumerate().skip(first) {
             if st.on_submit(io, now) == Verdict::Held {
                 return if st.hold_blocks_submitter() {
                     StackVerdict::Blocked
@@ -129,8 +171,20 @@ impl ControllerStack {
                     StackVerdict::Queued
                 };
             }
+            if k == 0 {
+                count_iostat(&mut self.iostat, io);
+            }
+        }
+        if self.stages.is_empty() {
+            count_iostat(&mut self.iostat, io);
         }
         StackVerdict::Ready
+    }
+
+    /// `io.stat` counters of a group, its own IO only (roll up descendants
+    /// with [`crate::CgroupTree`] to print what the kernel prints).
+    pub fn iostat(&self, g: crate::GroupId) -> IoStat {
+        self.iostat.get(g.idx()).copied().unwrap_or_default()
     }
 
     /// Submit a new IO at `now`.

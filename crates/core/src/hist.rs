@@ -54,7 +54,7 @@ pub fn idx_to_val(idx: usize) -> u64 {
 /// Exact test of `cum >= p/100 * n` for a double `p` (fio evaluates it in
 /// long double; exact rational comparison agrees with it).
 fn reaches(cum: u64, p: f64, n: u64) -> bool {
-    if !(p > 0.0) {
+    if p.is_nan() || p <= 0.0 {
         return true;
     }
     // p = m * 2^e exactly
@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(val_to_idx(129), 128);
         assert_eq!(val_to_idx(130), 129);
         assert_eq!(idx_to_val(128), 129); // 128 + 0.5*2
-        // last bucket
+                                          // last bucket
         assert_eq!(val_to_idx(u64::MAX), PLAT_NR - 1);
         assert_eq!(idx_to_val(PLAT_NR - 1), 17_112_760_320);
         assert_eq!(val_to_idx(1 << 34), PLAT_NR - 1);

@@ -22,3 +22,4 @@ pub use controller::{Controller, ControllerStack, PassThrough, Verdict};
 pub use hist::LatHist;
 pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp};
 pub use time::{Duration, Instant};
+pub mod throttle;

@@ -65,12 +65,20 @@ enum Phase {
     /// Waiting for the submit call of the last IO to return.
     Submitting,
     /// Queue full: waiting to reap at least one completion.
-    Reap { reaped_at_start: u64 },
+    Reap {
+        reaped_at_start: u64,
+    },
     /// After submit/reap: thinktime check.
     Think,
     /// Waiting for every in-flight IO, then sleep.
-    Quiesce { until: Instant, after: After },
-    Sleep { until: Instant, after: After },
+    Quiesce {
+        until: Instant,
+        after: After,
+    },
+    Sleep {
+        until: Instant,
+        after: After,
+    },
     /// Stopping: wait for in-flight IO.
     Drain,
     Done,
@@ -200,7 +208,14 @@ pub struct Reaped {
 impl Job {
     /// A job clone over the region `[region_start, region_start + region_len)`.
     /// `seed` feeds every random stream when `randrepeat=0`.
-    pub fn new(spec: JobSpec, clone: u32, region_start: u64, region_len: u64, seed: u64, now: Instant) -> Self {
+    pub fn new(
+        spec: JobSpec,
+        clone: u32,
+        region_start: u64,
+        region_len: u64,
+        seed: u64,
+        now: Instant,
+    ) -> Self {
         let base = if spec.randrepeat { spec.randseed } else { seed };
         let min_bs_all = (0..3)
             .filter(|&d| dir_used(spec.rw, d))
@@ -404,7 +419,11 @@ impl Job {
         if rw.is_mixed() {
             if self.io_issues[self.rwmix_ddir] >= self.rwmix_issues {
                 let v = self.rng_mix.between(1, 100);
-                let d = if v <= u64::from(self.spec.rwmixread) { 0 } else { 1 };
+                let d = if v <= u64::from(self.spec.rwmixread) {
+                    0
+                } else {
+                    1
+                };
                 if d != self.rwmix_ddir {
                     let other_pct = if d == 0 {
                         100 - u64::from(self.spec.rwmixread)
@@ -584,7 +603,10 @@ impl Job {
                             let ddir = self.rwmix_ddir;
                             self.phase = Phase::Quiesce {
                                 until,
-                                after: After::Top { slept_from: now, ddir },
+                                after: After::Top {
+                                    slept_from: now,
+                                    ddir,
+                                },
                             };
                         }
                     }
@@ -724,6 +746,10 @@ impl Job {
                 if !ignored && self.error == 0 {
                     self.error = r.error;
                 }
+                if !in_ramp {
+                    // fio counts every issued IO in total_ios, failed ones too
+                    self.stats.dirs[d].total_ios += 1;
+                }
                 continue;
             }
             self.io_blocks[d] += 1;
@@ -737,7 +763,12 @@ impl Job {
                 (Some(r.issue_time - r.io.start_time), now - r.issue_time)
             };
             let ds = &mut self.stats.dirs[d];
-            ds.record(r.bytes_done, slat.map(|s| s.as_ns()), clat.as_ns(), lat.as_ns());
+            ds.record(
+                r.bytes_done,
+                slat.map(|s| s.as_ns()),
+                clat.as_ns(),
+                lat.as_ns(),
+            );
             if r.bytes_done < r.io.len {
                 ds.short_ios += 1;
             }

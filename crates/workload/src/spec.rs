@@ -229,7 +229,7 @@ pub struct JobSpec {
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
-pub const FIO_RANDSEED: u64 = 0xb1899bedd;
+pub const FIO_RANDSEED: u64 = 0xb1899bed;
 
 impl JobSpec {
     /// A job with fio 3.33's defaults.

@@ -110,8 +110,8 @@ impl DirStats {
 }
 
 /// fio sums bw/iops sample stats field by field when it groups jobs or
-/// builds `mixed` (fio-interop §0.7): min+min, max+max, mean+mean, N+N.
-/// The deviation is pooled as fio does for `sum_stat` with `first`=false.
+/// builds `mixed` (fio-interop §0.7, `sum_stat` with `pure_sum`): min+min,
+/// max+max, mean+mean, N+N, and the sums of squared deviations add.
 fn sum_fieldwise(a: &mut LatStat, b: &LatStat) {
     if b.n == 0 {
         return;
@@ -122,11 +122,7 @@ fn sum_fieldwise(a: &mut LatStat, b: &LatStat) {
     }
     a.min += b.min;
     a.max += b.max;
-    // fio sum_stat(..., pure_sum=true) adds means and samples; variance pooled
-    let n1 = a.n as f64;
-    let n2 = b.n as f64;
-    let delta = b.mean - a.mean;
-    a.m2 = a.m2 + b.m2 + delta * delta * n1 * n2 / (n1 + n2);
+    a.m2 += b.m2;
     a.mean += b.mean;
     a.n += b.n;
 }
@@ -198,10 +194,11 @@ impl JobStats {
         }
         self.lat_buckets.merge(&o.lat_buckets);
         self.total_err += o.total_err;
-        if self.first_error == 0 {
+        if o.first_error != 0 {
             self.first_error = o.first_error;
         }
-        self.job_runtime_ms = self.job_runtime_ms.max(o.job_runtime_ms);
+        // fio sums job runtimes of grouped clones
+        self.job_runtime_ms += o.job_runtime_ms;
         self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
         self.members += o.members.max(1);
         self.sync_ios += o.sync_ios;

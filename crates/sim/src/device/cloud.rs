@@ -23,7 +23,11 @@ use blkqos_core::{Duration, Instant, Io, IoOp};
 #[derive(Debug, Clone, Copy)]
 enum Bucket {
     /// Smooth refill: GCRA with theoretical arrival time `tat` (ns).
-    Smooth { ns_per_unit: f64, tau_ns: f64, tat: f64 },
+    Smooth {
+        ns_per_unit: f64,
+        tau_ns: f64,
+        tat: f64,
+    },
     /// Credit granted in chunks of `win_units` at every `grant_ns` boundary;
     /// `consumed` counts units used since time 0. Credit older than one
     /// window plus the burst allowance expires.
@@ -56,7 +60,11 @@ impl Bucket {
     /// Earliest start at or after `now` with room for `cost`; charges it.
     fn admit(&mut self, now: u64, cost: u64) -> u64 {
         match self {
-            Bucket::Smooth { ns_per_unit, tau_ns, tat } => {
+            Bucket::Smooth {
+                ns_per_unit,
+                tau_ns,
+                tat,
+            } => {
                 let start = (*tat - *tau_ns).max(now as f64).ceil();
                 *tat = tat.max(start) + cost as f64 * *ns_per_unit;
                 start as u64
@@ -71,7 +79,9 @@ impl Bucket {
                 let floor = now_win as f64 * *win_units - *burst_units;
                 *consumed = consumed.max(floor);
                 let need = *consumed + cost as f64;
-                let k = ((need / *win_units).ceil() as u64).saturating_sub(1).max(now_win);
+                let k = ((need / *win_units).ceil() as u64)
+                    .saturating_sub(1)
+                    .max(now_win);
                 *consumed = need;
                 (k * *grant_ns).max(now)
             }
@@ -210,7 +220,9 @@ mod tests {
     #[test]
     fn grants_make_bursts() {
         let mut d = Cloud::new(1000, 1 << 40, 256 << 10, 0, 10, 0, 4096, 1 << 40);
-        let times: Vec<u64> = (0..100).map(|_| d.service(&io(4096), Instant::ZERO).0.as_ns()).collect();
+        let times: Vec<u64> = (0..100)
+            .map(|_| d.service(&io(4096), Instant::ZERO).0.as_ns())
+            .collect();
         // every start is on a 10 ms boundary
         assert!(times.iter().all(|t| t % 10_000_000 == 0));
         let distinct: std::collections::BTreeSet<_> = times.iter().collect();

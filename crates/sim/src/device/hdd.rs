@@ -27,7 +27,15 @@ pub struct Hdd {
 }
 
 impl Hdd {
-    pub fn new(rpm: u32, seek_min_ns: u64, seek_max_ns: u64, bps: u64, nr_requests: u32, capacity: u64, seed: u64) -> Self {
+    pub fn new(
+        rpm: u32,
+        seek_min_ns: u64,
+        seek_max_ns: u64,
+        bps: u64,
+        nr_requests: u32,
+        capacity: u64,
+        seed: u64,
+    ) -> Self {
         Hdd {
             rpm: rpm.max(1),
             seek_min_ns,
@@ -54,7 +62,8 @@ impl Hdd {
             return 0;
         }
         let dist = offset.abs_diff(self.head) as f64 / self.capacity as f64;
-        let seek = self.seek_min_ns as f64 + (self.seek_max_ns - self.seek_min_ns) as f64 * dist.min(1.0).sqrt();
+        let seek = self.seek_min_ns as f64
+            + (self.seek_max_ns - self.seek_min_ns) as f64 * dist.min(1.0).sqrt();
         let rev_ns = 60_000_000_000 / u64::from(self.rpm);
         seek as u64 + self.next_rand() % rev_ns
     }

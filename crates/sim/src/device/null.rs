@@ -34,7 +34,13 @@ pub struct NullBlk {
 }
 
 impl NullBlk {
-    pub fn new(completion_ns: u64, hw_queues: u32, queue_depth: u32, mbps: Option<u32>, capacity: u64) -> Self {
+    pub fn new(
+        completion_ns: u64,
+        hw_queues: u32,
+        queue_depth: u32,
+        mbps: Option<u32>,
+        capacity: u64,
+    ) -> Self {
         NullBlk {
             completion_ns,
             hw_queues: hw_queues.max(1),

@@ -28,10 +28,22 @@ impl ModelKind {
     pub fn params(self) -> &'static [(&'static str, &'static str, &'static str)] {
         match self {
             ModelKind::Null => &[
-                ("completion_ns", "2000", "time from request start to completion"),
+                (
+                    "completion_ns",
+                    "2000",
+                    "time from request start to completion",
+                ),
                 ("hw_queues", "1", "hardware queues (submit_queues)"),
-                ("queue_depth", "64", "tags per hardware queue (hw_queue_depth)"),
-                ("mbps", "0", "bandwidth cap in MiB/s as null_blk applies it (0 = none)"),
+                (
+                    "queue_depth",
+                    "64",
+                    "tags per hardware queue (hw_queue_depth)",
+                ),
+                (
+                    "mbps",
+                    "0",
+                    "bandwidth cap in MiB/s as null_blk applies it (0 = none)",
+                ),
             ],
             ModelKind::Ssd => &[
                 ("channels", "8", "parallel flash units"),
@@ -39,13 +51,21 @@ impl ModelKind {
                 ("write_ns", "20000", "write base latency"),
                 ("read_mbps", "400", "read transfer rate per channel, MB/s"),
                 ("write_mbps", "200", "write transfer rate per channel, MB/s"),
-                ("jitter_pct", "10", "deterministic latency jitter, % of base"),
+                (
+                    "jitter_pct",
+                    "10",
+                    "deterministic latency jitter, % of base",
+                ),
                 ("nr_requests", "1023", "request slots"),
             ],
             ModelKind::Cloud => &[
                 ("iops", "3500", "provisioned IOPS"),
                 ("mbps", "170", "provisioned throughput, MB/s (10^6 bytes)"),
-                ("io_unit", "262144", "bytes metered as one IO (Azure: 256 KiB)"),
+                (
+                    "io_unit",
+                    "262144",
+                    "bytes metered as one IO (Azure: 256 KiB)",
+                ),
                 ("base_us", "2000", "service latency once admitted"),
                 ("grant_ms", "0", "credit grant interval (0 = smooth)"),
                 ("burst_ms", "0", "bucket depth in ms of rate"),
@@ -66,7 +86,11 @@ impl ModelKind {
 const COMMON: &[(&str, &str, &str)] = &[
     ("devid", "253:0", "MAJ:MIN the knob lines and diskstats use"),
     ("name", "", "device name in reports (default per model)"),
-    ("size", "256g", "capacity (k/m/g/t suffixes, powers of 1024)"),
+    (
+        "size",
+        "256g",
+        "capacity (k/m/g/t suffixes, powers of 1024)",
+    ),
     ("seed", "1", "seed for the model's jitter"),
 ];
 
@@ -122,7 +146,10 @@ fn parse_size(v: &str) -> Option<u64> {
 
 impl DeviceSpec {
     /// Build from a model name and `(key, value)` pairs.
-    pub fn new<'a>(model: &str, kv: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, SpecError> {
+    pub fn new<'a>(
+        model: &str,
+        kv: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, SpecError> {
         let kind = match model.trim() {
             "null" | "null_blk" | "nullb" => ModelKind::Null,
             "ssd" | "nvme" => ModelKind::Ssd,
@@ -157,7 +184,9 @@ impl DeviceSpec {
                 why,
             };
             match k {
-                "devid" => spec.devid = v.parse().map_err(|_| bad("expected MAJ:MIN, e.g. 253:1"))?,
+                "devid" => {
+                    spec.devid = v.parse().map_err(|_| bad("expected MAJ:MIN, e.g. 253:1"))?
+                }
                 "name" => {
                     if v.is_empty() || v.contains(char::is_whitespace) || v.contains('/') {
                         return Err(bad("a device name has no blanks or slashes"));
@@ -207,7 +236,9 @@ impl DeviceSpec {
             if p.is_empty() {
                 continue;
             }
-            let (k, v) = p.split_once('=').ok_or_else(|| SpecError::NotKeyValue(p.to_string()))?;
+            let (k, v) = p
+                .split_once('=')
+                .ok_or_else(|| SpecError::NotKeyValue(p.to_string()))?;
             kv.push((k.trim(), v.trim()));
         }
         Self::new(model, kv)
@@ -286,9 +317,17 @@ impl DeviceSpec {
     pub fn help() -> String {
         let mut s = String::from("common keys:\n");
         for (k, d, h) in COMMON {
-            s += &format!("  {k:<14} {h} (default {})\n", if d.is_empty() { "per model" } else { d });
+            s += &format!(
+                "  {k:<14} {h} (default {})\n",
+                if d.is_empty() { "per model" } else { d }
+            );
         }
-        for kind in [ModelKind::Null, ModelKind::Ssd, ModelKind::Cloud, ModelKind::Hdd] {
+        for kind in [
+            ModelKind::Null,
+            ModelKind::Ssd,
+            ModelKind::Cloud,
+            ModelKind::Hdd,
+        ] {
             s += &format!("{}:\n", kind.name());
             for (k, d, h) in kind.params() {
                 s += &format!("  {k:<14} {h} (default {d})\n");
@@ -323,6 +362,11 @@ mod tests {
         assert!(DeviceSpec::parse("floppy").is_err());
         assert!(DeviceSpec::parse("null,devid=8").is_err());
         assert!(DeviceSpec::parse("null,mbps").is_err());
-        assert_eq!(DeviceSpec::parse("cloud,io_unit=256k").unwrap().get("io_unit"), 262144);
+        assert_eq!(
+            DeviceSpec::parse("cloud,io_unit=256k")
+                .unwrap()
+                .get("io_unit"),
+            262144
+        );
     }
 }

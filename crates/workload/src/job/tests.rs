@@ -24,8 +24,7 @@ fn run(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, Vec<JobIo>) {
                     .min()
                     .expect("waiting with nothing in flight");
                 now = now.max(t);
-                let (done, rest): (Vec<_>, Vec<_>) =
-                    inflight.into_iter().partition(|x| x.0 <= now);
+                let (done, rest): (Vec<_>, Vec<_>) = inflight.into_iter().partition(|x| x.0 <= now);
                 inflight = rest;
                 let batch: Vec<Reaped> = done
                     .iter()

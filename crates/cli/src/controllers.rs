@@ -1,0 +1,189 @@
+//! Building the controller stack of an experiment: which controllers, which
+//! variants, and the knob writes applied to them (at start or at a time).
+
+use crate::experiment::KnobWrite;
+use crate::knobs::KnobFile;
+use anyhow::{bail, Result};
+use blkqos_core::throttle::knob::{parse_io_max, parse_v1, Limits, V1File};
+use blkqos_core::throttle::paced::{Paced, PacedConfig};
+use blkqos_core::throttle::{Throttle, ThrottleConfig, Variant};
+use blkqos_core::{CgroupTree, ControllerStack, DevId, Instant, PassThrough};
+use std::collections::BTreeMap;
+
+/// Which io.max implementation runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThrottleChoice {
+    Kernel(Variant),
+    Paced(PacedConfig),
+}
+
+/// Controller selection, from `[controllers]` or flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControllerOptions {
+    pub throttle: ThrottleChoice,
+    pub hz: u64,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        ControllerOptions {
+            throttle: ThrottleChoice::Kernel(blkqos_core::throttle::variant::MAINLINE),
+            hz: 1000,
+        }
+    }
+}
+
+/// Kernel HZ values (`CONFIG_HZ_*`).
+pub const VALID_HZ: [u64; 4] = [100, 250, 300, 1000];
+
+impl ControllerOptions {
+    /// Set one option by name (`throttle`, `hz`, `paced_burst_ios`,
+    /// `paced_burst_bytes`); the error says what is accepted.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "throttle" => {
+                self.throttle = if value == "paced" {
+                    ThrottleChoice::Paced(match self.throttle {
+                        ThrottleChoice::Paced(p) => p,
+                        _ => PacedConfig::default(),
+                    })
+                } else {
+                    ThrottleChoice::Kernel(Variant::by_name(value).ok_or_else(|| {
+                        let names: Vec<&str> = blkqos_core::throttle::variant::NAMES.iter().map(|n| n.0).collect();
+                        format!("throttle `{value}`: use paced or one of {}", names.join(", "))
+                    })?)
+                }
+            }
+            "hz" => {
+                let hz: u64 = value.parse().map_err(|_| format!("hz `{value}`: expected 100, 250, 300 or 1000"))?;
+                if !VALID_HZ.contains(&hz) {
+                    return Err(format!("hz `{value}`: expected 100, 250, 300 or 1000"));
+                }
+                self.hz = hz;
+            }
+            "paced_burst_ios" | "paced_burst_bytes" => {
+                let n: u64 = value
+                    .parse()
+                    .map_err(|_| format!("{key} `{value}`: expected an unsigned integer"))?;
+                let mut p = match self.throttle {
+                    ThrottleChoice::Paced(p) => p,
+                    _ => PacedConfig::default(),
+                };
+                if key == "paced_burst_ios" {
+                    p.burst_ios = n;
+                } else {
+                    p.burst_bytes = n;
+                }
+                self.throttle = ThrottleChoice::Paced(p);
+            }
+            _ => return Err(format!("unknown controller option `{key}`: use throttle, hz, paced_burst_ios, paced_burst_bytes")),
+        }
+        Ok(())
+    }
+}
+
+/// Build the stack for one device and apply the knob writes.
+pub fn build_stack(
+    opts: &ControllerOptions,
+    tree: &CgroupTree,
+    dev: DevId,
+    rotational: bool,
+    writes: &[KnobWrite],
+) -> Result<ControllerStack> {
+    let mut writes: Vec<&KnobWrite> = writes.iter().collect();
+    writes.sort_by_key(|w| w.at_ns);
+    let v1 = writes
+        .iter()
+        .any(|w| matches!(w.knob, KnobFile::V1Throttle { .. }));
+    let v2 = writes.iter().any(|w| w.knob == KnobFile::IoMax);
+    if v1 && v2 {
+        bail!(
+            "io.max (cgroup v2) and blkio.throttle.* (cgroup v1) cannot be mixed on one hierarchy"
+        );
+    }
+    // replay writes in time order to know each group's limits after each write
+    let mut current: BTreeMap<String, Limits> = BTreeMap::new();
+    let mut changes: Vec<(u64, String, Limits)> = Vec::new();
+    for w in &writes {
+        match w.knob {
+            KnobFile::IoMax => {
+                let p = parse_io_max(&w.value).map_err(|e| anyhow::anyhow!("{}: {e}", w.origin))?;
+                check_dev(w, p.dev, dev)?;
+                let l = current.entry(w.cgroup.clone()).or_default();
+                p.apply(l);
+                changes.push((w.at_ns, w.cgroup.clone(), *l));
+            }
+            KnobFile::V1Throttle { write, iops } => {
+                let (d, v) = parse_v1(V1File { write, iops }, &w.value)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", w.origin))?;
+                check_dev(w, d, dev)?;
+                let l = current.entry(w.cgroup.clone()).or_default();
+                let k = usize::from(write);
+                if iops {
+                    l.iops[k] = v;
+                } else {
+                    l.bps[k] = v;
+                }
+                changes.push((w.at_ns, w.cgroup.clone(), *l));
+            }
+            KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
+                bail!(
+                    "{}: `{}`: {} needs the iocost controller, which is not available in this build",
+                    w.origin,
+                    w.value,
+                    w.knob.name()
+                );
+            }
+        }
+    }
+    let mut stack = ControllerStack::new();
+    if changes.is_empty() {
+        stack.push(Box::new(PassThrough));
+        return Ok(stack);
+    }
+    let group = |p: &str| tree.get(p).expect("groups of writes are created first");
+    match opts.throttle {
+        ThrottleChoice::Kernel(variant) => {
+            let mut t = Throttle::new(
+                ThrottleConfig {
+                    variant,
+                    hz: opts.hz,
+                    rotational,
+                    flat: v1,
+                },
+                tree,
+            );
+            for (at, cg, l) in changes {
+                if at == 0 {
+                    t.set_limits(group(&cg), l, Instant::ZERO);
+                } else {
+                    t.schedule_limits(Instant(at), group(&cg), l);
+                }
+            }
+            stack.push(Box::new(t));
+        }
+        ThrottleChoice::Paced(cfg) => {
+            let mut p = Paced::new(cfg, tree, v1);
+            for (at, cg, l) in changes {
+                if at == 0 {
+                    p.set_limits(group(&cg), l, Instant::ZERO);
+                } else {
+                    p.schedule_limits(Instant(at), group(&cg), l);
+                }
+            }
+            stack.push(Box::new(p));
+        }
+    }
+    Ok(stack)
+}
+
+fn check_dev(w: &KnobWrite, got: DevId, dev: DevId) -> Result<()> {
+    if got != dev {
+        bail!(
+            "{}: {}: no such device `{got}` (the device is {dev}; set devid in [device] or --device=...,devid=MAJ:MIN)",
+            w.origin,
+            w.knob.name()
+        );
+    }
+    Ok(())
+}

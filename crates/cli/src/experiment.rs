@@ -1,0 +1,454 @@
+//! An experiment: a device, knob writes and fio invocations, built from a
+//! scenario file or from a command line, then run on a backend.
+
+use crate::controllers::{build_stack, ControllerOptions};
+use crate::knobs::{split_target, KnobFile};
+use crate::scenario::{parse_at, scalar_to_string, Source};
+use anyhow::{bail, Context, Result};
+use blkqos_core::{CgroupTree, GroupId};
+use blkqos_driver::run::JobSetup;
+use blkqos_driver::{HostModel, RunOptions, RunResult};
+use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat};
+use blkqos_sim::{DeviceSpec, SimBackend};
+use blkqos_workload::{JobSpec, SizeSpec};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// One knob write, with where it was written.
+#[derive(Clone, Debug)]
+pub struct KnobWrite {
+    pub at_ns: u64,
+    pub cgroup: String,
+    pub knob: KnobFile,
+    pub value: String,
+    /// `file:line` of the write, for errors.
+    pub origin: String,
+}
+
+/// One fio process.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    pub jobs: JobSet,
+    /// cgroup the process runs in (`echo $$ > cgroup.procs`); a job's own
+    /// `cgroup=` option wins.
+    pub cgroup: Option<String>,
+    pub output: Option<PathBuf>,
+    pub formats: Vec<OutputFormat>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    pub device: DeviceSpec,
+    pub controllers: ControllerOptions,
+    pub seed: u64,
+    pub host: HostModel,
+    pub writes: Vec<KnobWrite>,
+    pub invocations: Vec<Invocation>,
+}
+
+fn env_lookup(k: &str) -> Option<String> {
+    std::env::var(k).ok()
+}
+
+/// Flags blkqos adds to fio's command line.
+pub const FOREIGN_FLAGS: &[&str] = &[
+    "backend",
+    "device",
+    "seed",
+    "io-max",
+    "io-weight",
+    "io-cost-model",
+    "io-cost-qos",
+    "throttle",
+    "iocost",
+    "submit-ns",
+];
+
+impl Experiment {
+    /// Build from a scenario file.
+    pub fn from_scenario(path: &std::path::Path) -> Result<Self> {
+        let src = Source::load(path)?;
+        let sc = src.parse()?;
+        let device = match &sc.device {
+            None => DeviceSpec::parse("null").expect("default device"),
+            Some(t) => {
+                let mut model = "null".to_string();
+                let mut kv: Vec<(String, String)> = Vec::new();
+                for (k, v) in t {
+                    let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
+                        src.err(
+                            v.span().start,
+                            format!("[device] `{k}`: expected a string or a number"),
+                        )
+                    })?;
+                    if k == "model" {
+                        model = s;
+                    } else {
+                        kv.push((k.clone(), s));
+                    }
+                }
+                let line = t.values().next().map(|v| v.span().start).unwrap_or(0);
+                DeviceSpec::new(&model, kv.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    .map_err(|e| src.err(line, e.to_string()))?
+            }
+        };
+        let mut controllers = ControllerOptions::default();
+        if let Some(c) = &sc.controllers {
+            for (k, v) in c {
+                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
+                    src.err(
+                        v.span().start,
+                        format!("[controllers] `{k}`: expected a string or a number"),
+                    )
+                })?;
+                controllers
+                    .set(k, &s)
+                    .map_err(|m| src.err(v.span().start, format!("[controllers] {m}")))?;
+            }
+        }
+        let mut writes = Vec::new();
+        for w in &sc.write {
+            let (cgroup, knob) =
+                split_target(w.file.get_ref()).map_err(|m| src.err(w.file.span().start, m))?;
+            let at_ns = match &w.at {
+                None => 0,
+                Some(a) => parse_at(a.get_ref()).ok_or_else(|| {
+                    src.err(
+                        a.span().start,
+                        format!(
+                            "`at = \"{}\"`: expected a time like 5s or 1500ms",
+                            a.get_ref()
+                        ),
+                    )
+                })?,
+            };
+            writes.push(KnobWrite {
+                at_ns,
+                cgroup,
+                knob,
+                value: w.value.get_ref().clone(),
+                origin: format!(
+                    "{}:{}",
+                    src.path.display(),
+                    src.line_of(w.value.span().start)
+                ),
+            });
+        }
+        let mut invocations = Vec::new();
+        for (i, f) in sc.fio.iter().enumerate() {
+            let given = [f.job_file.is_some(), f.job.is_some(), f.args.is_some()];
+            let anchor = f
+                .job_file
+                .as_ref()
+                .map(|s| s.span().start)
+                .or(f.job.as_ref().map(|s| s.span().start))
+                .or(f.args.as_ref().map(|s| s.span().start))
+                .unwrap_or(0);
+            if given.iter().filter(|g| **g).count() != 1 {
+                bail!(src.err(
+                    anchor,
+                    format!(
+                        "[[fio]] #{}: give exactly one of job_file, job or args",
+                        i + 1
+                    )
+                ));
+            }
+            let mut output = f.output.as_ref().map(PathBuf::from);
+            let mut formats = match &f.output_format {
+                Some(s) => parse_formats(s).map_err(|m| src.err(anchor, m))?,
+                None => vec![OutputFormat::Normal],
+            };
+            let jobs = if let Some(p) = &f.job_file {
+                let path = src.resolve(p.get_ref());
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    src.err(p.span().start, format!("job file {}: {e}", path.display()))
+                })?;
+                parse_job_file(&path.display().to_string(), &text, &env_lookup)?
+            } else if let Some(t) = &f.job {
+                let first = src.content_first_line(t.span());
+                parse_job_file("<inline>", t.get_ref(), &env_lookup).map_err(|mut e| {
+                    e.file = format!("{} ([[fio]] #{} inline job)", src.path.display(), i + 1);
+                    e.line += first - 1;
+                    e
+                })?
+            } else {
+                let a = f.args.as_ref().expect("checked");
+                let argv: Vec<String> =
+                    a.get_ref().split_whitespace().map(str::to_string).collect();
+                let cli = parse_fio_args(&argv, &[], &env_lookup).map_err(|mut e| {
+                    e.file = format!("{} ([[fio]] #{} args)", src.path.display(), i + 1);
+                    e.line = src.line_of(a.span().start);
+                    e
+                })?;
+                if let Some(o) = cli.output {
+                    output.get_or_insert(PathBuf::from(o));
+                }
+                if !cli.output_format.is_empty() && f.output_format.is_none() {
+                    formats = cli.output_format;
+                }
+                cli.jobs
+            };
+            let cgroup = match &f.cgroup {
+                Some(c) => Some(
+                    CgroupTree::normalize(c.get_ref())
+                        .map_err(|e| src.err(c.span().start, e.to_string()))?,
+                ),
+                None => None,
+            };
+            invocations.push(Invocation {
+                jobs,
+                cgroup,
+                output: output.map(|o| src.resolve_output(&o)),
+                formats,
+            });
+        }
+        if invocations.is_empty() {
+            bail!(src.err(0, "the scenario has no [[fio]] invocation: nothing to run"));
+        }
+        Ok(Experiment {
+            device,
+            controllers,
+            seed: sc.seed.unwrap_or(1),
+            host: HostModel {
+                submit_ns: sc
+                    .host
+                    .and_then(|h| h.submit_ns)
+                    .unwrap_or(HostModel::default().submit_ns),
+            },
+            writes,
+            invocations,
+        })
+    }
+
+    /// Build from fio-style arguments (job files and/or `--name=...` options).
+    pub fn from_args(args: &[String]) -> Result<Self> {
+        let cli = parse_fio_args(args, FOREIGN_FLAGS, &env_lookup)?;
+        let mut jobs = cli.jobs;
+        for f in &cli.job_files {
+            let text =
+                std::fs::read_to_string(f).with_context(|| format!("cannot read job file {f}"))?;
+            let set = parse_job_file(f, &text, &env_lookup)?;
+            jobs.global_options.extend(set.global_options);
+            jobs.jobs.extend(set.jobs);
+        }
+        if jobs.jobs.is_empty() {
+            bail!("no jobs given: pass a scenario (.toml), a fio job file, or --name=... options");
+        }
+        let mut device = DeviceSpec::parse("null").expect("default device");
+        let mut seed = 1;
+        let mut host = HostModel::default();
+        let mut writes = Vec::new();
+        let mut controllers = ControllerOptions::default();
+        for (k, v) in &cli.other {
+            match k.as_str() {
+                "throttle" | "hz" => controllers
+                    .set(k, v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                "device" => {
+                    device = DeviceSpec::parse(v).with_context(|| format!("--device={v}"))?
+                }
+                "seed" => {
+                    seed = v
+                        .parse()
+                        .with_context(|| format!("--seed={v}: expected an unsigned integer"))?
+                }
+                "submit-ns" => {
+                    host.submit_ns = v
+                        .parse()
+                        .with_context(|| format!("--submit-ns={v}: expected nanoseconds"))?
+                }
+                "backend" => {
+                    if v != "sim" {
+                        bail!(
+                            "--backend={v}: only the simulator (`sim`) is available in this build"
+                        );
+                    }
+                }
+                "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {
+                    let file = k.replacen("io-", "io.", 1).replace("cost-", "cost.");
+                    let knob = KnobFile::from_name(&file).expect("known flag");
+                    let cgroup = if knob.root_only() {
+                        "/".to_string()
+                    } else {
+                        job_cgroup(&jobs.jobs)?
+                    };
+                    writes.push(KnobWrite {
+                        at_ns: 0,
+                        cgroup,
+                        knob,
+                        value: v.to_string(),
+                        origin: format!("--{k}"),
+                    });
+                }
+                other => bail!("--{other}={v}: not available in this build"),
+            }
+        }
+        Ok(Experiment {
+            device,
+            controllers,
+            seed,
+            host,
+            writes,
+            invocations: vec![Invocation {
+                jobs,
+                cgroup: None,
+                output: cli.output.map(PathBuf::from),
+                formats: if cli.output_format.is_empty() {
+                    vec![OutputFormat::Normal]
+                } else {
+                    cli.output_format
+                },
+            }],
+        })
+    }
+}
+
+/// The group the one-off knob flags apply to: the jobs' `cgroup=`.
+fn job_cgroup(jobs: &[JobSpec]) -> Result<String> {
+    let mut groups: Vec<&str> = jobs.iter().filter_map(|j| j.cgroup.as_deref()).collect();
+    groups.dedup();
+    match groups.as_slice() {
+        [one] if jobs.iter().all(|j| j.cgroup.is_some()) => Ok(CgroupTree::normalize(one)?),
+        [] => bail!("--io-max/--io-weight need the job's group: add --cgroup=NAME to the job"),
+        _ => bail!("--io-max/--io-weight apply to one group, but the jobs run in several: use a scenario file"),
+    }
+}
+
+pub fn parse_formats(s: &str) -> Result<Vec<OutputFormat>, String> {
+    s.split(',')
+        .map(|f| match f.trim() {
+            "normal" => Ok(OutputFormat::Normal),
+            "json" => Ok(OutputFormat::Json),
+            "json+" => Ok(OutputFormat::JsonPlus),
+            o => Err(format!("output_format `{o}`: use normal, json or json+")),
+        })
+        .collect()
+}
+
+impl Source {
+    /// Outputs are written relative to the current directory, like fio.
+    fn resolve_output(&self, p: &std::path::Path) -> PathBuf {
+        p.to_path_buf()
+    }
+}
+
+/// Where each job clone lives on the device: a file gets its own extent, a
+/// device path covers the device.
+struct Layout {
+    next_free: u64,
+    files: Vec<(String, u64, u64)>,
+}
+
+impl Layout {
+    fn region(&mut self, spec: &JobSpec, dev: &DeviceSpec) -> Result<(u64, u64)> {
+        let cap = dev.capacity;
+        let name = spec
+            .filename
+            .clone()
+            .unwrap_or_else(|| format!("{}.0.0", spec.name));
+        let is_device = name.starts_with("/dev/") || name == dev.name;
+        let size = match spec.size {
+            Some(SizeSpec::Bytes(b)) => Some(b),
+            Some(SizeSpec::Percent(p)) => Some(cap / 100 * u64::from(p)),
+            None => None,
+        };
+        let offset = match spec.offset {
+            SizeSpec::Bytes(b) => b,
+            SizeSpec::Percent(p) => cap / 100 * u64::from(p),
+        };
+        if is_device {
+            let len = size.unwrap_or(cap.saturating_sub(offset));
+            return Ok((offset, len));
+        }
+        let Some(size) = size else {
+            bail!(
+                "job `{}`: file `{name}` needs a size= (a simulated file has no existing size)",
+                spec.name
+            );
+        };
+        if let Some((_, start, len)) = self.files.iter().find(|(n, _, _)| *n == name) {
+            return Ok((start + offset, size.min(len.saturating_sub(offset))));
+        }
+        let start = self.next_free;
+        let extent = offset + size;
+        if start + extent > cap {
+            bail!(
+                "job `{}`: file `{name}` ({extent} bytes) does not fit on device {} ({cap} bytes)",
+                spec.name,
+                dev.name
+            );
+        }
+        self.next_free = (start + extent).next_multiple_of(1 << 20);
+        self.files.push((name, start, extent));
+        Ok((start + offset, size))
+    }
+}
+
+/// The run: which invocation each job clone belongs to.
+pub struct Ran {
+    pub result: RunResult,
+    /// For each job result, the index of its invocation.
+    pub invocation_of: Vec<usize>,
+    pub tree: CgroupTree,
+    /// `io.stat` counters per group (own IO only), indexed by group id.
+    pub iostat: Vec<blkqos_core::controller::IoStat>,
+}
+
+impl Experiment {
+    /// Run on the simulator.
+    pub fn run_sim(&self, stop: Option<Arc<AtomicBool>>) -> Result<Ran> {
+        let mut tree = CgroupTree::new();
+        for w in &self.writes {
+            tree.ensure(&w.cgroup)?;
+        }
+        let mut layout = Layout {
+            next_free: 0,
+            files: Vec::new(),
+        };
+        let mut setups = Vec::new();
+        let mut invocation_of = Vec::new();
+        for (i, inv) in self.invocations.iter().enumerate() {
+            for spec in &inv.jobs.jobs {
+                let cg = spec.cgroup.as_deref().or(inv.cgroup.as_deref());
+                let group = match cg {
+                    Some(p) => tree.ensure(p)?,
+                    None => GroupId::ROOT,
+                };
+                let (start, len) = layout.region(spec, &self.device)?;
+                for clone in 0..spec.numjobs.max(1) {
+                    setups.push(JobSetup {
+                        spec: spec.clone(),
+                        clone,
+                        group,
+                        region_start: start,
+                        region_len: len,
+                        seed: self.seed ^ (setups.len() as u64).wrapping_mul(0x9E37_79B9),
+                    });
+                    invocation_of.push(i);
+                }
+            }
+        }
+        let model = self.device.build();
+        let mut stack = build_stack(
+            &self.controllers,
+            &tree,
+            self.device.devid,
+            model.rotational(),
+            &self.writes,
+        )?;
+        let mut backend = SimBackend::new(model);
+        let opts = RunOptions {
+            host: self.host,
+            stop,
+        };
+        let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
+        let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
+        Ok(Ran {
+            result,
+            invocation_of,
+            tree,
+            iostat,
+        })
+    }
+}

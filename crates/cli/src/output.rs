@@ -1,0 +1,132 @@
+//! Running an experiment and writing its reports, fio-style.
+
+use crate::experiment::{Experiment, Ran};
+use anyhow::{bail, Context, Result};
+use blkqos_driver::RunError;
+use blkqos_fio::parse::OutputFormat;
+use blkqos_fio::report::{write_json, write_normal, DiskUtil, ReportInput, ReportJob};
+use std::io::Write;
+
+/// A failure and the exit status it maps to: 2 for bad input (scenario,
+/// job file, option, knob line), 1 for a run that failed.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub err: anyhow::Error,
+}
+
+fn input(err: anyhow::Error) -> Failure {
+    Failure { code: 2, err }
+}
+fn runtime(err: anyhow::Error) -> Failure {
+    Failure { code: 1, err }
+}
+
+/// The wall-clock anchor of a simulated run, in ms since the Unix epoch.
+fn epoch_ms() -> u64 {
+    if let Some(s) = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        return s * 1000;
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+pub fn run_command(args: &[String]) -> Result<(), Failure> {
+    let exp = build(args).map_err(input)?;
+    let t0 = epoch_ms();
+    let ran = exp.run_sim(None).map_err(|e| {
+        if e.is::<RunError>() {
+            runtime(e)
+        } else {
+            input(e)
+        }
+    })?;
+    write_reports(&exp, &ran, t0).map_err(runtime)
+}
+
+fn build(args: &[String]) -> Result<Experiment> {
+    let Some(first) = args.first() else {
+        bail!("nothing to run: give a scenario (.toml), a job file, or fio options (see `blkqos run --help`)");
+    };
+    Ok(if first.ends_with(".toml") {
+        let mut e = Experiment::from_scenario(std::path::Path::new(first))?;
+        for a in &args[1..] {
+            match a.split_once('=') {
+                Some(("--seed", v)) => {
+                    e.seed = v
+                        .parse()
+                        .with_context(|| format!("{a}: expected an unsigned integer"))?
+                }
+                _ => bail!("`{a}`: after a scenario file only --seed=N is accepted"),
+            }
+        }
+        e
+    } else {
+        Experiment::from_args(args)?
+    })
+}
+
+fn disk_util(exp: &Experiment, ran: &Ran) -> DiskUtil {
+    let d = &ran.result.disk;
+    let elapsed_ns = ran.result.ended_at.as_ns().max(1);
+    DiskUtil {
+        name: exp.device.name.clone(),
+        read_ios: d.ios[0],
+        write_ios: d.ios[1],
+        read_merges: d.merges[0],
+        write_merges: d.merges[1],
+        read_ticks: d.nsecs[0] / 1_000_000,
+        write_ticks: d.nsecs[1] / 1_000_000,
+        in_queue: (d.nsecs.iter().sum::<u64>()) / 1_000_000,
+        util: d.busy_ns as f64 * 100.0 / elapsed_ns as f64,
+    }
+}
+
+fn write_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Result<()> {
+    let ts = t0_ms + ran.result.ended_at.as_ns() / 1_000_000;
+    let du = disk_util(exp, ran);
+    let mut stdout = std::io::stdout().lock();
+    for (i, inv) in exp.invocations.iter().enumerate() {
+        let jobs: Vec<ReportJob> = ran
+            .result
+            .jobs
+            .iter()
+            .zip(&ran.invocation_of)
+            .enumerate()
+            .filter(|(_, (_, &inv_i))| inv_i == i)
+            .map(|(k, (r, _))| ReportJob {
+                spec: &r.spec,
+                stats: &r.stats,
+                error: r.error,
+                pid: 1000 + k as u32,
+            })
+            .collect();
+        let input = ReportInput {
+            jobs,
+            global_options: &inv.jobs.global_options,
+            timestamp_ms: ts,
+            disk_util: vec![du.clone()],
+            fio_version: "fio-3.33",
+        };
+        let mut out = String::new();
+        for f in &inv.formats {
+            match f {
+                OutputFormat::Normal => write_normal(&input, &mut out),
+                OutputFormat::Json => write_json(&input, false, &mut out),
+                OutputFormat::JsonPlus => write_json(&input, true, &mut out),
+            }
+        }
+        match &inv.output {
+            Some(p) => {
+                std::fs::write(p, &out).with_context(|| format!("cannot write {}", p.display()))?
+            }
+            None => stdout.write_all(out.as_bytes())?,
+        }
+    }
+    Ok(())
+}

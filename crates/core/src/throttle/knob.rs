@@ -1,0 +1,316 @@
+//! The `io.max` knob (cgroup v2) and the v1 `blkio.throttle.*_device` files:
+//! parsing with the kernel's error classes and printing in its format
+//! (`tg_set_limit`, `tg_prfill_limit`, `blkg_conf_prep` in
+//! `block/blk-throttle.c` / `block/blk-cgroup.c`).
+
+use crate::io::DevId;
+
+/// "No limit" for bytes/s (`U64_MAX`).
+pub const BPS_MAX: u64 = u64::MAX;
+/// "No limit" for IOs/s (`UINT_MAX`, stored widened).
+pub const IOPS_MAX: u64 = u32::MAX as u64;
+
+/// The four limits of one group on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes/s per direction (read, write); `BPS_MAX` = none.
+    pub bps: [u64; 2],
+    /// IOs/s per direction; `IOPS_MAX` = none.
+    pub iops: [u64; 2],
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            bps: [BPS_MAX; 2],
+            iops: [IOPS_MAX; 2],
+        }
+    }
+}
+
+impl Limits {
+    pub fn is_unlimited(&self) -> bool {
+        self.bps == [BPS_MAX; 2] && self.iops == [IOPS_MAX; 2]
+    }
+}
+
+/// The kernel's error classes for a rejected write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KnobError {
+    /// `-EINVAL`
+    #[error("{file}: invalid argument: {why} (`{token}`)")]
+    Invalid {
+        file: &'static str,
+        token: String,
+        why: &'static str,
+    },
+    /// `-ERANGE`
+    #[error("{file}: `{token}` is out of range: {why}")]
+    OutOfRange {
+        file: &'static str,
+        token: String,
+        why: &'static str,
+    },
+    /// `-ENODEV`: the line names a device that is not there.
+    #[error("{file}: no such device `{token}`")]
+    NoDevice { file: &'static str, token: String },
+}
+
+impl KnobError {
+    /// The errno a write(2) to cgroupfs would return.
+    pub fn errno_name(&self) -> &'static str {
+        match self {
+            KnobError::Invalid { .. } => "EINVAL",
+            KnobError::OutOfRange { .. } => "ERANGE",
+            KnobError::NoDevice { .. } => "ENODEV",
+        }
+    }
+}
+
+/// A parsed `io.max` write: the device and the keys it sets (others keep
+/// their value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoMaxWrite {
+    pub dev: DevId,
+    pub rbps: Option<u64>,
+    pub wbps: Option<u64>,
+    pub riops: Option<u64>,
+    pub wiops: Option<u64>,
+}
+
+impl IoMaxWrite {
+    /// Apply to the current limits.
+    pub fn apply(&self, l: &mut Limits) {
+        if let Some(v) = self.rbps {
+            l.bps[0] = v;
+        }
+        if let Some(v) = self.wbps {
+            l.bps[1] = v;
+        }
+        if let Some(v) = self.riops {
+            l.iops[0] = v;
+        }
+        if let Some(v) = self.wiops {
+            l.iops[1] = v;
+        }
+    }
+}
+
+/// Parse the device part of a knob line (`blkg_conf_prep`): `MAJ:MIN`
+/// followed by whitespace and the body.
+pub fn split_dev<'a>(file: &'static str, line: &'a str) -> Result<(DevId, &'a str), KnobError> {
+    let line = line.trim();
+    let (dev, body) = match line.find(char::is_whitespace) {
+        Some(i) => (&line[..i], line[i..].trim_start()),
+        None => (line, ""),
+    };
+    let dev: DevId = dev.parse().map_err(|_| KnobError::Invalid {
+        file,
+        token: dev.to_string(),
+        why: "expected MAJ:MIN",
+    })?;
+    Ok((dev, body))
+}
+
+/// Parse an `io.max` line (`tg_set_limit`).
+pub fn parse_io_max(line: &str) -> Result<IoMaxWrite, KnobError> {
+    const F: &str = "io.max";
+    let (dev, body) = split_dev(F, line)?;
+    let mut w = IoMaxWrite {
+        dev,
+        rbps: None,
+        wbps: None,
+        riops: None,
+        wiops: None,
+    };
+    for tok in body.split_whitespace() {
+        // the kernel reads each token with sscanf("%26s")
+        if tok.len() > 26 {
+            return Err(KnobError::Invalid {
+                file: F,
+                token: tok.to_string(),
+                why: "token longer than 26 characters",
+            });
+        }
+        let Some((key, val)) = tok.split_once('=') else {
+            return Err(KnobError::Invalid {
+                file: F,
+                token: tok.to_string(),
+                why: "expected key=value",
+            });
+        };
+        let v: u64 = if val == "max" {
+            u64::MAX
+        } else if !val.is_empty() && val.bytes().all(|c| c.is_ascii_digit()) {
+            val.parse().map_err(|_| KnobError::Invalid {
+                file: F,
+                token: tok.to_string(),
+                why: "number does not fit in 64 bits",
+            })?
+        } else {
+            return Err(KnobError::Invalid {
+                file: F,
+                token: tok.to_string(),
+                why: "value must be an unsigned decimal or `max`",
+            });
+        };
+        if v == 0 {
+            return Err(KnobError::OutOfRange {
+                file: F,
+                token: tok.to_string(),
+                why: "0 is not a limit: use `max` for no limit",
+            });
+        }
+        match key {
+            "rbps" => w.rbps = Some(v),
+            "wbps" => w.wbps = Some(v),
+            "riops" => w.riops = Some(v.min(IOPS_MAX)),
+            "wiops" => w.wiops = Some(v.min(IOPS_MAX)),
+            _ => {
+                return Err(KnobError::Invalid {
+                    file: F,
+                    token: tok.to_string(),
+                    why: "unknown key: use rbps, wbps, riops or wiops",
+                })
+            }
+        }
+    }
+    Ok(w)
+}
+
+/// Print one device's `io.max` line as the kernel does, or `None` when all
+/// four limits are unlimited (such devices are not listed).
+pub fn format_io_max(dev: DevId, l: &Limits) -> Option<String> {
+    if l.is_unlimited() {
+        return None;
+    }
+    let b = |v: u64| {
+        if v == BPS_MAX {
+            "max".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let i = |v: u64| {
+        if v >= IOPS_MAX {
+            "max".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    Some(format!(
+        "{dev} rbps={} wbps={} riops={} wiops={}",
+        b(l.bps[0]),
+        b(l.bps[1]),
+        i(l.iops[0]),
+        i(l.iops[1])
+    ))
+}
+
+/// Which v1 file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct V1File {
+    pub write: bool,
+    pub iops: bool,
+}
+
+/// Parse a v1 `blkio.throttle.*_device` line: `MAJ:MIN value`, 0 = no limit.
+pub fn parse_v1(file: V1File, line: &str) -> Result<(DevId, u64), KnobError> {
+    const F: &str = "blkio.throttle";
+    let (dev, body) = split_dev(F, line)?;
+    let body = body.trim();
+    if body.is_empty() || !body.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(KnobError::Invalid {
+            file: F,
+            token: body.to_string(),
+            why: "expected MAJ:MIN followed by an unsigned decimal",
+        });
+    }
+    let v: u64 = body.parse().map_err(|_| KnobError::Invalid {
+        file: F,
+        token: body.to_string(),
+        why: "number does not fit in 64 bits",
+    })?;
+    let v = match (v, file.iops) {
+        (0, false) => BPS_MAX,
+        (0, true) => IOPS_MAX,
+        (v, true) => v.min(IOPS_MAX),
+        (v, false) => v,
+    };
+    Ok((dev, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_line() {
+        let w = parse_io_max("253:1 riops=100 rbps=max").unwrap();
+        assert_eq!(w.dev, DevId::new(253, 1));
+        assert_eq!(w.riops, Some(100));
+        assert_eq!(w.rbps, Some(u64::MAX));
+        assert_eq!(w.wbps, None);
+        let mut l = Limits::default();
+        w.apply(&mut l);
+        assert_eq!(
+            format_io_max(w.dev, &l).unwrap(),
+            "253:1 rbps=max wbps=max riops=100 wiops=max"
+        );
+    }
+
+    #[test]
+    fn omitted_keys_keep_values() {
+        let mut l = Limits::default();
+        parse_io_max("8:0 wbps=1048576").unwrap().apply(&mut l);
+        parse_io_max("8:0 riops=50").unwrap().apply(&mut l);
+        assert_eq!(l.bps[1], 1048576);
+        assert_eq!(l.iops[0], 50);
+        parse_io_max("8:0 wbps=max riops=max")
+            .unwrap()
+            .apply(&mut l);
+        assert_eq!(format_io_max(DevId::new(8, 0), &l), None);
+    }
+
+    #[test]
+    fn error_classes() {
+        let cases = [
+            ("8:0 riops=0", "ERANGE", "riops=0"),
+            ("8:0 riops=-1", "EINVAL", "riops=-1"),
+            ("8:0 riops", "EINVAL", "riops"),
+            ("8:0 rbps=1k", "EINVAL", "rbps=1k"),
+            ("8:0 foo=1", "EINVAL", "foo=1"),
+            ("sda riops=1", "EINVAL", "sda"),
+            (
+                "8:0 rbps=99999999999999999999",
+                "EINVAL",
+                "rbps=99999999999999999999",
+            ),
+            ("8:0 rbps=", "EINVAL", "rbps="),
+        ];
+        for (line, errno, tok) in cases {
+            let e = parse_io_max(line).unwrap_err();
+            assert_eq!(e.errno_name(), errno, "{line}");
+            assert!(e.to_string().contains(tok), "{line}: {e}");
+        }
+        // a line with only the device is valid (no change)
+        assert!(parse_io_max("8:0").is_ok());
+        // riops is clamped to UINT_MAX
+        assert_eq!(
+            parse_io_max("8:0 riops=99999999999").unwrap().riops,
+            Some(IOPS_MAX)
+        );
+    }
+
+    #[test]
+    fn v1_files() {
+        let f = V1File {
+            write: false,
+            iops: true,
+        };
+        assert_eq!(parse_v1(f, "8:0 100").unwrap(), (DevId::new(8, 0), 100));
+        assert_eq!(parse_v1(f, "8:0 0").unwrap().1, IOPS_MAX);
+        assert!(parse_v1(f, "8:0 x").is_err());
+        assert!(parse_v1(f, "8:0").is_err());
+    }
+}

@@ -1,0 +1,259 @@
+//! `paced`: blkqos's low-tail-latency alternative to blk-throttle's slices.
+//!
+//! # 1. Problem
+//! blk-throttle grants budget per whole slice (20–100 ms). A steady workload
+//! just above its limit is let through in bursts at slice starts and then
+//! held until the next boundary, so throttled IO waits up to a slice even
+//! when it is only one IO "early" (the seed measured p99 = 12 ms at
+//! 100 IOPS with 20 ms slices, 23.7 ms with the older rule).
+//!
+//! # 2. Model
+//! Each limit is a GCRA (generic cell rate algorithm, the virtual-scheduling
+//! form of a token bucket) per group and direction: a theoretical arrival
+//! time `TAT` advances by `1/iops` per IO and `len/bps` per byte. An IO
+//! conforms at `t` when `t ≥ TAT − τ`, with `τ` the burst tolerance
+//! (default: one IO for IOPS, none for bytes). Example: `riops=100`, τ = 10 ms
+//! → IOs arriving every 4 ms get through 1 in 2.5 on arrival, the rest wait
+//! exactly until their earned time: waits ≤ 10 ms, and only the part of the
+//! gap that exceeds the rate.
+//!
+//! # 3. Control
+//! Per group and direction a FIFO; its head is released at the latest of
+//! the earliest conforming times of its group and every limited ancestor
+//! (an IO is charged at every level). A timer fires at the earliest head;
+//! a head whose time moved later (an ancestor was charged meanwhile) is
+//! re-evaluated and re-armed.
+//!
+//! # 4. Trade-off against slices
+//! Same long-run rate (`rate × window + τ` bound instead of `rate × window +
+//! one slice`); no burst allowance after idle beyond τ, so a bursty
+//! workload that relied on slice rounding sees its bursts spread out; a
+//! timer per released IO instead of per slice (cheap in userspace).
+//!
+//! # 5. Divergences from Linux
+//! Not a kernel algorithm. Uses nanosecond time (no jiffies).
+
+use super::knob::{Limits, BPS_MAX, IOPS_MAX};
+use crate::cgroup::{CgroupTree, GroupId};
+use crate::controller::{Controller, Verdict};
+use crate::io::Io;
+use crate::time::{Instant, NSEC_PER_SEC};
+use std::collections::{BTreeSet, VecDeque};
+
+/// Burst tolerances of the paced limiter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacedConfig {
+    /// IOs that may pass back to back after an idle period (τ = burst / iops).
+    pub burst_ios: u64,
+    /// Bytes that may pass back to back (τ = burst / bps).
+    pub burst_bytes: u64,
+}
+
+impl Default for PacedConfig {
+    fn default() -> Self {
+        PacedConfig {
+            burst_ios: 1,
+            burst_bytes: 0,
+        }
+    }
+}
+
+/// GCRA state in "scaled ns": `tat` is TAT × rate, so one unit adds exactly
+/// 10^9 and comparisons are exact integers.
+#[derive(Clone, Copy, Debug, Default)]
+struct Gcra {
+    tat: u128,
+}
+
+impl Gcra {
+    /// Earliest conforming time (ns) for `units` more, given `rate`/s and a
+    /// burst of `burst` units.
+    fn earliest(&self, rate: u64, burst: u64) -> u64 {
+        let tau = u128::from(burst) * u128::from(NSEC_PER_SEC);
+        (self.tat.saturating_sub(tau)).div_ceil(u128::from(rate)) as u64
+    }
+    fn charge(&mut self, now_ns: u64, rate: u64, units: u64) {
+        let now_scaled = u128::from(now_ns) * u128::from(rate);
+        self.tat = self.tat.max(now_scaled) + u128::from(units) * u128::from(NSEC_PER_SEC);
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Group {
+    limits: Limits,
+    bytes: [Gcra; 2],
+    ios: [Gcra; 2],
+    queue: [VecDeque<Io>; 2],
+    /// Key of the queue head in the timer set.
+    armed: [Option<(Instant, u64)>; 2],
+}
+
+/// The paced limiter for one device.
+pub struct Paced {
+    cfg: PacedConfig,
+    parent: Vec<Option<usize>>,
+    groups: Vec<Group>,
+    timers: BTreeSet<(Instant, u64, usize, usize)>,
+    seq: u64,
+    held: usize,
+    scheduled: BTreeSet<(Instant, u64, usize)>,
+    scheduled_limits: Vec<Limits>,
+}
+
+impl Paced {
+    pub fn new(cfg: PacedConfig, tree: &CgroupTree, flat: bool) -> Self {
+        let parent = tree
+            .ids()
+            .map(|g| {
+                if flat {
+                    None
+                } else {
+                    tree.parent(g).map(|p| p.idx())
+                }
+            })
+            .collect();
+        Paced {
+            cfg,
+            parent,
+            groups: vec![Group::default(); tree.len()],
+            timers: BTreeSet::new(),
+            seq: 0,
+            held: 0,
+            scheduled: BTreeSet::new(),
+            scheduled_limits: Vec::new(),
+        }
+    }
+
+    pub fn set_limits(&mut self, g: GroupId, limits: Limits, _now: Instant) {
+        self.groups[g.idx()].limits = limits;
+        // queued heads are re-evaluated when their timer fires
+        for d in 0..2 {
+            if let Some(head) = self.groups[g.idx()].queue[d].front().copied() {
+                self.arm(g.idx(), d, self.earliest(&head), true);
+            }
+        }
+    }
+
+    pub fn schedule_limits(&mut self, at: Instant, g: GroupId, limits: Limits) {
+        let k = self.scheduled_limits.len() as u64;
+        self.scheduled_limits.push(limits);
+        self.scheduled.insert((at, k, g.idx()));
+    }
+
+    fn chain(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(Some(g), move |&x| self.parent[x])
+    }
+
+    /// Earliest time `io` conforms at its group and every ancestor.
+    fn earliest(&self, io: &Io) -> Instant {
+        let d = io.dir().idx();
+        let mut t = 0u64;
+        for a in self.chain(io.group.idx()) {
+            let l = &self.groups[a].limits;
+            if l.iops[d] < IOPS_MAX {
+                t = t.max(self.groups[a].ios[d].earliest(l.iops[d], self.cfg.burst_ios));
+            }
+            if l.bps[d] != BPS_MAX {
+                t = t.max(self.groups[a].bytes[d].earliest(l.bps[d], self.cfg.burst_bytes));
+            }
+        }
+        Instant(t)
+    }
+
+    fn charge(&mut self, io: &Io, now: Instant) {
+        let d = io.dir().idx();
+        let chain: Vec<usize> = self.chain(io.group.idx()).collect();
+        for a in chain {
+            let l = self.groups[a].limits;
+            if l.iops[d] < IOPS_MAX {
+                self.groups[a].ios[d].charge(now.as_ns(), l.iops[d], 1);
+            }
+            if l.bps[d] != BPS_MAX {
+                self.groups[a].bytes[d].charge(now.as_ns(), l.bps[d], io.len);
+            }
+        }
+    }
+
+    fn arm(&mut self, g: usize, d: usize, at: Instant, replace: bool) {
+        if let Some((t, s)) = self.groups[g].armed[d] {
+            if !replace {
+                return;
+            }
+            self.timers.remove(&(t, s, g, d));
+        }
+        self.seq += 1;
+        self.groups[g].armed[d] = Some((at, self.seq));
+        self.timers.insert((at, self.seq, g, d));
+    }
+
+    fn limited(&self, io: &Io) -> bool {
+        let d = io.dir().idx();
+        self.chain(io.group.idx()).any(|a| {
+            let l = &self.groups[a].limits;
+            l.iops[d] < IOPS_MAX || l.bps[d] != BPS_MAX
+        })
+    }
+}
+
+impl Controller for Paced {
+    fn name(&self) -> &'static str {
+        "paced"
+    }
+    fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
+        let (g, d) = (io.group.idx(), io.dir().idx());
+        if g >= self.groups.len() || !self.limited(io) {
+            return Verdict::Dispatch;
+        }
+        if self.groups[g].queue[d].is_empty() {
+            let t = self.earliest(io);
+            if t <= now {
+                self.charge(io, now);
+                return Verdict::Dispatch;
+            }
+            self.arm(g, d, t, true);
+        }
+        self.groups[g].queue[d].push_back(*io);
+        self.held += 1;
+        Verdict::Held
+    }
+    fn on_timer(&mut self, now: Instant, released: &mut Vec<Io>) {
+        while let Some(&(at, k, g)) = self.scheduled.first() {
+            if at > now {
+                break;
+            }
+            self.scheduled.pop_first();
+            let l = self.scheduled_limits[k as usize];
+            self.set_limits(GroupId(g as u32), l, now);
+        }
+        while let Some(&(t, s, g, d)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.remove(&(t, s, g, d));
+            self.groups[g].armed[d] = None;
+            while let Some(head) = self.groups[g].queue[d].front().copied() {
+                let e = self.earliest(&head);
+                if e > now {
+                    self.arm(g, d, e, true);
+                    break;
+                }
+                self.groups[g].queue[d].pop_front();
+                self.held -= 1;
+                self.charge(&head, now);
+                released.push(head);
+            }
+        }
+    }
+    fn on_complete(&mut self, _io: &Io, _a: Instant, _s: Instant, _now: Instant) {}
+    fn next_deadline(&self) -> Option<Instant> {
+        let t = self.timers.first().map(|x| x.0);
+        let s = self.scheduled.first().map(|x| x.0);
+        match (t, s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+    fn held(&self) -> usize {
+        self.held
+    }
+}

@@ -1,0 +1,406 @@
+//! One group's budget in one direction: the slice and the wait rules
+//! (`tg_within_bps_limit`, `tg_within_iops_limit`, `throtl_start_new_slice`,
+//! `throtl_extend_slice`, `throtl_trim_slice`, `throtl_slice_used`).
+//! All times are jiffies; all math is the kernel's truncating integer math.
+
+use super::knob::{BPS_MAX, IOPS_MAX};
+use super::variant::{IopsWait, TrimRule};
+use crate::math::{rounddown, roundup};
+
+/// `calculate_bytes_allowed`: `bps · t / HZ`, or "unlimited" when the
+/// product could overflow (`ilog2(bps) + ilog2(t) − ilog2(HZ) > 62`).
+pub fn bytes_allowed(bps: u64, t: u64, hz: u64) -> u64 {
+    if bps == BPS_MAX || t == 0 {
+        return if bps == BPS_MAX { u64::MAX } else { 0 };
+    }
+    if bps.ilog2() + t.ilog2() >= 62 + hz.ilog2() + 1 {
+        return u64::MAX;
+    }
+    crate::math::mul_div_floor(bps, t, hz)
+}
+
+/// `calculate_io_allowed`: `min(iops · t / HZ, UINT_MAX)`.
+pub fn io_allowed(iops: u64, t: u64, hz: u64) -> u64 {
+    if iops >= IOPS_MAX {
+        return IOPS_MAX;
+    }
+    crate::math::mul_div_floor(iops, t, hz).min(IOPS_MAX)
+}
+
+/// Budget state of one direction of one group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirBudget {
+    /// Bytes charged in the current slice (negative = carried-over credit).
+    pub bytes_disp: i64,
+    /// IOs charged in the current slice.
+    pub io_disp: i64,
+    pub slice_start: u64,
+    pub slice_end: u64,
+}
+
+impl DirBudget {
+    /// `throtl_slice_used`: true unless `start ≤ now ≤ end`.
+    pub fn slice_used(&self, now: u64) -> bool {
+        !(self.slice_start <= now && now <= self.slice_end)
+    }
+
+    /// `throtl_start_new_slice`.
+    pub fn start_new_slice(&mut self, now: u64, slice: u64, clear: bool) {
+        if clear {
+            self.bytes_disp = 0;
+            self.io_disp = 0;
+        }
+        self.slice_start = now;
+        self.slice_end = now + slice;
+    }
+
+    /// `throtl_start_new_slice_with_credit`: a parent whose slice is used
+    /// restarts it no later than the child's slice start.
+    pub fn start_new_slice_with_credit(&mut self, now: u64, slice: u64, start: u64) {
+        self.bytes_disp = 0;
+        self.io_disp = 0;
+        if start >= self.slice_start {
+            self.slice_start = start;
+        }
+        self.slice_end = now + slice;
+    }
+
+    /// `throtl_set_slice_end`.
+    pub fn set_slice_end(&mut self, end: u64, slice: u64) {
+        self.slice_end = roundup(end, slice);
+    }
+
+    /// `throtl_extend_slice`: only ever lengthens.
+    pub fn extend_slice(&mut self, end: u64, slice: u64) {
+        if self.slice_end < end {
+            self.set_slice_end(end, slice);
+        }
+    }
+
+    /// `tg_update_slice` (mainline) / the head of `tg_may_dispatch` (legacy).
+    pub fn update_slice(&mut self, now: u64, slice: u64, queued: bool) {
+        if self.slice_used(now) && !queued {
+            self.start_new_slice(now, slice, true);
+        } else {
+            self.extend_slice(now + slice, slice);
+        }
+    }
+
+    /// `tg_within_bps_limit`: 0 if `size` bytes may go now, else the wait
+    /// in jiffies.
+    pub fn bps_wait(&self, bps: u64, size: u64, now: u64, slice: u64, hz: u64) -> u64 {
+        if bps == BPS_MAX {
+            return 0;
+        }
+        let elapsed = now - self.slice_start;
+        let rnd = roundup(if elapsed == 0 { slice } else { elapsed }, slice);
+        let allowed = bytes_allowed(bps, rnd, hz);
+        let need = self.bytes_disp as i128 + size as i128;
+        if allowed == u64::MAX || (allowed > 0 && need <= allowed as i128) {
+            return 0;
+        }
+        let extra = (need - allowed as i128).max(0) as u128;
+        let mut wait = (extra * hz as u128 / bps as u128) as u64;
+        if wait == 0 {
+            wait = 1;
+        }
+        wait + (rnd - elapsed)
+    }
+
+    /// `tg_within_iops_limit` under the given rule: 0 if one more IO may go
+    /// now, else the wait in jiffies (0 is possible only under
+    /// [`IopsWait::SliceRemainder`], the 2019 bug).
+    pub fn iops_wait(
+        &self,
+        iops: u64,
+        rule: IopsWait,
+        now: u64,
+        slice: u64,
+        hz: u64,
+    ) -> Option<u64> {
+        if iops >= IOPS_MAX {
+            return None;
+        }
+        let elapsed = now - self.slice_start;
+        let rnd = match rule {
+            IopsWait::Legacy | IopsWait::SliceRemainder => {
+                roundup(if elapsed == 0 { slice } else { elapsed }, slice)
+            }
+            IopsWait::SliceRemainderFixed | IopsWait::Mainline => roundup(elapsed + 1, slice),
+        };
+        let allowed = io_allowed(iops, rnd, hz) as i64;
+        if allowed > 0 && self.io_disp + 1 <= allowed {
+            return None;
+        }
+        Some(match rule {
+            IopsWait::Legacy => {
+                let w = ((self.io_disp + 1).max(0) as u64 * hz) / iops + 1;
+                if w > elapsed {
+                    w - elapsed
+                } else {
+                    1
+                }
+            }
+            IopsWait::SliceRemainder | IopsWait::SliceRemainderFixed => rnd - elapsed,
+            IopsWait::Mainline => (rnd - elapsed).max(hz / iops + 1),
+        })
+    }
+
+    /// `throtl_trim_slice` after a dispatch or a direct pass.
+    pub fn trim(&mut self, bps: u64, iops: u64, rule: TrimRule, now: u64, slice: u64, hz: u64) {
+        if self.slice_used(now) {
+            return;
+        }
+        self.set_slice_end(now + slice, slice);
+        match rule {
+            TrimRule::WholeSlices => {
+                let n = (now - self.slice_start) / slice;
+                if n == 0 {
+                    return;
+                }
+                let t = slice * n;
+                let bytes_trim = if bps == BPS_MAX {
+                    u64::MAX
+                } else {
+                    bytes_allowed(bps, t, hz)
+                };
+                let io_trim = if iops >= IOPS_MAX {
+                    IOPS_MAX
+                } else {
+                    io_allowed(iops, t, hz)
+                };
+                if bytes_trim == 0 && io_trim == 0 {
+                    return;
+                }
+                self.bytes_disp = if self.bytes_disp as i128 >= bytes_trim as i128 {
+                    self.bytes_disp - bytes_trim as i64
+                } else {
+                    0
+                };
+                self.io_disp = if self.io_disp >= io_trim as i64 {
+                    self.io_disp - io_trim as i64
+                } else {
+                    0
+                };
+                self.slice_start += t;
+            }
+            TrimRule::KeepOneSlice => {
+                let mut t = rounddown(now - self.slice_start, slice);
+                if t < 2 * slice {
+                    return;
+                }
+                t -= slice;
+                let mut bytes_trim = if bps == BPS_MAX {
+                    0
+                } else {
+                    bytes_allowed(bps, t, hz) as i128
+                };
+                if bytes_trim <= 0 || (self.bytes_disp as i128) < bytes_trim {
+                    bytes_trim = self.bytes_disp as i128;
+                    self.bytes_disp = 0;
+                } else {
+                    self.bytes_disp -= bytes_trim as i64;
+                }
+                let mut io_trim = if iops >= IOPS_MAX {
+                    0
+                } else {
+                    io_allowed(iops, t, hz) as i64
+                };
+                if io_trim <= 0 || self.io_disp < io_trim {
+                    io_trim = self.io_disp;
+                    self.io_disp = 0;
+                } else {
+                    self.io_disp -= io_trim;
+                }
+                if bytes_trim == 0 && io_trim == 0 {
+                    return;
+                }
+                self.slice_start += t;
+            }
+        }
+    }
+
+    /// Carryover on a limit change (`tg_update_carryover` /
+    /// `throtl_update_carryover`), computed with the *old* limits.
+    pub fn carryover(&mut self, bps: u64, iops: u64, queued: bool, now: u64, hz: u64) {
+        if !queued {
+            self.bytes_disp = 0;
+            self.io_disp = 0;
+            return;
+        }
+        let elapsed = now - self.slice_start;
+        if bps != BPS_MAX {
+            let a = bytes_allowed(bps, elapsed, hz);
+            if a > 0 {
+                self.bytes_disp = -((a as i128 - self.bytes_disp as i128)
+                    .clamp(i64::MIN as i128, i64::MAX as i128)
+                    as i64);
+            }
+        }
+        if iops < IOPS_MAX {
+            let a = io_allowed(iops, elapsed, hz) as i64;
+            if a > 0 {
+                self.io_disp = -(a - self.io_disp);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(io_disp: i64, start: u64) -> DirBudget {
+        DirBudget {
+            bytes_disp: 0,
+            io_disp,
+            slice_start: start,
+            slice_end: start + 100,
+        }
+    }
+
+    /// Reference §B.11: HZ 1000, slice 100, iops 1000; IO #101 at elapsed 5.
+    #[test]
+    fn b11_iops_1000() {
+        let b = budget(100, 0);
+        assert_eq!(b.iops_wait(1000, IopsWait::Legacy, 5, 100, 1000), Some(97));
+        assert_eq!(
+            b.iops_wait(1000, IopsWait::SliceRemainder, 5, 100, 1000),
+            Some(95)
+        );
+        assert_eq!(
+            b.iops_wait(1000, IopsWait::SliceRemainderFixed, 5, 100, 1000),
+            Some(95)
+        );
+        // at elapsed = 100 the fixed rule rounds to 200: 200 allowed
+        assert_eq!(
+            b.iops_wait(1000, IopsWait::SliceRemainderFixed, 100, 100, 1000),
+            None
+        );
+    }
+
+    /// §B.11: iops 10 (1 IO per 100 ms slice), second IO at t = 0.
+    #[test]
+    fn b11_iops_10() {
+        let b = budget(1, 0);
+        assert_eq!(b.iops_wait(10, IopsWait::Legacy, 0, 100, 1000), Some(201));
+        assert_eq!(
+            b.iops_wait(10, IopsWait::SliceRemainderFixed, 0, 100, 1000),
+            Some(100)
+        );
+        assert_eq!(b.iops_wait(10, IopsWait::Mainline, 0, 100, 1000), Some(101));
+    }
+
+    /// The 2019 bug: an exact slice multiple gives a zero wait.
+    #[test]
+    fn zero_wait_at_slice_multiple() {
+        let b = budget(20, 0);
+        // iops 100, slice 100: 10 allowed per slice; at elapsed 200, 20 allowed
+        assert_eq!(
+            b.iops_wait(100, IopsWait::SliceRemainder, 200, 100, 1000),
+            Some(0)
+        );
+        assert_eq!(
+            b.iops_wait(100, IopsWait::SliceRemainderFixed, 200, 100, 1000),
+            None
+        );
+        let b = budget(30, 0);
+        assert_eq!(
+            b.iops_wait(100, IopsWait::SliceRemainderFixed, 200, 100, 1000),
+            Some(100)
+        );
+    }
+
+    /// iops · slice / HZ < 1: iops 5 with a 20 ms slice.
+    #[test]
+    fn tiny_iops_limit() {
+        let b = budget(0, 0);
+        // io_allowed(20) = 0 -> must wait; mainline guarantees HZ/iops + 1
+        assert_eq!(
+            b.iops_wait(5, IopsWait::SliceRemainderFixed, 0, 20, 1000),
+            Some(20)
+        );
+        assert_eq!(b.iops_wait(5, IopsWait::Mainline, 0, 20, 1000), Some(201));
+        assert_eq!(b.iops_wait(5, IopsWait::Mainline, 199, 20, 1000), None);
+    }
+
+    /// The seed experiment's numbers: riops=100, slice 20, IO #3 at 8 ms.
+    #[test]
+    fn seed_000_waits() {
+        let b = DirBudget {
+            bytes_disp: 0,
+            io_disp: 2,
+            slice_start: 0,
+            slice_end: 20,
+        };
+        assert_eq!(b.iops_wait(100, IopsWait::Legacy, 8, 20, 1000), Some(23));
+        assert_eq!(
+            b.iops_wait(100, IopsWait::SliceRemainderFixed, 8, 20, 1000),
+            Some(12)
+        );
+    }
+
+    #[test]
+    fn bps_wait_counts_from_slice_end() {
+        // 1 MiB/s, slice 100: 104857 bytes per slice
+        let b = DirBudget {
+            bytes_disp: 104_857,
+            ..budget(0, 0)
+        };
+        assert_eq!(b.bps_wait(1 << 20, 4096, 10, 100, 1000), 3 + 90);
+        assert_eq!(b.bps_wait(1 << 20, 0, 10, 100, 1000), 0);
+        assert_eq!(b.bps_wait(BPS_MAX, 1 << 30, 10, 100, 1000), 0);
+        // elapsed 0 considers one whole slice
+        let b = budget(0, 50);
+        assert_eq!(b.bps_wait(1 << 20, 4096, 50, 100, 1000), 0);
+    }
+
+    #[test]
+    fn allowed_overflow_is_unlimited() {
+        assert_eq!(bytes_allowed(1 << 62, 4000, 1000), u64::MAX);
+        assert_eq!(bytes_allowed(u64::MAX / 2, 1000, 1000), u64::MAX / 2);
+        assert_eq!(bytes_allowed(1 << 20, 100, 1000), 104_857);
+        assert_eq!(io_allowed(100, 20, 1000), 2);
+        assert_eq!(io_allowed(1, 20, 1000), 0);
+    }
+
+    #[test]
+    fn trim_keeps_one_slice() {
+        let mut b = DirBudget {
+            bytes_disp: 0,
+            io_disp: 30,
+            slice_start: 0,
+            slice_end: 300,
+        };
+        b.trim(BPS_MAX, 100, TrimRule::KeepOneSlice, 250, 100, 1000);
+        // rounddown(250) = 200 >= 2 slices; trim 100 jiffies = 10 IOs
+        assert_eq!(b.slice_start, 100);
+        assert_eq!(b.io_disp, 20);
+        assert_eq!(b.slice_end, 400);
+        let mut c = DirBudget {
+            bytes_disp: 0,
+            io_disp: 30,
+            slice_start: 0,
+            slice_end: 300,
+        };
+        c.trim(BPS_MAX, 100, TrimRule::WholeSlices, 250, 100, 1000);
+        assert_eq!(c.slice_start, 200);
+        assert_eq!(c.io_disp, 10);
+    }
+
+    #[test]
+    fn carryover_credit_and_overdraft() {
+        let mut b = DirBudget {
+            bytes_disp: 0,
+            io_disp: 3,
+            slice_start: 0,
+            slice_end: 100,
+        };
+        // 50 jiffies at 100 iops allowed 5, used 3 -> 2 IOs of credit
+        b.carryover(BPS_MAX, 100, true, 50, 1000);
+        assert_eq!(b.io_disp, -2);
+        let mut c = b;
+        c.carryover(BPS_MAX, 100, false, 50, 1000);
+        assert_eq!(c.io_disp, 0);
+    }
+}

@@ -1,0 +1,173 @@
+//! blk-throttle behaviours selectable by name. Each behaviour a kernel
+//! change altered is a field; the named variants and kernel profiles are
+//! presets of those fields.
+
+/// How the wait of an over-limit IO is computed against an IOPS limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IopsWait {
+    /// ≤ 4.18: `(io_disp + 1) · HZ / iops + 1 − elapsed` (min 1).
+    Legacy,
+    /// 4.19 (991f61fe7e1d): the rest of the current slice; with an exact
+    /// slice multiple elapsed this can be 0 (the 2019 bug).
+    SliceRemainder,
+    /// 2019 (3a10f999ffd4): `roundup(elapsed + 1, slice) − elapsed`, never 0.
+    SliceRemainderFixed,
+    /// 2024+: as `SliceRemainderFixed`, at least `HZ / iops + 1`.
+    Mainline,
+}
+
+/// The slice length rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceRule {
+    /// `HZ/10` for every device (late 2025+, and kernels without
+    /// `CONFIG_BLK_DEV_THROTTLING_LOW` before 6.10).
+    Hz10,
+    /// `HZ/10` rotational, `HZ/50` non-rotational (THROTTLING_LOW builds
+    /// 2017–6.9, every build 6.10–6.17).
+    SsdHz50,
+}
+
+/// Trim rule (`throtl_trim_slice`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrimRule {
+    /// Trim every whole elapsed slice.
+    WholeSlices,
+    /// 2025 (29cb95593430): keep one extra slice, trim only after two.
+    KeepOneSlice,
+}
+
+/// Everything that distinguishes one blk-throttle generation from another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    pub name: &'static str,
+    pub iops_wait: IopsWait,
+    pub slice: SliceRule,
+    pub trim: TrimRule,
+    /// v6.16: separate bps and iops queues; bytes charged when the bps
+    /// stage is cleared. Without it bytes and the IO are charged together.
+    pub split_queues: bool,
+    /// Carry unused/overdrawn budget across a limit change (6.2+).
+    pub carryover: bool,
+}
+
+pub const LEGACY: Variant = Variant {
+    name: "legacy",
+    iops_wait: IopsWait::Legacy,
+    slice: SliceRule::SsdHz50,
+    trim: TrimRule::WholeSlices,
+    split_queues: false,
+    carryover: false,
+};
+
+pub const SLICE_REMAINDER: Variant = Variant {
+    name: "slice-remainder",
+    iops_wait: IopsWait::SliceRemainderFixed,
+    slice: SliceRule::SsdHz50,
+    trim: TrimRule::WholeSlices,
+    split_queues: false,
+    carryover: false,
+};
+
+pub const MAINLINE: Variant = Variant {
+    name: "mainline",
+    iops_wait: IopsWait::Mainline,
+    slice: SliceRule::Hz10,
+    trim: TrimRule::KeepOneSlice,
+    split_queues: true,
+    carryover: true,
+};
+
+/// Names accepted for `throttle = "..."` / `--throttle=...`, with what
+/// they mean.
+pub const NAMES: &[(&str, &str)] = &[
+    (
+        "legacy",
+        "pre-2018 IOPS wait (linux ≤ 4.18), 20 ms SSD slice",
+    ),
+    (
+        "slice-remainder",
+        "2018 fix + 2019 zero-wait correction (4.19 – 6.1), 20 ms SSD slice",
+    ),
+    (
+        "slice-remainder-2018",
+        "2018 fix without the 2019 correction (4.19 before stable fixes)",
+    ),
+    (
+        "mainline",
+        "current kernel: split bps/iops queues, carryover, 100 ms slice",
+    ),
+    (
+        "mainline-ssd-slice",
+        "mainline with the 20 ms SSD slice of 6.10 – 6.17",
+    ),
+    ("linux-4.18", "= legacy"),
+    ("linux-4.19", "= slice-remainder-2018"),
+    ("linux-5.15", "= slice-remainder"),
+    ("linux-6.1", "= slice-remainder"),
+    ("linux-6.6", "slice-remainder + carryover (6.2+)"),
+    (
+        "linux-6.12",
+        "mainline rules with the 20 ms SSD slice, whole-slice trim, one queue",
+    ),
+    ("linux-6.18", "= mainline"),
+];
+
+impl Variant {
+    /// Look a variant or kernel profile up by name.
+    pub fn by_name(name: &str) -> Option<Variant> {
+        Some(match name {
+            "legacy" | "linux-4.18" => LEGACY,
+            "slice-remainder" | "linux-5.15" | "linux-6.1" => SLICE_REMAINDER,
+            "slice-remainder-2018" | "linux-4.19" => Variant {
+                name: "slice-remainder-2018",
+                iops_wait: IopsWait::SliceRemainder,
+                ..SLICE_REMAINDER
+            },
+            "linux-6.6" => Variant {
+                name: "linux-6.6",
+                carryover: true,
+                ..SLICE_REMAINDER
+            },
+            "linux-6.12" => Variant {
+                name: "linux-6.12",
+                iops_wait: IopsWait::Mainline,
+                slice: SliceRule::SsdHz50,
+                trim: TrimRule::WholeSlices,
+                split_queues: false,
+                carryover: true,
+            },
+            "mainline" | "linux-6.18" => MAINLINE,
+            "mainline-ssd-slice" => Variant {
+                name: "mainline-ssd-slice",
+                slice: SliceRule::SsdHz50,
+                ..MAINLINE
+            },
+            _ => return None,
+        })
+    }
+
+    /// Slice length in jiffies for a device.
+    pub fn slice_jiffies(&self, hz: u64, rotational: bool) -> u64 {
+        match (self.slice, rotational) {
+            (SliceRule::SsdHz50, false) => (hz / 50).max(1),
+            _ => (hz / 10).max(1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_name_resolves() {
+        for (n, _) in NAMES {
+            assert!(Variant::by_name(n).is_some(), "{n}");
+        }
+        assert!(Variant::by_name("bogus").is_none());
+        assert_eq!(LEGACY.slice_jiffies(1000, false), 20);
+        assert_eq!(MAINLINE.slice_jiffies(1000, false), 100);
+        assert_eq!(MAINLINE.slice_jiffies(250, true), 25);
+        assert_eq!(LEGACY.slice_jiffies(100, false), 2);
+    }
+}

@@ -1,0 +1,260 @@
+//! The fio command line (mirrors fio 3.33 `init.c: parse_cmd_line`,
+//! `parse_output_format`, `parse_options`).
+//!
+//! * `--name=X` ends the current job and starts a new one; `--name=global`
+//!   (any name starting with `global`) makes the following options global.
+//! * Other job options apply to the current job, or to the globals before
+//!   the first `--name`.
+//! * `--opt=value` or `--opt value`; flag options (`--time_based`) take a
+//!   value only with `=`. A single leading `-` works too
+//!   (`getopt_long_only`). Unlike getopt, abbreviations are not accepted.
+//! * Bare arguments are job files, parsed after the command-line jobs: the
+//!   command-line globals carry into the first file, later files start from
+//!   fio's defaults and are separated by a stonewall.
+//! * Flags named in `foreign` are the caller's, and are returned untouched.
+
+use super::apply::JobState;
+use super::error::{Loc, ParseError};
+use super::ini::Fs;
+use super::job::{find_option, set_option, Builder};
+use super::options::{Kind, Opt};
+use super::{CliParse, OutputFormat};
+
+/// fio's command-line-only options other than `--output` and
+/// `--output-format`, none of which blkqos implements (`init.c: l_opts`).
+const FIO_CLI_ONLY: &[&str] = &[
+    "latency-log",
+    "bandwidth-log",
+    "minimal",
+    "append-terse",
+    "version",
+    "help",
+    "cmdhelp",
+    "enghelp",
+    "showcmd",
+    "readonly",
+    "eta",
+    "eta-interval",
+    "eta-newline",
+    "debug",
+    "parse-only",
+    "section",
+    "inflate-log",
+    "alloc-size",
+    "profile",
+    "warnings-fatal",
+    "max-jobs",
+    "terse-version",
+    "server",
+    "server-internal",
+    "daemonize",
+    "client",
+    "remote-config",
+    "cpuclock-test",
+    "crctest",
+    "memcpytest",
+    "idle-prof",
+    "status-interval",
+    "trigger-file",
+    "trigger-timeout",
+    "trigger",
+    "trigger-remote",
+    "aux-path",
+    "merge-blktrace-only",
+];
+
+/// A caller flag: `name` takes a value (`--name=v` or `--name v`); `name?`
+/// is a switch (bare, or `--name=v`).
+struct Foreign<'f> {
+    name: &'f str,
+    switch: bool,
+}
+
+fn find_foreign<'f>(foreign: &[&'f str], name: &str) -> Option<Foreign<'f>> {
+    foreign.iter().find_map(|f| {
+        let f = f.trim_start_matches('-');
+        let (n, switch) = match f.strip_suffix('?') {
+            Some(n) => (n, true),
+            None => (f, false),
+        };
+        (n == name).then_some(Foreign { name: n, switch })
+    })
+}
+
+/// Where command-line options currently go.
+enum Target {
+    /// Nothing yet since the start or the last `--name` (fio: `td == NULL`).
+    None,
+    Global,
+    Job(Box<JobState>),
+}
+
+/// `parse_output_format`: a comma list; each use replaces the previous.
+fn parse_output_format(v: &str) -> Result<Vec<OutputFormat>, String> {
+    let mut out = Vec::new();
+    for f in v.split(',') {
+        let fmt = match f {
+            "normal" => OutputFormat::Normal,
+            "json" => OutputFormat::Json,
+            "json+" => OutputFormat::JsonPlus,
+            "terse" | "minimal" | "csv" => {
+                return Err(format!(
+                    "unsupported output format `{f}` (blkqos writes normal, json and json+)"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "invalid output format `{f}` (valid: normal, json, json+)"
+                ))
+            }
+        };
+        if !out.contains(&fmt) {
+            out.push(fmt);
+        }
+    }
+    Ok(out)
+}
+
+struct Args<'a> {
+    args: &'a [String],
+    pos: usize,
+}
+
+impl<'a> Args<'a> {
+    /// The value of a required-argument option: after `=`, else the next
+    /// argument whatever it looks like (getopt's `required_argument`).
+    fn value(
+        &mut self,
+        inline: Option<&'a str>,
+        name: &str,
+        loc: &Loc,
+    ) -> Result<&'a str, ParseError> {
+        if let Some(v) = inline {
+            return Ok(v);
+        }
+        let v = self.args.get(self.pos).ok_or_else(|| {
+            loc.option_error(name, None, format!("option {name} requires an argument"))
+        })?;
+        self.pos += 1;
+        Ok(v)
+    }
+}
+
+pub(crate) fn parse_args(
+    args: &[String],
+    foreign: &[&str],
+    env: &dyn Fn(&str) -> Option<String>,
+    fs: &dyn Fs,
+) -> Result<CliParse, ParseError> {
+    let loc = Loc::command_line();
+    let mut b = Builder::new(env, fs);
+    let mut target = Target::None;
+    let mut output = None;
+    let mut output_format = vec![OutputFormat::Normal];
+    let mut job_files = Vec::new();
+    let mut other = Vec::new();
+    let mut it = Args { args, pos: 0 };
+    let mut only_files = false;
+
+    while let Some(arg) = args.get(it.pos) {
+        it.pos += 1;
+        if only_files || !arg.starts_with('-') || arg == "-" {
+            if arg == "-" {
+                return Err(
+                    loc.error("reading a job file from standard input (`-`) is not supported")
+                );
+            }
+            job_files.push(arg.clone());
+            continue;
+        }
+        if arg == "--" {
+            only_files = true;
+            continue;
+        }
+        let body = arg.strip_prefix("--").unwrap_or(&arg[1..]);
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        if let Some(f) = find_foreign(foreign, name) {
+            let value = match inline {
+                Some(v) => v,
+                None if f.switch => "",
+                None => it.value(None, name, &loc)?,
+            };
+            other.push((f.name.to_string(), value.to_string()));
+            continue;
+        }
+        match name {
+            "output" => output = Some(it.value(inline, name, &loc)?.to_string()),
+            "output-format" => {
+                let v = it.value(inline, name, &loc)?;
+                output_format =
+                    parse_output_format(v).map_err(|m| loc.option_error(name, Some(v), m))?;
+            }
+            _ if FIO_CLI_ONLY.contains(&name) => {
+                return Err(loc.option_error(
+                    name,
+                    inline,
+                    format!("unsupported fio command-line option `--{name}`"),
+                ));
+            }
+            _ => {
+                let def = find_option(name, (name, inline), &loc)?;
+                let value = match inline {
+                    None if def.kind == Kind::StrSet => None,
+                    _ => Some(it.value(inline, name, &loc)?),
+                };
+                if value == Some("") && def.kind != Kind::StrSet {
+                    return Err(loc.option_error(
+                        name,
+                        value,
+                        format!("option {name} requires an argument"),
+                    ));
+                }
+                if def.opt == Opt::Name {
+                    if let Target::Job(st) = std::mem::replace(&mut target, Target::None) {
+                        b.add_job(*st, &loc)?;
+                    }
+                }
+                if let Target::None = target {
+                    let global =
+                        def.opt != Opt::Name || value.is_some_and(|v| v.starts_with("global"));
+                    target = if global {
+                        Target::Global
+                    } else {
+                        Target::Job(Box::new(b.globals.child()))
+                    };
+                }
+                let st = match &mut target {
+                    Target::Job(st) => st,
+                    _ => &mut b.globals,
+                };
+                set_option(st, name, value, (name, value), &loc)?;
+            }
+        }
+    }
+    if let Target::Job(st) = target {
+        b.add_job(*st, &loc)?;
+    }
+    for (n, path) in job_files.iter().enumerate() {
+        if n > 0 {
+            b.reset_globals();
+        }
+        let text = b.fs().read(path).map_err(|e| {
+            Loc::new(path, 0).error(format!("unable to open '{path}' job file: {e}"))
+        })?;
+        b.add_file(path, &text, n > 0)?;
+    }
+    let jobs = b.finish();
+    if jobs.jobs.is_empty() {
+        return Err(loc.error("No job(s) defined"));
+    }
+    Ok(CliParse {
+        jobs,
+        output,
+        output_format,
+        job_files,
+        other,
+    })
+}

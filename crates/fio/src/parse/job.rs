@@ -1,0 +1,240 @@
+//! Turning sections and command-line groups into [`JobSpec`]s: global
+//! defaults (`def_thread`), option order, substitution, reporting groups and
+//! the option fix-ups fio applies before a job runs (mirrors fio 3.33
+//! `init.c: __parse_jobs_ini`, `get_new_job`, `add_job`, `fixup_options`;
+//! `options.c: fio_options_parse`).
+
+use blkqos_workload::spec::{JobSpec, Origin, PerDir, SizeSpec};
+
+use super::apply::{apply, JobState};
+use super::error::{Loc, ParseError};
+use super::ini::{read_sections, strip_blank_end, Fs, RawOpt, Section};
+use super::options::{lookup, prio, Lookup, OptDef};
+use super::showcmd::render_opts;
+use super::subst::{expand_env, replace_keywords, Keywords};
+use super::JobSet;
+
+/// Finds a supported option, or says why `name` is not one.
+pub(crate) fn find_option(
+    name: &str,
+    written: (&str, Option<&str>),
+    loc: &Loc,
+) -> Result<&'static OptDef, ParseError> {
+    let err = |msg: String| loc.option_error(written.0, written.1, msg);
+    match lookup(name) {
+        Lookup::Supported(def) => Ok(def),
+        Lookup::Unsupported(canonical) => Err(err(format!(
+            "unsupported option `{canonical}` (a fio 3.33 option blkqos does not implement)"
+        ))),
+        Lookup::Unknown => Err(err(format!(
+            "unknown option `{name}` (not a fio 3.33 option)"
+        ))),
+    }
+}
+
+/// Looks `name` up, applies `value` to `st` and records it in the job's
+/// option list. `written` is the option as the user wrote it, for errors.
+pub(crate) fn set_option(
+    st: &mut JobState,
+    name: &str,
+    value: Option<&str>,
+    written: (&str, Option<&str>),
+    loc: &Loc,
+) -> Result<(), ParseError> {
+    let def = find_option(name, written, loc)?;
+    apply(st, def, value).map_err(|mut msg| {
+        if let (Some(v), Some(w)) = (value, written.1) {
+            if v != w {
+                msg.push_str(&format!(" (value after substitution: `{v}`)"));
+            }
+        }
+        loc.option_error(written.0, written.1, msg)
+    })?;
+    st.dump
+        .push((def.name.to_string(), value.map(str::to_string)));
+    Ok(())
+}
+
+/// Splits an option line at the first `=` (`parse.c: get_option`); the name
+/// loses trailing blanks, the value is kept verbatim.
+fn split_opt(s: &str) -> (&str, Option<&str>) {
+    match s.split_once('=') {
+        Some((n, v)) => (strip_blank_end(n), Some(v)),
+        None => (s, None),
+    }
+}
+
+/// Collects jobs the way fio's option parsing does, for job files and the
+/// command line alike.
+pub(crate) struct Builder<'a> {
+    env: &'a dyn Fn(&str) -> Option<String>,
+    fs: &'a dyn Fs,
+    kw: Keywords,
+    /// fio's `def_thread`: what `[global]` sections and command-line options
+    /// before the first `--name` set.
+    pub globals: JobState,
+    jobs: Vec<JobSpec>,
+    groupid: u32,
+    prev_group_jobs: u32,
+    /// `fio --showcmd` output, one line per job file.
+    pub showcmd: Vec<String>,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(env: &'a dyn Fn(&str) -> Option<String>, fs: &'a dyn Fs) -> Self {
+        Builder {
+            env,
+            fs,
+            kw: Keywords::system(),
+            globals: JobState::new(),
+            jobs: Vec::new(),
+            groupid: 0,
+            prev_group_jobs: 0,
+            showcmd: Vec::new(),
+        }
+    }
+
+    pub fn fs(&self) -> &'a dyn Fs {
+        self.fs
+    }
+
+    /// `fill_def_thread`: fio resets the global defaults before each job file
+    /// after the first.
+    pub fn reset_globals(&mut self) {
+        self.globals = JobState::new();
+    }
+
+    /// Parses one job file. `stonewall_first`: put a stonewall on its first
+    /// job (fio separates job files given together by a stonewall).
+    pub fn add_file(
+        &mut self,
+        path: &str,
+        text: &str,
+        stonewall_first: bool,
+    ) -> Result<(), ParseError> {
+        let sections = read_sections(path, text, self.fs)?;
+        let mut stonewall = stonewall_first;
+        let mut show = String::new();
+        for sec in &sections {
+            if show.is_empty() {
+                show.push_str("fio ");
+            }
+            if sec.global {
+                let mut g = std::mem::replace(&mut self.globals, JobState::new());
+                let r = self.parse_section(&mut g, sec);
+                self.globals = g;
+                r?;
+                // fio dumps def_thread's whole option list for every [global].
+                show.push_str(&render_opts(&self.globals.dump));
+            } else {
+                let mut st = self.globals.child();
+                st.spec.name = sec.name.clone();
+                if stonewall {
+                    st.stonewall = true;
+                    stonewall = false;
+                }
+                self.parse_section(&mut st, sec)?;
+                show.push_str(&format!("--name={} ", sec.name));
+                show.push_str(&render_opts(&st.dump));
+                self.add_job(st, &sec.loc)?;
+            }
+        }
+        show.push('\n');
+        self.showcmd.push(show);
+        Ok(())
+    }
+
+    /// `fio_options_parse`: sort by priority, substitute, parse in order.
+    fn parse_section(&self, st: &mut JobState, sec: &Section) -> Result<(), ParseError> {
+        let mut order: Vec<&RawOpt> = sec.opts.iter().collect();
+        // A stable sort, highest priority first (glibc's qsort is a merge
+        // sort for arrays this small).
+        order.sort_by_key(|o| -prio(split_opt(&o.text).0));
+        for raw in order {
+            let written = split_opt(&raw.text);
+            let subst = replace_keywords(&expand_env(&raw.text, self.env), &self.kw)
+                .map_err(|m| raw.loc.option_error(written.0, written.1, m))?;
+            let (name, value) = split_opt(&subst);
+            set_option(st, name, value, written, &raw.loc)?;
+        }
+        Ok(())
+    }
+
+    /// `add_job`: fix the options up, assign the reporting group, keep it.
+    pub fn add_job(&mut self, st: JobState, loc: &Loc) -> Result<(), ParseError> {
+        let new_group = st.stonewall || st.new_group;
+        let mut spec = finalize(st, loc)?;
+        if new_group && self.prev_group_jobs > 0 {
+            self.prev_group_jobs = 0;
+            self.groupid += 1;
+        }
+        spec.group_id = self.groupid;
+        self.prev_group_jobs += 1;
+        self.jobs.push(spec);
+        Ok(())
+    }
+
+    pub fn finish(self) -> JobSet {
+        JobSet {
+            jobs: self.jobs,
+            global_options: given_options(self.globals.dump),
+        }
+    }
+}
+
+/// The options with a value, as fio's JSON shows them (bare flags are left
+/// out: `json_object_add_value_string` skips a NULL value).
+fn given_options(dump: Vec<(String, Option<String>)>) -> Vec<(String, String)> {
+    dump.into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
+}
+
+/// What `fixup_options` (and `setup_random_seeds`) do to the options that
+/// [`JobSpec`] models.
+fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
+    let mut s = st.spec;
+    let job_error = |msg: String| loc.error(format!("job `{}`: {msg}", s.name));
+    s.origin = Origin {
+        file: loc.file.clone(),
+        line: loc.line,
+    };
+    if st.bsrange.iter().any(Option::is_some) {
+        let bs = s.bs;
+        let r = |d: usize| st.bsrange[d].unwrap_or((bs.get(d), bs.get(d)));
+        s.bsrange = Some(PerDir {
+            read: r(0),
+            write: r(1),
+            trim: r(2),
+        });
+    }
+    let any = |p: &PerDir<Option<u64>>| p.read.is_some() || p.write.is_some() || p.trim.is_some();
+    if any(&s.rate_bps) && any(&s.rate_iops) {
+        return Err(job_error(
+            "rate and rate_iops are mutually exclusive".into(),
+        ));
+    }
+    // fio warns "time_based requires a runtime/timeout setting" and clears it.
+    if s.time_based && s.runtime.is_none() {
+        s.time_based = false;
+    }
+    if s.thinktime_spin > s.thinktime {
+        s.thinktime_spin = s.thinktime;
+    }
+    if let Some(SizeSpec::Bytes(n)) = s.size {
+        let min = (0..3).map(|d| s.min_bs(d)).min().unwrap_or(1);
+        if n < min {
+            return Err(job_error(format!(
+                "size too small, must not be less than minimum block size: {n} < {min}"
+            )));
+        }
+    }
+    // fio turns randrepeat off when randseed is given, but then seeds every
+    // generator from randseed: deterministic, which is what `randrepeat`
+    // means in JobSpec.
+    if st.randseed_set {
+        s.randrepeat = true;
+    }
+    s.job_options = given_options(st.dump);
+    Ok(s)
+}

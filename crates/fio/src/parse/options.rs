@@ -1,0 +1,314 @@
+//! The option table: the fio 3.33 options blkqos implements, with fio's
+//! option types (`parse.h: enum fio_opt_type`), aliases and priorities, and
+//! the lookup that tells *unsupported* fio options from *unknown* names.
+
+use super::known::{CORE_OPTIONS, ENGINE_OPTIONS};
+
+/// fio's option types, for the ones blkqos uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `FIO_OPT_STR`: one of a set of strings (or a callback); a value is
+    /// required in practice.
+    Str,
+    /// `FIO_OPT_STR_STORE`: a non-empty string.
+    StrStore,
+    /// `FIO_OPT_INT`: 32-bit integer, size suffixes allowed.
+    Int,
+    /// `FIO_OPT_ULL`: 64-bit integer, size suffixes allowed.
+    Ull,
+    /// `FIO_OPT_STR_VAL` / `FIO_OPT_STR_VAL_ZONE`: 64-bit size.
+    StrVal,
+    /// `FIO_OPT_STR_VAL_TIME`.
+    Time,
+    /// `FIO_OPT_RANGE`: `lo-hi` or `lo:hi`, per direction.
+    Range,
+    /// `FIO_OPT_BOOL`: `0` or `1`, value required.
+    Bool,
+    /// `FIO_OPT_STR_SET`: bare flag, or an integer.
+    StrSet,
+    /// `FIO_OPT_FLOAT_LIST`: `a:b:c`.
+    FloatList,
+}
+
+/// The options blkqos implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Opt {
+    Name,
+    Description,
+    Filename,
+    Size,
+    Offset,
+    Rw,
+    RwMixRead,
+    RwMixWrite,
+    Bs,
+    BsRange,
+    Direct,
+    Buffered,
+    IoEngine,
+    IoDepth,
+    NumJobs,
+    Runtime,
+    TimeBased,
+    RampTime,
+    Rate,
+    RateIops,
+    RateProcess,
+    RateIgnoreThinktime,
+    Thinktime,
+    ThinktimeSpin,
+    ThinktimeBlocks,
+    ThinktimeBlocksType,
+    NoRandomMap,
+    RandRepeat,
+    RandSeed,
+    GroupReporting,
+    UnifiedRwReporting,
+    PercentileList,
+    ClatPercentiles,
+    LatPercentiles,
+    SlatPercentiles,
+    Cgroup,
+    IgnoreError,
+    BwAvgTime,
+    IopsAvgTime,
+    KbBase,
+    Fsync,
+    EndFsync,
+    Stonewall,
+    NewGroup,
+}
+
+/// One supported option.
+#[derive(Debug)]
+pub(crate) struct OptDef {
+    /// Canonical name (what `"job options"` shows).
+    pub name: &'static str,
+    pub alias: Option<&'static str>,
+    pub kind: Kind,
+    pub opt: Opt,
+    /// fio sorts a section's options by descending priority before parsing
+    /// them (`parse.c: sort_options`).
+    pub prio: i32,
+}
+
+const fn def(name: &'static str, kind: Kind, opt: Opt) -> OptDef {
+    OptDef {
+        name,
+        alias: None,
+        kind,
+        opt,
+        prio: 0,
+    }
+}
+
+const fn aliased(name: &'static str, alias: &'static str, kind: Kind, opt: Opt) -> OptDef {
+    OptDef {
+        alias: Some(alias),
+        ..def(name, kind, opt)
+    }
+}
+
+/// Types, aliases and priorities as in fio 3.33 `options.c`.
+pub(crate) static OPTIONS: &[OptDef] = &[
+    def("name", Kind::StrStore, Opt::Name),
+    def("description", Kind::StrStore, Opt::Description),
+    OptDef {
+        prio: -1,
+        ..def("filename", Kind::StrStore, Opt::Filename)
+    },
+    def("size", Kind::StrVal, Opt::Size),
+    aliased("offset", "fileoffset", Kind::StrVal, Opt::Offset),
+    aliased("rw", "readwrite", Kind::Str, Opt::Rw),
+    def("rwmixread", Kind::Int, Opt::RwMixRead),
+    def("rwmixwrite", Kind::Int, Opt::RwMixWrite),
+    aliased("bs", "blocksize", Kind::Ull, Opt::Bs),
+    aliased("bsrange", "blocksize_range", Kind::Range, Opt::BsRange),
+    def("direct", Kind::Bool, Opt::Direct),
+    def("buffered", Kind::Bool, Opt::Buffered),
+    def("ioengine", Kind::StrStore, Opt::IoEngine),
+    def("iodepth", Kind::Int, Opt::IoDepth),
+    def("numjobs", Kind::Int, Opt::NumJobs),
+    aliased("runtime", "timeout", Kind::Time, Opt::Runtime),
+    def("time_based", Kind::StrSet, Opt::TimeBased),
+    def("ramp_time", Kind::Time, Opt::RampTime),
+    def("rate", Kind::Ull, Opt::Rate),
+    def("rate_iops", Kind::Int, Opt::RateIops),
+    def("rate_process", Kind::Str, Opt::RateProcess),
+    def(
+        "rate_ignore_thinktime",
+        Kind::Bool,
+        Opt::RateIgnoreThinktime,
+    ),
+    def("thinktime", Kind::Int, Opt::Thinktime),
+    def("thinktime_spin", Kind::Int, Opt::ThinktimeSpin),
+    def("thinktime_blocks", Kind::Int, Opt::ThinktimeBlocks),
+    def("thinktime_blocks_type", Kind::Str, Opt::ThinktimeBlocksType),
+    def("norandommap", Kind::StrSet, Opt::NoRandomMap),
+    def("randrepeat", Kind::Bool, Opt::RandRepeat),
+    def("randseed", Kind::StrVal, Opt::RandSeed),
+    def("group_reporting", Kind::StrSet, Opt::GroupReporting),
+    def("unified_rw_reporting", Kind::Str, Opt::UnifiedRwReporting),
+    def("percentile_list", Kind::FloatList, Opt::PercentileList),
+    def("clat_percentiles", Kind::Bool, Opt::ClatPercentiles),
+    def("lat_percentiles", Kind::Bool, Opt::LatPercentiles),
+    def("slat_percentiles", Kind::Bool, Opt::SlatPercentiles),
+    def("cgroup", Kind::StrStore, Opt::Cgroup),
+    def("ignore_error", Kind::Str, Opt::IgnoreError),
+    def("bwavgtime", Kind::Int, Opt::BwAvgTime),
+    def("iopsavgtime", Kind::Int, Opt::IopsAvgTime),
+    OptDef {
+        prio: 1,
+        ..def("kb_base", Kind::Str, Opt::KbBase)
+    },
+    def("fsync", Kind::Int, Opt::Fsync),
+    def("end_fsync", Kind::Bool, Opt::EndFsync),
+    aliased(
+        "stonewall",
+        "wait_for_previous",
+        Kind::StrSet,
+        Opt::Stonewall,
+    ),
+    def("new_group", Kind::StrSet, Opt::NewGroup),
+];
+
+/// What an option name refers to.
+#[derive(Debug)]
+pub(crate) enum Lookup {
+    Supported(&'static OptDef),
+    /// A fio 3.33 option (core, engine or profile) blkqos does not
+    /// implement; carries the canonical name.
+    Unsupported(&'static str),
+    Unknown,
+}
+
+/// Finds an option by name or alias; names are case-sensitive (`o_match`).
+pub(crate) fn lookup(name: &str) -> Lookup {
+    if let Some(d) = OPTIONS
+        .iter()
+        .find(|d| d.name == name || d.alias == Some(name))
+    {
+        return Lookup::Supported(d);
+    }
+    if let Some((canonical, _)) = CORE_OPTIONS
+        .iter()
+        .find(|(n, a)| *n == name || (!a.is_empty() && *a == name))
+    {
+        return Lookup::Unsupported(canonical);
+    }
+    match ENGINE_OPTIONS.binary_search(&name) {
+        Ok(i) => Lookup::Unsupported(ENGINE_OPTIONS[i]),
+        Err(_) => Lookup::Unknown,
+    }
+}
+
+/// fio's sort priority of an option name (unknown names: 0).
+pub(crate) fn prio(name: &str) -> i32 {
+    match lookup(name) {
+        Lookup::Supported(d) => d.prio,
+        Lookup::Unsupported("lockfile" | "cpus_allowed_policy" | "unit_base") => 1,
+        Lookup::Unsupported("filename_format") => -1,
+        _ => 0,
+    }
+}
+
+/// Splits a value into the pieces fio hands to `__handle_option` one by one
+/// (`parse.c: handle_option`):
+/// * strings (`Str`, `StrStore`) are one piece;
+/// * float lists split at every `:`;
+/// * ranges split at `,` only;
+/// * everything else splits, at each step, at the first `,`, or if there is
+///   none at the first `:`, or if there is none at the first `-` (so
+///   `bs=4k:8k` means `bs=4k,8k`).
+///
+/// An empty piece (`rate=,1m`, a trailing `,`) keeps the default in fio.
+pub(crate) fn pieces(kind: Kind, value: &str) -> Vec<&str> {
+    match kind {
+        Kind::Str | Kind::StrStore => vec![value],
+        Kind::FloatList => value.split(':').collect(),
+        Kind::Range => value.split(',').collect(),
+        _ => {
+            let mut out = Vec::new();
+            let mut rest = value;
+            loop {
+                let cut = rest
+                    .find(',')
+                    .or_else(|| rest.find(':'))
+                    .or_else(|| rest.find('-'));
+                match cut {
+                    Some(i) => {
+                        out.push(&rest[..i]);
+                        rest = &rest[i + 1..];
+                    }
+                    None => {
+                        out.push(rest);
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_tables_sorted() {
+        assert!(CORE_OPTIONS.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(ENGINE_OPTIONS.windows(2).all(|w| w[0] < w[1]));
+        // Every supported option is a real fio option.
+        for d in OPTIONS {
+            assert!(
+                CORE_OPTIONS
+                    .iter()
+                    .any(|(n, a)| *n == d.name && d.alias.unwrap_or("") == *a),
+                "{} not in fio's table with that alias",
+                d.name
+            );
+        }
+    }
+
+    #[test]
+    fn lookup_kinds() {
+        assert!(matches!(lookup("readwrite"), Lookup::Supported(d) if d.name == "rw"));
+        assert!(matches!(lookup("blocksize"), Lookup::Supported(d) if d.name == "bs"));
+        assert!(matches!(lookup("timeout"), Lookup::Supported(d) if d.name == "runtime"));
+        assert!(
+            matches!(lookup("wait_for_previous"), Lookup::Supported(d) if d.name == "stonewall")
+        );
+        assert!(matches!(
+            lookup("startdelay"),
+            Lookup::Unsupported("startdelay")
+        ));
+        assert!(matches!(
+            lookup("iodepth_batch_submit"),
+            Lookup::Unsupported("iodepth_batch")
+        ));
+        assert!(matches!(
+            lookup("ss_dur"),
+            Lookup::Unsupported("steadystate_duration")
+        ));
+        assert!(matches!(lookup("hipri"), Lookup::Unsupported("hipri")));
+        assert!(matches!(lookup("BS"), Lookup::Unknown));
+        assert!(matches!(lookup("bogus"), Lookup::Unknown));
+        assert_eq!(prio("kb_base"), 1);
+        assert_eq!(prio("filename"), -1);
+        assert_eq!(prio("bs"), 0);
+    }
+
+    #[test]
+    fn value_pieces() {
+        assert_eq!(pieces(Kind::Ull, "4k"), ["4k"]);
+        assert_eq!(pieces(Kind::Ull, "4k,8k"), ["4k", "8k"]);
+        assert_eq!(pieces(Kind::Ull, "4k,8k:16k"), ["4k", "8k", "16k"]);
+        assert_eq!(pieces(Kind::Ull, "4k-8k"), ["4k", "8k"]);
+        assert_eq!(pieces(Kind::Ull, "500k,"), ["500k", ""]);
+        assert_eq!(pieces(Kind::Ull, ",500k"), ["", "500k"]);
+        assert_eq!(pieces(Kind::Int, "-1"), ["", "1"]);
+        assert_eq!(pieces(Kind::Range, "1k-4k,8k:16k"), ["1k-4k", "8k:16k"]);
+        assert_eq!(pieces(Kind::FloatList, "1:5:99.9"), ["1", "5", "99.9"]);
+        assert_eq!(pieces(Kind::StrStore, "a:b,c-d"), ["a:b,c-d"]);
+    }
+}

@@ -1,0 +1,139 @@
+//! [`JobSpec`]s back to a fio command line (the inverse of
+//! [`parse_fio_args`](super::parse_fio_args)): every modelled setting is
+//! written out explicitly, sizes in bytes and times in µs or ms, so that the
+//! result means the same to blkqos and to fio 3.33.
+
+use blkqos_workload::spec::{
+    IgnoreErrors, JobSpec, PerDir, RateProcess, SizeSpec, ThinkBlocksType, UnifiedRw,
+};
+
+fn size(s: SizeSpec) -> String {
+    match s {
+        SizeSpec::Bytes(b) => b.to_string(),
+        SizeSpec::Percent(p) => format!("{p}%"),
+    }
+}
+
+fn per_dir<T: Copy>(p: &PerDir<T>, f: impl Fn(T) -> String) -> String {
+    format!("{},{},{}", f(p.read), f(p.write), f(p.trim))
+}
+
+fn errors(e: &IgnoreErrors) -> String {
+    let list = |l: &[i32]| l.iter().map(i32::to_string).collect::<Vec<_>>().join(":");
+    format!("{},{},{}", list(&e.read), list(&e.write), list(&e.verify))
+}
+
+fn flag(on: bool) -> &'static str {
+    if on {
+        "1"
+    } else {
+        "0"
+    }
+}
+
+/// The fio options for one job, `--name=` first.
+fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
+    let mut a = vec![format!("--name={}", j.name)];
+    let mut push = |k: &str, v: String| a.push(format!("--{k}={v}"));
+    if new_group {
+        push("new_group", "1".into());
+    }
+    if j.kb_base != 1024 {
+        push("kb_base", j.kb_base.to_string());
+    }
+    if let Some(d) = &j.description {
+        push("description", d.clone());
+    }
+    if let Some(f) = &j.filename {
+        push("filename", f.clone());
+    }
+    if let Some(s) = j.size {
+        push("size", size(s));
+    }
+    push("offset", size(j.offset));
+    push("rw", j.rw.fio_name().into());
+    push("rwmixread", j.rwmixread.to_string());
+    push("bs", per_dir(&j.bs, |b| b.to_string()));
+    if let Some(r) = &j.bsrange {
+        push("bsrange", per_dir(r, |(lo, hi)| format!("{lo}-{hi}")));
+    }
+    push("direct", flag(j.direct).into());
+    push("ioengine", j.ioengine.fio_name().into());
+    push("iodepth", j.iodepth.to_string());
+    push("numjobs", j.numjobs.to_string());
+    if let Some(r) = j.runtime {
+        push("runtime", format!("{}us", r.as_us()));
+    }
+    push("time_based", flag(j.time_based).into());
+    push("ramp_time", format!("{}us", j.ramp_time.as_us()));
+    let opt = |v: Option<u64>| v.unwrap_or(0).to_string();
+    if j.rate_bps != PerDir::all(None) {
+        push("rate", per_dir(&j.rate_bps, opt));
+    }
+    if j.rate_iops != PerDir::all(None) {
+        push("rate_iops", per_dir(&j.rate_iops, opt));
+    }
+    let process = match j.rate_process {
+        RateProcess::Linear => "linear",
+        RateProcess::Poisson => "poisson",
+    };
+    push("rate_process", process.into());
+    push(
+        "rate_ignore_thinktime",
+        flag(j.rate_ignore_thinktime).into(),
+    );
+    push("thinktime", j.thinktime.as_us().to_string());
+    push("thinktime_spin", j.thinktime_spin.as_us().to_string());
+    push("thinktime_blocks", j.thinktime_blocks.to_string());
+    let blocks_type = match j.thinktime_blocks_type {
+        ThinkBlocksType::Complete => "complete",
+        ThinkBlocksType::Issue => "issue",
+    };
+    push("thinktime_blocks_type", blocks_type.into());
+    push("norandommap", flag(j.norandommap).into());
+    if j.randrepeat && j.randseed != blkqos_workload::spec::FIO_RANDSEED {
+        push("randseed", j.randseed.to_string());
+    } else {
+        push("randrepeat", flag(j.randrepeat).into());
+    }
+    push("group_reporting", flag(j.group_reporting).into());
+    let unified = match j.unified_rw_reporting {
+        UnifiedRw::None => "none",
+        UnifiedRw::Mixed => "mixed",
+        UnifiedRw::Both => "both",
+    };
+    push("unified_rw_reporting", unified.into());
+    let percentiles: Vec<String> = j.percentile_list.iter().map(f64::to_string).collect();
+    push("percentile_list", percentiles.join(":"));
+    push("clat_percentiles", flag(j.clat_percentiles).into());
+    push("lat_percentiles", flag(j.lat_percentiles).into());
+    push("slat_percentiles", flag(j.slat_percentiles).into());
+    if let Some(c) = &j.cgroup {
+        push("cgroup", c.clone());
+    }
+    if j.ignore_error.is_set() {
+        push("ignore_error", errors(&j.ignore_error));
+    }
+    push("bwavgtime", j.bw_avg_time.as_ms().to_string());
+    push("iopsavgtime", j.iops_avg_time.as_ms().to_string());
+    push("fsync", j.fsync_blocks.to_string());
+    push("end_fsync", flag(j.end_fsync).into());
+    a
+}
+
+/// A fio command line (without the program name) that defines `jobs`:
+/// each job as `--name=NAME` followed by all its settings, and `new_group`
+/// where the reporting group changes.
+///
+/// Limits: a job named `""` or `global…` cannot be written on a fio command
+/// line, and a `stonewall` shows only as the new group it makes.
+pub fn to_fio_args(jobs: &[JobSpec]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut group = None;
+    for j in jobs {
+        let new_group = group.is_some_and(|g| g != j.group_id);
+        group = Some(j.group_id);
+        out.extend(job_args(j, new_group));
+    }
+    out
+}
