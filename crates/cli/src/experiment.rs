@@ -210,11 +210,14 @@ impl Experiment {
             device,
             controllers,
             seed: sc.seed.unwrap_or(1),
-            host: HostModel {
-                submit_ns: sc
-                    .host
-                    .and_then(|h| h.submit_ns)
-                    .unwrap_or(HostModel::default().submit_ns),
+            host: {
+                let d = HostModel::default();
+                let h = sc.host.as_ref();
+                HostModel {
+                    submit_ns: h.and_then(|h| h.submit_ns).unwrap_or(d.submit_ns),
+                    wake_jitter_ns: h.and_then(|h| h.wake_jitter_ns).unwrap_or(d.wake_jitter_ns),
+                    seed: sc.seed.unwrap_or(1),
+                }
             },
             writes,
             invocations,

@@ -62,7 +62,23 @@ fn build(args: &[String]) -> Result<Experiment> {
                         .parse()
                         .with_context(|| format!("{a}: expected an unsigned integer"))?
                 }
-                _ => bail!("`{a}`: after a scenario file only --seed=N is accepted"),
+                Some(("--throttle", v)) => e
+                    .controllers
+                    .set("throttle", v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                Some(("--hz", v)) => e
+                    .controllers
+                    .set("hz", v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                Some(("--output-format", v)) => {
+                    let f = crate::experiment::parse_formats(v).map_err(|m| anyhow::anyhow!("--{m}"))?;
+                    for inv in &mut e.invocations {
+                        inv.formats = f.clone();
+                    }
+                }
+                _ => bail!(
+                    "`{a}`: after a scenario file only --seed=N, --throttle=V, --hz=N and --output-format=F are accepted"
+                ),
             }
         }
         e

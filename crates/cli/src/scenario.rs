@@ -46,6 +46,7 @@ pub struct ScenarioFile {
 #[serde(deny_unknown_fields)]
 pub struct HostTable {
     pub submit_ns: Option<u64>,
+    pub wake_jitter_ns: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

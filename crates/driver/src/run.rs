@@ -11,16 +11,27 @@ use blkqos_workload::{Job, JobAction, JobIo, JobSpec, JobStats};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// CPU costs of the issuing program (fio) that show in its latencies.
+/// CPU costs and scheduling noise of the issuing program (fio) that show
+/// in its latencies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostModel {
     /// Time one submit call takes (fio `slat` when nothing blocks it).
     pub submit_ns: u64,
+    /// A timed sleep (thinktime, rate pacing) wakes up late by a uniform
+    /// random delay in `[0, wake_jitter_ns]`: timer slack and scheduling
+    /// latency of a real host. 0 = exact wake-ups.
+    pub wake_jitter_ns: u64,
+    /// Seed of the jitter stream.
+    pub seed: u64,
 }
 
 impl Default for HostModel {
     fn default() -> Self {
-        HostModel { submit_ns: 1_000 }
+        HostModel {
+            submit_ns: 1_000,
+            wake_jitter_ns: 0,
+            seed: 1,
+        }
     }
 }
 
@@ -80,6 +91,8 @@ struct JobSlot {
     /// Submit call blocked inside a controller (iocost) until released.
     blocked: Option<IoId>,
     wake: Option<Instant>,
+    /// In a timed sleep until this (jittered) time: not stepped before.
+    sleeping_until: Option<Instant>,
     waiting: bool,
 }
 
@@ -112,6 +125,7 @@ struct Loop<'a, B: Backend> {
     ready: Vec<Io>,
     unblocked: Vec<Io>,
     comps: Vec<Completion>,
+    rng: u64,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -164,6 +178,13 @@ impl<B: Backend> Loop<'_, B> {
     fn step_job(&mut self, j: usize, now: Instant, stopping: bool) -> Result<(), RunError> {
         loop {
             let slot = &mut self.jobs[j];
+            if let Some(w) = slot.sleeping_until {
+                if now < w && !stopping {
+                    slot.wake = Some(w);
+                    return Ok(());
+                }
+                slot.sleeping_until = None;
+            }
             slot.wake = None;
             slot.waiting = false;
             if slot.blocked.is_some() {
@@ -231,7 +252,15 @@ impl<B: Backend> Loop<'_, B> {
                     slot.ring.clear();
                 }
                 JobAction::SleepUntil(t) => {
-                    slot.wake = Some(t);
+                    let late = if self.host.wake_jitter_ns > 0 {
+                        self.rng = xorshift(self.rng);
+                        self.rng % (self.host.wake_jitter_ns + 1)
+                    } else {
+                        0
+                    };
+                    let slot = &mut self.jobs[j];
+                    slot.sleeping_until = Some(t + Duration(late));
+                    slot.wake = slot.sleeping_until;
                     return Ok(());
                 }
                 JobAction::Done => return Ok(()),
@@ -276,6 +305,7 @@ pub fn run<B: Backend>(
             submitting: None,
             blocked: None,
             wake: None,
+            sleeping_until: None,
             waiting: false,
         })
         .collect();
@@ -290,6 +320,7 @@ pub fn run<B: Backend>(
         ready: Vec::new(),
         unblocked: Vec::new(),
         comps: Vec::new(),
+        rng: opts.host.seed | 1,
     };
     let mut interrupted = false;
     loop {
@@ -309,7 +340,9 @@ pub fn run<B: Backend>(
         // controller timers
         lp.ready.clear();
         lp.unblocked.clear();
-        lp.stack.on_timer(now, &mut lp.ready, &mut lp.unblocked);
+        if lp.stack.next_deadline().is_some_and(|d| d <= now) {
+            lp.stack.on_timer(now, &mut lp.ready, &mut lp.unblocked);
+        }
         let unblocked = std::mem::take(&mut lp.unblocked);
         for io in &unblocked {
             let j = io.job as usize;
@@ -382,4 +415,12 @@ pub fn run<B: Backend>(
         ended_at,
         interrupted,
     })
+}
+
+/// xorshift64: the host jitter stream.
+fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
 }

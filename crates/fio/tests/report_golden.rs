@@ -16,7 +16,13 @@ fn hundred_reads() -> JobStats {
     let mut s = JobStats::default();
     for i in 1..=100u64 {
         let clat = i * 10_000;
-        s.dirs[0].record(4096, None, clat, clat + 500);
+        s.dirs[0].record(
+            4096,
+            None,
+            clat,
+            clat + 500,
+            blkqos_workload::stats::HistMask::ALL,
+        );
         s.lat_buckets.mark(clat);
     }
     s.dirs[0].runtime_ms = 1000;
@@ -287,12 +293,24 @@ fn group_pair() -> (JobSpec, JobStats, JobStats) {
     let mut a = JobStats::default();
     let mut b = JobStats::default();
     for v in [1000, 3000] {
-        a.dirs[0].record(4096, None, v, v + 10);
+        a.dirs[0].record(4096, None, v, v + 10, blkqos_workload::stats::HistMask::ALL);
         a.lat_buckets.mark(v);
     }
-    b.dirs[0].record(4096, None, 2000, 2010);
+    b.dirs[0].record(
+        4096,
+        None,
+        2000,
+        2010,
+        blkqos_workload::stats::HistMask::ALL,
+    );
     b.lat_buckets.mark(2000);
-    a.dirs[1].record(8192, None, 50_000, 50_100);
+    a.dirs[1].record(
+        8192,
+        None,
+        50_000,
+        50_100,
+        blkqos_workload::stats::HistMask::ALL,
+    );
     a.lat_buckets.mark(50_000);
     a.dirs[0].runtime_ms = 1000;
     b.dirs[0].runtime_ms = 800;

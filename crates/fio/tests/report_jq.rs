@@ -44,7 +44,13 @@ fn document(unified: UnifiedRw) -> String {
     let mut s = JobStats::default();
     for i in 1..=100u64 {
         let clat = i * 10_000;
-        s.dirs[0].record(4096, None, clat, clat);
+        s.dirs[0].record(
+            4096,
+            None,
+            clat,
+            clat,
+            blkqos_workload::stats::HistMask::ALL,
+        );
         s.lat_buckets.mark(clat);
     }
     s.dirs[0].runtime_ms = 1000;

@@ -105,7 +105,13 @@ fn synthetic(seed: u64) -> JobStats {
     for i in 0..200u64 {
         let d = (i % 2) as usize;
         let clat = 20_000 + (i * 7919 + seed * 13) % 300_000;
-        s.dirs[d].record(4096, None, clat, clat + 150);
+        s.dirs[d].record(
+            4096,
+            None,
+            clat,
+            clat + 150,
+            blkqos_workload::stats::HistMask::ALL,
+        );
         s.lat_buckets.mark(clat);
     }
     for d in 0..2 {

@@ -27,7 +27,7 @@
 
 use crate::rng::Stream;
 use crate::spec::{JobSpec, RateProcess, RwMode, ThinkBlocksType};
-use crate::stats::JobStats;
+use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
 
 /// fio's direction index: 0 read, 1 write, 2 trim.
@@ -92,48 +92,94 @@ enum After {
     Top { slept_from: Instant, ddir: Ddir },
 }
 
-/// Random map (fio's axmap without `norandommap`): every block once per pass.
+/// Random map (fio's axmap without `norandommap`): every block once per
+/// pass. A bit per block plus summary levels (a bit per *full* word of the
+/// level below), so finding the next free block is O(levels), not O(blocks).
 #[derive(Clone, Debug)]
 struct BlockMap {
-    words: Vec<u64>,
+    /// levels[0]: one bit per block (1 = used); levels[k+1]: one bit per
+    /// full word of levels[k].
+    levels: Vec<Vec<u64>>,
+    /// Number of valid bits at each level.
+    level_bits: Vec<u64>,
     nblocks: u64,
     used: u64,
 }
 
 impl BlockMap {
     fn new(nblocks: u64) -> Self {
+        let mut levels = Vec::new();
+        let mut level_bits = Vec::new();
+        let mut n = nblocks.max(1);
+        loop {
+            let words = n.div_ceil(64);
+            levels.push(vec![0u64; words as usize]);
+            level_bits.push(n);
+            if words == 1 {
+                break;
+            }
+            n = words;
+        }
         BlockMap {
-            words: vec![0; nblocks.div_ceil(64) as usize],
+            levels,
+            level_bits,
             nblocks,
             used: 0,
         }
     }
+
+    /// First free bit at `level` with index ≥ `from` (no wrap), if any.
+    fn find_free(&self, level: usize, from: u64) -> Option<u64> {
+        let nbits = self.level_bits[level];
+        if from >= nbits {
+            return None;
+        }
+        let words = &self.levels[level];
+        let w = (from / 64) as usize;
+        let free = !words[w] & (!0u64 << (from % 64));
+        if free != 0 {
+            let bit = w as u64 * 64 + u64::from(free.trailing_zeros());
+            return (bit < nbits).then_some(bit);
+        }
+        // the rest of this word is used: ask the level above for the next
+        // word that is not full
+        let next_word = if level + 1 < self.levels.len() {
+            self.find_free(level + 1, w as u64 + 1)?
+        } else {
+            return None;
+        };
+        let free = !words[next_word as usize];
+        let bit = next_word * 64 + u64::from(free.trailing_zeros());
+        (bit < nbits).then_some(bit)
+    }
+
+    fn set(&mut self, mut bit: u64) {
+        for level in 0..self.levels.len() {
+            let w = (bit / 64) as usize;
+            self.levels[level][w] |= 1 << (bit % 64);
+            if self.levels[level][w] != !0 {
+                break;
+            }
+            bit = w as u64;
+        }
+    }
+
     /// Take `b` if free, else the next free block after it (wrapping); a new
     /// pass starts when every block was used.
     fn take_near(&mut self, b: u64) -> u64 {
         if self.used >= self.nblocks {
-            self.words.fill(0);
+            for l in &mut self.levels {
+                l.fill(0);
+            }
             self.used = 0;
         }
-        let nwords = self.words.len();
-        let mut w = (b / 64) as usize;
-        let mut mask = !0u64 << (b % 64);
-        for _ in 0..=nwords {
-            let free = !self.words[w] & mask;
-            if free != 0 {
-                let bit = free.trailing_zeros() as u64;
-                let blk = w as u64 * 64 + bit;
-                if blk < self.nblocks {
-                    self.words[w] |= 1 << bit;
-                    self.used += 1;
-                    return blk;
-                }
-            }
-            w = (w + 1) % nwords;
-            mask = !0;
-        }
-        // unreachable while used < nblocks; fall back to the block asked for
-        b
+        let blk = self
+            .find_free(0, b)
+            .or_else(|| self.find_free(0, 0))
+            .unwrap_or(b);
+        self.set(blk);
+        self.used += 1;
+        blk
     }
 }
 
@@ -762,12 +808,18 @@ impl Job {
             } else {
                 (Some(r.issue_time - r.io.start_time), now - r.issue_time)
             };
+            let hists = HistMask {
+                slat: self.spec.slat_percentiles,
+                clat: self.spec.clat_percentiles,
+                lat: self.spec.lat_percentiles,
+            };
             let ds = &mut self.stats.dirs[d];
             ds.record(
                 r.bytes_done,
                 slat.map(|s| s.as_ns()),
                 clat.as_ns(),
                 lat.as_ns(),
+                hists,
             );
             if r.bytes_done < r.io.len {
                 ds.short_ios += 1;

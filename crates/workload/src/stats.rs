@@ -52,6 +52,22 @@ impl LatBuckets {
     }
 }
 
+/// Which latency histograms to keep (fio's `*_percentiles` options).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistMask {
+    pub slat: bool,
+    pub clat: bool,
+    pub lat: bool,
+}
+
+impl HistMask {
+    pub const ALL: HistMask = HistMask {
+        slat: true,
+        clat: true,
+        lat: true,
+    };
+}
+
 /// Statistics of one direction (fio: one `ddir` of a `thread_stat`).
 #[derive(Clone, Debug, Default)]
 pub struct DirStats {
@@ -74,19 +90,33 @@ pub struct DirStats {
 }
 
 impl DirStats {
-    /// Record one completed IO. Latencies in ns.
+    /// Record one completed IO. Latencies in ns. Histograms are kept only
+    /// for the latency kinds whose percentiles are reported (`hists`).
     #[inline]
-    pub fn record(&mut self, bytes: u64, slat_ns: Option<u64>, clat_ns: u64, lat_ns: u64) {
+    pub fn record(
+        &mut self,
+        bytes: u64,
+        slat_ns: Option<u64>,
+        clat_ns: u64,
+        lat_ns: u64,
+        hists: HistMask,
+    ) {
         self.io_bytes += bytes;
         self.total_ios += 1;
         if let Some(s) = slat_ns {
             self.slat.add(s);
-            self.slat_hist.record(s);
+            if hists.slat {
+                self.slat_hist.record(s);
+            }
         }
         self.clat.add(clat_ns);
-        self.clat_hist.record(clat_ns);
+        if hists.clat {
+            self.clat_hist.record(clat_ns);
+        }
         self.lat.add(lat_ns);
-        self.lat_hist.record(lat_ns);
+        if hists.lat {
+            self.lat_hist.record(lat_ns);
+        }
     }
 
     /// Sum another direction or job into this one (fio `sum_thread_stats`):

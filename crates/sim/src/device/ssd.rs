@@ -13,6 +13,8 @@
 
 use super::{DeviceModel, EIO};
 use blkqos_core::{Duration, Instant, Io, IoOp};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone)]
 pub struct Ssd {
@@ -25,7 +27,8 @@ pub struct Ssd {
     pub nr_requests: u32,
     pub capacity: u64,
     pub jitter_pct: u32,
-    free_at: Vec<Instant>,
+    /// (time the channel frees, channel): the earliest-free channel on top.
+    free_at: BinaryHeap<Reverse<(Instant, u32)>>,
     rng: u64,
 }
 
@@ -51,7 +54,9 @@ impl Ssd {
             nr_requests: nr_requests.max(1),
             capacity,
             jitter_pct,
-            free_at: vec![Instant::ZERO; channels.max(1) as usize],
+            free_at: (0..channels.max(1))
+                .map(|c| Reverse((Instant::ZERO, c)))
+                .collect(),
             rng: seed | 1,
         }
     }
@@ -92,16 +97,10 @@ impl DeviceModel for Ssd {
         } else {
             0
         };
-        let (ch, free) = self
-            .free_at
-            .iter()
-            .enumerate()
-            .min_by_key(|(i, t)| (**t, *i))
-            .map(|(i, t)| (i, *t))
-            .expect("at least one channel");
+        let Reverse((free, ch)) = self.free_at.pop().expect("at least one channel");
         let start = now.max(free);
         let done = start + Duration(base + xfer + jitter);
-        self.free_at[ch] = done;
+        self.free_at.push(Reverse((done, ch)));
         let err = if io.offset.saturating_add(io.len) > self.capacity {
             EIO
         } else {
