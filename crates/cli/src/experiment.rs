@@ -45,6 +45,8 @@ pub struct Experiment {
     pub host: HostModel,
     pub writes: Vec<KnobWrite>,
     pub invocations: Vec<Invocation>,
+    /// Write every group's io.stat here after the run.
+    pub io_stat_out: Option<PathBuf>,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -63,6 +65,8 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "throttle",
     "iocost",
     "submit-ns",
+    "hz",
+    "io-stat",
 ];
 
 impl Experiment {
@@ -135,6 +139,14 @@ impl Experiment {
                 ),
             });
         }
+        let mut known: std::collections::BTreeSet<String> =
+            writes.iter().map(|w| w.cgroup.clone()).collect();
+        for c in &sc.cgroups {
+            known.insert(
+                CgroupTree::normalize(c.get_ref())
+                    .map_err(|e| src.err(c.span().start, e.to_string()))?,
+            );
+        }
         let mut invocations = Vec::new();
         for (i, f) in sc.fio.iter().enumerate() {
             let given = [f.job_file.is_some(), f.job.is_some(), f.args.is_some()];
@@ -190,10 +202,20 @@ impl Experiment {
                 cli.jobs
             };
             let cgroup = match &f.cgroup {
-                Some(c) => Some(
-                    CgroupTree::normalize(c.get_ref())
-                        .map_err(|e| src.err(c.span().start, e.to_string()))?,
-                ),
+                Some(c) => {
+                    let p = CgroupTree::normalize(c.get_ref())
+                        .map_err(|e| src.err(c.span().start, e.to_string()))?;
+                    if p != "/" && !known.contains(&p) {
+                        bail!(src.err(
+                            c.span().start,
+                            format!(
+                                "[[fio]] #{}: cgroup `{p}` does not exist: list it in `cgroups = [...]` or write a knob to it",
+                                i + 1
+                            )
+                        ));
+                    }
+                    Some(p)
+                }
                 None => None,
             };
             invocations.push(Invocation {
@@ -221,20 +243,15 @@ impl Experiment {
             },
             writes,
             invocations,
+            io_stat_out: None,
         })
     }
 
     /// Build from fio-style arguments (job files and/or `--name=...` options).
     pub fn from_args(args: &[String]) -> Result<Self> {
         let cli = parse_fio_args(args, FOREIGN_FLAGS, &env_lookup)?;
-        let mut jobs = cli.jobs;
-        for f in &cli.job_files {
-            let text =
-                std::fs::read_to_string(f).with_context(|| format!("cannot read job file {f}"))?;
-            let set = parse_job_file(f, &text, &env_lookup)?;
-            jobs.global_options.extend(set.global_options);
-            jobs.jobs.extend(set.jobs);
-        }
+        // parse_fio_args already read the job files named on the command line
+        let jobs = cli.jobs;
         if jobs.jobs.is_empty() {
             bail!("no jobs given: pass a scenario (.toml), a fio job file, or --name=... options");
         }
@@ -243,8 +260,10 @@ impl Experiment {
         let mut host = HostModel::default();
         let mut writes = Vec::new();
         let mut controllers = ControllerOptions::default();
+        let mut io_stat_out = None;
         for (k, v) in &cli.other {
             match k.as_str() {
+                "io-stat" => io_stat_out = Some(PathBuf::from(v)),
                 "throttle" | "hz" => controllers
                     .set(k, v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
@@ -292,6 +311,7 @@ impl Experiment {
             controllers,
             seed,
             host,
+            io_stat_out,
             writes,
             invocations: vec![Invocation {
                 jobs,

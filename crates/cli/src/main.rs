@@ -1,6 +1,7 @@
 //! `blkqos`: Linux's cgroup block IO controllers and IO accounting, run on a
 //! deterministic simulator (default) with fio's inputs and outputs.
 
+mod bench;
 mod controllers;
 mod experiment;
 mod knobs;
@@ -33,6 +34,12 @@ enum Cmd {
     },
     /// List the simulated device models and their parameters.
     Devices,
+    /// Measure blkqos itself (see docs/BENCHMARKS.md): `sim`, `throttle` or `all`.
+    Bench {
+        /// Which benchmark, then options such as --seconds=N.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 const RUN_HELP: &str = "\
@@ -56,6 +63,7 @@ blkqos flags:
   --throttle=VARIANT             io.max implementation: mainline (default), legacy,
                                  slice-remainder, linux-4.18 ... linux-6.18, or paced
   --hz=N                         kernel HZ for blk-throttle: 100, 250, 300, 1000 (default)
+  --io-stat=FILE                 after the run, write every cgroup's io.stat to FILE
 
 A scenario file (TOML) holds a [device], cgroup knob writes ([[write]] file=...
 value=...) and fio invocations ([[fio]] with job_file=, job= or args=, cgroup=,
@@ -79,6 +87,7 @@ fn main() -> ExitCode {
             print!("{}", blkqos_sim::DeviceSpec::help());
             Ok(())
         }
+        Cmd::Bench { args } => bench::run(&args).map_err(|err| output::Failure { code: 2, err }),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

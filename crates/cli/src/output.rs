@@ -46,7 +46,46 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             input(e)
         }
     })?;
-    write_reports(&exp, &ran, t0).map_err(runtime)
+    write_reports(&exp, &ran, t0).map_err(runtime)?;
+    if let Some(path) = &exp.io_stat_out {
+        std::fs::write(path, format_io_stat(&exp, &ran))
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(runtime)?;
+    }
+    Ok(())
+}
+
+/// Every group's `io.stat` as the kernel prints it (`blkcg_print_one_stat`):
+/// a group's numbers include its descendants; the root's come from the
+/// whole-disk counters.
+pub fn format_io_stat(exp: &Experiment, ran: &Ran) -> String {
+    let tree = &ran.tree;
+    let mut rolled: Vec<blkqos_core::controller::IoStat> = ran.iostat.clone();
+    rolled.resize(tree.len(), Default::default());
+    // children come after parents in id order: fold from the back
+    for g in tree.ids().collect::<Vec<_>>().into_iter().rev() {
+        if let Some(p) = tree.parent(g) {
+            let c = rolled[g.idx()];
+            rolled[p.idx()].add(&c);
+        }
+    }
+    let d = &ran.result.disk;
+    rolled[0] = blkqos_core::controller::IoStat {
+        bytes: [d.sectors[0] * 512, d.sectors[1] * 512, d.sectors[2] * 512],
+        ios: [d.ios[0], d.ios[1], d.ios[2]],
+    };
+    let mut out = String::new();
+    for g in tree.ids() {
+        let s = &rolled[g.idx()];
+        out += &format!("# {} io.stat\n", tree.path(g));
+        if s.bytes[..2].iter().chain(&s.ios[..2]).any(|&v| v > 0) {
+            out += &format!(
+                "{} rbytes={} wbytes={} rios={} wios={} dbytes={} dios={}\n",
+                exp.device.devid, s.bytes[0], s.bytes[1], s.ios[0], s.ios[1], s.bytes[2], s.ios[2]
+            );
+        }
+    }
+    out
 }
 
 fn build(args: &[String]) -> Result<Experiment> {
@@ -66,6 +105,7 @@ fn build(args: &[String]) -> Result<Experiment> {
                     .controllers
                     .set("throttle", v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                Some(("--io-stat", v)) => e.io_stat_out = Some(std::path::PathBuf::from(v)),
                 Some(("--hz", v)) => e
                     .controllers
                     .set("hz", v)
@@ -77,7 +117,7 @@ fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed=N, --throttle=V, --hz=N and --output-format=F are accepted"
+                    "`{a}`: after a scenario file only --seed=N, --throttle=V, --hz=N, --io-stat=FILE and --output-format=F are accepted"
                 ),
             }
         }

@@ -5,6 +5,7 @@
 //!
 //! ```toml
 //! seed = 1
+//! cgroups = ["/cg1"]       # mkdir; groups written to below exist too
 //! [device]                 # a simulated device: model + parameters
 //! model = "null"
 //! devid = "253:1"
@@ -33,6 +34,9 @@ pub struct ScenarioFile {
     #[allow(dead_code)]
     pub description: Option<String>,
     pub seed: Option<u64>,
+    /// Cgroups to create (`mkdir`), besides those a [[write]] targets.
+    #[serde(default)]
+    pub cgroups: Vec<Spanned<String>>,
     pub device: Option<BTreeMap<String, Spanned<toml::Value>>>,
     pub host: Option<HostTable>,
     pub controllers: Option<BTreeMap<String, Spanned<toml::Value>>>,

@@ -1,0 +1,183 @@
+//! `blkqos bench`: measurements recorded in docs/BENCHMARKS.md.
+//!
+//! * `sim`: simulator throughput — simulated IOs completed per wall-clock
+//!   second on one core for a QD32 4 KiB random-read job on the `ssd` model
+//!   (pass-through controller stack), and the process's peak memory for the
+//!   run (10 simulated seconds at ≈1M IOPS by default).
+//! * `throttle`: controller cost per IO (submit + dispatch + complete, no
+//!   device) for io.max with no limit, a non-binding limit, and a binding
+//!   limit over 64 groups.
+
+use anyhow::{bail, Result};
+use blkqos_core::throttle::knob::{parse_io_max, Limits};
+use blkqos_core::throttle::{Throttle, ThrottleConfig, Variant};
+use blkqos_core::{
+    CgroupTree, Controller, ControllerStack, GroupId, Instant, Io, IoFlags, IoId, IoOp,
+};
+use blkqos_driver::run::JobSetup;
+use blkqos_driver::{HostModel, RunOptions};
+use blkqos_sim::{DeviceSpec, SimBackend};
+use blkqos_workload::{IoEngine, JobSpec, RwMode};
+use std::time::Instant as WallClock;
+
+fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Simulator throughput.
+fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
+    let mut spec = JobSpec::new("bench");
+    spec.rw = RwMode::RandRead;
+    spec.ioengine = IoEngine::IoUring;
+    spec.iodepth = 32;
+    spec.time_based = true;
+    spec.runtime = Some(blkqos_core::Duration::from_secs(seconds));
+    spec.norandommap = !randommap;
+    let dev =
+        DeviceSpec::parse("ssd,channels=64,read_ns=25000,jitter_pct=10,size=64g").expect("valid");
+    let mut backend = SimBackend::new(dev.build());
+    let mut stack = ControllerStack::pass_through();
+    let setup = JobSetup {
+        spec,
+        clone: 0,
+        group: GroupId::ROOT,
+        region_start: 0,
+        region_len: dev.capacity,
+        seed: 1,
+    };
+    let t0 = WallClock::now();
+    let r = blkqos_driver::run(
+        &mut backend,
+        &mut stack,
+        vec![setup],
+        &RunOptions {
+            host: HostModel::default(),
+            stop: None,
+        },
+    )?;
+    let wall = t0.elapsed().as_secs_f64();
+    let ios: u64 = r.jobs[0].stats.dirs.iter().map(|d| d.total_ios).sum();
+    println!(
+        "sim: ssd QD32 4k randread ({}), {seconds} s simulated: {ios} IOs ({:.0} IOPS simulated) in {wall:.3} s wall = {:.2} M IOs/s; peak RSS {} KiB",
+        if randommap { "random map" } else { "norandommap" },
+        ios as f64 / seconds as f64,
+        ios as f64 / wall / 1e6,
+        peak_rss_kib().map_or("?".into(), |k| k.to_string())
+    );
+    Ok(())
+}
+
+fn io(id: u64, g: GroupId, at: Instant) -> Io {
+    Io {
+        id: IoId(id),
+        job: 0,
+        group: g,
+        op: IoOp::Read,
+        flags: IoFlags::default(),
+        offset: id * 4096,
+        len: 4096,
+        submitted_at: at,
+    }
+}
+
+/// Controller cost per IO: `n` IOs spread over `groups`, one every
+/// `gap_ns`, each completed right after dispatch.
+fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns: u64) {
+    let mut tree = CgroupTree::new();
+    let ids: Vec<GroupId> = (0..groups)
+        .map(|i| tree.ensure(&format!("/g{i}")).expect("valid"))
+        .collect();
+    let mut t = Throttle::new(
+        ThrottleConfig {
+            variant: Variant::by_name("mainline").expect("known"),
+            hz: 1000,
+            rotational: false,
+            flat: false,
+        },
+        &tree,
+    );
+    if let Some(line) = limit {
+        let mut l = Limits::default();
+        parse_io_max(line).expect("valid").apply(&mut l);
+        for &g in &ids {
+            t.set_limits(g, l, Instant::ZERO);
+        }
+    }
+    let mut rel = Vec::with_capacity(64);
+    let t0 = WallClock::now();
+    let mut now = Instant::ZERO;
+    let mut passed = 0u64;
+    for i in 0..n {
+        now = Instant(i * gap_ns);
+        if t.next_deadline().is_some_and(|d| d <= now) {
+            rel.clear();
+            t.on_timer(now, &mut rel);
+            for r in &rel {
+                t.on_complete(r, now, now, now);
+                passed += 1;
+            }
+        }
+        let x = io(i, ids[(i as usize) % groups], now);
+        if t.on_submit(&x, now) == blkqos_core::Verdict::Dispatch {
+            t.on_complete(&x, now, now, now);
+            passed += 1;
+        }
+    }
+    let ns = t0.elapsed().as_nanos() as f64 / n as f64;
+    println!(
+        "throttle: {label:<34} {groups:>3} groups: {ns:>7.1} ns/IO ({passed} of {n} released by {:.1} s simulated)",
+        now.as_ns() as f64 / 1e9
+    );
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let what = args.first().map(String::as_str).unwrap_or("all");
+    let seconds = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--seconds="))
+        .map(|s| s.parse::<u64>())
+        .transpose()
+        .map_err(|_| anyhow::anyhow!("--seconds: expected a whole number of seconds"))?
+        .unwrap_or(10);
+    match what {
+        "sim" => {
+            bench_sim(seconds, false)?;
+            bench_sim(seconds, true)?;
+        }
+        "throttle" => run_throttle(),
+        "all" => {
+            bench_sim(seconds, false)?;
+            bench_sim(seconds, true)?;
+            run_throttle();
+        }
+        other => bail!("unknown benchmark `{other}`: use sim, throttle or all"),
+    }
+    Ok(())
+}
+
+fn run_throttle() {
+    let n = 2_000_000;
+    throttle_cost("no limit configured", 1, None, n, 1_000);
+    throttle_cost(
+        "limit configured, not binding",
+        1,
+        Some("8:0 riops=10000000"),
+        n,
+        1_000,
+    );
+    throttle_cost(
+        "limit configured, not binding",
+        64,
+        Some("8:0 riops=10000000"),
+        n,
+        1_000,
+    );
+    // 64 groups × 1000 IOPS = 64k IOPS offered 1M IOPS: binding
+    throttle_cost("limit binding", 64, Some("8:0 riops=1000"), n, 1_000);
+}
