@@ -16,6 +16,6 @@ pub mod blk;
 pub mod run;
 pub mod slab;
 
-pub use account::DiskStats;
+pub use account::{DiskStats, TicksMode};
 pub use backend::{Backend, Completion};
 pub use run::{run, HostModel, JobResult, RunError, RunOptions, RunResult};

@@ -1,6 +1,6 @@
 //! The driver loop, written once for every backend.
 
-use crate::account::DiskStats;
+use crate::account::{DiskStats, TicksMode};
 use crate::backend::{Backend, Completion};
 use crate::blk::RequestQueue;
 use crate::slab::Slab;
@@ -51,6 +51,13 @@ pub struct RunOptions {
     pub host: HostModel,
     /// Set asynchronously (SIGINT/SIGTERM) to stop issuing and drain.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Busy-time accounting generation and the HZ its jiffies use.
+    pub ticks_mode: TicksMode,
+    pub hz: u64,
+    /// Take a `/proc/diskstats` snapshot every this often (and at the end).
+    pub diskstats_every: Option<Duration>,
+    /// Record every request's (start, completion) times (analysis/tests).
+    pub trace_requests: bool,
 }
 
 /// The results of one job clone.
@@ -72,6 +79,10 @@ pub struct RunResult {
     pub ended_at: Instant,
     /// The run was stopped early (signal).
     pub interrupted: bool,
+    /// Periodic diskstats snapshots: (time, the 17 counters).
+    pub diskstats: Vec<(Instant, [u64; 17])>,
+    /// Every request's (start, completion), when asked for.
+    pub request_trace: Vec<(Instant, Instant)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -126,6 +137,7 @@ struct Loop<'a, B: Backend> {
     unblocked: Vec<Io>,
     comps: Vec<Completion>,
     rng: u64,
+    trace: Option<Vec<(Instant, Instant)>>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -274,6 +286,9 @@ impl<B: Backend> Loop<'_, B> {
         };
         let now = c.at;
         self.disk.done(f.io.op, c.bytes, f.started_at, now);
+        if let Some(t) = &mut self.trace {
+            t.push((f.started_at, now));
+        }
         self.stack.on_complete(&f.io, f.alloc_at, f.started_at, now);
         if let Some((next, _alloc)) = self.rq.free() {
             self.start(next, now);
@@ -315,13 +330,19 @@ pub fn run<B: Backend>(
         jobs,
         flights: Slab::with_capacity(1024),
         rq: RequestQueue::new(nr),
-        disk: DiskStats::default(),
+        disk: DiskStats::new(opts.ticks_mode, if opts.hz == 0 { 1000 } else { opts.hz }),
         host: opts.host,
         ready: Vec::new(),
         unblocked: Vec::new(),
         comps: Vec::new(),
         rng: opts.host.seed | 1,
+        trace: opts.trace_requests.then(Vec::new),
     };
+    let mut snapshots = Vec::new();
+    let mut next_snap = opts
+        .diskstats_every
+        .filter(|d| d.as_ns() > 0)
+        .map(|d| t0 + d);
     let mut interrupted = false;
     loop {
         let now = lp.backend.now();
@@ -331,6 +352,14 @@ pub fn run<B: Backend>(
             .is_some_and(|s| s.load(Ordering::Relaxed));
         interrupted |= stopping;
 
+        if let (Some(t), Some(every)) = (next_snap, opts.diskstats_every) {
+            if now >= t {
+                let mut d = lp.disk.clone();
+                d.sync(now);
+                snapshots.push((now, d.diskstats_fields()));
+                next_snap = Some(t + every);
+            }
+        }
         // job timers: ramp end, bw/iops samples
         for s in &mut lp.jobs {
             if s.job.next_timer().is_some_and(|t| t <= now) {
@@ -367,6 +396,9 @@ pub fn run<B: Backend>(
             break;
         }
         let mut deadline = lp.stack.next_deadline();
+        if let Some(t) = next_snap {
+            deadline = Some(deadline.map_or(t, |d| d.min(t)));
+        }
         for s in &lp.jobs {
             for t in [s.wake, s.job.next_timer()].into_iter().flatten() {
                 deadline = Some(deadline.map_or(t, |d| d.min(t)));
@@ -393,6 +425,9 @@ pub fn run<B: Backend>(
     }
     let ended_at = lp.backend.now();
     lp.disk.sync(ended_at);
+    if opts.diskstats_every.is_some() {
+        snapshots.push((ended_at, lp.disk.diskstats_fields()));
+    }
     let elapsed_s = (ended_at - t0).as_ms().div_ceil(1000);
     let jobs = lp
         .jobs
@@ -414,6 +449,8 @@ pub fn run<B: Backend>(
         disk: lp.disk,
         ended_at,
         interrupted,
+        diskstats: snapshots,
+        request_trace: lp.trace.unwrap_or_default(),
     })
 }
 
