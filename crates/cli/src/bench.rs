@@ -59,6 +59,7 @@ fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
         &RunOptions {
             host: HostModel::default(),
             stop: None,
+            ..RunOptions::default()
         },
     )?;
     let wall = t0.elapsed().as_secs_f64();
@@ -86,9 +87,11 @@ fn io(id: u64, g: GroupId, at: Instant) -> Io {
     }
 }
 
-/// Controller cost per IO: `n` IOs spread over `groups`, one every
-/// `gap_ns`, each completed right after dispatch.
+/// Controller cost per IO: `n` IOs offered round-robin over `groups`, one
+/// every `gap_ns`; each group keeps at most `depth` IOs outstanding (like a
+/// job's iodepth), and every released IO completes at once.
 fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns: u64) {
+    const DEPTH: u32 = 8;
     let mut tree = CgroupTree::new();
     let ids: Vec<GroupId> = (0..groups)
         .map(|i| tree.ensure(&format!("/g{i}")).expect("valid"))
@@ -109,10 +112,11 @@ fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns
             t.set_limits(g, l, Instant::ZERO);
         }
     }
+    let mut outstanding = vec![0u32; tree.len()];
     let mut rel = Vec::with_capacity(64);
     let t0 = WallClock::now();
     let mut now = Instant::ZERO;
-    let mut passed = 0u64;
+    let (mut offered, mut passed) = (0u64, 0u64);
     for i in 0..n {
         now = Instant(i * gap_ns);
         if t.next_deadline().is_some_and(|d| d <= now) {
@@ -120,18 +124,26 @@ fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns
             t.on_timer(now, &mut rel);
             for r in &rel {
                 t.on_complete(r, now, now, now);
+                outstanding[r.group.idx()] -= 1;
                 passed += 1;
             }
         }
-        let x = io(i, ids[(i as usize) % groups], now);
+        let g = ids[(i as usize) % groups];
+        if outstanding[g.idx()] >= DEPTH {
+            continue;
+        }
+        offered += 1;
+        let x = io(i, g, now);
         if t.on_submit(&x, now) == blkqos_core::Verdict::Dispatch {
             t.on_complete(&x, now, now, now);
             passed += 1;
+        } else {
+            outstanding[g.idx()] += 1;
         }
     }
-    let ns = t0.elapsed().as_nanos() as f64 / n as f64;
+    let ns = t0.elapsed().as_nanos() as f64 / offered.max(1) as f64;
     println!(
-        "throttle: {label:<34} {groups:>3} groups: {ns:>7.1} ns/IO ({passed} of {n} released by {:.1} s simulated)",
+        "throttle: {label:<30} {groups:>3} groups: {ns:>7.1} ns per offered IO ({offered} offered, {passed} released, {:.1} s simulated)",
         now.as_ns() as f64 / 1e9
     );
 }
@@ -145,39 +157,42 @@ pub fn run(args: &[String]) -> Result<()> {
         .transpose()
         .map_err(|_| anyhow::anyhow!("--seconds: expected a whole number of seconds"))?
         .unwrap_or(10);
+    let num = |key: &str| -> Result<Option<u64>> {
+        args.iter()
+            .find_map(|a| a.strip_prefix(key))
+            .map(|s| s.parse::<u64>())
+            .transpose()
+            .map_err(|_| anyhow::anyhow!("{key}: expected a whole number"))
+    };
+    let case = num("--case=")?.map(|c| c as usize);
+    let ios = num("--ios=")?.unwrap_or(2_000_000);
     match what {
         "sim" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
         }
-        "throttle" => run_throttle(),
+        "throttle" => run_throttle(case, ios),
         "all" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
-            run_throttle();
+            run_throttle(None, ios);
         }
         other => bail!("unknown benchmark `{other}`: use sim, throttle or all"),
     }
     Ok(())
 }
 
-fn run_throttle() {
-    let n = 2_000_000;
-    throttle_cost("no limit configured", 1, None, n, 1_000);
-    throttle_cost(
-        "limit configured, not binding",
-        1,
-        Some("8:0 riops=10000000"),
-        n,
-        1_000,
-    );
-    throttle_cost(
-        "limit configured, not binding",
-        64,
-        Some("8:0 riops=10000000"),
-        n,
-        1_000,
-    );
-    // 64 groups × 1000 IOPS = 64k IOPS offered 1M IOPS: binding
-    throttle_cost("limit binding", 64, Some("8:0 riops=1000"), n, 1_000);
+fn run_throttle(only: Option<usize>, n: u64) {
+    let cases: [(&str, usize, Option<&str>); 4] = [
+        ("no limit configured", 1, None),
+        ("limit set, not binding", 1, Some("8:0 riops=10000000")),
+        ("limit set, not binding", 64, Some("8:0 riops=10000000")),
+        // 64 groups × 1000 IOPS against 1M IOPS offered: binding
+        ("limit binding", 64, Some("8:0 riops=1000")),
+    ];
+    for (k, (label, groups, limit)) in cases.iter().enumerate() {
+        if only.is_none_or(|o| o == k) {
+            throttle_cost(label, *groups, *limit, n, 1_000);
+        }
+    }
 }

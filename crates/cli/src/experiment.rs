@@ -464,6 +464,7 @@ impl Experiment {
         let opts = RunOptions {
             host: self.host,
             stop,
+            ..RunOptions::default()
         };
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();

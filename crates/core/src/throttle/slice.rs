@@ -16,7 +16,10 @@ pub fn bytes_allowed(bps: u64, t: u64, hz: u64) -> u64 {
     if bps.ilog2() + t.ilog2() >= 62 + hz.ilog2() + 1 {
         return u64::MAX;
     }
-    crate::math::mul_div_floor(bps, t, hz)
+    match bps.checked_mul(t) {
+        Some(p) => p / hz,
+        None => crate::math::mul_div_floor(bps, t, hz),
+    }
 }
 
 /// `calculate_io_allowed`: `min(iops · t / HZ, UINT_MAX)`.
@@ -24,7 +27,10 @@ pub fn io_allowed(iops: u64, t: u64, hz: u64) -> u64 {
     if iops >= IOPS_MAX {
         return IOPS_MAX;
     }
-    crate::math::mul_div_floor(iops, t, hz).min(IOPS_MAX)
+    match iops.checked_mul(t) {
+        Some(p) => (p / hz).min(IOPS_MAX),
+        None => crate::math::mul_div_floor(iops, t, hz).min(IOPS_MAX),
+    }
 }
 
 /// Budget state of one direction of one group.
