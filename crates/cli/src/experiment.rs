@@ -1,6 +1,7 @@
 //! An experiment: a device, knob writes and fio invocations, built from a
 //! scenario file or from a command line, then run on a backend.
 
+use crate::accounting::AccountingOptions;
 use crate::controllers::{build_stack, ControllerOptions};
 use crate::knobs::{split_target, KnobFile};
 use crate::scenario::{parse_at, scalar_to_string, Source};
@@ -47,6 +48,7 @@ pub struct Experiment {
     pub invocations: Vec<Invocation>,
     /// Write every group's io.stat here after the run.
     pub io_stat_out: Option<PathBuf>,
+    pub accounting: AccountingOptions,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -67,6 +69,10 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "submit-ns",
     "hz",
     "io-stat",
+    "iostats",
+    "diskstats-every",
+    "diskstats-dir",
+    "iostat",
 ];
 
 impl Experiment {
@@ -109,6 +115,25 @@ impl Experiment {
                 controllers
                     .set(k, &s)
                     .map_err(|m| src.err(v.span().start, format!("[controllers] {m}")))?;
+            }
+        }
+        let mut accounting = AccountingOptions::default();
+        if let Some(c) = &sc.accounting {
+            for (k, v) in c {
+                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
+                    src.err(
+                        v.span().start,
+                        format!("[accounting] `{k}`: expected a string or a number"),
+                    )
+                })?;
+                let value = if k == "diskstats_dir" {
+                    src.resolve(&s).display().to_string()
+                } else {
+                    s
+                };
+                accounting
+                    .set(k, &value)
+                    .map_err(|m| src.err(v.span().start, format!("[accounting] {m}")))?;
             }
         }
         let mut writes = Vec::new();
@@ -244,6 +269,7 @@ impl Experiment {
             writes,
             invocations,
             io_stat_out: None,
+            accounting,
         })
     }
 
@@ -261,8 +287,12 @@ impl Experiment {
         let mut writes = Vec::new();
         let mut controllers = ControllerOptions::default();
         let mut io_stat_out = None;
+        let mut accounting = AccountingOptions::default();
         for (k, v) in &cli.other {
             match k.as_str() {
+                "iostats" | "diskstats-every" | "diskstats-dir" | "iostat" => {
+                    accounting.set(k, v).map_err(|m| anyhow::anyhow!("--{m}"))?
+                }
                 "io-stat" => io_stat_out = Some(PathBuf::from(v)),
                 "throttle" | "hz" => controllers
                     .set(k, v)
@@ -312,6 +342,7 @@ impl Experiment {
             seed,
             host,
             io_stat_out,
+            accounting,
             writes,
             invocations: vec![Invocation {
                 jobs,
@@ -464,7 +495,16 @@ impl Experiment {
         let opts = RunOptions {
             host: self.host,
             stop,
-            ..RunOptions::default()
+            ticks_mode: self.accounting.mode,
+            hz: self.accounting.hz,
+            diskstats_every: if self.accounting.wants_snapshots() {
+                Some(blkqos_core::Duration(
+                    self.accounting.every_ns.unwrap_or(1_000_000_000),
+                ))
+            } else {
+                None
+            },
+            trace_requests: false,
         };
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();

@@ -1,9 +1,11 @@
 //! `blkqos`: Linux's cgroup block IO controllers and IO accounting, run on a
 //! deterministic simulator (default) with fio's inputs and outputs.
 
+mod accounting;
 mod bench;
 mod controllers;
 mod experiment;
+mod iostat_cmd;
 mod knobs;
 mod output;
 mod scenario;
@@ -40,6 +42,13 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// sysstat's iostat (-x, -d, -p, ALL, ...) over /proc or saved /proc copies (--proc DIR).
+    #[command(long_about = iostat_cmd::HELP, disable_help_flag = true)]
+    Iostat {
+        /// iostat options, devices, interval and count, and --proc DIR.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 const RUN_HELP: &str = "\
@@ -64,6 +73,11 @@ blkqos flags:
                                  slice-remainder, linux-4.18 ... linux-6.18, or paced
   --hz=N                         kernel HZ for blk-throttle: 100, 250, 300, 1000 (default)
   --io-stat=FILE                 after the run, write every cgroup's io.stat to FILE
+  --iostats=MODE                 busy-time accounting: precise (default), inflight (6.10+),
+                                 sampling-v2 (5.7-6.9), sampling-v1 (5.0-5.6), round-stats (<=4.20)
+  --diskstats-every=T            snapshot /proc/diskstats every T (default 1s when needed)
+  --diskstats-dir=DIR            write snapshots as DIR/NNNN/{diskstats,uptime}
+  --iostat='ARGS'                print sysstat's iostat over the snapshots, e.g. --iostat='-x 1'
 
 A scenario file (TOML) holds a [device], cgroup knob writes ([[write]] file=...
 value=...) and fio invocations ([[fio]] with job_file=, job= or args=, cgroup=,
@@ -88,6 +102,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Cmd::Bench { args } => bench::run(&args).map_err(|err| output::Failure { code: 2, err }),
+        Cmd::Iostat { args } => iostat_cmd::run(&args),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -47,6 +47,18 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         }
     })?;
     write_reports(&exp, &ran, t0).map_err(runtime)?;
+    if exp.accounting.wants_snapshots() {
+        let mut out = String::new();
+        crate::accounting::write_outputs(
+            &exp.accounting,
+            &exp.device,
+            &ran.result.diskstats,
+            (t0 / 1000) as i64,
+            &mut out,
+        )
+        .map_err(runtime)?;
+        print!("{out}");
+    }
     if let Some(path) = &exp.io_stat_out {
         std::fs::write(path, format_io_stat(&exp, &ran))
             .with_context(|| format!("cannot write {}", path.display()))
@@ -106,6 +118,10 @@ fn build(args: &[String]) -> Result<Experiment> {
                     .set("throttle", v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 Some(("--io-stat", v)) => e.io_stat_out = Some(std::path::PathBuf::from(v)),
+                Some((k @ ("--iostats" | "--diskstats-every" | "--diskstats-dir" | "--iostat"), v)) => e
+                    .accounting
+                    .set(&k[2..], v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 Some(("--hz", v)) => e
                     .controllers
                     .set("hz", v)
@@ -117,7 +133,7 @@ fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed=N, --throttle=V, --hz=N, --io-stat=FILE and --output-format=F are accepted"
+                    "`{a}`: after a scenario file only --seed, --throttle, --hz, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat and --output-format are accepted"
                 ),
             }
         }

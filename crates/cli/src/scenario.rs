@@ -40,6 +40,7 @@ pub struct ScenarioFile {
     pub device: Option<BTreeMap<String, Spanned<toml::Value>>>,
     pub host: Option<HostTable>,
     pub controllers: Option<BTreeMap<String, Spanned<toml::Value>>>,
+    pub accounting: Option<BTreeMap<String, Spanned<toml::Value>>>,
     #[serde(default)]
     pub write: Vec<WriteTable>,
     #[serde(default)]
