@@ -148,6 +148,40 @@ fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns
     );
 }
 
+/// Accounting cost per IO: one `start` and one `done` on the disk stats,
+/// with timestamps the driver already has (no clock read), per mode.
+fn accounting_cost(n: u64) {
+    use blkqos_driver::{DiskStats, TicksMode};
+    let mut base = 0.0;
+    for mode in [None, Some(TicksMode::Inflight), Some(TicksMode::SamplingV2), Some(TicksMode::Precise)] {
+        let mut d = DiskStats::new(mode.unwrap_or_default(), 1000);
+        let t0 = WallClock::now();
+        let mut sink = 0u64;
+        for i in 0..n {
+            // a 15 µs IO every 20 µs
+            let start = Instant(i * 20_000);
+            let end = Instant(i * 20_000 + 15_000);
+            match mode {
+                Some(_) => {
+                    d.start(IoOp::Read, std::hint::black_box(start));
+                    d.done(IoOp::Read, 4096, start, std::hint::black_box(end));
+                }
+                None => sink = sink.wrapping_add(std::hint::black_box(end.as_ns())),
+            }
+        }
+        std::hint::black_box(sink);
+        let ns = t0.elapsed().as_nanos() as f64 / n as f64;
+        if mode.is_none() {
+            base = ns;
+        }
+        println!(
+            "accounting: {:<12} {ns:>6.2} ns per IO (start + done){}",
+            mode.map_or("off", |m| m.name()),
+            if mode.is_some() { format!(", {:+.2} ns over off", ns - base) } else { String::new() }
+        );
+    }
+}
+
 pub fn run(args: &[String]) -> Result<()> {
     let what = args.first().map(String::as_str).unwrap_or("all");
     let seconds = args
@@ -172,27 +206,30 @@ pub fn run(args: &[String]) -> Result<()> {
             bench_sim(seconds, true)?;
         }
         "throttle" => run_throttle(case, ios),
+        "accounting" => accounting_cost(ios * 10),
         "all" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
             run_throttle(None, ios);
+            accounting_cost(ios * 10);
         }
-        other => bail!("unknown benchmark `{other}`: use sim, throttle or all"),
+        other => bail!("unknown benchmark `{other}`: use sim, throttle, accounting or all"),
     }
     Ok(())
 }
 
 fn run_throttle(only: Option<usize>, n: u64) {
-    let cases: [(&str, usize, Option<&str>); 4] = [
-        ("no limit configured", 1, None),
-        ("limit set, not binding", 1, Some("8:0 riops=10000000")),
-        ("limit set, not binding", 64, Some("8:0 riops=10000000")),
-        // 64 groups × 1000 IOPS against 1M IOPS offered: binding
-        ("limit binding", 64, Some("8:0 riops=1000")),
+    // (label, groups, limit, ns between offered IOs)
+    let cases: [(&str, usize, Option<&str>, u64); 4] = [
+        ("no limit configured", 1, None, 1_000),
+        ("limit set, not binding", 1, Some("8:0 riops=10000000"), 1_000),
+        ("limit set, not binding", 64, Some("8:0 riops=10000000"), 1_000),
+        // 64 groups × 1000 IOPS = 64k IOPS, offered 83k IOPS: binding
+        ("limit binding", 64, Some("8:0 riops=1000"), 12_000),
     ];
-    for (k, (label, groups, limit)) in cases.iter().enumerate() {
+    for (k, (label, groups, limit, gap)) in cases.iter().enumerate() {
         if only.is_none_or(|o| o == k) {
-            throttle_cost(label, *groups, *limit, n, 1_000);
+            throttle_cost(label, *groups, *limit, n, *gap);
         }
     }
 }

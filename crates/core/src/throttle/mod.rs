@@ -141,6 +141,8 @@ pub struct Throttle {
     scheduled_limits: Vec<Limits>,
     /// Bios released to the device, waiting for `on_timer` to hand them out.
     out: Vec<Io>,
+    /// Armed service-queue timers: (jiffy, deepest sq first on ties).
+    timers: BTreeSet<(u64, std::cmp::Reverse<usize>)>,
 }
 
 impl Throttle {
@@ -171,6 +173,7 @@ impl Throttle {
             scheduled: BTreeSet::new(),
             scheduled_limits: Vec::new(),
             out: Vec::new(),
+            timers: BTreeSet::new(),
         }
     }
 
@@ -474,6 +477,14 @@ impl Throttle {
         self.tgs[g].iops_was_empty = false;
     }
 
+    /// `mod_timer` on a service queue's pending timer.
+    fn arm_timer(&mut self, sq: usize, expires: u64) {
+        if let Some(old) = self.sqs[sq].timer.replace(expires) {
+            self.timers.remove(&(old, std::cmp::Reverse(sq)));
+        }
+        self.timers.insert((expires, std::cmp::Reverse(sq)));
+    }
+
     /// `throtl_schedule_next_dispatch`: `true` if nothing more is due now.
     fn schedule_next_dispatch(&mut self, sq: usize, force: bool, j: u64) -> bool {
         let Some(&(first, _, _)) = self.sqs[sq].pending.first() else {
@@ -481,7 +492,7 @@ impl Throttle {
         };
         if force || first > j {
             let expires = first.min(j + 8 * self.slice).max(j + 1);
-            self.sqs[sq].timer = Some(expires);
+            self.arm_timer(sq, expires);
             return true;
         }
         false
@@ -571,7 +582,7 @@ impl Throttle {
                 }
                 if n == 0 {
                     // the kernel spins until the next jiffy here
-                    self.sqs[sq].timer = Some(j + 1);
+                    self.arm_timer(sq, j + 1);
                     break;
                 }
             }
@@ -675,10 +686,13 @@ impl Throttle {
         let j = self.jiffies(now);
         loop {
             // fire due timers, deepest service queues first for equal times
-            let due = (0..self.sqs.len())
-                .filter_map(|s| self.sqs[s].timer.filter(|&t| t <= j).map(|t| (t, s)))
-                .min_by_key(|&(t, s)| (t, std::cmp::Reverse(s)));
-            let Some((_, s)) = due else { break };
+            let Some(&(t, std::cmp::Reverse(s))) = self.timers.first() else {
+                break;
+            };
+            if t > j {
+                break;
+            }
+            self.timers.pop_first();
             self.sqs[s].timer = None;
             self.pending_timer(s, j);
         }
@@ -688,11 +702,9 @@ impl Throttle {
     /// Earliest armed timer or scheduled limit change.
     pub fn deadline(&self) -> Option<Instant> {
         let t = self
-            .sqs
-            .iter()
-            .filter_map(|s| s.timer)
-            .min()
-            .map(|j| Instant::from_jiffies(j, self.cfg.hz));
+            .timers
+            .first()
+            .map(|&(j, _)| Instant::from_jiffies(j, self.cfg.hz));
         let s = self.scheduled.first().map(|x| x.0);
         match (t, s) {
             (Some(a), Some(b)) => Some(a.min(b)),
