@@ -3,7 +3,7 @@
 //! read) and sysstat's `iostat` report over them.
 
 use anyhow::{Context, Result};
-use blkqos_core::Instant;
+use blkqos_core::{DevId, Instant};
 use blkqos_driver::TicksMode;
 use blkqos_iostat::{
     format_diskstats_line, parse_args, render, Banner, DiskCounters, DiskStatsLine, Sample,
@@ -79,16 +79,13 @@ impl AccountingOptions {
     }
 }
 
-fn samples(
-    dev: &blkqos_sim::DeviceSpec,
-    snaps: &[(Instant, [u64; 17])],
-) -> Vec<(String, String, Sample)> {
+fn samples(dev: (&str, DevId), snaps: &[(Instant, [u64; 17])]) -> Vec<(String, String, Sample)> {
+    let (name, devid) = dev;
     snaps
         .iter()
         .map(|(t, f)| {
             let counters = DiskCounters::from_fields(*f);
-            let line =
-                format_diskstats_line(dev.devid.major, dev.devid.minor, &dev.name, &counters);
+            let line = format_diskstats_line(devid.major, devid.minor, name, &counters);
             let cs = t.as_ns() / 10_000_000;
             let uptime = format!(
                 "{}.{:02} {}.{:02}\n",
@@ -100,9 +97,9 @@ fn samples(
             let sample = Sample::new(
                 cs,
                 vec![DiskStatsLine {
-                    major: dev.devid.major,
-                    minor: dev.devid.minor,
-                    name: dev.name.clone(),
+                    major: devid.major,
+                    minor: devid.minor,
+                    name: name.to_string(),
                     counters,
                     nr_counters: 17,
                 }],
@@ -115,7 +112,7 @@ fn samples(
 /// Write the snapshot directories and/or the iostat report.
 pub fn write_outputs(
     opts: &AccountingOptions,
-    dev: &blkqos_sim::DeviceSpec,
+    dev: (&str, DevId),
     snaps: &[(Instant, [u64; 17])],
     epoch_s: i64,
     out: &mut String,

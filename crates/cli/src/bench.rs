@@ -153,7 +153,12 @@ fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns
 fn accounting_cost(n: u64) {
     use blkqos_driver::{DiskStats, TicksMode};
     let mut base = 0.0;
-    for mode in [None, Some(TicksMode::Inflight), Some(TicksMode::SamplingV2), Some(TicksMode::Precise)] {
+    for mode in [
+        None,
+        Some(TicksMode::Inflight),
+        Some(TicksMode::SamplingV2),
+        Some(TicksMode::Precise),
+    ] {
         let mut d = DiskStats::new(mode.unwrap_or_default(), 1000);
         let t0 = WallClock::now();
         let mut sink = 0u64;
@@ -177,7 +182,11 @@ fn accounting_cost(n: u64) {
         println!(
             "accounting: {:<12} {ns:>6.2} ns per IO (start + done){}",
             mode.map_or("off", |m| m.name()),
-            if mode.is_some() { format!(", {:+.2} ns over off", ns - base) } else { String::new() }
+            if mode.is_some() {
+                format!(", {:+.2} ns over off", ns - base)
+            } else {
+                String::new()
+            }
         );
     }
 }
@@ -222,8 +231,18 @@ fn run_throttle(only: Option<usize>, n: u64) {
     // (label, groups, limit, ns between offered IOs)
     let cases: [(&str, usize, Option<&str>, u64); 4] = [
         ("no limit configured", 1, None, 1_000),
-        ("limit set, not binding", 1, Some("8:0 riops=10000000"), 1_000),
-        ("limit set, not binding", 64, Some("8:0 riops=10000000"), 1_000),
+        (
+            "limit set, not binding",
+            1,
+            Some("8:0 riops=10000000"),
+            1_000,
+        ),
+        (
+            "limit set, not binding",
+            64,
+            Some("8:0 riops=10000000"),
+            1_000,
+        ),
         // 64 groups × 1000 IOPS = 64k IOPS, offered 83k IOPS: binding
         ("limit binding", 64, Some("8:0 riops=1000"), 12_000),
     ];

@@ -49,6 +49,8 @@ pub struct Experiment {
     /// Write every group's io.stat here after the run.
     pub io_stat_out: Option<PathBuf>,
     pub accounting: AccountingOptions,
+    /// Run on the real engine instead of the simulator.
+    pub real: Option<crate::real::RealOptions>,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -73,6 +75,8 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "diskstats-every",
     "diskstats-dir",
     "iostat",
+    "allow-destructive?",
+    "overwrite?",
 ];
 
 impl Experiment {
@@ -80,12 +84,30 @@ impl Experiment {
     pub fn from_scenario(path: &std::path::Path) -> Result<Self> {
         let src = Source::load(path)?;
         let sc = src.parse()?;
+        let mut real: Option<crate::real::RealOptions> = None;
         let device = match &sc.device {
             None => DeviceSpec::parse("null").expect("default device"),
             Some(t) => {
                 let mut model = "null".to_string();
                 let mut kv: Vec<(String, String)> = Vec::new();
                 for (k, v) in t {
+                    if k == "path" || k == "backend" {
+                        let s = scalar_to_string(v.get_ref()).unwrap_or_default();
+                        let r = real.get_or_insert_with(crate::real::RealOptions::default);
+                        if k == "path" {
+                            r.path = Some(src.resolve(&s));
+                        } else {
+                            r.kind = blkqos_engine::BackendKind::parse(&s).ok_or_else(|| {
+                                src.err(
+                                    v.span().start,
+                                    format!(
+                                        "[device] backend `{s}`: use auto, io_uring or threads"
+                                    ),
+                                )
+                            })?;
+                        }
+                        continue;
+                    }
                     let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
                         src.err(
                             v.span().start,
@@ -270,6 +292,7 @@ impl Experiment {
             invocations,
             io_stat_out: None,
             accounting,
+            real,
         })
     }
 
@@ -288,6 +311,8 @@ impl Experiment {
         let mut controllers = ControllerOptions::default();
         let mut io_stat_out = None;
         let mut accounting = AccountingOptions::default();
+        let mut real: Option<crate::real::RealOptions> = None;
+        let mut consent = (false, false);
         for (k, v) in &cli.other {
             match k.as_str() {
                 "iostats" | "diskstats-every" | "diskstats-dir" | "iostat" => {
@@ -311,12 +336,22 @@ impl Experiment {
                         .with_context(|| format!("--submit-ns={v}: expected nanoseconds"))?
                 }
                 "backend" => {
-                    if v != "sim" {
-                        bail!(
-                            "--backend={v}: only the simulator (`sim`) is available in this build"
-                        );
+                    if v == "sim" {
+                        real = None;
+                    } else {
+                        let kind = blkqos_engine::BackendKind::parse(v).ok_or_else(|| {
+                            anyhow::anyhow!("--backend={v}: use sim, real (io_uring, falling back to threads), io_uring or threads")
+                        })?;
+                        let r = real.get_or_insert_with(crate::real::RealOptions::default);
+                        r.kind = if v == "real" {
+                            blkqos_engine::BackendKind::Auto
+                        } else {
+                            kind
+                        };
                     }
                 }
+                "allow-destructive" => consent.0 = true,
+                "overwrite" => consent.1 = true,
                 "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {
                     let file = k.replacen("io-", "io.", 1).replace("cost-", "cost.");
                     let knob = KnobFile::from_name(&file).expect("known flag");
@@ -336,6 +371,12 @@ impl Experiment {
                 other => bail!("--{other}={v}: not available in this build"),
             }
         }
+        if let Some(r) = &mut real {
+            r.allow_destructive = consent.0;
+            r.overwrite = consent.1;
+        } else if consent.0 || consent.1 {
+            bail!("--allow-destructive/--overwrite apply to the real engine: add --backend=real");
+        }
         Ok(Experiment {
             device,
             controllers,
@@ -343,6 +384,7 @@ impl Experiment {
             host,
             io_stat_out,
             accounting,
+            real,
             writes,
             invocations: vec![Invocation {
                 jobs,
@@ -392,6 +434,8 @@ impl Source {
 struct Layout {
     next_free: u64,
     files: Vec<(String, u64, u64)>,
+    /// A filename that names the whole target (the real engine's path).
+    whole: Option<String>,
 }
 
 impl Layout {
@@ -401,7 +445,9 @@ impl Layout {
             .filename
             .clone()
             .unwrap_or_else(|| format!("{}.0.0", spec.name));
-        let is_device = name.starts_with("/dev/") || name == dev.name;
+        let is_device = name.starts_with("/dev/")
+            || name == dev.name
+            || self.whole.as_deref() == Some(name.as_str());
         let size = match spec.size {
             Some(SizeSpec::Bytes(b)) => Some(b),
             Some(SizeSpec::Percent(p)) => Some(cap / 100 * u64::from(p)),
@@ -447,11 +493,16 @@ pub struct Ran {
     pub tree: CgroupTree,
     /// `io.stat` counters per group (own IO only), indexed by group id.
     pub iostat: Vec<blkqos_core::controller::IoStat>,
+    /// The device as reports name it.
+    pub dev_name: String,
+    pub devid: blkqos_core::DevId,
 }
 
 impl Experiment {
     /// Run on the simulator.
-    pub fn run_sim(&self, stop: Option<Arc<AtomicBool>>) -> Result<Ran> {
+    /// The cgroup tree and the job clones of the run, laid out on a device
+    /// of `capacity` bytes named `dev_name`.
+    pub fn plan(&self, layout_dev: &DeviceSpec, whole: Option<&str>) -> Result<Plan> {
         let mut tree = CgroupTree::new();
         for w in &self.writes {
             tree.ensure(&w.cgroup)?;
@@ -459,6 +510,7 @@ impl Experiment {
         let mut layout = Layout {
             next_free: 0,
             files: Vec::new(),
+            whole: whole.map(str::to_string),
         };
         let mut setups = Vec::new();
         let mut invocation_of = Vec::new();
@@ -469,7 +521,7 @@ impl Experiment {
                     Some(p) => tree.ensure(p)?,
                     None => GroupId::ROOT,
                 };
-                let (start, len) = layout.region(spec, &self.device)?;
+                let (start, len) = layout.region(spec, layout_dev)?;
                 for clone in 0..spec.numjobs.max(1) {
                     setups.push(JobSetup {
                         spec: spec.clone(),
@@ -483,17 +535,17 @@ impl Experiment {
                 }
             }
         }
-        let model = self.device.build();
-        let mut stack = build_stack(
-            &self.controllers,
-            &tree,
-            self.device.devid,
-            model.rotational(),
-            &self.writes,
-        )?;
-        let mut backend = SimBackend::new(model);
-        let opts = RunOptions {
-            host: self.host,
+        Ok(Plan {
+            tree,
+            setups,
+            invocation_of,
+        })
+    }
+
+    /// Driver options for this experiment with a given host model.
+    pub fn run_options(&self, host: HostModel, stop: Option<Arc<AtomicBool>>) -> RunOptions {
+        RunOptions {
+            host,
             stop,
             ticks_mode: self.accounting.mode,
             hz: self.accounting.hz,
@@ -505,7 +557,32 @@ impl Experiment {
                 None
             },
             trace_requests: false,
-        };
+        }
+    }
+
+    /// Run on the simulator.
+    pub fn run_sim(&self, stop: Option<Arc<AtomicBool>>) -> Result<Ran> {
+        let Plan {
+            tree,
+            setups,
+            invocation_of,
+        } = self.plan(&self.device, None)?;
+        let model = self.device.build();
+        let mut stack = build_stack(
+            &self.controllers,
+            &tree,
+            self.device.devid,
+            model.rotational(),
+            &self.writes,
+        )?;
+        let mut backend = SimBackend::new(model);
+        let opts = self.run_options(
+            HostModel {
+                seed: self.seed,
+                ..self.host
+            },
+            stop,
+        );
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
         Ok(Ran {
@@ -513,6 +590,15 @@ impl Experiment {
             invocation_of,
             tree,
             iostat,
+            dev_name: self.device.name.clone(),
+            devid: self.device.devid,
         })
     }
+}
+
+/// Groups and job clones of a run.
+pub struct Plan {
+    pub tree: CgroupTree,
+    pub setups: Vec<JobSetup>,
+    pub invocation_of: Vec<usize>,
 }

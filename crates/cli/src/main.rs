@@ -8,6 +8,7 @@ mod experiment;
 mod iostat_cmd;
 mod knobs;
 mod output;
+mod real;
 mod scenario;
 
 use clap::{Parser, Subcommand};
@@ -67,7 +68,12 @@ blkqos flags:
   --device=MODEL[,key=value...]  simulated device (default: null); see `blkqos devices`
   --seed=N                       seed for randrepeat=0 streams and device jitter (default 1)
   --submit-ns=N                  CPU time of one submit call, shown as slat (default 1000)
-  --backend=sim                  the simulator (the only backend in this build)
+  --backend=sim|real|io_uring|threads
+                                 sim (default): the simulated --device; real: the jobs' file or
+                                 block device with io_uring, falling back to a thread pool
+  --allow-destructive            real engine: write to a block device even if it carries a
+                                 partition table or filesystem signature
+  --overwrite                    real engine: write to an existing file blkqos did not lay out
   --io-max='MAJ:MIN key=val'   an io.max line for the job's cgroup (--cgroup=NAME)
   --throttle=VARIANT             io.max implementation: mainline (default), legacy,
                                  slice-remainder, linux-4.18 ... linux-6.18, or paced

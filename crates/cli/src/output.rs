@@ -39,7 +39,11 @@ fn epoch_ms() -> u64 {
 pub fn run_command(args: &[String]) -> Result<(), Failure> {
     let exp = build(args).map_err(input)?;
     let t0 = epoch_ms();
-    let ran = exp.run_sim(None).map_err(|e| {
+    let ran = match &exp.real {
+        Some(r) => crate::real::run_real(&exp, r),
+        None => exp.run_sim(None),
+    }
+    .map_err(|e| {
         if e.is::<RunError>() {
             runtime(e)
         } else {
@@ -51,7 +55,7 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         let mut out = String::new();
         crate::accounting::write_outputs(
             &exp.accounting,
-            &exp.device,
+            (&ran.dev_name, ran.devid),
             &ran.result.diskstats,
             (t0 / 1000) as i64,
             &mut out,
@@ -60,7 +64,7 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         print!("{out}");
     }
     if let Some(path) = &exp.io_stat_out {
-        std::fs::write(path, format_io_stat(&exp, &ran))
+        std::fs::write(path, format_io_stat(&ran))
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
@@ -70,7 +74,7 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
 /// Every group's `io.stat` as the kernel prints it (`blkcg_print_one_stat`):
 /// a group's numbers include its descendants; the root's come from the
 /// whole-disk counters.
-pub fn format_io_stat(exp: &Experiment, ran: &Ran) -> String {
+pub fn format_io_stat(ran: &Ran) -> String {
     let tree = &ran.tree;
     let mut rolled: Vec<blkqos_core::controller::IoStat> = ran.iostat.clone();
     rolled.resize(tree.len(), Default::default());
@@ -93,7 +97,7 @@ pub fn format_io_stat(exp: &Experiment, ran: &Ran) -> String {
         if s.bytes[..2].iter().chain(&s.ios[..2]).any(|&v| v > 0) {
             out += &format!(
                 "{} rbytes={} wbytes={} rios={} wios={} dbytes={} dios={}\n",
-                exp.device.devid, s.bytes[0], s.bytes[1], s.ios[0], s.ios[1], s.bytes[2], s.ios[2]
+                ran.devid, s.bytes[0], s.bytes[1], s.ios[0], s.ios[1], s.bytes[2], s.ios[2]
             );
         }
     }
@@ -143,11 +147,11 @@ fn build(args: &[String]) -> Result<Experiment> {
     })
 }
 
-fn disk_util(exp: &Experiment, ran: &Ran) -> DiskUtil {
+fn disk_util(ran: &Ran) -> DiskUtil {
     let d = &ran.result.disk;
     let elapsed_ns = ran.result.ended_at.as_ns().max(1);
     DiskUtil {
-        name: exp.device.name.clone(),
+        name: ran.dev_name.clone(),
         read_ios: d.ios[0],
         write_ios: d.ios[1],
         read_merges: d.merges[0],
@@ -161,7 +165,7 @@ fn disk_util(exp: &Experiment, ran: &Ran) -> DiskUtil {
 
 fn write_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Result<()> {
     let ts = t0_ms + ran.result.ended_at.as_ns() / 1_000_000;
-    let du = disk_util(exp, ran);
+    let du = disk_util(ran);
     let mut stdout = std::io::stdout().lock();
     for (i, inv) in exp.invocations.iter().enumerate() {
         let jobs: Vec<ReportJob> = ran

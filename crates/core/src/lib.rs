@@ -22,4 +22,5 @@ pub use controller::{Controller, ControllerStack, PassThrough, Verdict};
 pub use hist::LatHist;
 pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp};
 pub use time::{Duration, Instant};
+pub mod iocost;
 pub mod throttle;

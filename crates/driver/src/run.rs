@@ -142,7 +142,7 @@ struct Loop<'a, B: Backend> {
 
 impl<B: Backend> Loop<'_, B> {
     /// The IO cleared the controller stack: allocate a request or wait.
-    fn to_device(&mut self, io: Io, now: Instant) {
+    fn enqueue_request(&mut self, io: Io, now: Instant) {
         if let Some(f) = self.flights.get_mut(io.id) {
             f.alloc_at = now;
         }
@@ -172,7 +172,7 @@ impl<B: Backend> Loop<'_, B> {
         match self.stack.submit(&io, now) {
             StackVerdict::Ready => {
                 self.finish_submit(j, id, now);
-                self.to_device(io, now);
+                self.enqueue_request(io, now);
             }
             StackVerdict::Queued => self.finish_submit(j, id, now),
             StackVerdict::Blocked => self.jobs[j].blocked = Some(id),
@@ -383,7 +383,7 @@ pub fn run<B: Backend>(
         lp.unblocked = unblocked;
         let ready = std::mem::take(&mut lp.ready);
         for io in &ready {
-            lp.to_device(*io, now);
+            lp.enqueue_request(*io, now);
         }
         lp.ready = ready;
 

@@ -684,11 +684,8 @@ impl Throttle {
             self.set_limits(GroupId(g as u32), l, now);
         }
         let j = self.jiffies(now);
-        loop {
-            // fire due timers, deepest service queues first for equal times
-            let Some(&(t, std::cmp::Reverse(s))) = self.timers.first() else {
-                break;
-            };
+        // fire due timers, deepest service queues first for equal times
+        while let Some(&(t, std::cmp::Reverse(s))) = self.timers.first() {
             if t > j {
                 break;
             }

@@ -13,7 +13,7 @@ pub fn bytes_allowed(bps: u64, t: u64, hz: u64) -> u64 {
     if bps == BPS_MAX || t == 0 {
         return if bps == BPS_MAX { u64::MAX } else { 0 };
     }
-    if bps.ilog2() + t.ilog2() >= 62 + hz.ilog2() + 1 {
+    if bps.ilog2() + t.ilog2() > 62 + hz.ilog2() {
         return u64::MAX;
     }
     match bps.checked_mul(t) {
@@ -135,7 +135,8 @@ impl DirBudget {
             IopsWait::SliceRemainderFixed | IopsWait::Mainline => roundup(elapsed + 1, slice),
         };
         let allowed = io_allowed(iops, rnd, hz) as i64;
-        if allowed > 0 && self.io_disp + 1 <= allowed {
+        // the kernel's `io_disp + 1 <= io_allowed`
+        if allowed > 0 && self.io_disp < allowed {
             return None;
         }
         Some(match rule {

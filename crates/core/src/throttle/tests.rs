@@ -294,10 +294,10 @@ proptest! {
         prop_assert_eq!(out.len(), subs.len());
         prop_assert_eq!(th.held(), 0);
         // FIFO per (group, direction)
-        for g in 0..3 { for w in [false, true] {
+        for (g, &grp) in groups.iter().enumerate() { for w in [false, true] {
             let ids: Vec<u64> = out.iter().map(|x| x.0).filter(|&id| {
                 let s = &subs[id as usize];
-                s.group == groups[g] && (s.op == IoOp::Write) == w
+                s.group == grp && (s.op == IoOp::Write) == w
             }).collect();
             prop_assert!(ids.windows(2).all(|x| x[0] < x[1]), "FIFO broken for group {} write {}", g, w);
         }}

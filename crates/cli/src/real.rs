@@ -1,0 +1,168 @@
+//! Running an experiment on the real engine (io_uring, or the thread-pool
+//! fallback) against a file or block device.
+
+use crate::controllers::build_stack;
+use crate::experiment::{Experiment, Plan, Ran};
+use anyhow::{bail, Context, Result};
+use blkqos_core::DevId;
+use blkqos_engine::{open_backend, BackendKind, EngineOptions, StopOnSignal};
+use blkqos_sim::DeviceSpec;
+use blkqos_workload::{RwMode, SizeSpec};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// Which real backend and with which consents.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RealOptions {
+    pub kind: BackendKind,
+    /// The target; default: the jobs' common `filename`.
+    pub path: Option<PathBuf>,
+    pub allow_destructive: bool,
+    pub overwrite: bool,
+}
+
+/// `MAJ:MIN` and a name for the target: a block device's own number, or the
+/// device holding a regular file's filesystem.
+fn target_identity(path: &Path) -> (DevId, String) {
+    let meta = std::fs::metadata(path).ok();
+    let (dev, is_blk) = match &meta {
+        Some(m) if m.file_type().is_block_device() => (m.rdev(), true),
+        Some(m) => (m.dev(), false),
+        None => (0, false),
+    };
+    // glibc's gnu_dev_major/minor encoding
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let devid = DevId::new(major as u32, minor as u32);
+    let name = if is_blk {
+        path.file_name()
+            .map_or("disk".into(), |n| n.to_string_lossy().into_owned())
+    } else {
+        std::fs::read_to_string(format!(
+            "/sys/dev/block/{}:{}/uevent",
+            devid.major, devid.minor
+        ))
+        .ok()
+        .and_then(|u| {
+            u.lines()
+                .find_map(|l| l.strip_prefix("DEVNAME=").map(str::to_string))
+        })
+        .unwrap_or_else(|| format!("{}:{}", devid.major, devid.minor))
+    };
+    (devid, name)
+}
+
+pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
+    let jobs: Vec<_> = exp
+        .invocations
+        .iter()
+        .flat_map(|i| i.jobs.jobs.iter())
+        .collect();
+    let path = match &ro.path {
+        Some(p) => p.clone(),
+        None => {
+            let mut names: Vec<&str> = jobs.iter().filter_map(|j| j.filename.as_deref()).collect();
+            names.sort_unstable();
+            names.dedup();
+            match (names.as_slice(), jobs.iter().all(|j| j.filename.is_some())) {
+                ([one], true) => PathBuf::from(one),
+                ([], _) | (_, false) => {
+                    bail!("--backend=real needs filename= on every job (one target per run)")
+                }
+                _ => bail!(
+                    "--backend=real runs on one target, but the jobs name several files: {}",
+                    names.join(", ")
+                ),
+            }
+        }
+    };
+    let direct = jobs.iter().any(|j| j.direct);
+    if direct && !jobs.iter().all(|j| j.direct) {
+        bail!("jobs on one target must agree on direct= (the target is opened once)");
+    }
+    let writes = jobs
+        .iter()
+        .any(|j| j.rw.has_write() || j.rw.has_trim() || matches!(j.rw, RwMode::Trim));
+    let reads = jobs.iter().any(|j| j.rw.has_read());
+    let size_needed = jobs
+        .iter()
+        .map(|j| {
+            let off = match j.offset {
+                SizeSpec::Bytes(b) => b,
+                SizeSpec::Percent(_) => 0,
+            };
+            match j.size {
+                Some(SizeSpec::Bytes(b)) => off + b,
+                _ => 0,
+            }
+        })
+        .max()
+        .unwrap_or(0);
+    let max_io = jobs
+        .iter()
+        .map(|j| (0..3).map(|d| j.max_bs(d)).max().unwrap_or(4096))
+        .max()
+        .unwrap_or(4096)
+        .max(4096);
+    let depth: u32 = jobs
+        .iter()
+        .map(|j| j.effective_iodepth() * j.numjobs.max(1))
+        .sum::<u32>()
+        .clamp(1, 4096);
+    let opts = EngineOptions {
+        kind: ro.kind,
+        direct,
+        depth,
+        max_io,
+        size_needed,
+        reads,
+        writes,
+        allow_destructive: ro.allow_destructive,
+        overwrite: ro.overwrite,
+        ..EngineOptions::default()
+    };
+    let mut backend =
+        open_backend(&path, opts).with_context(|| format!("target {}", path.display()))?;
+    let capacity = backend.target().capacity;
+    let (devid, dev_name) = target_identity(&path);
+    // regions: lay the jobs out as on a device of the target's size
+    let layout_dev = DeviceSpec::new(
+        "null",
+        [
+            ("size", capacity.max(4096).to_string().as_str()),
+            ("name", path_file_name(&path).as_str()),
+        ],
+    )
+    .map_err(|e| anyhow::anyhow!("target {}: {e}", path.display()))?;
+    let Plan {
+        tree,
+        setups,
+        invocation_of,
+    } = exp.plan(&layout_dev, Some(&path.to_string_lossy()))?;
+    let mut stack = build_stack(&exp.controllers, &tree, devid, false, &exp.writes)?;
+    let stop = StopOnSignal::install().context("cannot install the SIGINT/SIGTERM handler")?;
+    let opts = exp.run_options(blkqos_engine::host_model(), Some(stop.flag()));
+    let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
+    if result.interrupted {
+        eprintln!("blkqos: interrupted: stopped issuing, drained in-flight IO, writing the partial report");
+    }
+    let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
+    Ok(Ran {
+        result,
+        invocation_of,
+        tree,
+        iostat,
+        dev_name,
+        devid,
+    })
+}
+
+fn path_file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| {
+            n.to_string_lossy()
+                .replace(|c: char| c.is_whitespace() || c == '/', "_")
+        })
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "target".into())
+}

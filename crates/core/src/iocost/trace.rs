@@ -1,0 +1,372 @@
+//! Observability: one [`PeriodTrace`] per period timer run (the state
+//! iocost_monitor.py samples, plus the signals of the kernel's
+//! `iocost_ioc_vrate_adj` tracepoint), formatted as a monitor text block or
+//! a JSON line; and the iocost part of `io.stat`.
+//!
+//! Glossary (text columns as iocost_monitor.py):
+//! * `RUN|IDLE|OFF` — timer running / no active group / controller disabled.
+//! * `per` — period length; `cur_per=W:vV` — start of the next period in
+//!   wall seconds and device-vtime seconds.
+//! * `busy` — busy_level (+ saturated, − throttling with spare capacity).
+//! * `vrate` — base vrate (% of the cost model's device speed).
+//! * `params` — autop class; `(C)`/`(Q)`/`(CQ)` for a user model / user QoS.
+//! * per group: `*` active, `weight` inuse/active (configured units),
+//!   `hweight%` inuse/active shares of the device, `inflt%` in-flight cost
+//!   in % of a period, `debt` ms of device time owed, `delay` issuer delay
+//!   ms (0 unless in effect), `usage%` device time used last period.
+
+use super::model::AutopClass;
+use super::period::LatStat;
+use super::vtime::{format_vrate, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
+use super::IoCost;
+use crate::cgroup::GroupId;
+use crate::time::Instant;
+use std::fmt::Write as _;
+
+/// At most this many traces are kept between [`IoCost::take_trace`] calls
+/// (one per period: 10 minutes of 10 ms periods); more are counted as dropped.
+pub const TRACE_CAPACITY: usize = 60_000;
+
+/// The timer's per-period signals (the `iocost_ioc_vrate_adj` fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeriodSignals {
+    pub lat: LatStat,
+    pub nr_lagging: u32,
+    pub nr_shortages: u32,
+    pub nr_donors: u32,
+    pub nr_debtors: u32,
+    pub prev_busy_level: i32,
+    /// Base vrate before this period's adjustment (vtime per µs).
+    pub prev_vrate: u64,
+}
+
+/// Controller state as the monitor prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Run,
+    Idle,
+    Off,
+}
+
+impl RunState {
+    pub const fn name(self) -> &'static str {
+        match self {
+            RunState::Run => "RUN",
+            RunState::Idle => "IDLE",
+            RunState::Off => "OFF",
+        }
+    }
+}
+
+/// One active group at the end of a period.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupTrace {
+    pub group: GroupId,
+    pub path: String,
+    /// Weights ×65536 (`weight`, `active`, `inuse`).
+    pub weight: u32,
+    pub active: u32,
+    pub inuse: u32,
+    /// Hierarchical shares ×65536.
+    pub hweight_active: u32,
+    pub hweight_inuse: u32,
+    /// `vtime − done_vtime`.
+    pub inflight_vtime: u64,
+    /// Absolute vtime owed.
+    pub debt_vtime: u64,
+    pub use_delay: bool,
+    pub delay_nsec: u64,
+    /// Device time charged during the period (µs).
+    pub usage_us: u64,
+    pub waiters: usize,
+}
+
+/// The state after one period timer run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeriodTrace {
+    pub at: Instant,
+    /// Number of the period that just ended.
+    pub period: u64,
+    pub state: RunState,
+    pub period_us: u64,
+    /// Start of the next period: wall µs and device vtime.
+    pub period_at_us: u64,
+    pub period_at_vtime: u64,
+    pub busy_level: i32,
+    /// Base vrate (vtime per µs; 137438 = 100%) and the running rate
+    /// including error compensation.
+    pub vrate: u64,
+    pub vtime_rate: u64,
+    pub autop: AutopClass,
+    pub user_model: bool,
+    pub user_qos: bool,
+    pub signals: PeriodSignals,
+    pub groups: Vec<GroupTrace>,
+}
+
+fn pct(x: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        x as f64 * 100.0 / whole as f64
+    }
+}
+
+impl GroupTrace {
+    /// `inuse` and `active` in configured weight units (the monitor's `weight`).
+    pub fn weight_inuse(&self) -> f64 {
+        self.inuse as f64 / WEIGHT_ONE as f64
+    }
+    pub fn weight_active(&self) -> f64 {
+        self.active as f64 / WEIGHT_ONE as f64
+    }
+    pub fn hweight_inuse_pct(&self) -> f64 {
+        pct(self.hweight_inuse as u64, WEIGHT_ONE as u64)
+    }
+    pub fn hweight_active_pct(&self) -> f64 {
+        pct(self.hweight_active as u64, WEIGHT_ONE as u64)
+    }
+    pub fn debt_ms(&self) -> f64 {
+        self.debt_vtime as f64 / VTIME_PER_USEC as f64 / 1000.0
+    }
+    pub fn delay_ms(&self) -> f64 {
+        if self.use_delay {
+            self.delay_nsec as f64 / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+impl PeriodTrace {
+    /// Base vrate in percent.
+    pub fn vrate_pct(&self) -> f64 {
+        pct(self.vrate, VTIME_PER_USEC)
+    }
+    /// A group's in-flight cost in % of a period (`inflt%`).
+    pub fn inflight_pct(&self, g: &GroupTrace) -> f64 {
+        pct(
+            g.inflight_vtime,
+            self.period_us.saturating_mul(self.vtime_rate),
+        )
+    }
+    /// A group's device time last period in % of the period (`usage%`).
+    pub fn usage_pct(&self, g: &GroupTrace) -> f64 {
+        pct(g.usage_us, self.period_us)
+    }
+    fn params_name(&self) -> String {
+        let mut s = self.autop.name().to_string();
+        if self.user_model || self.user_qos {
+            s.push('(');
+            if self.user_model {
+                s.push('C');
+            }
+            if self.user_qos {
+                s.push('Q');
+            }
+            s.push(')');
+        }
+        s
+    }
+
+    /// The monitor's text block: a device line, a header, one row per
+    /// active group (each line ends with `\n`).
+    pub fn format_text(&self, dev: &str) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{dev} {:4} per={}ms cur_per={:.3}:v{:.3} busy={:+3} vrate={:6.2}% params={}",
+            self.state.name(),
+            self.period_us / 1000,
+            self.period_at_us as f64 / 1e6,
+            self.period_at_vtime as f64 / VTIME_PER_SEC as f64,
+            self.busy_level,
+            self.vrate_pct(),
+            self.params_name()
+        );
+        let _ = writeln!(
+            s,
+            "{:25} active {:>11} {:>13} {:>6} {:>7} {:>7} usage%",
+            "", "weight", "hweight%", "inflt%", "debt", "delay"
+        );
+        for g in &self.groups {
+            let n = g.path.chars().count();
+            let path: String = g.path.chars().skip(n.saturating_sub(28)).collect();
+            let _ = writeln!(
+                s,
+                "{path:28} * {:5}/{:5} {:6.2}/{:6.2} {:6.2} {:7.2} {:7.2} {:6.2}",
+                g.weight_inuse().round(),
+                g.weight_active().round(),
+                g.hweight_inuse_pct(),
+                g.hweight_active_pct(),
+                self.inflight_pct(g),
+                g.debt_ms(),
+                g.delay_ms(),
+                self.usage_pct(g).min(999.0),
+            );
+        }
+        s
+    }
+
+    /// One JSON object per line: the device, then each group (no trailing
+    /// newline on the last line).
+    pub fn format_json(&self, dev: &str) -> String {
+        let t = self.at.as_ns() as f64 / 1e9;
+        let sig = &self.signals;
+        let mut s = format!(
+            "{{\"device\": {}, \"timestamp\": {t:.6}, \"period\": {}, \"state\": \"{}\", \
+             \"enabled\": {}, \"running\": {}, \"period_ms\": {}, \"period_at\": {:.6}, \
+             \"period_vtime_at\": {:.6}, \"busy_level\": {}, \"vrate_pct\": {:.4}, \
+             \"params\": \"{}\", \"missed_ppm\": [{}, {}], \"rq_wait_pct\": {}, \"nr_done\": {}, \
+             \"nr_lagging\": {}, \"nr_shortages\": {}, \"nr_donors\": {}, \"nr_debtors\": {}}}",
+            json_str(dev),
+            self.period,
+            self.state.name(),
+            self.state != RunState::Off,
+            self.state == RunState::Run,
+            self.period_us as f64 / 1000.0,
+            self.period_at_us as f64 / 1e6,
+            self.period_at_vtime as f64 / VTIME_PER_SEC as f64,
+            self.busy_level,
+            self.vrate_pct(),
+            self.params_name(),
+            sig.lat.missed_ppm[0],
+            sig.lat.missed_ppm[1],
+            sig.lat.rq_wait_pct,
+            sig.lat.nr_done,
+            sig.nr_lagging,
+            sig.nr_shortages,
+            sig.nr_donors,
+            sig.nr_debtors,
+        );
+        for g in &self.groups {
+            let _ = write!(
+                s,
+                "\n{{\"cgroup\": {}, \"timestamp\": {t:.6}, \"is_active\": true, \
+                 \"weight\": {}, \"weight_active\": {}, \"weight_inuse\": {}, \
+                 \"hweight_active_pct\": {:.4}, \"hweight_inuse_pct\": {:.4}, \
+                 \"inflight_pct\": {:.4}, \"debt_ms\": {:.4}, \"use_delay\": {}, \
+                 \"delay_ms\": {:.4}, \"usage_pct\": {:.4}, \"waiters\": {}}}",
+                json_str(&g.path),
+                g.weight as f64 / WEIGHT_ONE as f64,
+                g.weight_active(),
+                g.weight_inuse(),
+                g.hweight_active_pct(),
+                g.hweight_inuse_pct(),
+                self.inflight_pct(g),
+                g.debt_ms(),
+                u8::from(g.use_delay),
+                g.delay_ms(),
+                self.usage_pct(g),
+                g.waiters,
+            );
+        }
+        s
+    }
+}
+
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+impl IoCost {
+    pub(super) fn run_state(&self) -> RunState {
+        if !self.enabled {
+            RunState::Off
+        } else if self.running {
+            RunState::Run
+        } else {
+            RunState::Idle
+        }
+    }
+
+    pub(super) fn group_trace(&self, g: usize) -> GroupTrace {
+        let grp = &self.groups[g];
+        let (hwa, hwi) = self.compute_hweight(g);
+        GroupTrace {
+            group: GroupId(g as u32),
+            path: self.paths[g].clone(),
+            weight: grp.weight,
+            active: grp.active,
+            inuse: grp.inuse,
+            hweight_active: hwa,
+            hweight_inuse: hwi,
+            inflight_vtime: grp.vtime.since(grp.done_vtime).max(0) as u64,
+            debt_vtime: grp.abs_vdebt,
+            use_delay: grp.use_delay,
+            delay_nsec: grp.delay_nsec,
+            usage_us: grp.usage_delta_us,
+            waiters: grp.waitq.len(),
+        }
+    }
+
+    pub(super) fn record_trace(&mut self, ns: u64, period: u64, signals: PeriodSignals) {
+        if self.trace.len() >= TRACE_CAPACITY {
+            self.trace_dropped += 1;
+            return;
+        }
+        let mut groups: Vec<GroupTrace> = self
+            .active_list
+            .iter()
+            .map(|&g| self.group_trace(g))
+            .collect();
+        groups.sort_by_key(|g| g.group);
+        let t = PeriodTrace {
+            at: Instant(ns),
+            period,
+            state: self.run_state(),
+            period_us: self.period_us,
+            period_at_us: self.period_at,
+            period_at_vtime: self.period_at_vtime.0,
+            busy_level: self.busy_level,
+            vrate: self.vtime_base_rate,
+            vtime_rate: self.vtime_rate,
+            autop: self.autop_idx.unwrap_or(AutopClass::SsdDfl),
+            user_model: self.user_model,
+            user_qos: self.user_qos,
+            signals,
+            groups,
+        };
+        self.trace.push(t);
+    }
+
+    /// The iocost keys of a group's `io.stat` line (`ioc_pd_stat`), each
+    /// with a leading space: ` cost.vrate=X.YY` on the root only, then
+    /// ` cost.usage=N`; with `debug` (`blkcg_debug_stats`) also
+    /// ` cost.wait=N cost.indebt=N cost.indelay=N`. Empty when iocost is
+    /// disabled. The values are those flushed at the last period end.
+    pub fn iostat_suffix_with(&self, group: GroupId, debug: bool) -> String {
+        let g = group.idx();
+        if !self.enabled || g >= self.groups.len() {
+            return String::new();
+        }
+        let mut s = String::new();
+        if self.groups[g].level == 0 {
+            let _ = write!(s, " cost.vrate={}", format_vrate(self.vtime_base_rate));
+        }
+        let st = &self.groups[g].last_stat;
+        let _ = write!(s, " cost.usage={}", st.usage_us);
+        if debug {
+            let _ = write!(
+                s,
+                " cost.wait={} cost.indebt={} cost.indelay={}",
+                st.wait_us, st.indebt_us, st.indelay_us
+            );
+        }
+        s
+    }
+}

@@ -1,0 +1,234 @@
+//! What both real backends share: the run's clock, the in-flight slots
+//! (one preallocated buffer each), the overflow queue, and turning a raw
+//! result into a [`Completion`].
+
+use crate::pattern;
+use blkqos_core::{Instant, Io, IoId, IoOp};
+use blkqos_driver::Completion;
+use std::cell::Cell;
+use std::collections::VecDeque;
+
+/// Counters of what a backend did (for benchmarks and tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// IOs accepted by `submit`.
+    pub submitted: u64,
+    /// Completions handed out by `wait`.
+    pub completed: u64,
+    /// Completions with an error.
+    pub errors: u64,
+    /// `wait` calls that delivered at least one completion.
+    pub batches: u64,
+    /// `wait` calls that slept in the kernel (io_uring_enter with a wait,
+    /// or a blocking channel receive).
+    pub sleeps: u64,
+    /// Submission syscalls / dispatches (io_uring_enter calls; for the
+    /// thread pool, batches handed to the workers).
+    pub submit_calls: u64,
+    /// Reads whose data did not match the pattern (`verify`).
+    pub verify_failures: u64,
+    /// Absolute offset of the first wrong byte of the first verify failure.
+    pub first_verify_failure: Option<u64>,
+}
+
+/// The run's clock: `CLOCK_MONOTONIC` (`std::time::Instant`) minus the
+/// backend's epoch. [`Clock::now`] returns the time of the last completion
+/// batch once without reading the clock again (the driver asks for `now`
+/// right after `wait`), so a busy loop reads the clock once per batch.
+pub(crate) struct Clock {
+    epoch: std::time::Instant,
+    cached: Cell<Instant>,
+    fresh: Cell<bool>,
+}
+
+impl Clock {
+    pub fn new() -> Self {
+        Clock {
+            epoch: std::time::Instant::now(),
+            cached: Cell::new(Instant::ZERO),
+            fresh: Cell::new(false),
+        }
+    }
+    /// Read the clock.
+    pub fn read(&self) -> Instant {
+        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // never backwards, even across the cache
+        let t = Instant(ns).max(self.cached.get());
+        self.cached.set(t);
+        t
+    }
+    /// Read the clock for a batch: the next `now()` reuses it.
+    pub fn read_batch(&self) -> Instant {
+        let t = self.read();
+        self.fresh.set(true);
+        t
+    }
+    pub fn now(&self) -> Instant {
+        if self.fresh.replace(false) {
+            self.cached.get()
+        } else {
+            self.read()
+        }
+    }
+}
+
+/// One in-flight IO's identity, by slot (= buffer) index.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Slot {
+    pub id: IoId,
+    pub op: Option<IoOp>,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Where `accept` put an IO.
+pub(crate) enum Accepted {
+    /// In slot `.0`: issue it.
+    Slot(u32),
+    /// All slots busy: queued until one frees (more IO than `depth`).
+    Queued,
+    /// Completed at once with an error (delivered by the next `wait`).
+    Rejected,
+}
+
+pub(crate) struct Core {
+    pub clock: Clock,
+    pub slots: Vec<Slot>,
+    free: Vec<u32>,
+    overflow: VecDeque<Io>,
+    /// Completions decided without the kernel, delivered by the next wait.
+    ready: Vec<Completion>,
+    /// Accepted, not yet handed out.
+    in_flight: usize,
+    pub max_io: u64,
+    pub verify: bool,
+    pub stats: EngineStats,
+}
+
+impl Core {
+    pub fn new(depth: u32, max_io: u64, verify: bool) -> Self {
+        let d = depth as usize;
+        Core {
+            clock: Clock::new(),
+            slots: vec![Slot::default(); d],
+            // pop() hands out slot 0 first
+            free: (0..depth).rev().collect(),
+            overflow: VecDeque::with_capacity(d),
+            ready: Vec::with_capacity(d),
+            in_flight: 0,
+            max_io,
+            verify,
+            stats: EngineStats::default(),
+        }
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    pub fn accept(&mut self, io: &Io) -> Accepted {
+        self.in_flight += 1;
+        self.stats.submitted += 1;
+        let data = matches!(io.op, IoOp::Read | IoOp::Write);
+        if data && (io.len > self.max_io || io.len == 0) {
+            self.ready.push(Completion {
+                id: io.id,
+                error: libc::EINVAL,
+                bytes: 0,
+                at: Instant::ZERO,
+            });
+            return Accepted::Rejected;
+        }
+        match self.free.pop() {
+            Some(s) => {
+                self.fill_slot(s, io);
+                Accepted::Slot(s)
+            }
+            None => {
+                self.overflow.push_back(*io);
+                Accepted::Queued
+            }
+        }
+    }
+
+    fn fill_slot(&mut self, s: u32, io: &Io) {
+        self.slots[s as usize] = Slot {
+            id: io.id,
+            op: Some(io.op),
+            offset: io.offset,
+            len: io.len,
+        };
+    }
+
+    /// A queued IO that can take a free slot now.
+    pub fn next_overflow(&mut self) -> Option<(u32, Io)> {
+        if self.overflow.is_empty() {
+            return None;
+        }
+        let s = self.free.pop()?;
+        let io = self.overflow.pop_front().expect("not empty");
+        self.fill_slot(s, &io);
+        Some((s, io))
+    }
+
+    /// Before a write is issued from slot `s`: stamp the pattern if verifying.
+    pub fn prepare_write(&self, s: u32, buf: &mut [u8]) {
+        if self.verify {
+            let sl = &self.slots[s as usize];
+            pattern::fill(&mut buf[..sl.len as usize], sl.offset);
+        }
+    }
+
+    /// Slot `s` finished with kernel result `res` (bytes, or -errno); `buf`
+    /// is its buffer. Frees the slot; `at` is set by the caller per batch.
+    pub fn finish(&mut self, s: u32, res: i64, buf: &[u8], out: &mut Vec<Completion>) {
+        let sl = self.slots[s as usize];
+        self.free.push(s);
+        let (mut error, mut bytes) = if res < 0 {
+            ((-res) as i32, 0)
+        } else {
+            (0, res as u64)
+        };
+        if error == 0 && self.verify && sl.op == Some(IoOp::Read) && bytes > 0 {
+            let n = (bytes as usize).min(buf.len());
+            if let Some(bad) = pattern::check(&buf[..n], sl.offset) {
+                self.stats.verify_failures += 1;
+                self.stats.first_verify_failure.get_or_insert(bad);
+                error = libc::EILSEQ;
+                bytes = 0;
+            }
+        }
+        out.push(Completion {
+            id: sl.id,
+            error,
+            bytes,
+            at: Instant::ZERO,
+        });
+    }
+
+    /// Move the immediate completions to `out`.
+    pub fn drain_ready(&mut self, out: &mut Vec<Completion>) {
+        out.append(&mut self.ready);
+    }
+
+    /// Stamp `out[start..]` with the batch time and account for them.
+    pub fn close_batch(&mut self, out: &mut [Completion], start: usize, at: Instant) {
+        let batch = &mut out[start..];
+        for c in batch.iter_mut() {
+            c.at = at;
+            if c.error != 0 {
+                self.stats.errors += 1;
+            }
+        }
+        let n = batch.len();
+        self.in_flight -= n;
+        self.stats.completed += n as u64;
+        if n > 0 {
+            self.stats.batches += 1;
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! blkqos-engine: the real engine — driver backends that run IO against a
+//! file or a block device.
+//!
+//! ```text
+//!  blkqos_driver::run ──submit(io)──> RealBackend ─┬─ UringBackend   (io_uring: batched SQEs,
+//!        ^                                         │                  timed waits, fixed buffers)
+//!        └──── wait(deadline) -> completions ──────┴─ ThreadsBackend (pread/pwrite pool, fallback)
+//! ```
+//!
+//! * [`open_backend`] opens the target like fio does ([`target`]): creates
+//!   and lays out a regular file ("Laying out IO file"), sizes a block device
+//!   (`BLKGETSIZE64`), opens with `O_DIRECT` for `direct=1`, and applies the
+//!   safety rules of [`safety`] before anything is written. Then it starts
+//!   the io_uring backend, or the thread-pool backend if io_uring cannot be
+//!   set up (one notice line on stderr) or if asked for explicitly.
+//! * Both backends keep one preallocated, 4 KiB-aligned buffer per request
+//!   slot (`depth` slots of `max_io` bytes): no allocation per IO.
+//! * Time: `CLOCK_MONOTONIC` minus the backend's epoch, as
+//!   [`blkqos_core::Instant`] nanoseconds, read once per completion batch.
+//! * IO errors (EIO, ENOSPC, EINVAL for a misaligned direct IO, EBADF for a
+//!   write to a target opened read-only...) are `Completion::error` values,
+//!   never panics; a short transfer shows in `Completion::bytes`. With
+//!   `verify`, writes carry [`pattern`] and reads are checked against it
+//!   (a mismatch is EILSEQ, as fio reports verify failures).
+//! * [`StopOnSignal`] turns SIGINT/SIGTERM into `RunOptions::stop`.
+//!
+//! Run real backends with [`host_model`] (no modelled submit cost or wake
+//! jitter: the host's are real).
+
+// This is the one blkqos crate allowed `unsafe`: it talks to the kernel
+// (io_uring rings and buffer registration, ioctls, statx, xattrs) and owns
+// aligned DMA buffers. Every `unsafe` block carries a SAFETY comment; the
+// unsafe code lives in `buf`, `sys`, `uring` and `signal`.
+#![allow(unsafe_code)]
+
+pub mod buf;
+mod common;
+pub mod pattern;
+pub mod safety;
+pub mod signal;
+mod sys;
+pub mod target;
+pub mod threads;
+pub mod uring;
+
+pub use common::EngineStats;
+pub use safety::{Refusal, Signature};
+pub use signal::StopOnSignal;
+pub use target::{TargetInfo, TargetKind};
+pub use threads::ThreadsBackend;
+pub use uring::UringBackend;
+
+use blkqos_core::{Instant, Io};
+use blkqos_driver::{Backend, Completion, HostModel};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Which backend to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// io_uring, or the thread pool if io_uring cannot be set up.
+    #[default]
+    Auto,
+    IoUring,
+    Threads,
+}
+
+impl BackendKind {
+    /// Parse a CLI spelling: `auto`, `real`/`io_uring`/`uring`, `threads`.
+    pub fn parse(s: &str) -> Option<BackendKind> {
+        match s {
+            "auto" => Some(BackendKind::Auto),
+            "real" | "io_uring" | "uring" => Some(BackendKind::IoUring),
+            "threads" | "psync" => Some(BackendKind::Threads),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Auto => "auto",
+            BackendKind::IoUring => "io_uring",
+            BackendKind::Threads => "threads",
+        })
+    }
+}
+
+/// How to open the target and run IO on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineOptions {
+    pub kind: BackendKind,
+    /// Open with `O_DIRECT` (fio `direct=1`).
+    pub direct: bool,
+    /// Request slots = most IOs in flight at once (`nr_requests`). The
+    /// driver queues IOs beyond it, as the block layer waits for a tag.
+    pub depth: u32,
+    /// Largest IO in bytes (the buffer size of each slot; a larger read or
+    /// write completes with EINVAL). At most 1 GiB.
+    pub max_io: u64,
+    /// Bytes the jobs address: a regular file is created/extended to it, a
+    /// block device must be at least this big.
+    pub size_needed: u64,
+    /// Some job reads: a regular file that is too small is laid out by
+    /// writing blkqos's pattern (fio's "Laying out IO file"); a write-only
+    /// job just extends it (sparse).
+    pub reads: bool,
+    /// Some job writes (or discards/flushes): the target is opened read-write
+    /// and the safety rules apply. Without it the target is opened read-only.
+    pub writes: bool,
+    /// Skip the block device checks (signature, partitions, holders, mounts).
+    /// A device the kernel reports busy is refused regardless.
+    pub allow_destructive: bool,
+    /// Consent to write to (or extend) an existing regular file blkqos did
+    /// not create or lay out.
+    pub overwrite: bool,
+    /// Writes carry [`pattern`]; reads are checked against it (EILSEQ on mismatch).
+    pub verify: bool,
+    /// Register the buffers and the file with io_uring (fixed buffers/files).
+    pub register: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            kind: BackendKind::Auto,
+            direct: false,
+            depth: 64,
+            max_io: 1 << 20,
+            size_needed: 0,
+            reads: true,
+            writes: false,
+            allow_destructive: false,
+            overwrite: false,
+            verify: false,
+            register: true,
+        }
+    }
+}
+
+/// Why the engine could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("refusing to write to `{}`: {reason}", path.display())]
+    Refused { path: PathBuf, reason: Refusal },
+    #[error("`{}`: {op}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{}`: O_DIRECT is not supported on this target (direct=1); use direct=0", path.display())]
+    DirectUnsupported { path: PathBuf },
+    #[error("`{}` is {capacity} bytes, the jobs need {needed}", path.display())]
+    TooSmall {
+        path: PathBuf,
+        capacity: u64,
+        needed: u64,
+    },
+    #[error("`{}`: unsupported target: {what}", path.display())]
+    Unsupported { path: PathBuf, what: String },
+    #[error("io_uring is unavailable: {source}")]
+    UringUnavailable {
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid engine option: {0}")]
+    InvalidOption(String),
+}
+
+/// Host model for real backends: submit cost and wake-up lateness are the
+/// host's own, so the driver must not add modelled ones.
+pub fn host_model() -> HostModel {
+    HostModel {
+        submit_ns: 0,
+        wake_jitter_ns: 0,
+        seed: 1,
+    }
+}
+
+/// The backend [`open_backend`] chose. `blkqos_driver::run` is generic over
+/// a sized `Backend`, so this enum (static dispatch) is what callers pass:
+/// `run(&mut backend, ...)`. (`impl Backend for Box<dyn Backend>` cannot be
+/// written outside the driver crate: the orphan rule forbids it.)
+pub enum RealBackend {
+    Uring(UringBackend),
+    Threads(ThreadsBackend),
+}
+
+impl RealBackend {
+    /// The backend in use (never `Auto`).
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            RealBackend::Uring(_) => BackendKind::IoUring,
+            RealBackend::Threads(_) => BackendKind::Threads,
+        }
+    }
+    pub fn target(&self) -> &TargetInfo {
+        match self {
+            RealBackend::Uring(b) => b.target(),
+            RealBackend::Threads(b) => b.target(),
+        }
+    }
+    pub fn stats(&self) -> EngineStats {
+        match self {
+            RealBackend::Uring(b) => b.stats(),
+            RealBackend::Threads(b) => b.stats(),
+        }
+    }
+}
+
+impl fmt::Debug for RealBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RealBackend")
+            .field("kind", &self.kind())
+            .field("target", self.target())
+            .finish()
+    }
+}
+
+macro_rules! delegate {
+    ($self:ident, $b:ident => $e:expr) => {
+        match $self {
+            RealBackend::Uring($b) => $e,
+            RealBackend::Threads($b) => $e,
+        }
+    };
+}
+
+impl Backend for RealBackend {
+    fn now(&self) -> Instant {
+        delegate!(self, b => b.now())
+    }
+    fn nr_requests(&self) -> u32 {
+        delegate!(self, b => b.nr_requests())
+    }
+    fn capacity_bytes(&self) -> u64 {
+        delegate!(self, b => b.capacity_bytes())
+    }
+    fn submit(&mut self, io: &Io, now: Instant) {
+        delegate!(self, b => b.submit(io, now))
+    }
+    fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+        delegate!(self, b => b.wait(deadline, out))
+    }
+    fn in_flight(&self) -> usize {
+        delegate!(self, b => b.in_flight())
+    }
+}
+
+fn validate(o: &EngineOptions) -> Result<(), EngineError> {
+    if o.depth == 0 || o.depth > 32768 {
+        return Err(EngineError::InvalidOption(format!(
+            "depth={} is out of range 1..=32768",
+            o.depth
+        )));
+    }
+    if o.max_io == 0 || o.max_io > 1 << 30 {
+        return Err(EngineError::InvalidOption(format!(
+            "max_io={} is out of range 1..=1GiB",
+            o.max_io
+        )));
+    }
+    Ok(())
+}
+
+/// Open `target` and start a backend on it (see the crate docs).
+pub fn open_backend(target: &Path, opts: EngineOptions) -> Result<RealBackend, EngineError> {
+    validate(&opts)?;
+    let t = target::open_target(target, &opts)?;
+    match opts.kind {
+        BackendKind::Threads => Ok(RealBackend::Threads(ThreadsBackend::new(t, &opts))),
+        BackendKind::IoUring => Ok(RealBackend::Uring(UringBackend::new(t, &opts)?)),
+        BackendKind::Auto => {
+            // the ring takes the fd; keep a duplicate for the fallback
+            let spare = t.file.try_clone().map_err(|source| EngineError::Io {
+                path: t.info.path.clone(),
+                op: "dup",
+                source,
+            })?;
+            let info = t.info.clone();
+            match UringBackend::new(t, &opts) {
+                Ok(b) => Ok(RealBackend::Uring(b)),
+                Err(e) => {
+                    eprintln!("blkqos: {e}; using the thread-pool backend");
+                    let t = target::Target { file: spare, info };
+                    Ok(RealBackend::Threads(ThreadsBackend::new(t, &opts)))
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backends_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<RealBackend>();
+        send::<UringBackend>();
+        send::<ThreadsBackend>();
+        send::<StopOnSignal>();
+    }
+
+    #[test]
+    fn backend_kind_spellings() {
+        assert_eq!(BackendKind::parse("real"), Some(BackendKind::IoUring));
+        assert_eq!(BackendKind::parse("threads"), Some(BackendKind::Threads));
+        assert_eq!(BackendKind::parse("auto"), Some(BackendKind::Auto));
+        assert_eq!(BackendKind::parse("aio"), None);
+        assert_eq!(BackendKind::IoUring.to_string(), "io_uring");
+    }
+}

@@ -1,0 +1,128 @@
+//! Thin, checked wrappers over the few Linux calls `std` does not offer:
+//! block-device ioctls, `statx(STATX_DIOALIGN)`, `fallocate`, and the
+//! layout marker xattr. Every `unsafe` block passes a valid fd and pointers
+//! to live, correctly sized locals.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// `BLKGETSIZE64` = `_IOR(0x12, 114, size_t)`; the direction bits differ on
+/// the architectures with a 3-bit `_IOC_DIR`.
+#[cfg(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+))]
+const BLKGETSIZE64: libc::Ioctl = 0x4008_1272u32 as libc::Ioctl;
+#[cfg(not(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+)))]
+const BLKGETSIZE64: libc::Ioctl = 0x8008_1272u32 as libc::Ioctl;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Size in bytes of a block device (`BLKGETSIZE64`).
+pub fn blk_size_bytes(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut size: u64 = 0;
+    // SAFETY: valid fd; BLKGETSIZE64 writes one u64 through the pointer.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) })?;
+    Ok(size)
+}
+
+/// Logical block size of a block device (`BLKSSZGET`).
+pub fn blk_logical_block_size(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: valid fd; BLKSSZGET writes one int through the pointer.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::BLKSSZGET, &mut v as *mut libc::c_int) })?;
+    Ok(v.max(0) as u32)
+}
+
+/// `(dio_mem_align, dio_offset_align)` from `statx(STATX_DIOALIGN)` (Linux
+/// 6.1+), `None` if the kernel or filesystem does not report it (then 0s
+/// mean "direct IO not supported on this file").
+pub fn dio_align(fd: BorrowedFd<'_>) -> Option<(u32, u32)> {
+    // SAFETY: `statx` is plain old data; all-zero is a valid value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd, NUL-terminated empty path with AT_EMPTY_PATH, and a
+    // pointer to a live `statx` the kernel fills.
+    let r = unsafe {
+        libc::statx(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    if r < 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 {
+        return None;
+    }
+    Some((stx.stx_dio_mem_align, stx.stx_dio_offset_align))
+}
+
+/// `fallocate(fd, mode, offset, len)`.
+pub fn fallocate(fd: BorrowedFd<'_>, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
+    let off =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: valid fd; plain integer arguments.
+    cvt(unsafe { libc::fallocate(fd.as_raw_fd(), mode, off, len) })?;
+    Ok(())
+}
+
+/// The extended attribute that marks a file blkqos created or laid out.
+pub const MARKER_NAME: &CStr = c"user.blkqos.layout";
+const MARKER_VALUE: &[u8] = b"v1";
+
+/// Does the file carry blkqos's layout marker?
+pub fn has_marker(fd: BorrowedFd<'_>) -> bool {
+    let mut buf = [0u8; 16];
+    // SAFETY: valid fd, NUL-terminated name, and a live buffer of the stated length.
+    let n = unsafe {
+        libc::fgetxattr(
+            fd.as_raw_fd(),
+            MARKER_NAME.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    n >= 0 && &buf[..n as usize] == MARKER_VALUE
+}
+
+/// Mark the file as created/laid out by blkqos.
+pub fn set_marker(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: valid fd, NUL-terminated name, value pointer and length of a live slice.
+    cvt(unsafe {
+        libc::fsetxattr(
+            fd.as_raw_fd(),
+            MARKER_NAME.as_ptr(),
+            MARKER_VALUE.as_ptr().cast(),
+            MARKER_VALUE.len(),
+            0,
+        )
+    })?;
+    Ok(())
+}
+
+/// `dev_t` → (major, minor).
+pub fn split_dev(dev: u64) -> (u32, u32) {
+    (
+        libc::major(dev as libc::dev_t),
+        libc::minor(dev as libc::dev_t),
+    )
+}

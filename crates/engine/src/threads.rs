@@ -1,0 +1,278 @@
+//! The fallback backend: a pool of threads doing `pread`/`pwrite`/`fsync`/
+//! `fallocate`, for kernels (or sandboxes) without io_uring.
+//!
+//! Same contract as the io_uring backend: `submit` queues, `wait` hands the
+//! queued IOs to the workers and blocks on the completion channel until the
+//! first completion or the deadline (`recv_timeout`: a futex sleep, no
+//! spinning), drains every completion there is, and stamps the batch with
+//! one clock read. A slot's buffer travels to the worker and back inside the
+//! request and completion messages (ownership, no sharing); the channels
+//! are bounded (`sync_channel`, array-backed), so no IO allocates.
+//!
+//! Queue depth is real up to the number of workers: `min(depth, 64)`.
+
+use crate::buf::AlignedBuf;
+use crate::common::{Accepted, Core, EngineStats};
+use crate::target::{Target, TargetInfo};
+use crate::{sys, EngineOptions};
+use blkqos_core::{Instant, Io, IoOp};
+use blkqos_driver::{Backend, Completion};
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Most worker threads a pool starts.
+pub const MAX_WORKERS: u32 = 64;
+
+struct Req {
+    slot: u32,
+    op: IoOp,
+    offset: u64,
+    len: u64,
+    buf: AlignedBuf,
+}
+
+struct Done {
+    slot: u32,
+    /// Bytes, or -errno.
+    res: i64,
+    buf: AlignedBuf,
+}
+
+/// Drives IO with a thread pool against one target.
+pub struct ThreadsBackend {
+    info: TargetInfo,
+    core: Core,
+    nr_requests: u32,
+    /// A slot's buffer is `None` while a worker has it.
+    bufs: Vec<Option<AlignedBuf>>,
+    /// Slots filled by `submit`, handed to the workers at the next `wait`.
+    pending: Vec<u32>,
+    tx: Option<SyncSender<Req>>,
+    rx: Receiver<Done>,
+    workers: Vec<JoinHandle<()>>,
+    /// Requests with a worker (sent, not yet received back).
+    outstanding: usize,
+}
+
+fn errno_of(e: &std::io::Error) -> i64 {
+    -i64::from(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+fn serve(file: &File, req: &mut Req) -> i64 {
+    match req.op {
+        IoOp::Read => {
+            let n = req.len as usize;
+            match file.read_at(&mut req.buf.as_mut_slice()[..n], req.offset) {
+                Ok(b) => b as i64,
+                Err(e) => errno_of(&e),
+            }
+        }
+        IoOp::Write => {
+            let n = req.len as usize;
+            match file.write_at(&req.buf.as_slice()[..n], req.offset) {
+                Ok(b) => b as i64,
+                Err(e) => errno_of(&e),
+            }
+        }
+        IoOp::Flush => match file.sync_all() {
+            Ok(()) => 0,
+            Err(e) => errno_of(&e),
+        },
+        IoOp::Discard => {
+            let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+            match sys::fallocate(file.as_fd(), mode, req.offset, req.len) {
+                Ok(()) => 0,
+                Err(e) => errno_of(&e),
+            }
+        }
+    }
+}
+
+fn worker(file: Arc<File>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<Done>) {
+    loop {
+        let req = {
+            let guard = rx.lock().unwrap_or_else(|p| p.into_inner());
+            guard.recv()
+        };
+        let Ok(mut req) = req else {
+            return; // backend dropped
+        };
+        let res = serve(&file, &mut req);
+        let done = Done {
+            slot: req.slot,
+            res,
+            buf: req.buf,
+        };
+        if tx.send(done).is_err() {
+            return;
+        }
+    }
+}
+
+impl ThreadsBackend {
+    pub(crate) fn new(target: Target, opts: &EngineOptions) -> Self {
+        let depth = opts.depth;
+        let align = target.info.buffer_align();
+        let bufs: Vec<Option<AlignedBuf>> = (0..depth)
+            .map(|i| {
+                let mut b = AlignedBuf::zeroed(opts.max_io as usize, align);
+                crate::pattern::fill(b.as_mut_slice(), u64::from(i) * opts.max_io);
+                Some(b)
+            })
+            .collect();
+        let (tx, req_rx) = mpsc::sync_channel::<Req>(depth as usize);
+        let (done_tx, rx) = mpsc::sync_channel::<Done>(depth as usize);
+        let req_rx = Arc::new(Mutex::new(req_rx));
+        let file = Arc::new(target.file);
+        let workers = (0..depth.min(MAX_WORKERS))
+            .map(|i| {
+                let (file, req_rx, done_tx) = (file.clone(), req_rx.clone(), done_tx.clone());
+                std::thread::Builder::new()
+                    .name(format!("blkqos-io-{i}"))
+                    .spawn(move || worker(file, req_rx, done_tx))
+                    .expect("spawn an IO worker thread")
+            })
+            .collect();
+        ThreadsBackend {
+            info: target.info,
+            core: Core::new(depth, opts.max_io, opts.verify),
+            nr_requests: depth,
+            bufs,
+            pending: Vec::with_capacity(depth as usize),
+            tx: Some(tx),
+            rx,
+            workers,
+            outstanding: 0,
+        }
+    }
+
+    /// What the target is and how it was opened.
+    pub fn target(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    /// Counters of what the backend did.
+    pub fn stats(&self) -> EngineStats {
+        self.core.stats
+    }
+
+    /// Number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Hand every pending slot to the workers.
+    fn dispatch(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.core.stats.submit_calls += 1;
+        let Some(tx) = &self.tx else { return };
+        for s in self.pending.drain(..) {
+            let sl = self.core.slots[s as usize];
+            let mut buf = self.bufs[s as usize].take().expect("slot buffer at home");
+            let op = sl.op.expect("filled slot");
+            if op == IoOp::Write {
+                self.core.prepare_write(s, buf.as_mut_slice());
+            }
+            let req = Req {
+                slot: s,
+                op,
+                offset: sl.offset,
+                len: sl.len,
+                buf,
+            };
+            // capacity = depth ≥ outstanding: never blocks; workers only
+            // exit when `tx` is dropped, so sending cannot fail
+            if tx.send(req).is_ok() {
+                self.outstanding += 1;
+            }
+        }
+    }
+
+    fn take(&mut self, d: Done, out: &mut Vec<Completion>) {
+        self.outstanding -= 1;
+        let s = d.slot;
+        self.core.finish(s, d.res, d.buf.as_slice(), out);
+        self.bufs[s as usize] = Some(d.buf);
+    }
+}
+
+impl Backend for ThreadsBackend {
+    fn now(&self) -> Instant {
+        self.core.clock.now()
+    }
+
+    fn nr_requests(&self) -> u32 {
+        self.nr_requests
+    }
+
+    fn capacity_bytes(&self) -> u64 {
+        self.info.capacity
+    }
+
+    fn submit(&mut self, io: &Io, _now: Instant) {
+        if let Accepted::Slot(s) = self.core.accept(io) {
+            self.pending.push(s);
+        }
+    }
+
+    fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+        let start = out.len();
+        self.dispatch();
+        self.core.drain_ready(out);
+        let mut first = match self.rx.try_recv() {
+            Ok(d) => Some(d),
+            Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => None,
+        };
+        if first.is_none() && out.len() == start && (deadline.is_some() || self.outstanding > 0) {
+            match deadline {
+                None => {
+                    self.core.stats.sleeps += 1;
+                    first = self.rx.recv().ok();
+                }
+                Some(d) => {
+                    let now = self.core.clock.read();
+                    if d > now {
+                        self.core.stats.sleeps += 1;
+                        let t = std::time::Duration::from_nanos((d - now).0);
+                        first = match self.rx.recv_timeout(t) {
+                            Ok(d) => Some(d),
+                            Err(RecvTimeoutError::Timeout)
+                            | Err(RecvTimeoutError::Disconnected) => None,
+                        };
+                    }
+                }
+            }
+        }
+        if let Some(d) = first {
+            self.take(d, out);
+            while let Ok(d) = self.rx.try_recv() {
+                self.take(d, out);
+            }
+        }
+        let at = self.core.clock.read_batch();
+        self.core.close_batch(out, start, at);
+        while let Some((s, _io)) = self.core.next_overflow() {
+            self.pending.push(s);
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.core.in_flight()
+    }
+}
+
+impl Drop for ThreadsBackend {
+    fn drop(&mut self) {
+        // closing the request channel ends each worker after its current IO
+        self.tx = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}

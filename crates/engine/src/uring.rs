@@ -1,0 +1,311 @@
+//! The io_uring backend.
+//!
+//! * `submit` fills a slot and queues its SQE in the submission ring: no
+//!   syscall, no allocation.
+//! * `wait` submits every queued SQE and waits in the same `io_uring_enter`
+//!   for the first completion, with the caller's deadline as the enter
+//!   timeout (`IORING_ENTER_EXT_ARG`, Linux 5.11+): a throttled IO is
+//!   released on time and nothing spins. Then it reaps every CQE that is
+//!   there, reads the clock once, and stamps the whole batch with it.
+//! * Buffers: one aligned buffer per slot, registered with the ring
+//!   (`READ_FIXED`/`WRITE_FIXED`) and the target registered as fixed file 0,
+//!   when the kernel allows it; plain `READ`/`WRITE` otherwise.
+//! * Flush is `IORING_OP_FSYNC`, discard is `IORING_OP_FALLOCATE` with
+//!   `PUNCH_HOLE | KEEP_SIZE` (a block device zeroes/discards the range).
+
+use crate::buf::AlignedBuf;
+use crate::common::{Accepted, Core, EngineStats};
+use crate::target::{Target, TargetInfo};
+use crate::{EngineError, EngineOptions};
+use blkqos_core::{Instant, Io, IoOp};
+use blkqos_driver::{Backend, Completion};
+use io_uring::{opcode, squeue, types, IoUring};
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// Drives IO with io_uring against one target.
+pub struct UringBackend {
+    // Field order matters: the ring is dropped (and, in `Drop`, drained)
+    // before the buffers it may reference.
+    ring: IoUring,
+    bufs: Vec<AlignedBuf>,
+    file: File,
+    info: TargetInfo,
+    core: Core,
+    nr_requests: u32,
+    fixed_file: bool,
+    fixed_bufs: bool,
+    /// SQEs pushed and not yet reaped.
+    in_kernel: usize,
+}
+
+/// Build an SQE against the target, as fixed file 0 or as a plain fd.
+macro_rules! with_fd {
+    ($self:ident, |$fd:ident| $e:expr) => {
+        if $self.fixed_file {
+            let $fd = types::Fixed(0);
+            $e
+        } else {
+            let $fd = types::Fd($self.file.as_raw_fd());
+            $e
+        }
+    };
+}
+
+impl UringBackend {
+    pub(crate) fn new(target: Target, opts: &EngineOptions) -> Result<Self, EngineError> {
+        if std::env::var_os("BLKQOS_NO_IO_URING").is_some_and(|v| !v.is_empty() && v != "0") {
+            return Err(EngineError::UringUnavailable {
+                source: io::Error::other("disabled by BLKQOS_NO_IO_URING"),
+            });
+        }
+        let depth = opts.depth;
+        let entries = depth.next_power_of_two().max(8);
+        let unavailable = |source: io::Error| EngineError::UringUnavailable { source };
+        let ring = IoUring::builder()
+            .setup_cqsize(entries * 2)
+            .setup_coop_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))
+            .map_err(unavailable)?;
+        if !ring.params().is_feature_ext_arg() {
+            return Err(unavailable(io::Error::other(
+                "the kernel's io_uring lacks IORING_FEAT_EXT_ARG (timed waits, Linux 5.11+)",
+            )));
+        }
+        let align = target.info.buffer_align();
+        let mut bufs: Vec<AlignedBuf> = (0..depth)
+            .map(|_| AlignedBuf::zeroed(opts.max_io as usize, align))
+            .collect();
+        for (i, b) in bufs.iter_mut().enumerate() {
+            // not zeros (a device may compress or dedupe them), not a signature
+            crate::pattern::fill(b.as_mut_slice(), (i as u64) * opts.max_io);
+        }
+        let mut fixed_bufs = false;
+        if opts.register && depth <= u32::from(u16::MAX) {
+            let iovecs: Vec<libc::iovec> = bufs
+                .iter_mut()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_mut_ptr().cast(),
+                    iov_len: b.len(),
+                })
+                .collect();
+            // SAFETY: every iovec points into a live buffer owned by
+            // `self.bufs`, which outlives the registration: the ring is
+            // drained and dropped before the buffers (field order, `Drop`).
+            fixed_bufs = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        }
+        let fixed_file = opts.register
+            && ring
+                .submitter()
+                .register_files(&[target.file.as_raw_fd()])
+                .is_ok();
+        Ok(UringBackend {
+            ring,
+            bufs,
+            file: target.file,
+            info: target.info,
+            core: Core::new(depth, opts.max_io, opts.verify),
+            nr_requests: depth,
+            fixed_file,
+            fixed_bufs,
+            in_kernel: 0,
+        })
+    }
+
+    /// What the target is and how it was opened.
+    pub fn target(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    /// Counters of what the backend did.
+    pub fn stats(&self) -> EngineStats {
+        self.core.stats
+    }
+
+    /// Buffers and the target are registered with the ring.
+    pub fn registered(&self) -> (bool, bool) {
+        (self.fixed_bufs, self.fixed_file)
+    }
+
+    /// Queue the SQE of the IO in slot `s`.
+    fn issue(&mut self, s: u32, io: &Io) {
+        let user_data = u64::from(s);
+        let sqe = match io.op {
+            IoOp::Read | IoOp::Write => {
+                let idx = s as usize;
+                let len = io.len as u32;
+                if io.op == IoOp::Write {
+                    let buf = self.bufs[idx].as_mut_slice();
+                    self.core.prepare_write(s, buf);
+                }
+                let ptr = self.bufs[idx].as_mut_ptr();
+                match (io.op, self.fixed_bufs) {
+                    (IoOp::Read, true) => {
+                        with_fd!(self, |fd| opcode::ReadFixed::new(fd, ptr, len, s as u16)
+                            .offset(io.offset)
+                            .build())
+                    }
+                    (IoOp::Read, false) => with_fd!(self, |fd| opcode::Read::new(fd, ptr, len)
+                        .offset(io.offset)
+                        .build()),
+                    (_, true) => {
+                        with_fd!(self, |fd| opcode::WriteFixed::new(fd, ptr, len, s as u16)
+                            .offset(io.offset)
+                            .build())
+                    }
+                    (_, false) => with_fd!(self, |fd| opcode::Write::new(fd, ptr, len)
+                        .offset(io.offset)
+                        .build()),
+                }
+            }
+            IoOp::Flush => with_fd!(self, |fd| opcode::Fsync::new(fd).build()),
+            IoOp::Discard => with_fd!(self, |fd| opcode::Fallocate::new(fd, io.len)
+                .offset(io.offset)
+                .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                .build()),
+        };
+        self.push(&sqe.user_data(user_data));
+    }
+
+    fn push(&mut self, sqe: &squeue::Entry) {
+        loop {
+            // SAFETY: the SQE's buffer (if any) is slot memory owned by
+            // `self.bufs`, untouched until its CQE is reaped; the fd is the
+            // target's, open for the ring's life.
+            let pushed = unsafe { self.ring.submission().push(sqe) }.is_ok();
+            if pushed {
+                self.in_kernel += 1;
+                return;
+            }
+            // ring full (only with more than `depth` SQEs queued): flush it
+            self.enter(0, None);
+        }
+    }
+
+    /// One `io_uring_enter`: submit what is queued, wait for `want`
+    /// completions at most `timeout`. Timeouts, signals and transient
+    /// resource shortages just return.
+    fn enter(&mut self, want: usize, timeout: Option<std::time::Duration>) {
+        self.core.stats.submit_calls += 1;
+        let r = match timeout {
+            Some(t) => {
+                let ts = types::Timespec::from(t);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(want, &args)
+            }
+            None if want > 0 => self.ring.submitter().submit_and_wait(want),
+            None => self.ring.submitter().submit(),
+        };
+        if let Err(e) = r {
+            match e.raw_os_error() {
+                Some(libc::ETIME) | Some(libc::EINTR) => {}
+                // out of kernel resources, or CQ overflow pending: let
+                // completions drain and retry at the next wait
+                Some(libc::EAGAIN) | Some(libc::EBUSY) => {
+                    std::thread::sleep(std::time::Duration::from_micros(50))
+                }
+                _ => {
+                    // not an IO error: a misuse of the ring. Don't spin.
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                }
+            }
+        }
+    }
+
+    /// Move every available CQE to `out`.
+    fn reap(&mut self, out: &mut Vec<Completion>) {
+        let mut cq = self.ring.completion();
+        cq.sync();
+        for cqe in &mut cq {
+            let s = cqe.user_data() as u32;
+            self.in_kernel -= 1;
+            self.core.finish(
+                s,
+                i64::from(cqe.result()),
+                self.bufs[s as usize].as_slice(),
+                out,
+            );
+        }
+    }
+}
+
+impl Backend for UringBackend {
+    fn now(&self) -> Instant {
+        self.core.clock.now()
+    }
+
+    fn nr_requests(&self) -> u32 {
+        self.nr_requests
+    }
+
+    fn capacity_bytes(&self) -> u64 {
+        self.info.capacity
+    }
+
+    fn submit(&mut self, io: &Io, _now: Instant) {
+        if let Accepted::Slot(s) = self.core.accept(io) {
+            self.issue(s, io);
+        }
+    }
+
+    fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+        let start = out.len();
+        let queued = self.ring.submission().len();
+        let have = self.core.has_ready() || !self.ring.completion().is_empty();
+        if have || (deadline.is_none() && self.in_kernel == 0) {
+            if queued > 0 {
+                self.enter(0, None);
+            }
+        } else {
+            match deadline {
+                None => {
+                    self.core.stats.sleeps += 1;
+                    self.enter(1, None);
+                }
+                Some(d) => {
+                    let now = self.core.clock.read();
+                    if d > now {
+                        self.core.stats.sleeps += 1;
+                        self.enter(1, Some(std::time::Duration::from_nanos((d - now).0)));
+                    } else if queued > 0 {
+                        self.enter(0, None);
+                    }
+                }
+            }
+        }
+        self.core.drain_ready(out);
+        self.reap(out);
+        let at = self.core.clock.read_batch();
+        self.core.close_batch(out, start, at);
+        // slots freed: queue the IOs that waited for one (sent next wait)
+        while let Some((s, io)) = self.core.next_overflow() {
+            self.issue(s, &io);
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.core.in_flight()
+    }
+}
+
+impl Drop for UringBackend {
+    fn drop(&mut self) {
+        // The kernel may still DMA into slot buffers: wait for every
+        // submitted IO before the buffers are freed.
+        let mut sink = Vec::new();
+        while self.in_kernel > 0 {
+            self.enter(1, Some(std::time::Duration::from_millis(100)));
+            sink.clear();
+            self.reap(&mut sink);
+        }
+        // The ring itself is torn down asynchronously after its fd closes,
+        // and with it the reference of the registered file table: release
+        // the target now, so that a block device's O_EXCL claim (or a busy
+        // mount) ends when the backend does.
+        if self.fixed_file {
+            let _ = self.ring.submitter().unregister_files();
+        }
+    }
+}

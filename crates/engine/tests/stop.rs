@@ -1,0 +1,75 @@
+//! SIGINT stops a real run early and the driver still returns its results.
+//! (One test in this binary: signals are process-wide.)
+
+mod util;
+
+use blkqos_core::{ControllerStack, Duration, GroupId};
+use blkqos_driver::run::JobSetup;
+use blkqos_driver::RunOptions;
+use blkqos_engine::{host_model, BackendKind, EngineOptions, StopOnSignal};
+use blkqos_workload::{IoEngine, JobSpec, RwMode};
+
+#[test]
+fn sigint_stops_a_run_and_keeps_the_results() {
+    let guard = StopOnSignal::install().unwrap();
+    for kind in [BackendKind::IoUring, BackendKind::Threads] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stop.dat");
+        let Some(mut b) = util::open(
+            kind,
+            &path,
+            EngineOptions {
+                size_needed: 4 << 20,
+                ..EngineOptions::default()
+            },
+        ) else {
+            continue;
+        };
+        let mut spec = JobSpec::new("long");
+        spec.rw = RwMode::RandRead;
+        spec.ioengine = IoEngine::IoUring;
+        spec.time_based = true;
+        spec.runtime = Some(Duration::from_secs(30));
+        spec.rate_iops.read = Some(1000);
+        let setup = JobSetup {
+            spec,
+            clone: 0,
+            group: GroupId::ROOT,
+            region_start: 0,
+            region_len: 4 << 20,
+            seed: 1,
+        };
+        let sender = std::thread::spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            signal_hook::low_level::raise(signal_hook::consts::SIGINT).unwrap();
+        });
+        let t0 = std::time::Instant::now();
+        let r = blkqos_driver::run(
+            &mut b,
+            &mut ControllerStack::pass_through(),
+            vec![setup],
+            &RunOptions {
+                host: host_model(),
+                stop: Some(guard.flag()),
+                ..RunOptions::default()
+            },
+        )
+        .unwrap();
+        sender.join().unwrap();
+        let wall = t0.elapsed();
+        assert!(r.interrupted, "{kind}: run not marked interrupted");
+        assert!(
+            wall < std::time::Duration::from_secs(10),
+            "{kind}: took {wall:?}"
+        );
+        let ios = r.jobs[0].stats.dirs[0].total_ios;
+        assert!(
+            ios >= 100,
+            "{kind}: the partial results are kept: {ios} IOs"
+        );
+        // re-arm for the next backend
+        guard
+            .flag()
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
