@@ -4,6 +4,8 @@
 use crate::experiment::KnobWrite;
 use crate::knobs::KnobFile;
 use anyhow::{bail, Result};
+use blkqos_core::iocost::knob::{parse_io_weight, parse_model, parse_qos};
+use blkqos_core::iocost::{IoCost, IoCostConfig, Reconfig, WeightWrite};
 use blkqos_core::throttle::knob::{parse_io_max, parse_v1, Limits, V1File};
 use blkqos_core::throttle::paced::{Paced, PacedConfig};
 use blkqos_core::throttle::{Throttle, ThrottleConfig, Variant};
@@ -21,6 +23,7 @@ pub enum ThrottleChoice {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControllerOptions {
     pub throttle: ThrottleChoice,
+    pub iocost: blkqos_core::iocost::Variant,
     pub hz: u64,
 }
 
@@ -28,6 +31,7 @@ impl Default for ControllerOptions {
     fn default() -> Self {
         ControllerOptions {
             throttle: ThrottleChoice::Kernel(blkqos_core::throttle::variant::MAINLINE),
+            iocost: blkqos_core::iocost::Variant::default(),
             hz: 1000,
         }
     }
@@ -54,6 +58,13 @@ impl ControllerOptions {
                     })?)
                 }
             }
+            "iocost" => {
+                self.iocost = blkqos_core::iocost::Variant::by_name(value).ok_or_else(|| {
+                    let names: Vec<&str> =
+                        blkqos_core::iocost::variant::NAMES.iter().map(|n| n.0).collect();
+                    format!("iocost `{value}`: use one of {}", names.join(", "))
+                })?
+            }
             "hz" => {
                 let hz: u64 = value.parse().map_err(|_| format!("hz `{value}`: expected 100, 250, 300 or 1000"))?;
                 if !VALID_HZ.contains(&hz) {
@@ -76,7 +87,7 @@ impl ControllerOptions {
                 }
                 self.throttle = ThrottleChoice::Paced(p);
             }
-            _ => return Err(format!("unknown controller option `{key}`: use throttle, hz, paced_burst_ios, paced_burst_bytes")),
+            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, hz, paced_burst_ios, paced_burst_bytes")),
         }
         Ok(())
     }
@@ -88,6 +99,7 @@ pub fn build_stack(
     tree: &CgroupTree,
     dev: DevId,
     rotational: bool,
+    nr_requests: u32,
     writes: &[KnobWrite],
 ) -> Result<ControllerStack> {
     let mut writes: Vec<&KnobWrite> = writes.iter().collect();
@@ -101,6 +113,7 @@ pub fn build_stack(
             "io.max (cgroup v2) and blkio.throttle.* (cgroup v1) cannot be mixed on one hierarchy"
         );
     }
+    let mut cost_writes: Vec<(u64, Reconfig)> = Vec::new();
     // replay writes in time order to know each group's limits after each write
     let mut current: BTreeMap<String, Limits> = BTreeMap::new();
     let mut changes: Vec<(u64, String, Limits)> = Vec::new();
@@ -127,18 +140,14 @@ pub fn build_stack(
                 changes.push((w.at_ns, w.cgroup.clone(), *l));
             }
             KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
-                bail!(
-                    "{}: `{}`: {} needs the iocost controller, which is not available in this build",
-                    w.origin,
-                    w.value,
-                    w.knob.name()
-                );
+                cost_writes.push(parse_cost_write(w, dev, tree)?);
             }
         }
     }
     let mut stack = ControllerStack::new();
     if changes.is_empty() {
         stack.push(Box::new(PassThrough));
+        push_iocost(&mut stack, opts, tree, rotational, nr_requests, cost_writes)?;
         return Ok(stack);
     }
     let group = |p: &str| tree.get(p).expect("groups of writes are created first");
@@ -174,7 +183,77 @@ pub fn build_stack(
             stack.push(Box::new(p));
         }
     }
+    push_iocost(&mut stack, opts, tree, rotational, nr_requests, cost_writes)?;
     Ok(stack)
+}
+
+/// Parse an io.weight / io.cost.* write into an iocost reconfiguration.
+fn parse_cost_write(w: &KnobWrite, dev: DevId, tree: &CgroupTree) -> Result<(u64, Reconfig)> {
+    let e = |err: blkqos_core::iocost::KnobError| anyhow::anyhow!("{}: {err}", w.origin);
+    let r = match w.knob {
+        KnobFile::IoCostQos => {
+            let q = parse_qos(&w.value).map_err(e)?;
+            check_dev(w, q.dev, dev)?;
+            Reconfig::Qos(q)
+        }
+        KnobFile::IoCostModel => {
+            let m = parse_model(&w.value).map_err(e)?;
+            check_dev(w, m.dev, dev)?;
+            Reconfig::Model(m)
+        }
+        _ => {
+            let ww = parse_io_weight(&w.value).map_err(e)?;
+            match ww {
+                WeightWrite::Device(d, _) | WeightWrite::DeviceDefault(d) => check_dev(w, d, dev)?,
+                WeightWrite::Default(_) => {}
+            }
+            let g = tree
+                .get(&w.cgroup)
+                .expect("groups of writes are created first");
+            Reconfig::Weight(g, ww)
+        }
+    };
+    Ok((w.at_ns, r))
+}
+
+/// Add iocost below the throttle when any of its knobs was written.
+fn push_iocost(
+    stack: &mut ControllerStack,
+    opts: &ControllerOptions,
+    tree: &CgroupTree,
+    rotational: bool,
+    nr_requests: u32,
+    writes: Vec<(u64, Reconfig)>,
+) -> Result<()> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let mut c = IoCost::new(
+        IoCostConfig {
+            hz: opts.hz,
+            rotational,
+            queue_depth: nr_requests,
+            variant: opts.iocost,
+        },
+        tree,
+    );
+    for (at, r) in writes {
+        if at == 0 {
+            match r {
+                Reconfig::Qos(q) => c
+                    .apply_qos(&q)
+                    .map_err(|e| anyhow::anyhow!("io.cost.qos: {e}"))?,
+                Reconfig::Model(m) => c.apply_model(&m),
+                Reconfig::Weight(g, w) => c
+                    .set_weight(g, w)
+                    .map_err(|e| anyhow::anyhow!("io.weight: {e}"))?,
+            }
+        } else {
+            c.schedule(Instant(at), r);
+        }
+    }
+    stack.push(Box::new(c));
+    Ok(())
 }
 
 fn check_dev(w: &KnobWrite, got: DevId, dev: DevId) -> Result<()> {

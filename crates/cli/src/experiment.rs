@@ -51,6 +51,8 @@ pub struct Experiment {
     pub accounting: AccountingOptions,
     /// Run on the real engine instead of the simulator.
     pub real: Option<crate::real::RealOptions>,
+    /// Write the controllers' per-period traces (iocost) here; `.jsonl` = JSON lines.
+    pub trace_out: Option<PathBuf>,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -75,6 +77,7 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "diskstats-every",
     "diskstats-dir",
     "iostat",
+    "iocost-trace",
     "allow-destructive?",
     "overwrite?",
 ];
@@ -293,6 +296,7 @@ impl Experiment {
             io_stat_out: None,
             accounting,
             real,
+            trace_out: None,
         })
     }
 
@@ -313,15 +317,17 @@ impl Experiment {
         let mut accounting = AccountingOptions::default();
         let mut real: Option<crate::real::RealOptions> = None;
         let mut consent = (false, false);
+        let mut trace_out = None;
         for (k, v) in &cli.other {
             match k.as_str() {
                 "iostats" | "diskstats-every" | "diskstats-dir" | "iostat" => {
                     accounting.set(k, v).map_err(|m| anyhow::anyhow!("--{m}"))?
                 }
                 "io-stat" => io_stat_out = Some(PathBuf::from(v)),
-                "throttle" | "hz" => controllers
+                "throttle" | "hz" | "iocost" => controllers
                     .set(k, v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                "iocost-trace" => trace_out = Some(PathBuf::from(v)),
                 "device" => {
                     device = DeviceSpec::parse(v).with_context(|| format!("--device={v}"))?
                 }
@@ -385,6 +391,7 @@ impl Experiment {
             io_stat_out,
             accounting,
             real,
+            trace_out,
             writes,
             invocations: vec![Invocation {
                 jobs,
@@ -493,6 +500,10 @@ pub struct Ran {
     pub tree: CgroupTree,
     /// `io.stat` counters per group (own IO only), indexed by group id.
     pub iostat: Vec<blkqos_core::controller::IoStat>,
+    /// Controller keys of each group's io.stat line (iocost's cost.*).
+    pub iostat_suffix: Vec<String>,
+    /// Controllers' per-period trace (text, or JSON lines for `.jsonl`).
+    pub trace: String,
     /// The device as reports name it.
     pub dev_name: String,
     pub devid: blkqos_core::DevId,
@@ -573,6 +584,7 @@ impl Experiment {
             &tree,
             self.device.devid,
             model.rotational(),
+            model.nr_requests(),
             &self.writes,
         )?;
         let mut backend = SimBackend::new(model);
@@ -585,15 +597,33 @@ impl Experiment {
         );
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
+        let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();
+        let trace = trace_for(&mut stack, &self.device.name, self.trace_out.as_deref());
         Ok(Ran {
             result,
             invocation_of,
             tree,
             iostat,
+            iostat_suffix,
+            trace,
             dev_name: self.device.name.clone(),
             devid: self.device.devid,
         })
     }
+}
+
+/// The stack's per-period trace in the form `out` asks for: JSON lines
+/// for a `.jsonl` file, text otherwise; empty when no trace is wanted.
+pub fn trace_for(
+    stack: &mut blkqos_core::ControllerStack,
+    dev: &str,
+    out: Option<&std::path::Path>,
+) -> String {
+    let mut s = String::new();
+    if let Some(p) = out {
+        stack.drain_trace(dev, p.extension().is_some_and(|e| e == "jsonl"), &mut s);
+    }
+    s
 }
 
 /// Groups and job clones of a run.

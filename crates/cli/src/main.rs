@@ -77,6 +77,12 @@ blkqos flags:
   --io-max='MAJ:MIN key=val'   an io.max line for the job's cgroup (--cgroup=NAME)
   --throttle=VARIANT             io.max implementation: mainline (default), legacy,
                                  slice-remainder, linux-4.18 ... linux-6.18, or paced
+  --io-weight='N|MAJ:MIN N'       an io.weight line for the job's cgroup
+  --io-cost-qos='MAJ:MIN ...'    the root's io.cost.qos line (enable=1 turns iocost on)
+  --io-cost-model='MAJ:MIN ...'  the root's io.cost.model line
+  --iocost=VARIANT               hold (default: busy_level kept when a period has no
+                                 completions but lagging IO, 7.1+), reset (<= 7.0), hold-v2
+  --iocost-trace=FILE            per-period iocost trace (iocost_monitor style); FILE.jsonl = JSON
   --hz=N                         kernel HZ for blk-throttle: 100, 250, 300, 1000 (default)
   --io-stat=FILE                 after the run, write every cgroup's io.stat to FILE
   --iostats=MODE                 busy-time accounting: precise (default), inflight (6.10+),

@@ -63,6 +63,11 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         .map_err(runtime)?;
         print!("{out}");
     }
+    if let Some(path) = &exp.trace_out {
+        std::fs::write(path, &ran.trace)
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(runtime)?;
+    }
     if let Some(path) = &exp.io_stat_out {
         std::fs::write(path, format_io_stat(&ran))
             .with_context(|| format!("cannot write {}", path.display()))
@@ -94,11 +99,22 @@ pub fn format_io_stat(ran: &Ran) -> String {
     for g in tree.ids() {
         let s = &rolled[g.idx()];
         out += &format!("# {} io.stat\n", tree.path(g));
-        if s.bytes[..2].iter().chain(&s.ios[..2]).any(|&v| v > 0) {
-            out += &format!(
-                "{} rbytes={} wbytes={} rios={} wios={} dbytes={} dios={}\n",
-                ran.devid, s.bytes[0], s.bytes[1], s.ios[0], s.ios[1], s.bytes[2], s.ios[2]
-            );
+        let suffix = ran
+            .iostat_suffix
+            .get(g.idx())
+            .map(String::as_str)
+            .unwrap_or("");
+        let has_io = s.bytes[..2].iter().chain(&s.ios[..2]).any(|&v| v > 0);
+        if has_io || !suffix.is_empty() {
+            out += &ran.devid.to_string();
+            if has_io {
+                out += &format!(
+                    " rbytes={} wbytes={} rios={} wios={} dbytes={} dios={}",
+                    s.bytes[0], s.bytes[1], s.ios[0], s.ios[1], s.bytes[2], s.ios[2]
+                );
+            }
+            out += suffix;
+            out += "\n";
         }
     }
     out
@@ -122,6 +138,11 @@ fn build(args: &[String]) -> Result<Experiment> {
                     .set("throttle", v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 Some(("--io-stat", v)) => e.io_stat_out = Some(std::path::PathBuf::from(v)),
+                Some(("--iocost-trace", v)) => e.trace_out = Some(std::path::PathBuf::from(v)),
+                Some(("--iocost", v)) => e
+                    .controllers
+                    .set("iocost", v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 Some((k @ ("--iostats" | "--diskstats-every" | "--diskstats-dir" | "--iostat"), v)) => e
                     .accounting
                     .set(&k[2..], v)
@@ -137,7 +158,7 @@ fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --throttle, --hz, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat and --output-format are accepted"
+                    "`{a}`: after a scenario file only --seed, --throttle, --iocost, --iocost-trace, --hz, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat and --output-format are accepted"
                 ),
             }
         }

@@ -139,7 +139,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
         setups,
         invocation_of,
     } = exp.plan(&layout_dev, Some(&path.to_string_lossy()))?;
-    let mut stack = build_stack(&exp.controllers, &tree, devid, false, &exp.writes)?;
+    let mut stack = build_stack(&exp.controllers, &tree, devid, false, depth, &exp.writes)?;
     let stop = StopOnSignal::install().context("cannot install the SIGINT/SIGTERM handler")?;
     let opts = exp.run_options(blkqos_engine::host_model(), Some(stop.flag()));
     let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
@@ -147,11 +147,15 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
         eprintln!("blkqos: interrupted: stopped issuing, drained in-flight IO, writing the partial report");
     }
     let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
+    let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();
+    let trace = crate::experiment::trace_for(&mut stack, &dev_name, exp.trace_out.as_deref());
     Ok(Ran {
         result,
         invocation_of,
         tree,
         iostat,
+        iostat_suffix,
+        trace,
         dev_name,
         devid,
     })

@@ -58,6 +58,16 @@ pub trait Controller {
 
     /// Number of IOs currently held.
     fn held(&self) -> usize;
+
+    /// Keys this controller adds to a group's `io.stat` line (e.g. iocost's
+    /// ` cost.usage=...`), with their leading spaces.
+    fn iostat_suffix(&self, _group: crate::GroupId) -> String {
+        String::new()
+    }
+
+    /// Append the per-period trace records gathered since the last call
+    /// (text lines, or JSON lines when `json`).
+    fn drain_trace(&mut self, _dev: &str, _json: bool, _out: &mut String) {}
 }
 
 /// The controller that never holds anything: the whole pipeline runs with it
@@ -237,6 +247,18 @@ impl ControllerStack {
 
     pub fn held(&self) -> usize {
         self.stages.iter().map(|s| s.held()).sum()
+    }
+
+    /// Every stage's `io.stat` keys for a group.
+    pub fn iostat_suffix(&self, g: crate::GroupId) -> String {
+        self.stages.iter().map(|s| s.iostat_suffix(g)).collect()
+    }
+
+    /// Every stage's trace records since the last call.
+    pub fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
+        for s in &mut self.stages {
+            s.drain_trace(dev, json, out);
+        }
     }
 }
 

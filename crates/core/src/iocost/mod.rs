@@ -740,6 +740,23 @@ impl Controller for IoCost {
     fn held(&self) -> usize {
         self.waiting + self.out.len()
     }
+    fn iostat_suffix(&self, group: GroupId) -> String {
+        IoCost::iostat_suffix(self, group)
+    }
+    fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
+        let mut recs = Vec::new();
+        self.take_trace(&mut recs);
+        for r in &recs {
+            out.push_str(&if json {
+                r.format_json(dev)
+            } else {
+                r.format_text(dev)
+            });
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+    }
 }
 
 #[cfg(test)]
