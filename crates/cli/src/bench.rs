@@ -3,7 +3,8 @@
 //! * `sim`: simulator throughput — simulated IOs completed per wall-clock
 //!   second on one core for a QD32 4 KiB random-read job on the `ssd` model
 //!   (pass-through controller stack), and the process's peak memory for the
-//!   run (10 simulated seconds at ≈1M IOPS by default).
+//!   run (10 simulated seconds at ≈0.84M IOPS by default; `--seconds=N`,
+//!   `--case=0` norandommap only, `--case=1` random map only).
 //! * `throttle`: controller cost per IO (submit + dispatch + complete, no
 //!   device) for io.max with no limit, a non-binding limit, and a binding
 //!   limit over 64 groups.
@@ -102,6 +103,7 @@ fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns
             hz: 1000,
             rotational: false,
             flat: false,
+            jiffies_at_start: 0,
         },
         &tree,
     );
@@ -211,8 +213,13 @@ pub fn run(args: &[String]) -> Result<()> {
     let ios = num("--ios=")?.unwrap_or(2_000_000);
     match what {
         "sim" => {
-            bench_sim(seconds, false)?;
-            bench_sim(seconds, true)?;
+            // --case=0: norandommap only, --case=1: random map only
+            if case.is_none_or(|c| c == 0) {
+                bench_sim(seconds, false)?;
+            }
+            if case.is_none_or(|c| c == 1) {
+                bench_sim(seconds, true)?;
+            }
         }
         "throttle" => run_throttle(case, ios),
         "accounting" => accounting_cost(ios * 10),

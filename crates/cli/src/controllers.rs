@@ -22,6 +22,8 @@ pub enum ThrottleChoice {
 /// Controller selection, from `[controllers]` or flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControllerOptions {
+    /// `jiffies` when the run starts (blk-throttle's absolute slice rounding).
+    pub jiffies_at_start: u64,
     pub throttle: ThrottleChoice,
     pub iocost: blkqos_core::iocost::Variant,
     pub hz: u64,
@@ -30,6 +32,7 @@ pub struct ControllerOptions {
 impl Default for ControllerOptions {
     fn default() -> Self {
         ControllerOptions {
+            jiffies_at_start: 0,
             throttle: ThrottleChoice::Kernel(blkqos_core::throttle::variant::MAINLINE),
             iocost: blkqos_core::iocost::Variant::default(),
             hz: 1000,
@@ -64,6 +67,11 @@ impl ControllerOptions {
                         blkqos_core::iocost::variant::NAMES.iter().map(|n| n.0).collect();
                     format!("iocost `{value}`: use one of {}", names.join(", "))
                 })?
+            }
+            "jiffies_at_start" => {
+                self.jiffies_at_start = value
+                    .parse()
+                    .map_err(|_| format!("jiffies_at_start `{value}`: expected an unsigned integer"))?
             }
             "hz" => {
                 let hz: u64 = value.parse().map_err(|_| format!("hz `{value}`: expected 100, 250, 300 or 1000"))?;
@@ -159,6 +167,7 @@ pub fn build_stack(
                     hz: opts.hz,
                     rotational,
                     flat: v1,
+                    jiffies_at_start: opts.jiffies_at_start,
                 },
                 tree,
             );

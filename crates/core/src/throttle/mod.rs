@@ -80,6 +80,10 @@ pub struct ThrottleConfig {
     pub rotational: bool,
     /// cgroup v1: flat hierarchy (every group hangs off the device).
     pub flat: bool,
+    /// Value of `jiffies` when the run starts. A real machine's jiffies are
+    /// arbitrary (boot time, `INITIAL_JIFFIES`), and slice ends are rounded
+    /// to absolute multiples of the slice, so the phase matters.
+    pub jiffies_at_start: u64,
 }
 
 /// A queued bio.
@@ -188,8 +192,11 @@ impl Throttle {
         self.tgs[g.idx()].limits
     }
 
+    /// The kernel's `jiffies` at `now`: the run starts at
+    /// `cfg.jiffies_at_start`, which matters because slice ends are rounded
+    /// to absolute multiples of the slice (`roundup(jiffy_end, slice)`).
     fn jiffies(&self, now: Instant) -> u64 {
-        now.jiffies(self.cfg.hz)
+        self.cfg.jiffies_at_start + now.jiffies(self.cfg.hz)
     }
     fn self_qn(g: usize, d: usize) -> usize {
         g * 4 + d * 2
@@ -698,10 +705,9 @@ impl Throttle {
 
     /// Earliest armed timer or scheduled limit change.
     pub fn deadline(&self) -> Option<Instant> {
-        let t = self
-            .timers
-            .first()
-            .map(|&(j, _)| Instant::from_jiffies(j, self.cfg.hz));
+        let t = self.timers.first().map(|&(j, _)| {
+            Instant::from_jiffies(j.saturating_sub(self.cfg.jiffies_at_start), self.cfg.hz)
+        });
         let s = self.scheduled.first().map(|x| x.0);
         match (t, s) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -19,6 +19,7 @@ fn cfg(name: &str) -> ThrottleConfig {
         hz: 1000,
         rotational: false,
         flat: false,
+        jiffies_at_start: 0,
     }
 }
 
