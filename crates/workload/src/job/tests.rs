@@ -139,3 +139,150 @@ fn block_map_wraps_and_resets() {
     // new pass
     assert_eq!(m.take_near(5), 5);
 }
+
+/// Like [`run`], and the job's timers (ramp end, bw/iops samples) fire as
+/// the driver fires them. Returns the issued IOs' count per direction.
+fn run_timed(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, [u64; 3]) {
+    let mut job = Job::new(spec, 0, 0, 1 << 30, 42, Instant::ZERO);
+    let mut now = Instant::ZERO;
+    let mut inflight: Vec<(Instant, JobIo)> = Vec::new();
+    let mut issued = [0u64; 3];
+    let mut steps = 0u64;
+    while now < horizon {
+        steps += 1;
+        assert!(steps < 10_000_000, "no progress at {now:?}");
+        if job.next_timer().is_some_and(|t| t <= now) {
+            job.on_timer(now);
+        }
+        match job.next_action(now) {
+            JobAction::Issue(io) => {
+                issued[io.ddir] += 1;
+                inflight.push((now + lat, io));
+                now += Duration::from_us(1);
+                job.submitted(now);
+            }
+            JobAction::WaitCompletion => {
+                let t = inflight.iter().map(|x| x.0).min().expect("in flight");
+                let t = job.next_timer().map_or(t, |tm| tm.min(t));
+                now = now.max(t);
+                let (done, rest): (Vec<_>, Vec<_>) = inflight.into_iter().partition(|x| x.0 <= now);
+                inflight = rest;
+                let batch: Vec<Reaped> = done
+                    .iter()
+                    .map(|&(_, io)| Reaped {
+                        io,
+                        issue_time: io.start_time,
+                        error: 0,
+                        bytes_done: io.len,
+                    })
+                    .collect();
+                job.reap(&batch, now);
+            }
+            JobAction::SleepUntil(t) => {
+                now = job.next_timer().map_or(t, |tm| tm.min(t)).max(now);
+            }
+            JobAction::Done => break,
+        }
+    }
+    (job, issued)
+}
+
+#[test]
+fn ramp_time_ends_and_timers_do_not_spin() {
+    // a ramp longer than the sample interval used to leave a sample timer
+    // due forever (the driver looped at 500 ms)
+    let mut s = JobSpec::new("r");
+    s.rw = RwMode::RandRead;
+    s.rate_iops = PerDir::all(Some(100));
+    s.ramp_time = Duration::from_secs(1);
+    s.runtime = Some(Duration::from_secs(2));
+    s.time_based = true;
+    assert_eq!(
+        Job::new(s.clone(), 0, 0, 1 << 30, 1, Instant::ZERO).next_timer(),
+        Some(Instant::from_ms(1000)),
+        "during the ramp the only timer is its end"
+    );
+    let (job, _) = run_timed(s, Duration::from_us(50), Instant::from_ms(10_000));
+    assert!(job.is_done());
+    // stats cover the 2 s after the ramp: 200 IOs (the schedule restarts)
+    let n = job.stats.dirs[0].total_ios;
+    assert!((199..=201).contains(&n), "{n}");
+    assert!(
+        job.stats.dirs[0].iops.n > 0,
+        "no iops samples after the ramp"
+    );
+}
+
+#[test]
+fn thinktime_after_ramp_waits_for_the_old_block_count() {
+    // fio 3.33 zeroes io_blocks at the ramp end but keeps
+    // last_thinktime_blocks: ~20 IOs run without pause after a 1 s ramp of
+    // 50 ms thinktimes, then one IO per pause (fio: 60 IOs reported)
+    let mut s = JobSpec::new("t");
+    s.rw = RwMode::RandRead;
+    s.thinktime = Duration::from_ms(50);
+    s.ramp_time = Duration::from_secs(1);
+    s.runtime = Some(Duration::from_secs(2));
+    s.time_based = true;
+    let (job, _) = run_timed(s, Duration::from_us(50), Instant::from_ms(10_000));
+    let n = job.stats.dirs[0].total_ios;
+    assert!((59..=61).contains(&n), "{n}");
+}
+
+#[test]
+fn full_queue_reaps_one_completion_per_wait() {
+    // completions (2 µs) arrive while the queue fills (1 µs per submit):
+    // fio reaps one per wait (iodepth_batch_complete_max = min = 1), so
+    // the completed-block count reaches thinktime_blocks=4 only after
+    // 10 or 1 issues per pause: 11 + 1 + 14 × 11 = 166 IOs in 3 s (the
+    // real fio 3.33 gives 166), not 8 per pause
+    let mut s = JobSpec::new("b");
+    s.rw = RwMode::RandRead;
+    s.ioengine = IoEngine::Libaio;
+    s.iodepth = 8;
+    s.thinktime = Duration::from_ms(100);
+    s.thinktime_blocks = 4;
+    s.runtime = Some(Duration::from_secs(3));
+    s.time_based = true;
+    let (job, ios) = run(s, Duration::from_us(2), Instant::from_ms(10_000));
+    assert_eq!(ios.len(), 166);
+    // every full-queue reap took exactly one event (the final drain of
+    // the last pause's burst is the only exception, and it is empty here)
+    let batches = &job.stats.complete_batches;
+    assert_eq!(
+        batches.iter().sum::<u64>(),
+        batches[JobStats::batch_index(1)]
+    );
+}
+
+#[test]
+fn thinktime_pause_is_not_cut_at_the_runtime() {
+    // fio sleeps the whole pause and checks the runtime after it
+    let mut s = JobSpec::new("g");
+    s.rw = RwMode::RandRead;
+    s.thinktime = Duration::from_secs(2);
+    s.runtime = Some(Duration::from_secs(1));
+    s.time_based = true;
+    let (job, ios) = run(s, Duration::from_us(50), Instant::from_ms(10_000));
+    assert_eq!(ios.len(), 1);
+    let end = job.finished_at().expect("finished");
+    assert!(end >= Instant::from_ms(2000), "{end:?}");
+    assert_eq!(job.stats.job_runtime_ms, 2000);
+}
+
+#[test]
+fn rwmix_long_run_mix_is_rwmixread() {
+    // fio's switch bookkeeping (set_rwmix_bytes: on a switch the budget is
+    // io_issues[old] × rwmix[new] / 100, computed before rwmix_ddir
+    // changes) shapes run lengths, not the long-run mix: 90/10 stays 90/10
+    let mut s = JobSpec::new("m");
+    s.rw = RwMode::RandRw;
+    s.rwmixread = 90;
+    s.ioengine = IoEngine::Libaio;
+    s.time_based = true;
+    s.runtime = Some(Duration::from_ms(200));
+    let (_, ios) = run(s, Duration::from_us(10), Instant::from_ms(10_000));
+    let reads = ios.iter().filter(|i| i.ddir == 0).count() as f64;
+    let frac = reads / ios.len() as f64;
+    assert!((0.88..0.92).contains(&frac), "{frac}");
+}

@@ -1,0 +1,396 @@
+//! Bad input exits with status 2 and a message naming the file, the line
+//! and the offending token; never a panic.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// Run `blkqos run ARGS` in `dir`, expect exit status 2, return stderr.
+#[track_caller]
+fn bad(dir: &Path, args: &[&str]) -> String {
+    let mut a = vec!["run"];
+    a.extend_from_slice(args);
+    let r = blkqos(&a, Some(dir));
+    assert_no_panic(&r);
+    assert_eq!(
+        r.code,
+        Some(2),
+        "`blkqos run {}`: want exit status 2 (bad input)\nstderr:\n{}",
+        args.join(" "),
+        r.stderr
+    );
+    assert!(
+        r.stderr.starts_with("blkqos: "),
+        "error not reported as `blkqos: ...`:\n{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "output despite bad input");
+    r.stderr
+}
+
+#[track_caller]
+fn assert_mentions(stderr: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(stderr.contains(n), "error message lacks `{n}`:\n{stderr}");
+    }
+}
+
+/// 1-based line of the first line of `text` containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("`{needle}` not in test input"))
+        + 1
+}
+
+/// A job file with `bad` as its last line: the error names file:line and the
+/// token.
+#[track_caller]
+fn bad_job_line(bad_line: &str, tokens: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("[global]\nioengine=libaio\n\n[j]\nrw=randread\nsize=1m\n{bad_line}\n");
+    write_file(dir.path(), "job.fio", &text);
+    let err = bad(dir.path(), &["job.fio", "--output-format=json"]);
+    let loc = format!("job.fio:{}:", line_of(&text, bad_line));
+    assert_mentions(&err, &[&loc]);
+    assert_mentions(&err, tokens);
+}
+
+#[test]
+fn unknown_option_in_job_file() {
+    bad_job_line("foo=1", &["foo"]);
+}
+
+#[test]
+fn malformed_size_in_job_file() {
+    bad_job_line("size=4x", &["size", "4x"]);
+}
+
+#[test]
+fn bogus_rw_in_job_file() {
+    bad_job_line("rw=bogus", &["rw", "bogus"]);
+}
+
+#[test]
+fn bad_option_in_global_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[global]\nbs=4q\n[j]\nrw=read\nsize=1m\n";
+    write_file(dir.path(), "g.fio", text);
+    let err = bad(dir.path(), &["g.fio"]);
+    assert_mentions(&err, &["g.fio:2:", "4q"]);
+}
+
+#[test]
+fn unknown_option_on_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = bad(
+        dir.path(),
+        &["--name=j", "--rw=read", "--size=1m", "--foo=1"],
+    );
+    assert_mentions(&err, &["<command line>", "foo"]);
+}
+
+#[test]
+fn missing_job_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = bad(dir.path(), &["no-such-job.fio"]);
+    assert_mentions(&err, &["no-such-job.fio", "No such file"]);
+}
+
+#[test]
+fn missing_scenario_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = bad(dir.path(), &["no-such-scenario.toml"]);
+    assert_mentions(&err, &["no-such-scenario.toml", "No such file"]);
+}
+
+// ---- scenario files ---------------------------------------------------
+
+const JOB_ARGS: &str =
+    "--name=j --rw=randread --bs=4k --size=1m --ioengine=libaio --runtime=1 --time_based";
+
+/// A scenario with one io.max write of `value` to `file`; `device` and
+/// `controllers` are extra lines of those tables.
+fn scenario(device: &str, controllers: &str, file: &str, value: &str, fio: &str) -> String {
+    format!(
+        "seed = 1\n\
+         [device]\n\
+         devid = \"253:1\"\n\
+         {device}\n\
+         [controllers]\n\
+         {controllers}\n\
+         [[write]]\n\
+         file = \"{file}\"\n\
+         value = \"{value}\"\n\
+         [[fio]]\n\
+         cgroup = \"/cg1\"\n\
+         {fio}\n"
+    )
+}
+
+fn default_fio() -> String {
+    format!("args = \"{JOB_ARGS}\"")
+}
+
+/// Write the scenario, run it, expect status 2 and `name:line` of the line
+/// containing `at`, plus `tokens`.
+#[track_caller]
+fn bad_scenario(text: &str, at: &str, tokens: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "s.toml", text);
+    let err = bad(dir.path(), &["s.toml", "--output-format=json"]);
+    let loc = format!("s.toml:{}:", line_of(text, at));
+    assert_mentions(&err, &[&loc]);
+    assert_mentions(&err, tokens);
+    err
+}
+
+#[test]
+fn good_scenario_runs() {
+    // the baseline the bad scenarios below are variations of
+    let dir = tempfile::tempdir().unwrap();
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    write_file(dir.path(), "s.toml", &text);
+    let r = blkqos(&["run", "s.toml", "--output-format=json"], Some(dir.path()));
+    r.ok();
+    let iops = num(&r.json(), "/jobs/0/read/iops");
+    assert_within("baseline iops", iops, 100.0, 2.0);
+}
+
+#[test]
+fn write_to_unknown_knob_file() {
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.bogus",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    bad_scenario(&text, "io.bogus", &["io.bogus"]);
+}
+
+#[test]
+fn io_max_zero_is_erange() {
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=0",
+        &default_fio(),
+    );
+    let err = bad_scenario(&text, "riops=0", &["riops=0"]);
+    // the kernel answers ERANGE ("Numerical result out of range")
+    let lower = err.to_lowercase();
+    assert!(
+        lower.contains("out of range") || lower.contains("erange"),
+        "riops=0 must be reported as ERANGE:\n{err}"
+    );
+}
+
+#[test]
+fn io_max_non_number_is_invalid() {
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=abc",
+        &default_fio(),
+    );
+    let err = bad_scenario(&text, "riops=abc", &["riops=abc"]);
+    assert!(
+        err.to_lowercase().contains("invalid"),
+        "riops=abc must be reported as EINVAL:\n{err}"
+    );
+}
+
+#[test]
+fn io_max_for_another_device() {
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "8:0 riops=100",
+        &default_fio(),
+    );
+    bad_scenario(&text, "8:0 riops", &["8:0", "253:1"]);
+}
+
+#[test]
+fn unknown_device_parameter() {
+    // the only key besides devid, sorting before it
+    let text = scenario(
+        "bogus_param = 3",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    bad_scenario(&text, "bogus_param", &["bogus_param"]);
+}
+
+/// The [device] error points at the offending key, wherever it is in the
+/// table.
+///
+/// Fails today: `Experiment::from_scenario` (crates/cli/src/experiment.rs)
+/// reports the line of the first key of the table in sorted order, not the
+/// line of the bad key (here `devid`'s line 3 instead of line 5).
+#[test]
+#[ignore = "bug in crates/cli/src/experiment.rs: [device] errors name the line of the alphabetically first key, not the offending one"]
+fn device_error_names_the_offending_line() {
+    let text = scenario(
+        "model = \"ssd\"\nread_ns = \"fast\"",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    bad_scenario(&text, "read_ns", &["read_ns", "fast"]);
+}
+
+#[test]
+fn bad_throttle_name() {
+    let text = scenario(
+        "",
+        "throttle = \"nope\"",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    bad_scenario(&text, "throttle", &["nope", "throttle"]);
+}
+
+#[test]
+fn bad_throttle_flag_after_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    write_file(dir.path(), "s.toml", &text);
+    let err = bad(dir.path(), &["s.toml", "--throttle=nope"]);
+    assert_mentions(&err, &["nope"]);
+}
+
+#[test]
+fn missing_job_file_in_scenario() {
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        "job_file = \"nope.fio\"",
+    );
+    bad_scenario(&text, "nope.fio", &["nope.fio"]);
+}
+
+/// A job inside a scenario: `s.toml ([[fio]] #1 <part>):LINE:` with the line
+/// counted in the scenario file.
+#[track_caller]
+fn bad_fio_part(text: &str, part: &str, at: &str, tokens: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "s.toml", text);
+    let err = bad(dir.path(), &["s.toml", "--output-format=json"]);
+    let loc = format!("s.toml ([[fio]] #1 {part}):{}:", line_of(text, at));
+    assert_mentions(&err, &[&loc]);
+    assert_mentions(&err, tokens);
+}
+
+#[test]
+fn bad_option_in_inline_job_names_the_scenario_line() {
+    let fio = "job = \"\"\"\n[j]\nrw=randread\nsize=1m\nfoo=1\n\"\"\"";
+    let text = scenario("", "", "/sys/fs/cgroup/cg1/io.max", "253:1 riops=100", fio);
+    bad_fio_part(&text, "inline job", "foo=1", &["foo"]);
+}
+
+#[test]
+fn bad_option_in_scenario_args() {
+    let fio = format!("args = \"{JOB_ARGS} --size=4x\"");
+    let text = scenario("", "", "/sys/fs/cgroup/cg1/io.max", "253:1 riops=100", &fio);
+    bad_fio_part(&text, "args", "args =", &["size", "4x"]);
+}
+
+#[test]
+fn bad_write_time() {
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100\"\nat = \"5 sec",
+        &default_fio(),
+    );
+    bad_scenario(&text, "at = ", &["5 sec"]);
+}
+
+#[test]
+fn unknown_scenario_key() {
+    let text = format!(
+        "{}bogus_key = 1\n",
+        scenario(
+            "",
+            "",
+            "/sys/fs/cgroup/cg1/io.max",
+            "253:1 riops=100",
+            &default_fio()
+        )
+    );
+    bad_scenario(&text, "bogus_key", &["bogus_key"]);
+}
+
+/// Odd but well-formed values never crash the binary: each either runs or
+/// is rejected as bad input.
+#[test]
+fn odd_values_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[&[&str]] = &[
+        &["--bs=0"],
+        &["--iodepth=0"],
+        &["--rate_iops=0"],
+        &["--size=0"],
+        &["--bs=3"],
+        &["--bsrange=4k-1k"],
+        &["--thinktime=1ms", "--thinktime_blocks=0"],
+        &["--rate=1"],
+        &["--offset=2g"],
+        &["--runtime=0"],
+        &["--size=100%"],
+        &["--percentile_list=0"],
+        &["--ramp_time=1"],
+        &["--rw=randrw", "--rwmixread=101"],
+        &["--iodepth=100000", "--rw=randwrite"],
+        &["--device=ssd,channels=0"],
+        &["--device=bogus"],
+        &["--device=null,mbps=-1"],
+        &["--seed=-1"],
+        &["--output-format=yaml"],
+    ];
+    for extra in cases {
+        let mut args = vec![
+            "run",
+            "--name=j",
+            "--rw=randread",
+            "--size=1m",
+            "--runtime=1",
+            "--time_based",
+            "--output-format=json",
+        ];
+        args.extend_from_slice(extra);
+        let r = blkqos(&args, Some(dir.path()));
+        assert_no_panic(&r);
+        assert!(
+            matches!(r.code, Some(0) | Some(2)),
+            "{extra:?}: exit status {:?}\n{}",
+            r.code,
+            r.stderr
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! Helpers shared by the end-to-end tests of the `blkqos` binary.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_blkqos");
+
+/// `SOURCE_DATE_EPOCH` for every run, so timestamps are reproducible.
+pub const EPOCH: &str = "1700000000";
+
+/// A run of the binary that must finish within this (a hang is a failure,
+/// not a stuck test suite).
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The outcome of one `blkqos` run.
+#[derive(Debug)]
+pub struct Ran {
+    /// Exit status (`None`: killed by a signal).
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+    /// Assert the run succeeded.
+    pub fn ok(&self) -> &Self {
+        assert_no_panic(self);
+        assert_eq!(
+            self.code,
+            Some(0),
+            "blkqos failed\nstderr:\n{}\nstdout:\n{}",
+            self.stderr,
+            self.stdout_str()
+        );
+        self
+    }
+    /// The fio JSON documents on stdout (one per `[[fio]]` invocation).
+    pub fn json_docs(&self) -> Vec<Value> {
+        let text = self.stdout_str();
+        let docs: Vec<Value> = serde_json::Deserializer::from_str(&text)
+            .into_iter::<Value>()
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{text}"));
+        assert!(
+            !docs.is_empty(),
+            "no JSON on stdout; stderr:\n{}",
+            self.stderr
+        );
+        docs
+    }
+    /// The single fio JSON document on stdout.
+    pub fn json(&self) -> Value {
+        let mut d = self.json_docs();
+        assert_eq!(d.len(), 1, "expected one JSON document");
+        d.remove(0)
+    }
+}
+
+pub fn assert_no_panic(r: &Ran) {
+    assert!(
+        !r.stderr.contains("panicked") && !r.stderr.contains("RUST_BACKTRACE"),
+        "blkqos panicked:\n{}",
+        r.stderr
+    );
+    // 101 is Rust's exit status after a panic; a signal is a crash
+    assert!(
+        r.code.is_some() && r.code != Some(101),
+        "blkqos crashed ({:?}):\n{}",
+        r.code,
+        r.stderr
+    );
+}
+
+/// Run `blkqos ARGS` in `dir` (the current directory if `None`), with
+/// `SOURCE_DATE_EPOCH` set, killing it after [`TIMEOUT`].
+pub fn blkqos<S: AsRef<std::ffi::OsStr>>(args: &[S], dir: Option<&Path>) -> Ran {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    run_bounded(cmd, TIMEOUT)
+}
+
+/// Run a command, killing it if it is still running after `limit`.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> Ran {
+    let mut child = cmd.spawn().expect("spawn");
+    // drain the pipes on threads so a chatty child never blocks
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut v).ok();
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut v).ok();
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("{cmd:?} still running after {limit:?}: killed (hang?)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Ran {
+        code: status.code(),
+        stdout: t_out.join().expect("stdout thread"),
+        stderr: String::from_utf8_lossy(&t_err.join().expect("stderr thread")).into_owned(),
+    }
+}
+
+/// `examples/<name>` of the repository.
+pub fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+/// Write `text` to `dir/name` and return the path.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write test file");
+    p
+}
+
+/// A number at a JSON pointer (fio writes some numbers as strings).
+pub fn num(v: &Value, pointer: &str) -> f64 {
+    let x = v
+        .pointer(pointer)
+        .unwrap_or_else(|| panic!("no `{pointer}` in JSON"));
+    match x {
+        Value::Number(n) => n.as_f64().expect("finite"),
+        Value::String(s) => s
+            .parse()
+            .unwrap_or_else(|_| panic!("`{pointer}` = {s:?} is not a number")),
+        o => panic!("`{pointer}` = {o} is not a number"),
+    }
+}
+
+/// `|got − want| ≤ pct % of want`.
+pub fn within(got: f64, want: f64, pct: f64) -> bool {
+    (got - want).abs() <= want.abs() * pct / 100.0
+}
+
+/// Assert `got` is within `pct` % of `want`.
+#[track_caller]
+pub fn assert_within(what: &str, got: f64, want: f64, pct: f64) {
+    assert!(
+        within(got, want, pct),
+        "{what}: got {got}, want {want} ± {pct}% (off by {:+.3}%)",
+        (got - want) / want * 100.0
+    );
+}
