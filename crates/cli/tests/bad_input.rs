@@ -242,7 +242,6 @@ fn unknown_device_parameter() {
 /// reports the line of the first key of the table in sorted order, not the
 /// line of the bad key (here `devid`'s line 3 instead of line 5).
 #[test]
-#[ignore = "bug in crates/cli/src/experiment.rs: [device] errors name the line of the alphabetically first key, not the offending one"]
 fn device_error_names_the_offending_line() {
     let text = scenario(
         "model = \"ssd\"\nread_ns = \"fast\"",

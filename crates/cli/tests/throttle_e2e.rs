@@ -156,7 +156,6 @@ fn kernel_throttle_shares_the_parent_limit() {
 /// newly arriving IO of a group with an empty queue dispatches directly,
 /// jumping the other's queue). Nothing serves siblings in turn.
 #[test]
-#[ignore = "bug in crates/core/src/throttle/paced.rs: a sibling under a paced parent limit starves"]
 fn paced_shares_the_parent_limit() {
     let (a, b) = child_iops(&run(
         &two_children("riops=200", None),

@@ -83,7 +83,9 @@ struct Group {
     limits: Limits,
     bytes: [Gcra; 2],
     ios: [Gcra; 2],
-    queue: [VecDeque<Io>; 2],
+    /// Held IOs with their arrival order (ties between groups competing
+    /// for a shared ancestor go to the IO that arrived first).
+    queue: [VecDeque<(Io, u64)>; 2],
     /// Key of the queue head in the timer set.
     armed: [Option<(Instant, u64)>; 2],
 }
@@ -128,8 +130,9 @@ impl Paced {
         self.groups[g.idx()].limits = limits;
         // queued heads are re-evaluated when their timer fires
         for d in 0..2 {
-            if let Some(head) = self.groups[g.idx()].queue[d].front().copied() {
-                self.arm(g.idx(), d, self.earliest(&head), true);
+            if let Some((head, _)) = self.groups[g.idx()].queue[d].front().copied() {
+                let e = self.earliest(&head);
+                self.arm(g.idx(), d, e);
             }
         }
     }
@@ -174,16 +177,32 @@ impl Paced {
         }
     }
 
-    fn arm(&mut self, g: usize, d: usize, at: Instant, replace: bool) {
-        if let Some((t, s)) = self.groups[g].armed[d] {
-            if !replace {
-                return;
-            }
+    /// Arm group `g`'s timer for its head, keyed by the head's arrival so
+    /// that equal times release the oldest waiting IO first.
+    fn arm(&mut self, g: usize, d: usize, at: Instant) {
+        if let Some((t, s)) = self.groups[g].armed[d].take() {
             self.timers.remove(&(t, s, g, d));
         }
-        self.seq += 1;
-        self.groups[g].armed[d] = Some((at, self.seq));
-        self.timers.insert((at, self.seq, g, d));
+        if let Some(&(_, arrival)) = self.groups[g].queue[d].front() {
+            self.groups[g].armed[d] = Some((at, arrival));
+            self.timers.insert((at, arrival, g, d));
+        }
+    }
+
+    /// Is another group's head, older than an IO arriving now, waiting for
+    /// a limit this IO would also use? Then the newcomer must not overtake.
+    fn older_waiter_shares_limit(&self, io: &Io) -> bool {
+        let d = io.dir().idx();
+        let mine: Vec<usize> = self.chain(io.group.idx()).collect();
+        self.timers.iter().any(|&(_, _, g, dd)| {
+            dd == d
+                && self.chain(g).any(|a| {
+                    mine.contains(&a) && {
+                        let l = &self.groups[a].limits;
+                        l.iops[d] < IOPS_MAX || l.bps[d] != BPS_MAX
+                    }
+                })
+        })
     }
 
     fn limited(&self, io: &Io) -> bool {
@@ -204,15 +223,20 @@ impl Controller for Paced {
         if g >= self.groups.len() || !self.limited(io) {
             return Verdict::Dispatch;
         }
+        self.seq += 1;
+        let arrival = self.seq;
         if self.groups[g].queue[d].is_empty() {
             let t = self.earliest(io);
-            if t <= now {
+            if t <= now && !self.older_waiter_shares_limit(io) {
                 self.charge(io, now);
                 return Verdict::Dispatch;
             }
-            self.arm(g, d, t, true);
+            self.groups[g].queue[d].push_back((*io, arrival));
+            self.held += 1;
+            self.arm(g, d, t.max(now));
+            return Verdict::Held;
         }
-        self.groups[g].queue[d].push_back(*io);
+        self.groups[g].queue[d].push_back((*io, arrival));
         self.held += 1;
         Verdict::Held
     }
@@ -231,16 +255,20 @@ impl Controller for Paced {
             }
             self.timers.remove(&(t, s, g, d));
             self.groups[g].armed[d] = None;
-            while let Some(head) = self.groups[g].queue[d].front().copied() {
+            // release this group's head if it conforms; the next head waits
+            // its turn behind older heads of other groups (re-armed)
+            if let Some((head, _)) = self.groups[g].queue[d].front().copied() {
                 let e = self.earliest(&head);
-                if e > now {
-                    self.arm(g, d, e, true);
-                    break;
+                if e <= now {
+                    self.groups[g].queue[d].pop_front();
+                    self.held -= 1;
+                    self.charge(&head, now);
+                    released.push(head);
                 }
-                self.groups[g].queue[d].pop_front();
-                self.held -= 1;
-                self.charge(&head, now);
-                released.push(head);
+                if let Some((next, _)) = self.groups[g].queue[d].front().copied() {
+                    let e = self.earliest(&next).max(now);
+                    self.arm(g, d, e);
+                }
             }
         }
     }
