@@ -223,13 +223,15 @@ pub fn run(args: &[String]) -> Result<()> {
         }
         "throttle" => run_throttle(case, ios),
         "accounting" => accounting_cost(ios * 10),
+        "iocost" => run_iocost(ios),
         "all" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
             run_throttle(None, ios);
             accounting_cost(ios * 10);
+            run_iocost(ios);
         }
-        other => bail!("unknown benchmark `{other}`: use sim, throttle, accounting or all"),
+        other => bail!("unknown benchmark `{other}`: use sim, throttle, accounting, iocost or all"),
     }
     Ok(())
 }
@@ -257,5 +259,70 @@ fn run_throttle(only: Option<usize>, n: u64) {
         if only.is_none_or(|o| o == k) {
             throttle_cost(label, *groups, *limit, n, *gap);
         }
+    }
+}
+
+/// iocost cost per IO with `groups` active groups (equal weights, 4 KiB
+/// random reads offered round-robin, one every `gap_ns`, each completing
+/// 100 µs after dispatch), and the period timer's cost.
+fn iocost_cost(groups: usize, n: u64, gap_ns: u64) {
+    use blkqos_core::iocost::knob::parse_qos;
+    use blkqos_core::iocost::{IoCost, IoCostConfig};
+    use std::collections::VecDeque;
+    let mut tree = CgroupTree::new();
+    let ids: Vec<GroupId> = (0..groups)
+        .map(|i| tree.ensure(&format!("/g{i}")).expect("valid"))
+        .collect();
+    let mut c = IoCost::new(IoCostConfig::default(), &tree);
+    c.apply_qos(&parse_qos("8:0 enable=1").expect("valid"))
+        .expect("valid qos");
+    let lat = 100_000u64;
+    let mut inflight: VecDeque<(Instant, Io)> = VecDeque::new();
+    let mut rel = Vec::with_capacity(64);
+    let (mut timer_ns, mut timer_calls) = (0u128, 0u64);
+    let mut completed = 0u64;
+    let t0 = WallClock::now();
+    let mut now = Instant::ZERO;
+    for i in 0..n {
+        now = Instant(i * gap_ns);
+        while let Some(&(t, io)) = inflight.front() {
+            if t > now {
+                break;
+            }
+            inflight.pop_front();
+            c.on_complete(&io, t, t, t);
+            completed += 1;
+        }
+        if c.next_deadline().is_some_and(|d| d <= now) {
+            rel.clear();
+            let tt = WallClock::now();
+            c.on_timer(now, &mut rel);
+            timer_ns += tt.elapsed().as_nanos();
+            timer_calls += 1;
+            for r in &rel {
+                inflight.push_back((now + blkqos_core::Duration(lat), *r));
+            }
+        }
+        let mut x = io(i, ids[(i as usize) % groups], now);
+        x.offset = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % (1 << 26)) * 4096;
+        if c.on_submit(&x, now) == blkqos_core::Verdict::Dispatch {
+            inflight.push_back((now + blkqos_core::Duration(lat), x));
+        }
+    }
+    let total = t0.elapsed().as_nanos() as f64;
+    let per_io = (total - timer_ns as f64) / n as f64;
+    let periods = now.as_ns() / (c.period_us() * 1000).max(1);
+    println!(
+        "iocost: {groups:>5} groups: {per_io:>7.1} ns per IO outside timers; timers {:.1} us per period ({} calls, {periods} periods, {completed} completions, vrate {:.2}%)",
+        timer_ns as f64 / 1000.0 / periods.max(1) as f64,
+        timer_calls,
+        c.vrate() as f64 * 100.0 / 137_438.0
+    );
+}
+
+/// `blkqos bench iocost`.
+pub fn run_iocost(n: u64) {
+    for groups in [2, 64, 1024] {
+        iocost_cost(groups, n, 2_000);
     }
 }

@@ -26,6 +26,9 @@ pub struct ControllerOptions {
     pub jiffies_at_start: u64,
     pub throttle: ThrottleChoice,
     pub iocost: blkqos_core::iocost::Variant,
+    /// iocost's base vrate when the run starts (vtime per µs), if not the
+    /// kernel's initial 100%: the state left by earlier runs.
+    pub iocost_vrate: Option<u64>,
     pub hz: u64,
 }
 
@@ -35,6 +38,7 @@ impl Default for ControllerOptions {
             jiffies_at_start: 0,
             throttle: ThrottleChoice::Kernel(blkqos_core::throttle::variant::MAINLINE),
             iocost: blkqos_core::iocost::Variant::default(),
+            iocost_vrate: None,
             hz: 1000,
         }
     }
@@ -68,6 +72,7 @@ impl ControllerOptions {
                     format!("iocost `{value}`: use one of {}", names.join(", "))
                 })?
             }
+            "iocost_vrate" => self.iocost_vrate = Some(parse_vrate_pct(value)?),
             "jiffies_at_start" => {
                 self.jiffies_at_start = value
                     .parse()
@@ -95,10 +100,35 @@ impl ControllerOptions {
                 }
                 self.throttle = ThrottleChoice::Paced(p);
             }
-            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, hz, paced_burst_ios, paced_burst_bytes")),
+            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, hz, paced_burst_ios, paced_burst_bytes")),
         }
         Ok(())
     }
+}
+
+/// `iocost_vrate`: a percentage with up to two decimals, as `io.stat`
+/// prints `cost.vrate` ("127.50"), in 1..10000 → vtime per µs.
+fn parse_vrate_pct(value: &str) -> Result<u64, String> {
+    let bad = || {
+        format!("iocost_vrate `{value}`: expected a percentage 1..10000 with up to two decimals, e.g. 127.50")
+    };
+    let (int, frac) = value.trim().split_once('.').unwrap_or((value.trim(), ""));
+    if int.is_empty()
+        || frac.len() > 2
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let hundredths = int
+        .parse::<u64>()
+        .map_err(|_| bad())?
+        .checked_mul(100)
+        .ok_or_else(bad)?
+        + format!("{frac:0<2}").parse::<u64>().map_err(|_| bad())?;
+    if !(100..=1_000_000).contains(&hundredths) {
+        return Err(bad());
+    }
+    Ok(blkqos_core::iocost::vtime::VTIME_PER_USEC * hundredths / 10_000)
 }
 
 /// Build the stack for one device and apply the knob writes.
@@ -261,6 +291,9 @@ fn push_iocost(
             c.schedule(Instant(at), r);
         }
     }
+    if let Some(v) = opts.iocost_vrate {
+        c.set_vrate(v);
+    }
     stack.push(Box::new(c));
     Ok(())
 }
@@ -274,4 +307,29 @@ fn check_dev(w: &KnobWrite, got: DevId, dev: DevId) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blkqos_core::iocost::vtime::VTIME_PER_USEC;
+
+    #[test]
+    fn iocost_vrate_takes_a_percentage() {
+        let mut o = ControllerOptions::default();
+        assert_eq!(o.iocost_vrate, None);
+        o.set("iocost_vrate", "127.50").unwrap();
+        assert_eq!(o.iocost_vrate, Some(VTIME_PER_USEC * 12_750 / 10_000));
+        o.set("iocost_vrate", "127.5").unwrap();
+        assert_eq!(o.iocost_vrate, Some(VTIME_PER_USEC * 12_750 / 10_000));
+        o.set("iocost_vrate", "100").unwrap();
+        assert_eq!(o.iocost_vrate, Some(VTIME_PER_USEC));
+        for bad in ["", "0.99", "10000.01", "12.345", "1e2", "-5", "x", ".5"] {
+            let e = o.set("iocost_vrate", bad).unwrap_err();
+            assert!(
+                e.contains("iocost_vrate") && e.contains("1..10000"),
+                "{bad}: {e}"
+            );
+        }
+    }
 }

@@ -43,6 +43,8 @@ pub struct Experiment {
     pub device: DeviceSpec,
     pub controllers: ControllerOptions,
     pub seed: u64,
+    /// The device spec sets its own jitter seed (else the run's seed is used).
+    pub device_seed_explicit: bool,
     pub host: HostModel,
     pub writes: Vec<KnobWrite>,
     pub invocations: Vec<Invocation>,
@@ -80,6 +82,7 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "iocost-trace",
     "allow-destructive?",
     "overwrite?",
+    "eta",
 ];
 
 impl Experiment {
@@ -123,9 +126,25 @@ impl Experiment {
                         kv.push((k.clone(), s));
                     }
                 }
-                let line = t.values().next().map(|v| v.span().start).unwrap_or(0);
-                DeviceSpec::new(&model, kv.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                    .map_err(|e| src.err(line, e.to_string()))?
+                DeviceSpec::new(&model, kv.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(
+                    |e| {
+                        // point at the offending key's line (the model line otherwise)
+                        use blkqos_sim::device::SpecError;
+                        let key = match &e {
+                            SpecError::UnknownKey { key, .. } | SpecError::BadValue { key, .. } => {
+                                Some(key.as_str())
+                            }
+                            _ => None,
+                        };
+                        let at = key
+                            .and_then(|k| t.get(k))
+                            .or_else(|| t.get("model"))
+                            .or_else(|| t.values().next())
+                            .map(|v| v.span().start)
+                            .unwrap_or(0);
+                        src.err(at, e.to_string())
+                    },
+                )?
             }
         };
         let mut controllers = ControllerOptions::default();
@@ -282,6 +301,7 @@ impl Experiment {
             device,
             controllers,
             seed: sc.seed.unwrap_or(1),
+            device_seed_explicit: sc.device.as_ref().is_some_and(|t| t.contains_key("seed")),
             host: {
                 let d = HostModel::default();
                 let h = sc.host.as_ref();
@@ -317,6 +337,7 @@ impl Experiment {
         let mut accounting = AccountingOptions::default();
         let mut real: Option<crate::real::RealOptions> = None;
         let mut consent = (false, false);
+        let mut eta = crate::progress::Eta::default();
         let mut trace_out = None;
         for (k, v) in &cli.other {
             match k.as_str() {
@@ -356,6 +377,10 @@ impl Experiment {
                         };
                     }
                 }
+                "eta" => {
+                    eta = crate::progress::Eta::parse(v)
+                        .ok_or_else(|| anyhow::anyhow!("--eta={v}: use auto, always or never"))?
+                }
                 "allow-destructive" => consent.0 = true,
                 "overwrite" => consent.1 = true,
                 "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {
@@ -380,6 +405,7 @@ impl Experiment {
         if let Some(r) = &mut real {
             r.allow_destructive = consent.0;
             r.overwrite = consent.1;
+            r.eta = eta;
         } else if consent.0 || consent.1 {
             bail!("--allow-destructive/--overwrite apply to the real engine: add --backend=real");
         }
@@ -387,6 +413,10 @@ impl Experiment {
             device,
             controllers,
             seed,
+            device_seed_explicit: cli
+                .other
+                .iter()
+                .any(|(k, v)| k == "device" && v.split(',').any(|p| p.trim().starts_with("seed="))),
             host,
             io_stat_out,
             accounting,
@@ -578,7 +608,11 @@ impl Experiment {
             setups,
             invocation_of,
         } = self.plan(&self.device, None)?;
-        let model = self.device.build();
+        let mut dev = self.device.clone();
+        if !self.device_seed_explicit {
+            dev.seed = self.seed;
+        }
+        let model = dev.build();
         let mut stack = build_stack(
             &self.controllers,
             &tree,

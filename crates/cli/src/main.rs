@@ -8,8 +8,10 @@ mod experiment;
 mod iostat_cmd;
 mod knobs;
 mod output;
+mod progress;
 mod real;
 mod scenario;
+mod summary;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -50,6 +52,13 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Seed 001's result table (IOPS, MB/s, slat/clat ms) from fio JSON reports.
+    #[command(long_about = summary::HELP)]
+    Summary {
+        /// fio JSON reports written with --unified_rw_reporting=mixed.
+        #[arg(value_name = "FILE.json", required = true)]
+        files: Vec<String>,
+    },
 }
 
 const RUN_HELP: &str = "\
@@ -86,7 +95,10 @@ blkqos flags:
   --hz=N                         kernel HZ for blk-throttle: 100, 250, 300, 1000 (default)
   --io-stat=FILE                 after the run, write every cgroup's io.stat to FILE
   --iostats=MODE                 busy-time accounting: precise (default), inflight (6.10+),
-                                 sampling-v2 (5.7-6.9), sampling-v1 (5.0-5.6), round-stats (<=4.20)
+                                 sampling-v2 (5.7-6.9), sampling-v1 (5.0-5.6), round-stats (<=4.20),
+                                 off (queue/iostats=0: no disk accounting)
+  --eta=auto|always|never        real engine: a status line (elapsed, ETA, IOPS and bandwidth
+                                 per job) on stderr every second; auto (default) = if a terminal
   --diskstats-every=T            snapshot /proc/diskstats every T (default 1s when needed)
   --diskstats-dir=DIR            write snapshots as DIR/NNNN/{diskstats,uptime}
   --iostat='ARGS'                print sysstat's iostat over the snapshots, e.g. --iostat='-x 1'
@@ -115,6 +127,7 @@ fn main() -> ExitCode {
         }
         Cmd::Bench { args } => bench::run(&args).map_err(|err| output::Failure { code: 2, err }),
         Cmd::Iostat { args } => iostat_cmd::run(&args),
+        Cmd::Summary { files } => summary::run(&files),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -151,6 +151,13 @@ fn build(args: &[String]) -> Result<Experiment> {
                     .controllers
                     .set("hz", v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                Some(("--eta", v)) => {
+                    let eta = crate::progress::Eta::parse(v)
+                        .ok_or_else(|| anyhow::anyhow!("--eta={v}: use auto, always or never"))?;
+                    if let Some(r) = &mut e.real {
+                        r.eta = eta;
+                    }
+                }
                 Some(("--output-format", v)) => {
                     let f = crate::experiment::parse_formats(v).map_err(|m| anyhow::anyhow!("--{m}"))?;
                     for inv in &mut e.invocations {
@@ -158,7 +165,7 @@ fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --throttle, --iocost, --iocost-trace, --hz, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat and --output-format are accepted"
+                    "`{a}`: after a scenario file only --seed, --throttle, --iocost, --iocost-trace, --hz, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --eta and --output-format are accepted"
                 ),
             }
         }

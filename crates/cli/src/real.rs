@@ -19,6 +19,8 @@ pub struct RealOptions {
     pub path: Option<PathBuf>,
     pub allow_destructive: bool,
     pub overwrite: bool,
+    /// The status line (`--eta=`).
+    pub eta: crate::progress::Eta,
 }
 
 /// `MAJ:MIN` and a name for the target: a block device's own number, or the
@@ -142,7 +144,10 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
     let mut stack = build_stack(&exp.controllers, &tree, devid, false, depth, &exp.writes)?;
     let stop = StopOnSignal::install().context("cannot install the SIGINT/SIGTERM handler")?;
     let opts = exp.run_options(blkqos_engine::host_model(), Some(stop.flag()));
-    let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
+    let result = match crate::progress::Progress::start(&setups, ro.eta) {
+        Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts)?,
+        None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?,
+    };
     if result.interrupted {
         eprintln!("blkqos: interrupted: stopped issuing, drained in-flight IO, writing the partial report");
     }

@@ -68,6 +68,13 @@ pub trait Controller {
     /// Append the per-period trace records gathered since the last call
     /// (text lines, or JSON lines when `json`).
     fn drain_trace(&mut self, _dev: &str, _json: bool, _out: &mut String) {}
+
+    /// Does this controller never hold, time or observe anything (every
+    /// method a no-op, every IO dispatched)? The stack then skips it on
+    /// the per-IO path. Must not change over the controller's lifetime.
+    fn is_pass_through(&self) -> bool {
+        false
+    }
 }
 
 /// The controller that never holds anything: the whole pipeline runs with it
@@ -89,6 +96,9 @@ impl Controller for PassThrough {
     }
     fn held(&self) -> usize {
         0
+    }
+    fn is_pass_through(&self) -> bool {
+        true
     }
 }
 
@@ -129,6 +139,7 @@ impl IoStat {
     }
 }
 
+#[inline]
 fn count_iostat(iostat: &mut Vec<IoStat>, io: &Io) {
     let g = io.group.idx();
     if iostat.len() <= g {
@@ -142,11 +153,26 @@ fn count_iostat(iostat: &mut Vec<IoStat>, io: &Io) {
 /// The stack also keeps each group's `io.stat` counters, counted where the
 /// kernel counts them (`blk_cgroup_bio_start`): when an IO clears the first
 /// stage (blk-throttle), before any rq-qos wait.
-#[derive(Default)]
+///
+/// When every stage is pass-through (or there is none), the per-IO calls
+/// skip the stages: no virtual calls on the simulator's hot path.
 pub struct ControllerStack {
     stages: Vec<Box<dyn Controller>>,
     scratch: Vec<Io>,
     iostat: Vec<IoStat>,
+    /// Every stage is pass-through ([`Controller::is_pass_through`]).
+    passive: bool,
+}
+
+impl Default for ControllerStack {
+    fn default() -> Self {
+        ControllerStack {
+            stages: Vec::new(),
+            scratch: Vec::new(),
+            iostat: Vec::new(),
+            passive: true,
+        }
+    }
 }
 
 impl ControllerStack {
@@ -160,7 +186,13 @@ impl ControllerStack {
         s
     }
     pub fn push(&mut self, c: Box<dyn Controller>) {
+        self.passive &= c.is_pass_through();
         self.stages.push(c);
+    }
+    /// No stage ever holds or times an IO: [`ControllerStack::submit`]
+    /// always says `Ready` and there are no deadlines.
+    pub fn is_pass_through(&self) -> bool {
+        self.passive
     }
     pub fn stages(&self) -> impl Iterator<Item = &dyn Controller> {
         self.stages.iter().map(|b| b.as_ref())
@@ -198,7 +230,12 @@ impl ControllerStack {
     }
 
     /// Submit a new IO at `now`.
+    #[inline]
     pub fn submit(&mut self, io: &Io, now: Instant) -> StackVerdict {
+        if self.passive {
+            count_iostat(&mut self.iostat, io);
+            return StackVerdict::Ready;
+        }
         self.submit_from(0, io, now)
     }
 
@@ -207,6 +244,9 @@ impl ControllerStack {
     /// that leave a submitter-blocking stage (their submitter may continue),
     /// whether they are ready or went on to queue in a later stage.
     pub fn on_timer(&mut self, now: Instant, ready: &mut Vec<Io>, unblocked: &mut Vec<Io>) {
+        if self.passive {
+            return;
+        }
         let mut scratch = std::mem::take(&mut self.scratch);
         for k in 0..self.stages.len() {
             scratch.clear();
@@ -229,19 +269,31 @@ impl ControllerStack {
         self.scratch = scratch;
     }
 
+    #[inline]
     pub fn on_start(&mut self, io: &Io, alloc_at: Instant, now: Instant) {
+        if self.passive {
+            return;
+        }
         for st in &mut self.stages {
             st.on_start(io, alloc_at, now);
         }
     }
 
+    #[inline]
     pub fn on_complete(&mut self, io: &Io, alloc_at: Instant, started_at: Instant, now: Instant) {
+        if self.passive {
+            return;
+        }
         for st in &mut self.stages {
             st.on_complete(io, alloc_at, started_at, now);
         }
     }
 
+    #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.passive {
+            return None;
+        }
         self.stages.iter().filter_map(|s| s.next_deadline()).min()
     }
 
@@ -314,8 +366,16 @@ mod tests {
     #[test]
     fn pass_through_is_ready() {
         let mut s = ControllerStack::pass_through();
+        assert!(s.is_pass_through());
         assert_eq!(s.submit(&io(1), Instant(0)), StackVerdict::Ready);
         assert_eq!(s.next_deadline(), None);
+        assert_eq!(s.iostat(GroupId::ROOT).ios, [1, 0, 0]);
+        // an empty stack counts io.stat too
+        let mut e = ControllerStack::new();
+        assert_eq!(e.submit(&io(2), Instant(0)), StackVerdict::Ready);
+        assert_eq!(e.iostat(GroupId::ROOT).ios, [1, 0, 0]);
+        e.push(Box::new(Delay10(vec![], false)));
+        assert!(!e.is_pass_through());
     }
 
     #[test]

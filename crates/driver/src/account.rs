@@ -14,6 +14,7 @@
 //! | `sampling-v2` | 5.7–6.9 | new jiffy: `+= 1` | new jiffy: `+= now − stamp` |
 //! | `inflight` | 6.10+ | new jiffy and already in flight: `+= now − stamp` | new jiffy: `+= now − stamp` |
 //! | `precise` | blkqos | exact ns with ≥ 1 request in flight | same |
+//! | `off` | `queue/iostats = 0` | nothing is accounted | nothing |
 //!
 //! Worked example (HZ=1000): a 60 µs IO starting every ~1.06 ms. Under
 //! `sampling-v1` every start lands in a new jiffy and adds a whole jiffy:
@@ -42,6 +43,9 @@ pub enum TicksMode {
     Inflight,
     #[default]
     Precise,
+    /// No accounting at all (`/sys/block/X/queue/iostats = 0`): every
+    /// counter stays 0. For measuring what accounting costs.
+    Off,
 }
 
 impl TicksMode {
@@ -51,6 +55,7 @@ impl TicksMode {
         "sampling-v2",
         "inflight",
         "precise",
+        "off",
     ];
 
     pub fn by_name(s: &str) -> Option<Self> {
@@ -60,6 +65,7 @@ impl TicksMode {
             "sampling-v2" | "linux-6.1" | "linux-6.6" => TicksMode::SamplingV2,
             "inflight" | "linux-6.12" | "linux-6.18" => TicksMode::Inflight,
             "precise" => TicksMode::Precise,
+            "off" => TicksMode::Off,
             _ => return None,
         })
     }
@@ -70,6 +76,7 @@ impl TicksMode {
             TicksMode::SamplingV2 => "sampling-v2",
             TicksMode::Inflight => "inflight",
             TicksMode::Precise => "precise",
+            TicksMode::Off => "off",
         }
     }
 }
@@ -152,10 +159,14 @@ impl DiskStats {
     /// before the in-flight count changes.
     #[inline]
     fn update_io_ticks(&mut self, now: Instant, end: bool) {
+        if matches!(self.mode, TicksMode::Precise | TicksMode::Off) {
+            // no jiffies: skip the two divisions below on every IO
+            return;
+        }
         let j = now.jiffies(self.hz);
         let stamp = self.stamp_jiffies;
         match self.mode {
-            TicksMode::Precise => {}
+            TicksMode::Precise | TicksMode::Off => {}
             TicksMode::RoundStats => {
                 // part_round_stats: charge the elapsed jiffies if busy
                 let n = self.inflight();
@@ -191,6 +202,9 @@ impl DiskStats {
     /// A request started (`blk_account_io_start`).
     #[inline]
     pub fn start(&mut self, op: IoOp, now: Instant) {
+        if self.mode == TicksMode::Off {
+            return;
+        }
         self.advance_exact(now);
         self.update_io_ticks(now, false);
         self.in_flight[op.dir().idx()] += 1;
@@ -199,6 +213,9 @@ impl DiskStats {
     /// A request completed (`blk_account_io_done`).
     #[inline]
     pub fn done(&mut self, op: IoOp, bytes: u64, started: Instant, now: Instant) {
+        if self.mode == TicksMode::Off {
+            return;
+        }
         self.advance_exact(now);
         self.update_io_ticks(now, true);
         let g = op.stat_group();

@@ -23,6 +23,7 @@ impl RequestQueue {
         }
     }
     /// An IO asks for a request at `now`. `true`: it starts now.
+    #[inline]
     pub fn alloc(&mut self, io: &Io, now: Instant) -> bool {
         if self.busy < self.nr_requests && self.waiting.is_empty() {
             self.busy += 1;
@@ -34,6 +35,7 @@ impl RequestQueue {
     }
     /// A request completed: its slot goes to the oldest waiter, returned
     /// with the time it started waiting.
+    #[inline]
     pub fn free(&mut self) -> Option<(IoId, Instant)> {
         self.busy -= 1;
         let next = self.waiting.pop_front()?;

@@ -97,14 +97,50 @@ struct JobSlot {
     group: GroupId,
     /// Completions delivered but not yet reaped (the libaio/io_uring ring).
     ring: Vec<Reaped>,
-    /// A submit call in progress: the IO enters the block layer at `.0`.
-    submitting: Option<(Instant, IoId)>,
-    /// Submit call blocked inside a controller (iocost) until released.
-    blocked: Option<IoId>,
-    wake: Option<Instant>,
+    state: SlotState,
+}
+
+/// What a job clone is doing, as the driver sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SlotState {
+    /// Free to act (or done).
+    Runnable,
+    /// It said it waits for a completion, and its ring was empty.
+    Waiting,
     /// In a timed sleep until this (jittered) time: not stepped before.
-    sleeping_until: Option<Instant>,
-    waiting: bool,
+    Sleeping(Instant),
+    /// A submit call in progress: the IO enters the block layer at `.0`.
+    Submitting(Instant, IoId),
+    /// Submit call blocked inside a controller (iocost) until released.
+    Blocked(IoId),
+}
+
+impl JobSlot {
+    /// When the job wants to be stepped again without an IO event.
+    #[inline]
+    fn wake(&self) -> Option<Instant> {
+        match self.state {
+            SlotState::Sleeping(t) | SlotState::Submitting(t, _) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Would [`Loop::step_job`] do anything at `now` (when not stopping)?
+    ///
+    /// A job left waiting for a completion with an empty ring, sleeping or
+    /// inside a submit call until later, blocked in a controller, or done
+    /// is in a state that only a completion, its wake-up time or a release
+    /// can change (job timers cannot): stepping it would be a no-op, so the
+    /// loop skips it.
+    #[inline]
+    fn can_act(&self, now: Instant) -> bool {
+        match self.state {
+            SlotState::Runnable => !self.job.is_done(),
+            SlotState::Waiting => !self.ring.is_empty(),
+            SlotState::Sleeping(t) | SlotState::Submitting(t, _) => now >= t,
+            SlotState::Blocked(_) => false,
+        }
+    }
 }
 
 /// An in-flight IO.
@@ -151,31 +187,81 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
+    /// The IO got a request slot at `now`.
     fn start(&mut self, id: IoId, now: Instant) {
         let Some(f) = self.flights.get_mut(id) else {
             return;
         };
         f.started_at = now;
         let (io, alloc_at) = (f.io, f.alloc_at);
-        self.stack.on_start(&io, alloc_at, now);
+        self.begin_service(&io, alloc_at, now);
+    }
+
+    /// The device starts serving `io` (it holds a request since `now`).
+    #[inline]
+    fn begin_service(&mut self, io: &Io, alloc_at: Instant, now: Instant) {
+        self.stack.on_start(io, alloc_at, now);
         self.disk.start(io.op, now);
-        self.backend.submit(&io, now);
+        self.backend.submit(io, now);
+    }
+
+    /// Job `j` issues `jio` at `now`: the IO gets an in-flight slot, and its
+    /// submit call returns after `submit_ns` (or enters the block layer at
+    /// once when that is 0).
+    fn issue(&mut self, j: usize, jio: JobIo, now: Instant) {
+        let slot = &self.jobs[j];
+        let io = Io {
+            id: IoId::default(),
+            job: j as u32,
+            group: slot.group,
+            op: op_of(jio.ddir),
+            flags: if jio.ddir == 1 && slot.job.spec().direct {
+                IoFlags::SYNC
+            } else {
+                IoFlags::default()
+            },
+            offset: jio.offset,
+            len: jio.len,
+            submitted_at: now,
+        };
+        let id = self.flights.insert_with(|id| Flight {
+            job: j as u32,
+            jio,
+            io: Io { id, ..io },
+            issue_time: now,
+            alloc_at: now,
+            started_at: now,
+        });
+        if self.host.submit_ns > 0 {
+            let returns_at = now + Duration(self.host.submit_ns);
+            self.jobs[j].state = SlotState::Submitting(returns_at, id);
+        } else {
+            self.enter_block_layer(j, id, now);
+        }
     }
 
     /// Enter the block layer: pass the stack, maybe block the submitter.
     fn enter_block_layer(&mut self, j: usize, id: IoId, now: Instant) {
-        let io = {
-            let f = self.flights.get_mut(id).expect("flight exists");
-            f.io.submitted_at = now;
-            f.io
-        };
+        let f = self.flights.get_mut(id).expect("flight exists");
+        f.io.submitted_at = now;
+        let io = f.io;
         match self.stack.submit(&io, now) {
             StackVerdict::Ready => {
-                self.finish_submit(j, id, now);
-                self.enqueue_request(io, now);
+                // the submit call returns and the IO asks for a request at
+                // once (finish_submit + enqueue_request in one slab lookup)
+                f.issue_time = now;
+                f.alloc_at = now;
+                let starts = self.rq.alloc(&io, now);
+                if starts {
+                    f.started_at = now;
+                }
+                self.jobs[j].job.submitted(now);
+                if starts {
+                    self.begin_service(&io, now, now);
+                }
             }
             StackVerdict::Queued => self.finish_submit(j, id, now),
-            StackVerdict::Blocked => self.jobs[j].blocked = Some(id),
+            StackVerdict::Blocked => self.jobs[j].state = SlotState::Blocked(id),
         }
     }
 
@@ -186,67 +272,63 @@ impl<B: Backend> Loop<'_, B> {
         self.jobs[j].job.submitted(now);
     }
 
+    /// Run the controller timers due at `now`: released IOs go to the
+    /// request queue, released submitters continue.
+    fn run_controller_timers(&mut self, now: Instant) {
+        if self.stack.next_deadline().is_none_or(|d| d > now) {
+            return;
+        }
+        self.ready.clear();
+        self.unblocked.clear();
+        self.stack
+            .on_timer(now, &mut self.ready, &mut self.unblocked);
+        let unblocked = std::mem::take(&mut self.unblocked);
+        for io in &unblocked {
+            let j = io.job as usize;
+            if self.jobs[j].state == SlotState::Blocked(io.id) {
+                self.jobs[j].state = SlotState::Runnable;
+                self.finish_submit(j, io.id, now);
+            }
+        }
+        self.unblocked = unblocked;
+        let ready = std::mem::take(&mut self.ready);
+        for io in &ready {
+            self.enqueue_request(*io, now);
+        }
+        self.ready = ready;
+    }
+
     /// Let job `j` act until it waits.
     fn step_job(&mut self, j: usize, now: Instant, stopping: bool) -> Result<(), RunError> {
+        let slot = &mut self.jobs[j];
+        if slot.state == SlotState::Waiting && !stopping && !slot.ring.is_empty() {
+            // nothing changed for the job since it said WaitCompletion but
+            // the completions that arrived: asking again would give the
+            // same answer, so hand them over right away
+            slot.state = SlotState::Runnable;
+            slot.job.reap(&slot.ring, now);
+            slot.ring.clear();
+        }
         loop {
             let slot = &mut self.jobs[j];
-            if let Some(w) = slot.sleeping_until {
-                if now < w && !stopping {
-                    slot.wake = Some(w);
-                    return Ok(());
+            match slot.state {
+                SlotState::Sleeping(t) if now < t && !stopping => return Ok(()),
+                SlotState::Blocked(_) => return Ok(()),
+                SlotState::Submitting(t, _) if now < t => return Ok(()),
+                SlotState::Submitting(_, id) => {
+                    slot.state = SlotState::Runnable;
+                    self.enter_block_layer(j, id, now);
+                    continue;
                 }
-                slot.sleeping_until = None;
-            }
-            slot.wake = None;
-            slot.waiting = false;
-            if slot.blocked.is_some() {
-                return Ok(());
-            }
-            if let Some((t, id)) = slot.submitting {
-                if now < t {
-                    slot.wake = Some(t);
-                    return Ok(());
+                SlotState::Sleeping(_) | SlotState::Waiting | SlotState::Runnable => {
+                    slot.state = SlotState::Runnable;
                 }
-                slot.submitting = None;
-                self.enter_block_layer(j, id, now);
-                continue;
             }
             if stopping {
                 slot.job.stop();
             }
             match slot.job.next_action(now) {
-                JobAction::Issue(jio) => {
-                    let io = Io {
-                        id: IoId::default(),
-                        job: j as u32,
-                        group: slot.group,
-                        op: op_of(jio.ddir),
-                        flags: if jio.ddir == 1 && slot.job.spec().direct {
-                            IoFlags::SYNC
-                        } else {
-                            IoFlags::default()
-                        },
-                        offset: jio.offset,
-                        len: jio.len,
-                        submitted_at: now,
-                    };
-                    let id = self.flights.insert(Flight {
-                        job: j as u32,
-                        jio,
-                        io,
-                        issue_time: now,
-                        alloc_at: now,
-                        started_at: now,
-                    });
-                    if let Some(f) = self.flights.get_mut(id) {
-                        f.io.id = id;
-                    }
-                    if self.host.submit_ns > 0 {
-                        self.jobs[j].submitting = Some((now + Duration(self.host.submit_ns), id));
-                    } else {
-                        self.enter_block_layer(j, id, now);
-                    }
-                }
+                JobAction::Issue(jio) => self.issue(j, jio, now),
                 JobAction::WaitCompletion => {
                     if slot.ring.is_empty() {
                         if slot.job.in_flight() == 0 {
@@ -255,12 +337,10 @@ impl<B: Backend> Loop<'_, B> {
                                 at: now,
                             });
                         }
-                        slot.waiting = true;
+                        slot.state = SlotState::Waiting;
                         return Ok(());
                     }
-                    let batch = std::mem::take(&mut slot.ring);
-                    slot.job.reap(&batch, now);
-                    slot.ring = batch;
+                    slot.job.reap(&slot.ring, now);
                     slot.ring.clear();
                 }
                 JobAction::SleepUntil(t) => {
@@ -270,9 +350,7 @@ impl<B: Backend> Loop<'_, B> {
                     } else {
                         0
                     };
-                    let slot = &mut self.jobs[j];
-                    slot.sleeping_until = Some(t + Duration(late));
-                    slot.wake = slot.sleeping_until;
+                    self.jobs[j].state = SlotState::Sleeping(t + Duration(late));
                     return Ok(());
                 }
                 JobAction::Done => return Ok(()),
@@ -317,11 +395,7 @@ pub fn run<B: Backend>(
             job: Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0),
             group: s.group,
             ring: Vec::with_capacity(64),
-            submitting: None,
-            blocked: None,
-            wake: None,
-            sleeping_until: None,
-            waiting: false,
+            state: SlotState::Runnable,
         })
         .collect();
     let mut lp = Loop {
@@ -344,6 +418,9 @@ pub fn run<B: Backend>(
         .filter(|d| d.as_ns() > 0)
         .map(|d| t0 + d);
     let mut interrupted = false;
+    // earliest job timer; job timers only move when the loop steps jobs
+    // or runs their timers, so the value from the previous pass holds
+    let mut next_job_timer = lp.jobs.iter().filter_map(|s| s.job.next_timer()).min();
     loop {
         let now = lp.backend.now();
         let stopping = opts
@@ -361,48 +438,30 @@ pub fn run<B: Backend>(
             }
         }
         // job timers: ramp end, bw/iops samples
-        for s in &mut lp.jobs {
-            if s.job.next_timer().is_some_and(|t| t <= now) {
-                s.job.on_timer(now);
+        if next_job_timer.is_some_and(|t| t <= now) {
+            for s in &mut lp.jobs {
+                if s.job.next_timer().is_some_and(|t| t <= now) {
+                    s.job.on_timer(now);
+                }
             }
         }
-        // controller timers
-        lp.ready.clear();
-        lp.unblocked.clear();
-        if lp.stack.next_deadline().is_some_and(|d| d <= now) {
-            lp.stack.on_timer(now, &mut lp.ready, &mut lp.unblocked);
-        }
-        let unblocked = std::mem::take(&mut lp.unblocked);
-        for io in &unblocked {
-            let j = io.job as usize;
-            if lp.jobs[j].blocked == Some(io.id) {
-                lp.jobs[j].blocked = None;
-                lp.finish_submit(j, io.id, now);
-            }
-        }
-        lp.unblocked = unblocked;
-        let ready = std::mem::take(&mut lp.ready);
-        for io in &ready {
-            lp.enqueue_request(*io, now);
-        }
-        lp.ready = ready;
+        lp.run_controller_timers(now);
 
         for j in 0..lp.jobs.len() {
-            lp.step_job(j, now, stopping)?;
+            if stopping || lp.jobs[j].can_act(now) {
+                lp.step_job(j, now, stopping)?;
+            }
         }
 
-        let all_done = lp.jobs.iter().all(|s| s.job.is_done());
-        if all_done && lp.flights.is_empty() {
+        if lp.flights.is_empty() && lp.jobs.iter().all(|s| s.job.is_done()) {
             break;
         }
-        let mut deadline = lp.stack.next_deadline();
-        if let Some(t) = next_snap {
-            deadline = Some(deadline.map_or(t, |d| d.min(t)));
-        }
+        let mut deadline = earliest(lp.stack.next_deadline(), next_snap);
+        next_job_timer = None;
         for s in &lp.jobs {
-            for t in [s.wake, s.job.next_timer()].into_iter().flatten() {
-                deadline = Some(deadline.map_or(t, |d| d.min(t)));
-            }
+            let timer = s.job.next_timer();
+            next_job_timer = earliest(next_job_timer, timer);
+            deadline = earliest(earliest(deadline, s.wake()), timer);
         }
         let deadline = deadline.map(|d| d.max(now));
         if deadline.is_none() && lp.backend.in_flight() == 0 {
@@ -416,12 +475,11 @@ pub fn run<B: Backend>(
             return Err(RunError::Stalled { job, at: now });
         }
         lp.comps.clear();
-        let mut comps = std::mem::take(&mut lp.comps);
-        lp.backend.wait(deadline, &mut comps);
-        for c in comps.drain(..) {
+        lp.backend.wait(deadline, &mut lp.comps);
+        for i in 0..lp.comps.len() {
+            let c = lp.comps[i];
             lp.complete(c);
         }
-        lp.comps = comps;
     }
     let ended_at = lp.backend.now();
     lp.disk.sync(ended_at);
@@ -452,6 +510,14 @@ pub fn run<B: Backend>(
         diskstats: snapshots,
         request_trace: lp.trace.unwrap_or_default(),
     })
+}
+
+/// The earlier of two optional times.
+#[inline]
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    // a missing time counts as the end of time (branch-free)
+    a.or(b)
+        .map(|_| a.unwrap_or(Instant::MAX).min(b.unwrap_or(Instant::MAX)))
 }
 
 /// xorshift64: the host jitter stream.

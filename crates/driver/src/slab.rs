@@ -30,18 +30,26 @@ impl<T> Slab<T> {
         }
     }
     pub fn insert(&mut self, v: T) -> IoId {
+        self.insert_with(|_| v)
+    }
+    /// Insert the value `make` builds from the id it will have.
+    #[inline]
+    pub fn insert_with(&mut self, make: impl FnOnce(IoId) -> T) -> IoId {
         self.len += 1;
         if let Some(i) = self.free.pop() {
             let slot = &mut self.slots[i as usize];
             slot.0 = slot.0.wrapping_add(1);
-            slot.1 = Some(v);
-            IoId((u64::from(slot.0) << 32) | u64::from(i))
+            let id = IoId((u64::from(slot.0) << 32) | u64::from(i));
+            slot.1 = Some(make(id));
+            id
         } else {
             let i = self.slots.len() as u32;
-            self.slots.push((0, Some(v)));
-            IoId(u64::from(i))
+            let id = IoId(u64::from(i));
+            self.slots.push((0, Some(make(id))));
+            id
         }
     }
+    #[inline]
     fn locate(&self, id: IoId) -> Option<usize> {
         let i = (id.0 & 0xffff_ffff) as usize;
         let gen = (id.0 >> 32) as u32;
@@ -50,12 +58,15 @@ impl<T> Slab<T> {
             _ => None,
         }
     }
+    #[inline]
     pub fn get(&self, id: IoId) -> Option<&T> {
         self.locate(id).and_then(|i| self.slots[i].1.as_ref())
     }
+    #[inline]
     pub fn get_mut(&mut self, id: IoId) -> Option<&mut T> {
         self.locate(id).and_then(|i| self.slots[i].1.as_mut())
     }
+    #[inline]
     pub fn remove(&mut self, id: IoId) -> Option<T> {
         let i = self.locate(id)?;
         self.len -= 1;
@@ -83,5 +94,7 @@ mod tests {
         assert_eq!(s.get(a), None);
         assert_eq!(s.get(b), Some(&2));
         assert_eq!(s.len(), 1);
+        let c = s.insert_with(|id| id.0);
+        assert_eq!(s.get(c), Some(&c.0));
     }
 }

@@ -1,27 +1,56 @@
 //! The simulator as a driver backend.
 
 use crate::device::DeviceModel;
-use blkqos_core::{Instant, Io};
+use crate::queue::EventQueue;
+use blkqos_core::{Instant, Io, IoId};
 use blkqos_driver::{Backend, Completion};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::cmp::Ordering;
 
 /// Event queue + virtual clock + one device model.
 pub struct SimBackend {
     now: Instant,
     device: Box<dyn DeviceModel>,
-    /// (completion time, sequence, completion)
-    events: BinaryHeap<Reverse<(Instant, u64, CompletionKey)>>,
+    /// Pending completions, earliest (time, sequence) first.
+    events: EventQueue<Event>,
     seq: u64,
     events_processed: u64,
 }
 
-/// Completion payload ordered only by (time, seq) in practice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct CompletionKey {
-    id: u64,
-    error: i32,
+/// A pending completion, ordered by (completion time, sequence number): ties
+/// in time resolve in submission order.
+#[derive(Clone, Copy, Debug)]
+struct Event {
+    at: Instant,
+    seq: u64,
+    id: IoId,
     bytes: u64,
+    error: i32,
+}
+
+impl Event {
+    /// (time, sequence) as one integer: a single wide comparison.
+    #[inline]
+    fn key(&self) -> u128 {
+        (u128::from(self.at.as_ns()) << 64) | u128::from(self.seq)
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    #[inline]
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.key().cmp(&o.key())
+    }
 }
 
 impl SimBackend {
@@ -29,7 +58,7 @@ impl SimBackend {
         SimBackend {
             now: Instant::ZERO,
             device,
-            events: BinaryHeap::with_capacity(1024),
+            events: EventQueue::with_capacity(1024),
             seq: 0,
             events_processed: 0,
         }
@@ -44,6 +73,7 @@ impl SimBackend {
 }
 
 impl Backend for SimBackend {
+    #[inline]
     fn now(&self) -> Instant {
         self.now
     }
@@ -53,22 +83,22 @@ impl Backend for SimBackend {
     fn capacity_bytes(&self) -> u64 {
         self.device.capacity_bytes()
     }
+    #[inline]
     fn submit(&mut self, io: &Io, now: Instant) {
         let (at, error) = self.device.service(io, now);
         let bytes = if error == 0 { io.len } else { 0 };
         self.seq += 1;
-        self.events.push(Reverse((
-            at.max(now),
-            self.seq,
-            CompletionKey {
-                id: io.id.0,
-                error,
-                bytes,
-            },
-        )));
+        self.events.push(Event {
+            at: at.max(now),
+            seq: self.seq,
+            id: io.id,
+            bytes,
+            error,
+        });
     }
+    #[inline]
     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
-        let next = self.events.peek().map(|Reverse((t, _, _))| *t);
+        let next = self.events.peek().map(|e| e.at);
         let target = match (next, deadline) {
             (Some(n), Some(d)) => n.min(d),
             (Some(n), None) => n,
@@ -76,21 +106,153 @@ impl Backend for SimBackend {
             (None, None) => return,
         };
         self.now = self.now.max(target);
-        while let Some(Reverse((t, _, _))) = self.events.peek() {
-            if *t > self.now {
-                break;
-            }
-            let Reverse((t, _, c)) = self.events.pop().expect("peeked");
+        while self.events.peek().is_some_and(|e| e.at <= self.now) {
+            let e = self.events.pop().expect("peeked");
             self.events_processed += 1;
             out.push(Completion {
-                id: blkqos_core::IoId(c.id),
-                error: c.error,
-                bytes: c.bytes,
-                at: t,
+                id: e.id,
+                error: e.error,
+                bytes: e.bytes,
+                at: e.at,
             });
         }
     }
+    #[inline]
     fn in_flight(&self) -> usize {
         self.events.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The simulator's results are part of its contract: these fingerprints
+    //! were recorded before the hot-path optimisations (event heap, driver
+    //! loop, statistics, random map) and must not change unless a model or
+    //! fio semantics change on purpose.
+    use super::*;
+    use crate::device::DeviceSpec;
+    use blkqos_core::{ControllerStack, Duration, GroupId};
+    use blkqos_driver::run::JobSetup;
+    use blkqos_driver::RunOptions;
+    use blkqos_workload::{IoEngine, JobSpec, PerDir, RwMode};
+
+    /// Every count, time and statistic bit of a run, as one line.
+    fn fingerprint(dev: &str, specs: Vec<JobSpec>) -> String {
+        let dev = DeviceSpec::parse(dev).expect("valid device");
+        let mut backend = SimBackend::new(dev.build());
+        let mut stack = ControllerStack::pass_through();
+        let setups = specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| JobSetup {
+                spec,
+                clone: i as u32,
+                group: GroupId::ROOT,
+                region_start: 0,
+                region_len: dev.capacity,
+                seed: 7 + i as u64,
+            })
+            .collect();
+        let r = blkqos_driver::run(&mut backend, &mut stack, setups, &RunOptions::default())
+            .expect("run");
+        let mut out = format!(
+            "end={} disk={:?}",
+            r.ended_at.as_ns(),
+            r.disk.diskstats_fields()
+        );
+        out += &format!(
+            " busy={} integral={}",
+            r.disk.busy_ns, r.disk.inflight_integral_ns
+        );
+        for j in &r.jobs {
+            for d in &j.stats.dirs {
+                for s in [&d.slat, &d.clat, &d.lat, &d.bw, &d.iops] {
+                    out += &format!(
+                        " {}/{}/{}/{:x}/{:x}",
+                        s.n,
+                        s.min,
+                        s.max,
+                        s.mean.to_bits(),
+                        s.m2.to_bits()
+                    );
+                }
+                let p: Vec<u64> = d
+                    .clat_hist
+                    .percentiles(&[50.0, 99.0, 99.99])
+                    .iter()
+                    .map(|x| x.1)
+                    .collect();
+                out += &format!(" b={} p={p:?}", d.io_bytes);
+            }
+            out += &format!(
+                " depth={:?} cb={:?}",
+                j.stats.depth_level, j.stats.complete_batches
+            );
+        }
+        out
+    }
+
+    fn qd32(norandommap: bool) -> JobSpec {
+        let mut s = JobSpec::new("qd32");
+        s.rw = RwMode::RandRead;
+        s.ioengine = IoEngine::IoUring;
+        s.iodepth = 32;
+        s.time_based = true;
+        s.runtime = Some(Duration::from_ms(30));
+        s.norandommap = norandommap;
+        s
+    }
+
+    fn mixed(i: u32) -> JobSpec {
+        let mut s = JobSpec::new(format!("mix{i}"));
+        s.rw = RwMode::RandRw;
+        s.rwmixread = 70;
+        s.ioengine = IoEngine::Libaio;
+        s.iodepth = 8;
+        s.bsrange = Some(PerDir {
+            read: (4096, 65536),
+            write: (4096, 65536),
+            trim: (4096, 65536),
+        });
+        s.thinktime = Duration::from_us(20);
+        s.thinktime_blocks = 16;
+        s.time_based = true;
+        s.runtime = Some(Duration::from_ms(40));
+        s
+    }
+
+    /// FNV-1a: a short stand-in for a long fingerprint.
+    fn fnv1a(s: &str) -> u64 {
+        s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    #[test]
+    fn results_are_unchanged() {
+        let cases = [
+            (
+                fingerprint(
+                    "ssd,channels=64,read_ns=25000,jitter_pct=10,size=64g",
+                    vec![qd32(true)],
+                ),
+                0xcdb4_9dcd_b6f6_1780,
+            ),
+            (
+                fingerprint("ssd,channels=16,size=8g", vec![qd32(false)]),
+                0x8b85_6bf3_1e06_a612,
+            ),
+            (
+                fingerprint("ssd,size=4g", vec![mixed(0), mixed(1), mixed(2)]),
+                0x0304_b2f9_1e7d_0f58,
+            ),
+            (
+                fingerprint("hdd,size=100g", vec![qd32(false)]),
+                0x5c1d_6d39_6fe6_9f02,
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(fnv1a(&got), want, "results changed: {got}");
+        }
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod backend;
 pub mod device;
+mod queue;
 
 pub use backend::SimBackend;
 pub use device::{DeviceModel, DeviceSpec};

@@ -29,6 +29,7 @@ use crate::rng::Stream;
 use crate::spec::{JobSpec, RateProcess, RwMode, ThinkBlocksType};
 use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
+use map::BlockMap;
 use std::collections::VecDeque;
 
 /// fio's direction index: 0 read, 1 write, 2 trim.
@@ -93,97 +94,6 @@ enum After {
     Top { slept_from: Instant, ddir: Ddir },
 }
 
-/// Random map (fio's axmap without `norandommap`): every block once per
-/// pass. A bit per block plus summary levels (a bit per *full* word of the
-/// level below), so finding the next free block is O(levels), not O(blocks).
-#[derive(Clone, Debug)]
-struct BlockMap {
-    /// levels[0]: one bit per block (1 = used); levels[k+1]: one bit per
-    /// full word of levels[k].
-    levels: Vec<Vec<u64>>,
-    /// Number of valid bits at each level.
-    level_bits: Vec<u64>,
-    nblocks: u64,
-    used: u64,
-}
-
-impl BlockMap {
-    fn new(nblocks: u64) -> Self {
-        let mut levels = Vec::new();
-        let mut level_bits = Vec::new();
-        let mut n = nblocks.max(1);
-        loop {
-            let words = n.div_ceil(64);
-            levels.push(vec![0u64; words as usize]);
-            level_bits.push(n);
-            if words == 1 {
-                break;
-            }
-            n = words;
-        }
-        BlockMap {
-            levels,
-            level_bits,
-            nblocks,
-            used: 0,
-        }
-    }
-
-    /// First free bit at `level` with index ≥ `from` (no wrap), if any.
-    fn find_free(&self, level: usize, from: u64) -> Option<u64> {
-        let nbits = self.level_bits[level];
-        if from >= nbits {
-            return None;
-        }
-        let words = &self.levels[level];
-        let w = (from / 64) as usize;
-        let free = !words[w] & (!0u64 << (from % 64));
-        if free != 0 {
-            let bit = w as u64 * 64 + u64::from(free.trailing_zeros());
-            return (bit < nbits).then_some(bit);
-        }
-        // the rest of this word is used: ask the level above for the next
-        // word that is not full
-        let next_word = if level + 1 < self.levels.len() {
-            self.find_free(level + 1, w as u64 + 1)?
-        } else {
-            return None;
-        };
-        let free = !words[next_word as usize];
-        let bit = next_word * 64 + u64::from(free.trailing_zeros());
-        (bit < nbits).then_some(bit)
-    }
-
-    fn set(&mut self, mut bit: u64) {
-        for level in 0..self.levels.len() {
-            let w = (bit / 64) as usize;
-            self.levels[level][w] |= 1 << (bit % 64);
-            if self.levels[level][w] != !0 {
-                break;
-            }
-            bit = w as u64;
-        }
-    }
-
-    /// Take `b` if free, else the next free block after it (wrapping); a new
-    /// pass starts when every block was used.
-    fn take_near(&mut self, b: u64) -> u64 {
-        if self.used >= self.nblocks {
-            for l in &mut self.levels {
-                l.fill(0);
-            }
-            self.used = 0;
-        }
-        let blk = self
-            .find_free(0, b)
-            .or_else(|| self.find_free(0, 0))
-            .unwrap_or(b);
-        self.set(blk);
-        self.used += 1;
-        blk
-    }
-}
-
 /// Per-direction rate state (fio `rate_bps`, `rate_io_issue_bytes`,
 /// `rate_next_io_time`, `last_usec`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -227,6 +137,8 @@ pub struct Job {
     rate: [RateDir; 3],
     seq_pos: [u64; 3],
     map: Option<BlockMap>,
+    /// The random block the map's next IO starts from (drawn ahead).
+    next_want: Option<u64>,
     map_unit: u64,
     rng_offset: Stream,
     rng_mix: Stream,
@@ -320,6 +232,7 @@ impl Job {
             rate,
             seq_pos: [0; 3],
             map,
+            next_want: None,
             map_unit: min_bs_all,
             rng_offset: Stream::new(base, clone, 1),
             rng_mix: Stream::new(base, clone, 2),
@@ -388,17 +301,20 @@ impl Job {
         self.start_epoch(now);
     }
 
+    #[inline]
     pub fn spec(&self) -> &JobSpec {
         &self.spec
     }
     pub fn clone_index(&self) -> u32 {
         self.clone
     }
+    #[inline]
     pub fn in_flight(&self) -> u32 {
         self.in_flight
     }
+    #[inline]
     pub fn is_done(&self) -> bool {
-        self.phase == Phase::Done
+        matches!(self.phase, Phase::Done)
     }
     /// Errno that stopped the job (0 if none).
     pub fn error(&self) -> i32 {
@@ -409,13 +325,15 @@ impl Job {
         self.finished_at
     }
     /// Is the job in its ramp period (stats not kept)?
+    #[inline]
     pub fn in_ramp(&self) -> bool {
         self.ramp_end.is_some()
     }
     /// Next time the job needs attention without an IO event: ramp end or a
     /// bw/iops sample point.
+    #[inline]
     pub fn next_timer(&self) -> Option<Instant> {
-        if self.phase == Phase::Done {
+        if matches!(self.phase, Phase::Done) {
             return None;
         }
         // no samples are taken during the ramp (the sample clock restarts
@@ -597,10 +515,20 @@ impl Job {
         let region = self.region_len.max(len);
         if self.spec.rw.is_random() {
             let unit = self.map_unit;
-            let last_start = (region - len) / unit; // inclusive block index
+            let last_start = div_by_unit(region - len, unit); // inclusive block index
             let b = if let Some(map) = &mut self.map {
-                let want = self.rng_offset.below(map.nblocks);
+                // the offset stream is drawn one IO ahead (the same draws
+                // in the same order) so that the next block's bitmap word
+                // can be prefetched: otherwise every IO waits for a cache
+                // miss on a bitmap of megabytes
+                let want = match self.next_want.take() {
+                    Some(w) => w,
+                    None => self.rng_offset.below(map.nblocks()),
+                };
                 let got = map.take_near(want);
+                let next = self.rng_offset.below(map.nblocks());
+                map.prefetch(next);
+                self.next_want = Some(next);
                 got.min(last_start)
             } else {
                 self.rng_offset.below(last_start + 1)
@@ -789,6 +717,7 @@ impl Job {
     }
 
     /// The submit call of the last issued IO returned at `now`.
+    #[inline]
     pub fn submitted(&mut self, _now: Instant) {
         debug_assert_eq!(self.phase, Phase::Submitting);
         self.phase = if self.in_flight >= self.iodepth {
@@ -809,7 +738,20 @@ impl Job {
     /// ring until the next reap, where their clat ends; quiesce (rate and
     /// thinktime sleeps) and the end of the job reap everything.
     pub fn reap(&mut self, batch: &[Reaped], now: Instant) {
-        self.ring.extend(batch.iter().copied());
+        if let Phase::Reap { reaped_at_start } = self.phase {
+            if self.ring.is_empty() && self.reaped == reaped_at_start {
+                // the common case, a full queue getting its next
+                // completion: reap the oldest straight from the batch
+                // (exactly what pushing it through the ring would do)
+                if let Some((first, rest)) = batch.split_first() {
+                    self.count_reap_batch(1);
+                    self.reap_one(*first, now);
+                    self.queue_completions(rest);
+                    return;
+                }
+            }
+        }
+        self.queue_completions(batch);
         match self.phase {
             Phase::Reap { reaped_at_start } => {
                 if self.reaped == reaped_at_start {
@@ -825,6 +767,15 @@ impl Job {
         }
     }
 
+    /// Completions wait in the ring until a getevents call reaps them.
+    fn queue_completions(&mut self, batch: &[Reaped]) {
+        // one push per completion: batches are short (often empty or one),
+        // and `extend`'s generic path costs more than the pushes themselves
+        for r in batch {
+            self.ring.push_back(*r);
+        }
+    }
+
     /// Reap the `n` oldest completions of the ring at `now` as one
     /// getevents batch.
     fn reap_n(&mut self, n: usize, now: Instant) {
@@ -832,65 +783,83 @@ impl Job {
         if n == 0 {
             return;
         }
-        let in_ramp = self.in_ramp();
-        if !in_ramp {
-            self.stats.complete_batches[JobStats::batch_index(n as u32)] += 1;
-        }
-        let sync = self.spec.ioengine.is_sync();
+        self.count_reap_batch(n);
         for _ in 0..n {
             let r = self.ring.pop_front().expect("n <= ring length");
-            self.in_flight -= 1;
-            self.reaped += 1;
-            let d = r.io.ddir;
-            if r.error != 0 {
-                let ignored = match d {
-                    0 => self.spec.ignore_error.read.contains(&r.error),
-                    _ => self.spec.ignore_error.write.contains(&r.error),
-                };
-                if !in_ramp || ignored {
-                    self.stats.total_err += 1;
-                    if self.stats.first_error == 0 {
-                        self.stats.first_error = r.error;
-                    }
-                }
-                if !ignored && self.error == 0 {
-                    self.error = r.error;
-                }
-                if !in_ramp {
-                    // fio counts every issued IO in total_ios, failed ones too
-                    self.stats.dirs[d].total_ios += 1;
-                }
-                continue;
+            self.reap_one(r, now);
+        }
+    }
+
+    /// One getevents call returned `n` completions (fio `io_u_mark_complete`).
+    fn count_reap_batch(&mut self, n: usize) {
+        if !self.in_ramp() {
+            self.stats.complete_batches[JobStats::batch_index(n as u32)] += 1;
+        }
+    }
+
+    /// Account one reaped completion at `now`: latencies and samples, or
+    /// the error.
+    #[inline]
+    fn reap_one(&mut self, r: Reaped, now: Instant) {
+        let in_ramp = self.in_ramp();
+        self.in_flight -= 1;
+        self.reaped += 1;
+        let d = r.io.ddir;
+        if r.error != 0 {
+            self.reap_error(&r, in_ramp);
+            return;
+        }
+        self.io_blocks[d] += 1;
+        if in_ramp {
+            return;
+        }
+        let lat = now - r.io.start_time;
+        let (slat, clat) = if self.spec.ioengine.is_sync() {
+            (None, lat)
+        } else {
+            (Some(r.issue_time - r.io.start_time), now - r.issue_time)
+        };
+        let hists = HistMask {
+            slat: self.spec.slat_percentiles,
+            clat: self.spec.clat_percentiles,
+            lat: self.spec.lat_percentiles,
+        };
+        let ds = &mut self.stats.dirs[d];
+        ds.record(
+            r.bytes_done,
+            slat.map(|s| s.as_ns()),
+            clat.as_ns(),
+            lat.as_ns(),
+            hists,
+        );
+        if r.bytes_done < r.io.len {
+            ds.short_ios += 1;
+        }
+        self.stats.lat_buckets.mark(clat.as_ns());
+        self.sample_bytes[d] += r.bytes_done;
+        self.sample_ios[d] += 1;
+    }
+
+    /// A completion with an error: counted, and it stops the job unless
+    /// `ignore_error` lists it.
+    fn reap_error(&mut self, r: &Reaped, in_ramp: bool) {
+        let d = r.io.ddir;
+        let ignored = match d {
+            0 => self.spec.ignore_error.read.contains(&r.error),
+            _ => self.spec.ignore_error.write.contains(&r.error),
+        };
+        if !in_ramp || ignored {
+            self.stats.total_err += 1;
+            if self.stats.first_error == 0 {
+                self.stats.first_error = r.error;
             }
-            self.io_blocks[d] += 1;
-            if in_ramp {
-                continue;
-            }
-            let lat = now - r.io.start_time;
-            let (slat, clat) = if sync {
-                (None, lat)
-            } else {
-                (Some(r.issue_time - r.io.start_time), now - r.issue_time)
-            };
-            let hists = HistMask {
-                slat: self.spec.slat_percentiles,
-                clat: self.spec.clat_percentiles,
-                lat: self.spec.lat_percentiles,
-            };
-            let ds = &mut self.stats.dirs[d];
-            ds.record(
-                r.bytes_done,
-                slat.map(|s| s.as_ns()),
-                clat.as_ns(),
-                lat.as_ns(),
-                hists,
-            );
-            if r.bytes_done < r.io.len {
-                ds.short_ios += 1;
-            }
-            self.stats.lat_buckets.mark(clat.as_ns());
-            self.sample_bytes[d] += r.bytes_done;
-            self.sample_ios[d] += 1;
+        }
+        if !ignored && self.error == 0 {
+            self.error = r.error;
+        }
+        if !in_ramp {
+            // fio counts every issued IO in total_ios, failed ones too
+            self.stats.dirs[d].total_ios += 1;
         }
     }
 
@@ -910,6 +879,17 @@ impl Job {
     }
 }
 
+/// `x / unit` for a block size: a shift when `unit` is a power of two (the
+/// usual case), which spares a 64-bit division per IO.
+#[inline]
+fn div_by_unit(x: u64, unit: u64) -> u64 {
+    if unit.is_power_of_two() {
+        x >> unit.trailing_zeros()
+    } else {
+        x / unit
+    }
+}
+
 fn dir_used(rw: RwMode, d: Ddir) -> bool {
     match d {
         0 => rw.has_read(),
@@ -918,5 +898,6 @@ fn dir_used(rw: RwMode, d: Ddir) -> bool {
     }
 }
 
+mod map;
 #[cfg(test)]
 mod tests;

@@ -135,6 +135,10 @@
 //!   to the minimum), `rlat`/`wlat` truncated to 32 bits, base-0 numbers
 //!   in knob values, and `io.stat` printing the stats flushed at the last
 //!   period end.
+//! * [`IoCost::set_vrate`] starts a run at a given base vrate. Not a kernel
+//!   interface: it states the history a real system carries (vrate
+//!   persists across idle periods and `io.cost.*` writes; only an autop
+//!   class change resets it to 100%).
 //! * `reset`/`hold`/`hold-v2` ([`variant`]) select the no-completion rule;
 //!   nothing else of older kernels is modelled (the 5.4–5.9 donation and
 //!   margin code differ and are not offered as profiles).
@@ -332,6 +336,25 @@ impl IoCost {
             c.weight_updated(g.idx(), &now);
         }
         c
+    }
+
+    /// Set the base vrate (vtime per µs; [`VTIME_PER_USEC`] = 100%),
+    /// clamped to the kernel's absolute range 1%..10000%: the state a
+    /// device's iocost is in when a run starts. Linux starts at 100% when
+    /// iocost is set up on a device and then keeps the adapted vrate across
+    /// idle periods and `io.cost.*` writes (only a change of autop class
+    /// resets it), so on a system with history a run starts wherever the
+    /// previous one left vrate. Not a kernel knob: the simulator's way to
+    /// state that history.
+    pub fn set_vrate(&mut self, vrate: u64) {
+        let v = vrate.clamp(
+            vtime::vrate_bound(vtime::VRATE_MIN_PPM),
+            vtime::vrate_bound(vtime::VRATE_MAX_PPM),
+        );
+        self.vtime_base_rate = v;
+        self.vtime_rate = v;
+        self.vtime_err = 0;
+        self.margins = Margins::new(self.period_us, v);
     }
 
     pub fn config(&self) -> &IoCostConfig {

@@ -369,6 +369,36 @@ fn vrate_falls_through_the_controller() {
     );
 }
 
+#[test]
+fn set_vrate_is_the_starting_point_of_the_controller() {
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    let mut c = enabled(&t, "hold");
+    // 127.50%: where the seed's pre-fix kernel had left vrate
+    let v = VTIME_PER_USEC * 12_750 / 10_000;
+    c.set_vrate(v);
+    assert_eq!(c.vrate(), v);
+    assert_eq!(format_vrate(c.vrate()), "127.50");
+    assert_eq!(c.margins(), Margins::new(c.period_us(), v));
+    // the controller moves on from there: 4 saturated periods, one 1% cut
+    saturated_periods(&mut c, a, 4);
+    assert_eq!(c.busy_level(), 4);
+    assert_eq!(c.vrate(), mul_div_ceil_u64(v, 99, 100));
+    // a later io.cost.qos write with ctrl=user keeps it (no class change)
+    c.apply_qos(&parse_qos("8:0 rpct=90 rlat=3500").unwrap())
+        .unwrap();
+    assert_eq!(c.vrate(), mul_div_ceil_u64(v, 99, 100));
+    // out-of-range values are clamped to 1%..10000%
+    c.set_vrate(0);
+    assert_eq!(c.vrate(), vrate_bound(VRATE_MIN_PPM));
+    c.set_vrate(u64::MAX);
+    assert_eq!(c.vrate(), vrate_bound(VRATE_MAX_PPM));
+}
+
+fn mul_div_ceil_u64(a: u64, b: u64, c: u64) -> u64 {
+    (a * b).div_ceil(c)
+}
+
 // ---- §C.9: delay -----------------------------------------------------------
 
 #[test]

@@ -66,8 +66,21 @@ impl ModelKind {
                     "262144",
                     "bytes metered as one IO (Azure: 256 KiB)",
                 ),
-                ("base_us", "2000", "service latency once admitted"),
-                ("grant_ms", "0", "credit grant interval (0 = smooth)"),
+                (
+                    "base_us",
+                    "2000",
+                    "latency once admitted (plus the IO's size at mbps)",
+                ),
+                (
+                    "grant_ms",
+                    "0",
+                    "interval of the ticks that release IO waiting for credit (0 = smooth)",
+                ),
+                (
+                    "grant_jitter_pct",
+                    "0",
+                    "each tick interval is grant_ms × (1 ± this %), seeded",
+                ),
                 ("burst_ms", "0", "bucket depth in ms of rate"),
                 ("nr_requests", "1024", "request slots"),
             ],
@@ -261,6 +274,14 @@ impl DeviceSpec {
                 });
             }
         }
+        if self.kind == ModelKind::Cloud && self.get("grant_jitter_pct") > 100 {
+            return Err(SpecError::BadValue {
+                model: self.kind.name(),
+                key: "grant_jitter_pct".into(),
+                value: self.get("grant_jitter_pct").to_string(),
+                why: "must be at most 100",
+            });
+        }
         Ok(())
     }
 
@@ -297,9 +318,11 @@ impl DeviceSpec {
                 g("io_unit"),
                 g("base_us") * 1000,
                 g("grant_ms"),
+                g("grant_jitter_pct"),
                 g("burst_ms"),
                 g("nr_requests") as u32,
                 self.capacity,
+                self.seed,
             )),
             ModelKind::Hdd => Box::new(Hdd::new(
                 g("rpm") as u32,
@@ -362,6 +385,13 @@ mod tests {
         assert!(DeviceSpec::parse("floppy").is_err());
         assert!(DeviceSpec::parse("null,devid=8").is_err());
         assert!(DeviceSpec::parse("null,mbps").is_err());
+        let e = DeviceSpec::parse("cloud,grant_jitter_pct=101")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`grant_jitter_pct`") && e.contains("at most 100"),
+            "{e}"
+        );
         assert_eq!(
             DeviceSpec::parse("cloud,io_unit=256k")
                 .unwrap()

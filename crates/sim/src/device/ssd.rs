@@ -13,8 +13,6 @@
 
 use super::{DeviceModel, EIO};
 use blkqos_core::{Duration, Instant, Io, IoOp};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone)]
 pub struct Ssd {
@@ -27,9 +25,11 @@ pub struct Ssd {
     pub nr_requests: u32,
     pub capacity: u64,
     pub jitter_pct: u32,
-    /// (time the channel frees, channel): the earliest-free channel on top.
-    free_at: BinaryHeap<Reverse<(Instant, u32)>>,
+    free_at: FreeTimes,
     rng: u64,
+    /// (len, bytes per second, transfer ns) of the last IO: jobs mostly use
+    /// one block size, and this spares a 64-bit division per IO.
+    xfer_memo: (u64, u64, u64),
 }
 
 impl Ssd {
@@ -54,10 +54,9 @@ impl Ssd {
             nr_requests: nr_requests.max(1),
             capacity,
             jitter_pct,
-            free_at: (0..channels.max(1))
-                .map(|c| Reverse((Instant::ZERO, c)))
-                .collect(),
+            free_at: FreeTimes::new(channels.max(1) as usize),
             rng: seed | 1,
+            xfer_memo: (0, 0, 0),
         }
     }
     /// xorshift64*: cheap deterministic jitter.
@@ -68,6 +67,77 @@ impl Ssd {
         x ^= x >> 27;
         self.rng = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// [`transfer_ns`], remembering the last answer.
+    #[inline]
+    fn transfer(&mut self, len: u64, bps: u64) -> u64 {
+        let (l, b, ns) = self.xfer_memo;
+        if (l, b) == (len, bps) {
+            return ns;
+        }
+        let ns = transfer_ns(len, bps);
+        self.xfer_memo = (len, bps, ns);
+        ns
+    }
+}
+
+/// When each channel frees, in ascending order.
+///
+/// Channels are identical, so only these times matter (which of two equally
+/// free channels serves an IO changes nothing): no channel index is kept.
+/// A sorted array rather than a heap: a new free time is nearly always
+/// among the latest, so inserting it is a step or two of insertion sort
+/// from the back (at worst one step per channel), and taking the earliest
+/// is a cursor move.
+#[derive(Debug, Clone)]
+struct FreeTimes {
+    /// `times[head..]` is sorted; `times[..head]` were taken.
+    times: Vec<Instant>,
+    head: usize,
+}
+
+impl FreeTimes {
+    fn new(channels: usize) -> Self {
+        let mut times = Vec::with_capacity(2 * channels);
+        times.resize(channels, Instant::ZERO);
+        FreeTimes { times, head: 0 }
+    }
+
+    /// Remove and return the earliest time. Every take is followed by an
+    /// [`FreeTimes::insert`], so the set is never empty.
+    #[inline]
+    fn take_earliest(&mut self) -> Instant {
+        let t = self.times[self.head];
+        self.head += 1;
+        t
+    }
+
+    #[inline]
+    fn insert(&mut self, t: Instant) {
+        if self.head * 2 >= self.times.len() {
+            // the taken prefix is as long as the live part: drop it
+            // (amortised O(1) per insert)
+            self.times.drain(..self.head);
+            self.head = 0;
+        }
+        self.times.push(t);
+        let mut i = self.times.len() - 1;
+        while i > self.head && self.times[i - 1] > t {
+            self.times[i] = self.times[i - 1];
+            i -= 1;
+        }
+        self.times[i] = t;
+    }
+}
+
+/// Nanoseconds to move `len` bytes at `bps` bytes per second, truncated:
+/// `len * 10^9 / bps`, in 64-bit arithmetic when the product fits (it does
+/// for any IO under 18 GB), else in 128-bit.
+#[inline]
+fn transfer_ns(len: u64, bps: u64) -> u64 {
+    match len.checked_mul(1_000_000_000) {
+        Some(p) => p / bps,
+        None => (u128::from(len) * 1_000_000_000 / u128::from(bps)) as u64,
     }
 }
 
@@ -88,7 +158,7 @@ impl DeviceModel for Ssd {
             IoOp::Discard | IoOp::Flush => (self.write_ns, u64::MAX),
         };
         let xfer = if matches!(io.op, IoOp::Read | IoOp::Write) {
-            (u128::from(io.len) * 1_000_000_000 / u128::from(bps)) as u64
+            self.transfer(io.len, bps)
         } else {
             0
         };
@@ -97,10 +167,11 @@ impl DeviceModel for Ssd {
         } else {
             0
         };
-        let Reverse((free, ch)) = self.free_at.pop().expect("at least one channel");
+        // the channel that frees first serves it
+        let free = self.free_at.take_earliest();
         let start = now.max(free);
         let done = start + Duration(base + xfer + jitter);
-        self.free_at.push(Reverse((done, ch)));
+        self.free_at.insert(done);
         let err = if io.offset.saturating_add(io.len) > self.capacity {
             EIO
         } else {
@@ -118,5 +189,42 @@ impl DeviceModel for Ssd {
             self.write_bps / 1_000_000,
             self.nr_requests
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_times_take_the_earliest() {
+        let mut f = FreeTimes::new(3);
+        let mut xs = 1u64;
+        let mut model = vec![0u64; 3];
+        for _ in 0..1000 {
+            xs = xs
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            model.sort_unstable();
+            let want = model.remove(0);
+            assert_eq!(f.take_earliest(), Instant(want));
+            let t = want + (xs >> 54);
+            f.insert(Instant(t));
+            model.push(t);
+        }
+    }
+
+    #[test]
+    fn transfer_time_matches_wide_math() {
+        for (len, bps) in [
+            (4096, 400_000_000),
+            (1 << 20, 3),
+            (u64::MAX / 1_000_000_000, 7),
+            (u64::MAX / 1_000_000_000 + 1, 7),
+            (u64::MAX, u64::MAX),
+        ] {
+            let wide = (u128::from(len) * 1_000_000_000 / u128::from(bps)) as u64;
+            assert_eq!(transfer_ns(len, bps), wide, "{len} {bps}");
+        }
     }
 }

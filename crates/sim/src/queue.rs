@@ -1,0 +1,264 @@
+//! The simulator's event queue: pending completions, earliest first.
+//!
+//! Device models produce completion times in nearly increasing order (a
+//! new IO usually completes after those already queued, or a few places
+//! before them), so most of the queue is kept as a sorted array: a push
+//! goes in at most [`NEAR_END`] places from its end, a pop takes its
+//! front. Anything that would go deeper (say, a fast write behind many
+//! slow reads) goes to a binary min-heap instead, and a pop takes the
+//! smaller of the two fronts. Typical cost: a few comparisons per push and
+//! per pop; worst case: a heap's.
+//!
+//! Determinism: every key the simulator stores is unique (a sequence number
+//! breaks ties), so the queue pops exactly the sequence any priority queue
+//! would; results never depend on where an item was kept.
+
+/// How far from the end of the sorted part a push may go in.
+const NEAR_END: usize = 8;
+
+/// A priority queue of `Copy` items ordered by `Ord` (smallest first).
+#[derive(Clone, Debug)]
+pub struct EventQueue<T> {
+    /// `sorted[head..]` is in ascending order; `sorted[..head]` was popped.
+    sorted: Vec<T>,
+    head: usize,
+    /// Items that were out of order by more than [`NEAR_END`] places.
+    heap: MinHeap<T>,
+}
+
+impl<T: Ord + Copy> EventQueue<T> {
+    pub fn with_capacity(n: usize) -> Self {
+        EventQueue {
+            sorted: Vec::with_capacity(2 * n),
+            head: 0,
+            heap: MinHeap::with_capacity(n),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.sorted.len() - self.head + self.heap.len()
+    }
+
+    /// The smallest item.
+    #[inline]
+    pub fn peek(&self) -> Option<&T> {
+        match (self.sorted.get(self.head), self.heap.peek()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Remove and return the smallest item.
+    #[inline]
+    pub fn pop(&mut self) -> Option<T> {
+        match (self.sorted.get(self.head), self.heap.peek()) {
+            (Some(a), Some(b)) if b < a => self.heap.pop(),
+            (Some(&a), _) => {
+                self.head += 1;
+                Some(a)
+            }
+            (None, _) => self.heap.pop(),
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, x: T) {
+        if self.head > 0 && self.head * 2 >= self.sorted.len() {
+            // the popped prefix is as long as the live part: drop it
+            // (amortised O(1) per push)
+            self.sorted.drain(..self.head);
+            self.head = 0;
+        }
+        let end = self.sorted.len();
+        let floor = self.head.max(end.saturating_sub(NEAR_END));
+        if floor > self.head && self.sorted[floor - 1] > x {
+            // it would go deeper than NEAR_END places
+            self.heap.push(x);
+            return;
+        }
+        // insertion sort from the end (stops at `floor` at the latest)
+        self.sorted.push(x);
+        let mut i = end;
+        while i > self.head && self.sorted[i - 1] > x {
+            self.sorted[i] = self.sorted[i - 1];
+            i -= 1;
+        }
+        self.sorted[i] = x;
+    }
+}
+
+/// A binary min-heap of `Copy` items ordered by `Ord` (smallest on top).
+///
+/// Removal uses the "bottom-up" sift, as std's `BinaryHeap` does, but picks
+/// the smaller child without a branch (which child wins is unpredictable).
+#[derive(Clone, Debug, Default)]
+pub struct MinHeap<T> {
+    items: Vec<T>,
+}
+
+impl<T: Ord + Copy> MinHeap<T> {
+    pub fn with_capacity(n: usize) -> Self {
+        MinHeap {
+            items: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// The smallest item.
+    #[inline]
+    pub fn peek(&self) -> Option<&T> {
+        self.items.first()
+    }
+
+    #[inline]
+    pub fn push(&mut self, x: T) {
+        self.items.push(x);
+        self.sift_up(self.items.len() - 1, x);
+    }
+
+    /// Remove and return the smallest item.
+    #[inline]
+    pub fn pop(&mut self) -> Option<T> {
+        let last = self.items.pop()?;
+        match self.items.first().copied() {
+            Some(top) => {
+                self.sift_down_from_root(last);
+                Some(top)
+            }
+            None => Some(last),
+        }
+    }
+
+    /// Fill the hole at `i` with `x`, moving it up to its place.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, x: T) {
+        let items = &mut self.items[..];
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if items[parent] <= x {
+                break;
+            }
+            items[i] = items[parent];
+            i = parent;
+        }
+        items[i] = x;
+    }
+
+    /// Fill the hole at the root with `x`: move the hole down to a leaf
+    /// along the smaller children, then sift `x` up from there.
+    #[inline]
+    fn sift_down_from_root(&mut self, x: T) {
+        let items = &mut self.items[..];
+        let n = items.len();
+        let mut i = 0;
+        let mut child = 1;
+        while child + 1 < n {
+            // branch-free choice of the smaller child: which one wins is
+            // unpredictable, and a mispredicted branch costs more than the
+            // whole comparison
+            child += usize::from(items[child + 1] < items[child]);
+            items[i] = items[child];
+            i = child;
+            child = 2 * i + 1;
+        }
+        if child < n {
+            items[i] = items[child];
+            i = child;
+        }
+        self.sift_up(i, x);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xorshift64 for test data.
+    fn xs(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    /// The operations both queues offer, for one test harness.
+    trait Queue {
+        fn push(&mut self, v: (u64, u64));
+        fn pop(&mut self) -> Option<(u64, u64)>;
+        fn peek(&self) -> Option<(u64, u64)>;
+        fn len(&self) -> usize;
+    }
+    impl Queue for MinHeap<(u64, u64)> {
+        fn push(&mut self, v: (u64, u64)) {
+            MinHeap::push(self, v)
+        }
+        fn pop(&mut self) -> Option<(u64, u64)> {
+            MinHeap::pop(self)
+        }
+        fn peek(&self) -> Option<(u64, u64)> {
+            MinHeap::peek(self).copied()
+        }
+        fn len(&self) -> usize {
+            MinHeap::len(self)
+        }
+    }
+    impl Queue for EventQueue<(u64, u64)> {
+        fn push(&mut self, v: (u64, u64)) {
+            EventQueue::push(self, v)
+        }
+        fn pop(&mut self) -> Option<(u64, u64)> {
+            EventQueue::pop(self)
+        }
+        fn peek(&self) -> Option<(u64, u64)> {
+            EventQueue::peek(self).copied()
+        }
+        fn len(&self) -> usize {
+            EventQueue::len(self)
+        }
+    }
+
+    /// Random pushes (keys `drift * round + [0, spread)`, unique by round)
+    /// and pops, checked against std's `BinaryHeap`.
+    fn matches_std(mut q: impl Queue, drift: u64, spread: u64) {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let mut b = BinaryHeap::new();
+        let mut r = 7u64;
+        for round in 0..20_000u64 {
+            // push two times in three, else pop
+            let op = xs(&mut r) % 3;
+            if op > 0 || q.len() == 0 {
+                let v = (drift * round + xs(&mut r) % spread, round);
+                q.push(v);
+                b.push(Reverse(v));
+            } else {
+                assert_eq!(q.pop(), b.pop().map(|Reverse(v)| v));
+            }
+            assert_eq!(q.len(), b.len());
+            assert_eq!(q.peek(), b.peek().map(|&Reverse(v)| v));
+        }
+        while let Some(Reverse(v)) = b.pop() {
+            assert_eq!(q.pop(), Some(v));
+        }
+        assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn heap_pops_in_order() {
+        matches_std(MinHeap::with_capacity(8), 0, 50);
+        matches_std(MinHeap::with_capacity(8), 10, 100);
+    }
+
+    #[test]
+    fn event_queue_pops_in_order() {
+        // random keys (mostly the heap), nearly sorted keys (mostly the
+        // sorted part), and ties in the first field
+        matches_std(EventQueue::with_capacity(8), 0, 1 << 40);
+        matches_std(EventQueue::with_capacity(8), 100, 120);
+        matches_std(EventQueue::with_capacity(8), 100, 2000);
+        matches_std(EventQueue::with_capacity(8), 0, 3);
+    }
+}
