@@ -135,9 +135,13 @@ fn io_max_dispatch_windows<B: Backend>(what: &str, backend: &mut B, host: HostMo
             "{what}: {} dispatches per 1 s window: {per_s:?} (want {})",
             l.0, l.3
         );
+        // ±1%; on a real host, a slice's release (mainline: 100 ms of
+        // budget at once) can land on either side of a window edge when the
+        // host wakes the driver late, so one slice of budget is tolerated there
+        let slack = l.3 / 100 + if what == "sim" { 0 } else { l.3 / 10 };
         for n in per_s {
-            if n.abs_diff(l.3) * 100 > l.3 {
-                bad.push(format!("{}: {n} in a window, want {} ±1%", l.0, l.3));
+            if n.abs_diff(l.3) > slack {
+                bad.push(format!("{}: {n} in a window, want {} ±{slack}", l.0, l.3));
             }
         }
     }
