@@ -301,7 +301,7 @@ impl<B: Backend> Loop<'_, B> {
     /// Let job `j` act until it waits.
     fn step_job(&mut self, j: usize, now: Instant, stopping: bool) -> Result<(), RunError> {
         let slot = &mut self.jobs[j];
-        if slot.state == SlotState::Waiting && !stopping && !slot.ring.is_empty() {
+        if matches!(slot.state, SlotState::Waiting) && !stopping && !slot.ring.is_empty() {
             // nothing changed for the job since it said WaitCompletion but
             // the completions that arrived: asking again would give the
             // same answer, so hand them over right away
@@ -324,10 +324,15 @@ impl<B: Backend> Loop<'_, B> {
                     slot.state = SlotState::Runnable;
                 }
             }
-            if stopping {
+            let action = if stopping {
                 slot.job.stop();
-            }
-            match slot.job.next_action(now) {
+                slot.job.next_action(now)
+            } else if slot.job.must_wait() {
+                JobAction::WaitCompletion
+            } else {
+                slot.job.next_action(now)
+            };
+            match action {
                 JobAction::Issue(jio) => self.issue(j, jio, now),
                 JobAction::WaitCompletion => {
                     if slot.ring.is_empty() {

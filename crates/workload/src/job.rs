@@ -716,6 +716,22 @@ impl Job {
         self.ramp_end = None;
     }
 
+    /// Would [`Job::next_action`] just say `WaitCompletion` now, changing
+    /// nothing? True for a full queue with nothing left to reap, the state
+    /// a QD>1 job is in after nearly every submit: the driver can skip the
+    /// call.
+    #[inline]
+    pub fn must_wait(&self) -> bool {
+        match self.phase {
+            Phase::Reap { reaped_at_start } => {
+                self.reaped == reaped_at_start
+                    && self.in_flight >= self.iodepth
+                    && self.ring.is_empty()
+            }
+            _ => false,
+        }
+    }
+
     /// The submit call of the last issued IO returned at `now`.
     #[inline]
     pub fn submitted(&mut self, _now: Instant) {

@@ -8,6 +8,21 @@ use blkqos_core::hist::{LatHist, LatStat};
 /// fio's `latency_ns/us/ms` bucket upper bounds within each unit.
 pub const LAT_BUCKET_BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
 
+/// `LAT_BUCKET_OF[v]`: the first bucket whose bound exceeds `v` (< 1000).
+const LAT_BUCKET_OF: [u8; 1000] = {
+    let mut table = [0u8; 1000];
+    let mut v = 0;
+    while v < 1000 {
+        let mut i = 0;
+        while i < 9 && v as u64 >= LAT_BUCKET_BOUNDS[i] {
+            i += 1;
+        }
+        table[v] = i as u8;
+        v += 1;
+    }
+    table
+};
+
 /// Counts for fio's `latency_ns` (10), `latency_us` (10), `latency_ms` (12:
 /// ..., 1000, 2000, >=2000) maps, filled from clat.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -20,8 +35,9 @@ pub struct LatBuckets {
 impl LatBuckets {
     /// `io_u_mark_latency`: which bucket a clat value (ns) falls in.
     pub fn mark(&mut self, clat_ns: u64) {
+        /// Bucket of a value below 1000 (one table load).
         fn idx(v: u64) -> usize {
-            LAT_BUCKET_BOUNDS.iter().position(|&b| v < b).unwrap_or(9)
+            usize::from(LAT_BUCKET_OF[v as usize])
         }
         if clat_ns < 1000 {
             self.ns[idx(clat_ns)] += 1;
@@ -248,6 +264,14 @@ impl JobStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bucket_table_matches_the_bounds() {
+        for v in 0..1000u64 {
+            let want = LAT_BUCKET_BOUNDS.iter().position(|&b| v < b).unwrap_or(9);
+            assert_eq!(usize::from(LAT_BUCKET_OF[v as usize]), want, "{v}");
+        }
+    }
 
     #[test]
     fn latency_buckets() {
