@@ -308,6 +308,12 @@ impl Experiment {
                 HostModel {
                     submit_ns: h.and_then(|h| h.submit_ns).unwrap_or(d.submit_ns),
                     wake_jitter_ns: h.and_then(|h| h.wake_jitter_ns).unwrap_or(d.wake_jitter_ns),
+                    timer_dispatch_ns: h
+                        .and_then(|h| h.timer_dispatch_ns)
+                        .unwrap_or(d.timer_dispatch_ns),
+                    timer_dispatch_jitter_ns: h
+                        .and_then(|h| h.timer_dispatch_jitter_ns)
+                        .unwrap_or(d.timer_dispatch_jitter_ns),
                     seed: sc.seed.unwrap_or(1),
                 }
             },

@@ -52,6 +52,8 @@ pub struct ScenarioFile {
 pub struct HostTable {
     pub submit_ns: Option<u64>,
     pub wake_jitter_ns: Option<u64>,
+    pub timer_dispatch_ns: Option<u64>,
+    pub timer_dispatch_jitter_ns: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

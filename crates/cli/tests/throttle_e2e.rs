@@ -200,6 +200,111 @@ fn runtime_limit_change_applies_within_a_second() {
     }
 }
 
+/// clat figures of one seed-000 run: IOPS and clat p90/p95/p99/max/mean (ns).
+struct SeedRun {
+    iops: f64,
+    p90: f64,
+    p95: f64,
+    p99: f64,
+    max: f64,
+    mean: f64,
+}
+
+/// Run seed 000's example (riops=100 on a 4 MB/s null_blk, QD1 reader with
+/// a 4 ms thinktime) under `variant`. `ideal_host` drops the example's
+/// `[host]` table (no submit cost, no wake-up or dispatch lateness).
+fn seed000(variant: &str, ideal_host: bool) -> SeedRun {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(example("seed-000-throttle/scenario.toml")).unwrap();
+    let text = if ideal_host {
+        let start = text.find("[host]").expect("the example has a [host] table");
+        let end = start
+            + text[start..]
+                .find("\n\n")
+                .expect("[host] ends with a blank line");
+        format!("{}{}", &text[..start], &text[end..])
+    } else {
+        text
+    };
+    write_file(dir.path(), "scenario.toml", &text);
+    std::fs::copy(
+        example("seed-000-throttle/r2.job"),
+        dir.path().join("r2.job"),
+    )
+    .unwrap();
+    let r = blkqos(
+        &[
+            "run",
+            "scenario.toml",
+            "--output-format=json",
+            &format!("--throttle={variant}"),
+        ],
+        Some(dir.path()),
+    );
+    r.ok();
+    let d = r.json();
+    let clat = |k: &str| num(&d, &format!("/jobs/0/read/clat_ns/{k}"));
+    SeedRun {
+        iops: num(&d, "/jobs/0/read/iops"),
+        p90: clat("percentile/90.000000"),
+        p95: clat("percentile/95.000000"),
+        p99: clat("percentile/99.000000"),
+        max: clat("max"),
+        mean: clat("mean"),
+    }
+}
+
+/// Seeds 000/002 before and after: the legacy iops wait gives ≈ 99–100 IOPS
+/// with clat p99 23.7 ms and max 28.9 ms; the 2018 rest-of-slice wait gives
+/// 100 IOPS with p99 12.0 ms and max 12.4 ms (±15 % on each latency figure,
+/// ±2 % on IOPS), on one host model for both runs.
+///
+/// The legacy tail is an instability of its formula: after a timer release
+/// that reaches the device late (kthrotld), the next IOs cross a slice edge,
+/// and the following one is charged against two slices' allowance. On an
+/// ideal host the legacy wait settles into the same 0 / 12 ms pattern as
+/// the fixed one, which the last assertions show.
+#[test]
+fn seed_000_legacy_vs_slice_remainder() {
+    let legacy = seed000("legacy", false);
+    let fixed = seed000("slice-remainder", false);
+    let ms = |ns: f64| ns / 1e6;
+    println!(
+        "seed-000 legacy:          {:.2} IOPS clat p90 {:.2} p95 {:.2} p99 {:.2} max {:.2} ms (seed: 99, 12.9, 22.7, 23.7, 28.9)",
+        legacy.iops, ms(legacy.p90), ms(legacy.p95), ms(legacy.p99), ms(legacy.max)
+    );
+    println!(
+        "seed-000 slice-remainder: {:.2} IOPS clat p90 {:.2} p95 {:.2} p99 {:.2} max {:.2} ms (seed: 100, 12.0, 12.0, 12.0, 12.4)",
+        fixed.iops, ms(fixed.p90), ms(fixed.p95), ms(fixed.p99), ms(fixed.max)
+    );
+    assert!(
+        (99.0 * 0.98..=100.0 * 1.02).contains(&legacy.iops),
+        "legacy IOPS {}",
+        legacy.iops
+    );
+    assert_within("legacy clat p99", legacy.p99, 23.7e6, 15.0);
+    assert_within("legacy clat max", legacy.max, 28.9e6, 15.0);
+    assert_within("slice-remainder IOPS", fixed.iops, 100.0, 2.0);
+    assert_within("slice-remainder clat p99", fixed.p99, 12.0e6, 15.0);
+    assert_within("slice-remainder clat max", fixed.max, 12.4e6, 15.0);
+    // the shape, not just the tail: legacy's 95th percentile is in the
+    // two-slice class, the fixed wait's is not
+    assert!(legacy.p95 > 20e6, "legacy p95 {}", legacy.p95);
+    assert!(fixed.p95 < 14e6, "slice-remainder p95 {}", fixed.p95);
+
+    let ideal = seed000("legacy", true);
+    println!(
+        "seed-000 legacy, ideal host: p99 {:.2} max {:.2} ms",
+        ms(ideal.p99),
+        ms(ideal.max)
+    );
+    assert!(
+        ideal.p99 < 13e6,
+        "legacy on an ideal host should settle at the 12 ms class, p99 {}",
+        ideal.p99
+    );
+}
+
 /// The seed scenario (riops=100, a QD1 reader with a 4 ms thinktime): the
 /// paced limiter gives the same IOPS as the kernel's rest-of-slice wait,
 /// with a much lower tail.
@@ -209,45 +314,51 @@ fn runtime_limit_change_applies_within_a_second() {
 /// cycle lasts 10 ms on average and the mean clat is 10 − 4 = 6 ms under any
 /// limiter. A p99 of 1/3 of slice-remainder's 12 ms (4 ms) would need 1 %
 /// of the IOs to wait ≥ 0.2 s. The ideal is every IO waiting ~6 ms, which
-/// is what paced achieves: p99 ≈ 6 ms, half of slice-remainder's 12 ms.
+/// is what paced achieves on an ideal host: p99 ≈ 6 ms, half of
+/// slice-remainder's 12 ms. On the seed's host model the timer-release
+/// lateness (≈1.4 ms mean) adds to both.
 #[test]
 fn paced_matches_rate_with_a_lower_tail_on_the_seed() {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = example("seed-000-throttle/scenario.toml");
-    let get = |variant: &str| -> (f64, f64, f64) {
-        let r = blkqos(
-            &[
-                "run",
-                &scenario.display().to_string(),
-                "--output-format=json",
-                &format!("--throttle={variant}"),
-            ],
-            Some(dir.path()),
+    for ideal in [true, false] {
+        let s = seed000("slice-remainder", ideal);
+        let p = seed000("paced", ideal);
+        println!(
+            "seed-000 (ideal host: {ideal}): slice-remainder {:.3} IOPS p99 {:.3} ms; paced {:.3} IOPS p99 {:.3} ms",
+            s.iops,
+            s.p99 / 1e6,
+            p.iops,
+            p.p99 / 1e6
         );
-        r.ok();
-        let d = r.json();
-        (
-            num(&d, "/jobs/0/read/iops"),
-            num(&d, "/jobs/0/read/clat_ns/percentile/99.000000"),
-            num(&d, "/jobs/0/read/clat_ns/mean"),
-        )
-    };
-    let (si, sp99, _) = get("slice-remainder");
-    let (pi, pp99, pmean) = get("paced");
-    println!(
-        "seed-000: slice-remainder {si:.3} IOPS p99 {:.3} ms; paced {pi:.3} IOPS p99 {:.3} ms",
-        sp99 / 1e6,
-        pp99 / 1e6
-    );
-    assert_within("seed-000 iops, paced vs slice-remainder", pi, si, 1.0);
-    assert_within("seed-000 iops", si, 100.0, 1.0);
-    // slice-remainder: every other IO waits the rest of a 20 ms slice
-    assert!(sp99 > 11e6, "slice-remainder p99 {sp99} ns");
-    // paced: at the closed-loop floor (mean 6 ms) and no tail above it
-    assert_within("paced mean clat", pmean, 6e6, 2.0);
-    assert!(pp99 <= 6.1e6, "paced p99 {pp99} ns above the 6 ms floor");
-    assert!(
-        sp99 / pp99 >= 1.9,
-        "paced p99 {pp99} ns is not ~half of slice-remainder's {sp99} ns"
-    );
+        assert_within(
+            "seed-000 iops, paced vs slice-remainder",
+            p.iops,
+            s.iops,
+            1.0,
+        );
+        assert_within("seed-000 iops", s.iops, 100.0, 1.0);
+        // slice-remainder: every other IO waits the rest of a 20 ms slice
+        assert!(s.p99 > 11e6, "slice-remainder p99 {} ns", s.p99);
+        // paced: at the closed-loop floor (mean 6 ms)
+        assert_within("paced mean clat", p.mean, 6e6, 2.0);
+        if ideal {
+            assert!(
+                p.p99 <= 6.1e6,
+                "paced p99 {} ns above the 6 ms floor",
+                p.p99
+            );
+            assert!(
+                s.p99 / p.p99 >= 1.9,
+                "paced p99 {} ns is not ~half of slice-remainder's {} ns",
+                p.p99,
+                s.p99
+            );
+        } else {
+            assert!(
+                s.p99 / p.p99 >= 1.7,
+                "paced p99 {} ns vs slice-remainder's {} ns on the seed host",
+                p.p99,
+                s.p99
+            );
+        }
+    }
 }

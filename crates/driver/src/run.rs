@@ -21,6 +21,14 @@ pub struct HostModel {
     /// random delay in `[0, wake_jitter_ns]`: timer slack and scheduling
     /// latency of a real host. 0 = exact wake-ups.
     pub wake_jitter_ns: u64,
+    /// IOs a controller releases from its timer are issued by a kernel
+    /// worker (blk-throttle's `kthrotld` work item, queued by
+    /// `throtl_pending_timer_fn`) that runs this long after the timer,
+    /// plus a uniform random `[0, timer_dispatch_jitter_ns]`. Batches keep
+    /// their order (one work item). IOs that pass a controller at submit
+    /// time are not delayed. 0 = the worker runs at the timer tick.
+    pub timer_dispatch_ns: u64,
+    pub timer_dispatch_jitter_ns: u64,
     /// Seed of the jitter stream.
     pub seed: u64,
 }
@@ -30,6 +38,8 @@ impl Default for HostModel {
         HostModel {
             submit_ns: 1_000,
             wake_jitter_ns: 0,
+            timer_dispatch_ns: 0,
+            timer_dispatch_jitter_ns: 0,
             seed: 1,
         }
     }
@@ -172,6 +182,8 @@ struct Loop<'a, B: Backend> {
     ready: Vec<Io>,
     unblocked: Vec<Io>,
     comps: Vec<Completion>,
+    /// Timer-released IOs waiting for the dispatch worker, in time order.
+    deferred: std::collections::VecDeque<(Instant, Io)>,
     rng: u64,
     trace: Option<Vec<(Instant, Instant)>>,
 }
@@ -292,10 +304,36 @@ impl<B: Backend> Loop<'_, B> {
         }
         self.unblocked = unblocked;
         let ready = std::mem::take(&mut self.ready);
-        for io in &ready {
-            self.enqueue_request(*io, now);
+        let delay = self.dispatch_delay();
+        if delay == 0 {
+            for io in &ready {
+                self.enqueue_request(*io, now);
+            }
+        } else {
+            // one work item: a later batch never overtakes an earlier one
+            let at = (now + Duration(delay)).max(self.deferred.back().map_or(now, |d| d.0));
+            self.deferred.extend(ready.iter().map(|io| (at, *io)));
         }
         self.ready = ready;
+    }
+
+    /// How long after a controller timer its released IOs reach the
+    /// request queue (0 when the host model has no dispatch worker delay).
+    fn dispatch_delay(&mut self) -> u64 {
+        let h = self.host;
+        if h.timer_dispatch_jitter_ns == 0 {
+            return h.timer_dispatch_ns;
+        }
+        self.rng = xorshift(self.rng);
+        h.timer_dispatch_ns + self.rng % (h.timer_dispatch_jitter_ns + 1)
+    }
+
+    /// Issue the timer-released IOs whose dispatch worker has run by `now`.
+    fn run_deferred(&mut self, now: Instant) {
+        while self.deferred.front().is_some_and(|d| d.0 <= now) {
+            let (_, io) = self.deferred.pop_front().expect("front exists");
+            self.enqueue_request(io, now);
+        }
     }
 
     /// Let job `j` act until it waits.
@@ -414,6 +452,7 @@ pub fn run<B: Backend>(
         ready: Vec::new(),
         unblocked: Vec::new(),
         comps: Vec::new(),
+        deferred: std::collections::VecDeque::new(),
         rng: opts.host.seed | 1,
         trace: opts.trace_requests.then(Vec::new),
     };
@@ -451,6 +490,7 @@ pub fn run<B: Backend>(
             }
         }
         lp.run_controller_timers(now);
+        lp.run_deferred(now);
 
         for j in 0..lp.jobs.len() {
             if stopping || lp.jobs[j].can_act(now) {
@@ -462,6 +502,7 @@ pub fn run<B: Backend>(
             break;
         }
         let mut deadline = earliest(lp.stack.next_deadline(), next_snap);
+        deadline = earliest(deadline, lp.deferred.front().map(|d| d.0));
         next_job_timer = None;
         for s in &lp.jobs {
             let timer = s.job.next_timer();

@@ -176,6 +176,8 @@ pub fn host_model() -> HostModel {
     HostModel {
         submit_ns: 0,
         wake_jitter_ns: 0,
+        timer_dispatch_ns: 0,
+        timer_dispatch_jitter_ns: 0,
         seed: 1,
     }
 }
