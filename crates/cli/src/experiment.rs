@@ -51,6 +51,7 @@ pub struct Experiment {
     /// Write every group's io.stat here after the run.
     pub io_stat_out: Option<PathBuf>,
     pub accounting: AccountingOptions,
+    pub pagecache: crate::pagecache::PageCacheOptions,
     /// Run on the real engine instead of the simulator.
     pub real: Option<crate::real::RealOptions>,
     /// Write the controllers' per-period traces (iocost) here; `.jsonl` = JSON lines.
@@ -64,6 +65,9 @@ fn env_lookup(k: &str) -> Option<String> {
 /// Flags blkqos adds to fio's command line.
 pub const FOREIGN_FLAGS: &[&str] = &[
     "backend",
+    "writeback",
+    "pagecache",
+    "pagecache-report",
     "device",
     "seed",
     "io-max",
@@ -178,6 +182,25 @@ impl Experiment {
                 accounting
                     .set(k, &value)
                     .map_err(|m| src.err(v.span().start, format!("[accounting] {m}")))?;
+            }
+        }
+        let mut pagecache = crate::pagecache::PageCacheOptions::default();
+        if let Some(c) = &sc.pagecache {
+            for (k, v) in c {
+                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
+                    src.err(
+                        v.span().start,
+                        format!("[pagecache] `{k}`: expected a string or a number"),
+                    )
+                })?;
+                let value = if k == "report" {
+                    src.resolve(&s).display().to_string()
+                } else {
+                    s
+                };
+                pagecache
+                    .set(k, &value)
+                    .map_err(|m| src.err(v.span().start, format!("[pagecache] {m}")))?;
             }
         }
         let mut writes = Vec::new();
@@ -321,6 +344,7 @@ impl Experiment {
             invocations,
             io_stat_out: None,
             accounting,
+            pagecache,
             real,
             trace_out: None,
         })
@@ -341,6 +365,7 @@ impl Experiment {
         let mut controllers = ControllerOptions::default();
         let mut io_stat_out = None;
         let mut accounting = AccountingOptions::default();
+        let mut pagecache = crate::pagecache::PageCacheOptions::default();
         let mut real: Option<crate::real::RealOptions> = None;
         let mut consent = (false, false);
         let mut eta = crate::progress::Eta::default();
@@ -351,6 +376,13 @@ impl Experiment {
                     accounting.set(k, v).map_err(|m| anyhow::anyhow!("--{m}"))?
                 }
                 "io-stat" => io_stat_out = Some(PathBuf::from(v)),
+                "writeback" => pagecache
+                    .set("writeback", v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                "pagecache" => pagecache
+                    .set("enable", v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                "pagecache-report" => pagecache.report = Some(PathBuf::from(v)),
                 "throttle" | "hz" | "iocost" => controllers
                     .set(k, v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
@@ -426,6 +458,7 @@ impl Experiment {
             host,
             io_stat_out,
             accounting,
+            pagecache,
             real,
             trace_out,
             writes,
@@ -604,6 +637,8 @@ impl Experiment {
                 None
             },
             trace_requests: false,
+            // the real engine's buffered IO goes through the kernel's cache
+            pagecache: None,
         }
     }
 
@@ -628,13 +663,14 @@ impl Experiment {
             &self.writes,
         )?;
         let mut backend = SimBackend::new(model);
-        let opts = self.run_options(
+        let mut opts = self.run_options(
             HostModel {
                 seed: self.seed,
                 ..self.host
             },
             stop,
         );
+        opts.pagecache = self.pagecache.config();
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
         let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();

@@ -8,6 +8,7 @@ mod experiment;
 mod iostat_cmd;
 mod knobs;
 mod output;
+mod pagecache;
 mod progress;
 mod real;
 mod scenario;

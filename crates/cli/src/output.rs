@@ -73,6 +73,28 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
+    if let (Some(path), Some(report)) = (&exp.pagecache.report, &ran.result.pagecache) {
+        let groups = |g| ran.tree.path(g).to_string();
+        let tasks: Vec<crate::pagecache::TaskName> = ran
+            .result
+            .jobs
+            .iter()
+            .map(|j| crate::pagecache::TaskName {
+                job: j.spec.name.clone(),
+                group: ran.tree.path(j.group).to_string(),
+            })
+            .collect();
+        let text = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::to_string_pretty(&crate::pagecache::render_json(report, &groups, &tasks))
+                .expect("JSON values serialize")
+                + "\n"
+        } else {
+            crate::pagecache::render_text(report, &groups, &tasks)
+        };
+        std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(runtime)?;
+    }
     Ok(())
 }
 
@@ -138,6 +160,17 @@ fn build(args: &[String]) -> Result<Experiment> {
                     .set("throttle", v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 Some(("--io-stat", v)) => e.io_stat_out = Some(std::path::PathBuf::from(v)),
+                Some(("--writeback", v)) => e
+                    .pagecache
+                    .set("writeback", v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                Some(("--pagecache", v)) => e
+                    .pagecache
+                    .set("enable", v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
+                Some(("--pagecache-report", v)) => {
+                    e.pagecache.report = Some(std::path::PathBuf::from(v))
+                }
                 Some(("--iocost-trace", v)) => e.trace_out = Some(std::path::PathBuf::from(v)),
                 Some(("--iocost", v)) => e
                     .controllers

@@ -41,6 +41,7 @@ pub struct ScenarioFile {
     pub host: Option<HostTable>,
     pub controllers: Option<BTreeMap<String, Spanned<toml::Value>>>,
     pub accounting: Option<BTreeMap<String, Spanned<toml::Value>>>,
+    pub pagecache: Option<BTreeMap<String, Spanned<toml::Value>>>,
     #[serde(default)]
     pub write: Vec<WriteTable>,
     #[serde(default)]

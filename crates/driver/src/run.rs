@@ -3,6 +3,7 @@
 use crate::account::{DiskStats, TicksMode};
 use crate::backend::{Backend, Completion};
 use crate::blk::RequestQueue;
+use crate::pagecache::{PageCache, PageCacheConfig, PageCacheReport};
 use crate::slab::Slab;
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{ControllerStack, Duration, GroupId, Instant, Io, IoFlags, IoId, IoOp};
@@ -68,6 +69,10 @@ pub struct RunOptions {
     pub diskstats_every: Option<Duration>,
     /// Record every request's (start, completion) times (analysis/tests).
     pub trace_requests: bool,
+    /// Buffered (`direct=0`) jobs go through a simulated page cache with
+    /// writeback (see [`crate::pagecache`]); None = buffered IO is issued
+    /// to the device as if direct (the real engine: the kernel's cache).
+    pub pagecache: Option<PageCacheConfig>,
 }
 
 /// The results of one job clone.
@@ -93,6 +98,8 @@ pub struct RunResult {
     pub diskstats: Vec<(Instant, [u64; 17])>,
     /// Every request's (start, completion), when asked for.
     pub request_trace: Vec<(Instant, Instant)>,
+    /// The page cache's writeback series and per task stats.
+    pub pagecache: Option<PageCacheReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,6 +115,10 @@ struct JobSlot {
     /// Completions delivered but not yet reaped (the libaio/io_uring ring).
     ring: Vec<Reaped>,
     state: SlotState,
+    /// The job's file (its region start): the page cache's inode key.
+    file_key: u64,
+    /// `direct=0`: goes through the page cache when there is one.
+    buffered: bool,
 }
 
 /// What a job clone is doing, as the driver sees it.
@@ -123,6 +134,10 @@ enum SlotState {
     Submitting(Instant, IoId),
     /// Submit call blocked inside a controller (iocost) until released.
     Blocked(IoId),
+    /// In `end_fsync` since this time: waiting for the file's writeback.
+    Fsyncing(Instant),
+    /// In `end_fsync` since this time: the flush is in flight.
+    Flushing(Instant),
 }
 
 impl JobSlot {
@@ -148,13 +163,25 @@ impl JobSlot {
             SlotState::Runnable => !self.job.is_done(),
             SlotState::Waiting => !self.ring.is_empty(),
             SlotState::Sleeping(t) | SlotState::Submitting(t, _) => now >= t,
-            SlotState::Blocked(_) => false,
+            SlotState::Blocked(_) | SlotState::Fsyncing(_) | SlotState::Flushing(_) => false,
         }
     }
 }
 
+/// Whose IO a flight is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FlightKind {
+    /// A job's IO (a buffered read miss fills the page cache).
+    Job,
+    /// Writeback of dirty pages (owned by the page cache, no job).
+    Writeback,
+    /// The flush that ends a job's fsync.
+    Flush,
+}
+
 /// An in-flight IO.
 struct Flight {
+    kind: FlightKind,
     job: u32,
     jio: JobIo,
     io: Io,
@@ -186,6 +213,10 @@ struct Loop<'a, B: Backend> {
     deferred: std::collections::VecDeque<(Instant, Io)>,
     rng: u64,
     trace: Option<Vec<(Instant, Instant)>>,
+    pc: Option<PageCache>,
+    /// Buffered IO served by the page cache: (completes at, job, result).
+    pc_pending: Vec<(Instant, usize, Reaped)>,
+    wb_ios: Vec<crate::pagecache::WritebackIo>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -193,6 +224,11 @@ impl<B: Backend> Loop<'_, B> {
     fn enqueue_request(&mut self, io: Io, now: Instant) {
         if let Some(f) = self.flights.get_mut(io.id) {
             f.alloc_at = now;
+            if f.kind == FlightKind::Writeback {
+                if let Some(pc) = &mut self.pc {
+                    pc.writeback_dispatched();
+                }
+            }
         }
         if self.rq.alloc(&io, now) {
             self.start(io.id, now);
@@ -221,6 +257,9 @@ impl<B: Backend> Loop<'_, B> {
     /// submit call returns after `submit_ns` (or enters the block layer at
     /// once when that is 0).
     fn issue(&mut self, j: usize, jio: JobIo, now: Instant) {
+        if self.pc.is_some() && self.jobs[j].buffered && self.issue_buffered(j, jio, now) {
+            return;
+        }
         let slot = &self.jobs[j];
         let io = Io {
             id: IoId::default(),
@@ -237,6 +276,7 @@ impl<B: Backend> Loop<'_, B> {
             submitted_at: now,
         };
         let id = self.flights.insert_with(|id| Flight {
+            kind: FlightKind::Job,
             job: j as u32,
             jio,
             io: Io { id, ..io },
@@ -297,7 +337,7 @@ impl<B: Backend> Loop<'_, B> {
         let unblocked = std::mem::take(&mut self.unblocked);
         for io in &unblocked {
             let j = io.job as usize;
-            if self.jobs[j].state == SlotState::Blocked(io.id) {
+            if j < self.jobs.len() && self.jobs[j].state == SlotState::Blocked(io.id) {
                 self.jobs[j].state = SlotState::Runnable;
                 self.finish_submit(j, io.id, now);
             }
@@ -351,7 +391,9 @@ impl<B: Backend> Loop<'_, B> {
             let slot = &mut self.jobs[j];
             match slot.state {
                 SlotState::Sleeping(t) if now < t && !stopping => return Ok(()),
-                SlotState::Blocked(_) => return Ok(()),
+                SlotState::Blocked(_) | SlotState::Fsyncing(_) | SlotState::Flushing(_) => {
+                    return Ok(())
+                }
                 SlotState::Submitting(t, _) if now < t => return Ok(()),
                 SlotState::Submitting(_, id) => {
                     slot.state = SlotState::Runnable;
@@ -396,6 +438,10 @@ impl<B: Backend> Loop<'_, B> {
                     self.jobs[j].state = SlotState::Sleeping(t + Duration(late));
                     return Ok(());
                 }
+                JobAction::Fsync => {
+                    self.start_fsync(j, now);
+                    return Ok(());
+                }
                 JobAction::Done => return Ok(()),
             }
         }
@@ -407,12 +453,19 @@ impl<B: Backend> Loop<'_, B> {
         };
         let now = c.at;
         self.disk.done(f.io.op, c.bytes, f.started_at, now);
+
         if let Some(t) = &mut self.trace {
             t.push((f.started_at, now));
         }
         self.stack.on_complete(&f.io, f.alloc_at, f.started_at, now);
         if let Some((next, _alloc)) = self.rq.free() {
             self.start(next, now);
+        }
+        if f.kind != FlightKind::Job || self.pc.is_some() {
+            self.complete_other(&f, c);
+            if f.kind != FlightKind::Job {
+                return;
+            }
         }
         self.jobs[f.job as usize].ring.push(Reaped {
             io: f.jio,
@@ -435,6 +488,8 @@ pub fn run<B: Backend>(
     let jobs: Vec<JobSlot> = setups
         .into_iter()
         .map(|s| JobSlot {
+            buffered: !s.spec.direct,
+            file_key: s.region_start,
             job: Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0),
             group: s.group,
             ring: Vec::with_capacity(64),
@@ -455,7 +510,14 @@ pub fn run<B: Backend>(
         deferred: std::collections::VecDeque::new(),
         rng: opts.host.seed | 1,
         trace: opts.trace_requests.then(Vec::new),
+        pc: None,
+        pc_pending: Vec::new(),
+        wb_ios: Vec::new(),
     };
+    lp.pc = opts
+        .pagecache
+        .clone()
+        .map(|cfg| PageCache::new(cfg, t0, lp.jobs.len()));
     let mut snapshots = Vec::new();
     let mut next_snap = opts
         .diskstats_every
@@ -491,6 +553,9 @@ pub fn run<B: Backend>(
         }
         lp.run_controller_timers(now);
         lp.run_deferred(now);
+        if lp.pc.is_some() {
+            lp.run_pagecache(now);
+        }
 
         for j in 0..lp.jobs.len() {
             if stopping || lp.jobs[j].can_act(now) {
@@ -498,11 +563,18 @@ pub fn run<B: Backend>(
             }
         }
 
-        if lp.flights.is_empty() && lp.jobs.iter().all(|s| s.job.is_done()) {
+        if lp.flights.is_empty()
+            && lp.pc_pending.is_empty()
+            && lp.jobs.iter().all(|s| s.job.is_done())
+        {
             break;
         }
         let mut deadline = earliest(lp.stack.next_deadline(), next_snap);
         deadline = earliest(deadline, lp.deferred.front().map(|d| d.0));
+        if let Some(pc) = &lp.pc {
+            deadline = earliest(deadline, pc.next_deadline());
+            deadline = earliest(deadline, lp.pc_pending.iter().map(|p| p.0).min());
+        }
         next_job_timer = None;
         for s in &lp.jobs {
             let timer = s.job.next_timer();
@@ -532,6 +604,16 @@ pub fn run<B: Backend>(
     if opts.diskstats_every.is_some() {
         snapshots.push((ended_at, lp.disk.diskstats_fields()));
     }
+    let pagecache = lp.pc.take().map(|mut pc| {
+        for (j, s) in lp.jobs.iter().enumerate() {
+            if s.buffered {
+                let inode = pc.inode(s.file_key, s.group);
+                let pages = pc.inode_dirty_pages(inode);
+                pc.set_task_dirty_end(j, pages);
+            }
+        }
+        pc.report(ended_at)
+    });
     let elapsed_s = (ended_at - t0).as_ms().div_ceil(1000);
     let jobs = lp
         .jobs
@@ -555,8 +637,11 @@ pub fn run<B: Backend>(
         interrupted,
         diskstats: snapshots,
         request_trace: lp.trace.unwrap_or_default(),
+        pagecache,
     })
 }
+
+mod buffered;
 
 /// The earlier of two optional times.
 #[inline]

@@ -56,6 +56,9 @@ pub enum JobAction {
     WaitCompletion,
     /// Sleeping until this time.
     SleepUntil(Instant),
+    /// `end_fsync`: everything issued has completed; sync the file now and
+    /// call [`Job::fsync_done`] when the sync returns.
+    Fsync,
     /// Finished: nothing in flight, nothing more to issue.
     Done,
 }
@@ -83,6 +86,8 @@ enum Phase {
     },
     /// Stopping: wait for in-flight IO.
     Drain,
+    /// `end_fsync` in progress.
+    Fsync,
     Done,
 }
 
@@ -549,11 +554,17 @@ impl Job {
         loop {
             match self.phase {
                 Phase::Done => return JobAction::Done,
+                Phase::Fsync => return JobAction::Fsync,
                 Phase::Submitting => return JobAction::WaitCompletion,
                 Phase::Drain => {
                     // fio: io_u_queued_complete(td, cur_depth)
                     self.reap_n(self.ring.len(), now);
                     if self.in_flight == 0 {
+                        // fio do_io: end_fsync when the job wrote (should_fsync)
+                        if self.spec.end_fsync && self.wrote_any() {
+                            self.phase = Phase::Fsync;
+                            return JobAction::Fsync;
+                        }
                         self.phase = Phase::Done;
                         self.finish(now);
                         return JobAction::Done;
@@ -709,7 +720,10 @@ impl Job {
 
     /// Stop issuing (signal): behave as if the runtime ended now.
     pub fn stop(&mut self) {
-        if !matches!(self.phase, Phase::Done | Phase::Drain | Phase::Submitting) {
+        if !matches!(
+            self.phase,
+            Phase::Done | Phase::Drain | Phase::Submitting | Phase::Fsync
+        ) {
             self.phase = Phase::Drain;
         }
         self.end_at = Some(Instant::ZERO);
@@ -876,6 +890,20 @@ impl Job {
         if !in_ramp {
             // fio counts every issued IO in total_ios, failed ones too
             self.stats.dirs[d].total_ios += 1;
+        }
+    }
+
+    /// Did the job issue any write?
+    fn wrote_any(&self) -> bool {
+        self.stats.dirs[1].total_ios > 0 || self.stats.dirs[1].io_bytes > 0
+    }
+
+    /// The `end_fsync` started by [`JobAction::Fsync`] returned at `now`:
+    /// the job is done (its runtime includes the sync, as fio's does).
+    pub fn fsync_done(&mut self, now: Instant) {
+        if self.phase == Phase::Fsync {
+            self.phase = Phase::Done;
+            self.finish(now);
         }
     }
 

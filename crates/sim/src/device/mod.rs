@@ -20,7 +20,7 @@ mod ssd;
 pub use cloud::Cloud;
 pub use hdd::Hdd;
 pub use null::NullBlk;
-pub use spec::{DeviceSpec, ModelKind, SpecError};
+pub use spec::{parse_size, DeviceSpec, ModelKind, SpecError};
 pub use ssd::Ssd;
 
 use blkqos_core::{Instant, Io};

@@ -139,7 +139,8 @@ pub struct DeviceSpec {
     params: BTreeMap<&'static str, u64>,
 }
 
-fn parse_size(v: &str) -> Option<u64> {
+/// A size like `512m`, `4k` or `1048576` (binary units).
+pub fn parse_size(v: &str) -> Option<u64> {
     let v = v.trim().to_ascii_lowercase();
     let (num, mult) = match v.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
         Some((i, _)) => {

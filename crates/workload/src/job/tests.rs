@@ -38,6 +38,7 @@ fn run(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, Vec<JobIo>) {
                 job.reap(&batch, now);
             }
             JobAction::SleepUntil(t) => now = t,
+            JobAction::Fsync => job.fsync_done(now),
             JobAction::Done => break,
         }
     }
@@ -119,6 +120,7 @@ fn size_bound_job_covers_region_once() {
                     now,
                 );
             }
+            JobAction::Fsync => job.fsync_done(now),
             JobAction::Done => break,
             a => panic!("unexpected {a:?}"),
         }
@@ -181,6 +183,7 @@ fn run_timed(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, [u64; 3]) 
             JobAction::SleepUntil(t) => {
                 now = job.next_timer().map_or(t, |tm| tm.min(t)).max(now);
             }
+            JobAction::Fsync => job.fsync_done(now),
             JobAction::Done => break,
         }
     }

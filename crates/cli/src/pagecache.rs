@@ -1,0 +1,234 @@
+//! The simulated page cache's options (`[pagecache]`, `--pagecache-*`) and
+//! its writeback report: the per-second device and per-group writeback
+//! series and the per-task throttling statistics.
+
+use blkqos_core::GroupId;
+use blkqos_driver::pagecache::{DirtyLimit, PAGE_BYTES};
+use blkqos_driver::{PageCacheConfig, PageCacheReport, WritebackMode};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Page cache settings of a run.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct PageCacheOptions {
+    /// Model the page cache for buffered jobs (on by default).
+    pub disabled: bool,
+    pub cfg: PageCacheConfig,
+    /// Write the writeback report here (JSON when it ends in `.json`).
+    pub report: Option<PathBuf>,
+}
+
+pub const KEYS: &str = "enable, memory, dirty_ratio, dirty_background_ratio, dirty_bytes, \
+dirty_background_bytes, dirty_expire, writeback_interval, writeback_io, chunk, writeback, report";
+
+impl PageCacheOptions {
+    /// Set one option by name; the error says what is accepted.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let size = |v: &str| {
+            blkqos_sim::device::parse_size(v)
+                .filter(|&b| b > 0)
+                .ok_or_else(|| format!("{key} `{v}`: expected a size like 512m, 64k or 1048576"))
+        };
+        let pct = |v: &str| {
+            v.parse::<u32>()
+                .ok()
+                .filter(|p| (1..=100).contains(p))
+                .ok_or_else(|| format!("{key} `{v}`: expected a percentage 1..100"))
+        };
+        let time = |v: &str| {
+            crate::scenario::parse_at(v)
+                .filter(|&n| n > 0)
+                .map(blkqos_core::Duration)
+                .ok_or_else(|| format!("{key} `{v}`: expected a time like 5s or 500ms"))
+        };
+        let c = &mut self.cfg;
+        match key {
+            "enable" => {
+                self.disabled = match value {
+                    "1" | "true" | "on" => false,
+                    "0" | "false" | "off" => true,
+                    _ => return Err(format!("{key} `{value}`: expected on or off")),
+                }
+            }
+            "memory" => c.memory_bytes = size(value)?,
+            "dirty_ratio" => c.dirty = DirtyLimit::Percent(pct(value)?),
+            "dirty_background_ratio" => c.dirty_background = DirtyLimit::Percent(pct(value)?),
+            "dirty_bytes" => c.dirty = DirtyLimit::Bytes(size(value)?),
+            "dirty_background_bytes" => c.dirty_background = DirtyLimit::Bytes(size(value)?),
+            "dirty_expire" => c.dirty_expire = time(value)?,
+            "writeback_interval" => c.writeback_interval = time(value)?,
+            "writeback_io" | "chunk" => {
+                let b = size(value)?;
+                if b % PAGE_BYTES != 0 {
+                    return Err(format!("{key} `{value}`: must be a multiple of 4k"));
+                }
+                if key == "chunk" {
+                    c.chunk_bytes = b
+                } else {
+                    c.writeback_io_bytes = b
+                }
+            }
+            "writeback" => {
+                c.mode = WritebackMode::parse(value).ok_or_else(|| {
+                    format!("{key} `{value}`: use async (Linux cgroup writeback, io-throttle's kiothrottled), sync or root")
+                })?
+            }
+            "report" => self.report = Some(PathBuf::from(value)),
+            _ => return Err(format!("unknown pagecache option `{key}`: use {KEYS}")),
+        }
+        Ok(())
+    }
+
+    pub fn config(&self) -> Option<PageCacheConfig> {
+        (!self.disabled).then(|| self.cfg.clone())
+    }
+}
+
+/// One task's identity for the report.
+pub struct TaskName {
+    pub job: String,
+    pub group: String,
+}
+
+const MB: f64 = 1_000_000.0;
+const MIB: f64 = 1_048_576.0;
+
+/// The report as text: the per-second series (device writes and each
+/// group's writeback in MB/s, dirty and writeback MiB) and per-task stats.
+pub fn render_text(
+    r: &PageCacheReport,
+    groups: &dyn Fn(GroupId) -> String,
+    tasks: &[TaskName],
+) -> String {
+    let mut s = String::new();
+    let page_mib = |p: u64| (p * PAGE_BYTES) as f64 / MIB;
+    let _ = writeln!(
+        s,
+        "# blkqos writeback: mode={} dirty_thresh={:.1}MiB dirty_background_thresh={:.1}MiB",
+        r.mode,
+        page_mib(r.thresh_pages),
+        page_mib(r.bg_thresh_pages)
+    );
+    let mut owners: Vec<GroupId> = r.written_back_bytes.iter().map(|g| g.0).collect();
+    owners.sort();
+    let _ = write!(s, "{:>5} {:>10}", "sec", "disk MB/s");
+    for g in &owners {
+        let _ = write!(s, " {:>14}", format!("wb {} MB/s", groups(*g)));
+    }
+    let _ = writeln!(s, " {:>10} {:>14}", "dirty MiB", "writeback MiB");
+    for (i, x) in r.series.iter().enumerate() {
+        let _ = write!(s, "{:>5} {:>10.2}", i + 1, x.device_write_bytes as f64 / MB);
+        for g in &owners {
+            let b = x
+                .writeback_bytes
+                .iter()
+                .find(|w| w.0 == *g)
+                .map_or(0, |w| w.1);
+            let _ = write!(s, " {:>14.2}", b as f64 / MB);
+        }
+        let _ = writeln!(
+            s,
+            " {:>10.1} {:>14.1}",
+            page_mib(x.dirty_pages),
+            page_mib(x.writeback_pages)
+        );
+    }
+    let _ = writeln!(s, "# per group: dirtied vs written back (bytes)");
+    for (g, d) in &r.dirtied_bytes {
+        let w = r
+            .written_back_bytes
+            .iter()
+            .find(|x| x.0 == *g)
+            .map_or(0, |x| x.1);
+        let _ = writeln!(s, "{} dirtied={d} written_back={w}", groups(*g));
+    }
+    let _ = writeln!(
+        s,
+        "# per task: balance_dirty_pages pauses and fsync (io-throttle's per-task stats)"
+    );
+    let _ = writeln!(
+        s,
+        "{:<16} {:<12} {:>14} {:>8} {:>14} {:>12} {:>7} {:>10} {:>10}",
+        "job",
+        "cgroup",
+        "dirtied_bytes",
+        "pauses",
+        "pause_ms_total",
+        "pause_ms_max",
+        "fsyncs",
+        "fsync_ms",
+        "dirty_end"
+    );
+    for (t, n) in r.tasks.iter().zip(tasks) {
+        let _ = writeln!(
+            s,
+            "{:<16} {:<12} {:>14} {:>8} {:>14.1} {:>12.1} {:>7} {:>10.1} {:>10}",
+            n.job,
+            n.group,
+            t.dirtied_bytes,
+            t.pauses,
+            t.pause_ns_total as f64 / 1e6,
+            t.pause_ns_max as f64 / 1e6,
+            t.fsyncs,
+            t.fsync_ns_total as f64 / 1e6,
+            t.dirty_pages_end
+        );
+    }
+    s
+}
+
+/// The report as JSON.
+pub fn render_json(
+    r: &PageCacheReport,
+    groups: &dyn Fn(GroupId) -> String,
+    tasks: &[TaskName],
+) -> serde_json::Value {
+    use serde_json::json;
+    let series: Vec<_> = r
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let wb: serde_json::Map<String, serde_json::Value> = x
+                .writeback_bytes
+                .iter()
+                .map(|(g, b)| (groups(*g), json!(b)))
+                .collect();
+            json!({
+                "second": i + 1,
+                "device_write_bytes": x.device_write_bytes,
+                "writeback_bytes": wb,
+                "dirty_pages": x.dirty_pages,
+                "writeback_pages": x.writeback_pages,
+            })
+        })
+        .collect();
+    let per_group = |v: &[(GroupId, u64)]| -> serde_json::Map<String, serde_json::Value> {
+        v.iter().map(|(g, b)| (groups(*g), json!(b))).collect()
+    };
+    let tasks: Vec<_> = r
+        .tasks
+        .iter()
+        .zip(tasks)
+        .map(|(t, n)| {
+            json!({
+                "job": n.job, "cgroup": n.group,
+                "dirtied_bytes": t.dirtied_bytes, "pauses": t.pauses,
+                "pause_ns_total": t.pause_ns_total, "pause_ns_max": t.pause_ns_max,
+                "fsyncs": t.fsyncs, "fsync_ns_total": t.fsync_ns_total,
+                "dirty_pages_end": t.dirty_pages_end,
+            })
+        })
+        .collect();
+    json!({
+        "mode": r.mode,
+        "page_bytes": PAGE_BYTES,
+        "dirty_thresh_pages": r.thresh_pages,
+        "dirty_background_thresh_pages": r.bg_thresh_pages,
+        "series": series,
+        "dirtied_bytes": per_group(&r.dirtied_bytes),
+        "written_back_bytes": per_group(&r.written_back_bytes),
+        "double_writebacks": r.double_writebacks,
+        "tasks": tasks,
+    })
+}

@@ -1,0 +1,896 @@
+//! The page cache and writeback of a simulated kernel, for buffered
+//! (`direct=0`) jobs.
+//!
+//! # Design
+//!
+//! A buffered write completes into dirty pages; the device sees the data
+//! later, when a flusher writes the pages back. The model keeps what decides
+//! *when* and *on whose account* that IO happens:
+//!
+//! * **Pages** (4 KiB) are clean, dirty, under writeback, or under writeback
+//!   and re-dirtied. Pages are keyed by their device page index, so files
+//!   are regions of the device (as the simulator lays them out).
+//! * **Ownership** is per inode, as cgroup writeback has it
+//!   (`inode_attach_wb`): the group that first dirties an inode owns it, and
+//!   every writeback IO of the inode is charged to that group. Switching
+//!   the owner of a shared inode (`inode_switch_wbs`) is not modelled.
+//! * **Thresholds**: `dirty_ratio`/`dirty_background_ratio` of the
+//!   configured memory (or the `_bytes` variants), as
+//!   `domain_dirty_limits` computes them.
+//! * **Writers** are throttled as `balance_dirty_pages` does: free below
+//!   the freerun point `(thresh + bg_thresh) / 2`; above it a task may dirty
+//!   at `dirty_ratelimit × pos_ratio`, where `dirty_ratelimit` is its
+//!   writeback domain's measured write bandwidth shared by its dirtiers and
+//!   `pos_ratio` is the global cubic control line around the setpoint
+//!   `(freerun + thresh) / 2` (`pos_ratio_polynom`) times a linear per-wb
+//!   line around the wb's share of the setpoint (`wb_position_ratio`,
+//!   simplified). Pauses are capped at 200 ms (`MAX_PAUSE`); at or above
+//!   `thresh` the writer waits in 200 ms steps until the dirty count falls
+//!   under it. Write bandwidth is estimated per wb from writeback
+//!   completions every 200 ms with a 3 s moving average
+//!   (`wb_update_write_bandwidth`), starting at 100 MiB/s (`INIT_BW`).
+//! * **Flushers** write back, per inode in page order from a cursor
+//!   (`write_cache_pages` with `writeback_index`), runs of contiguous dirty
+//!   pages of at most `writeback_io_bytes` per IO and `chunk_bytes` per inode
+//!   per turn (`MAX_WRITEBACK_PAGES`), inodes oldest-dirtied first
+//!   (`b_dirty`). Background writeback runs while the dirty pages (not
+//!   counting those under writeback) exceed `bg_thresh`
+//!   (`wb_over_bg_thresh`); periodic writeback every `writeback_interval`
+//!   writes inodes dirtied more than `dirty_expire` ago (`wb_kupdate`).
+//! * **fsync** writes every dirty page of the inode at once, waits for all
+//!   of its writeback to complete, then the driver sends a flush.
+//!
+//! # Writeback dispatch modes
+//!
+//! * `async` (default): a flusher hands writeback IO to the controllers and
+//!   goes on; IO a controller holds is released at its own time, in
+//!   deadline order. This is Linux's cgroup-v2 writeback under
+//!   blk-throttle/iocost (the flusher's bios carry the owner and wait in the
+//!   owner's throttle queue) and also the io-throttle `kiothrottled` design
+//!   (a deadline-ordered tree of delayed writeback requests dispatched by a
+//!   kernel thread): with a flusher that never blocks the two coincide.
+//! * `sync`: one flusher for the device submits writeback IO and waits
+//!   while a controller holds it, as throttling in the submitter's context
+//!   does (io-throttle before `kiothrottled`): one owner's limit stalls
+//!   every other owner's writeback, and the device sees bursts.
+//! * `root`: writeback IO is charged to the root group (cgroup v1, or a
+//!   kernel without cgroup writeback): group limits never see buffered
+//!   writes.
+
+use blkqos_core::{Duration, GroupId, Instant};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+/// Bytes per page.
+pub const PAGE_BYTES: u64 = 4096;
+/// `MAX_PAUSE`: the longest single balance_dirty_pages pause.
+const MAX_PAUSE_NS: u64 = 200_000_000;
+/// `INIT_BW`: write bandwidth assumed before any writeback completed.
+const INIT_BW_BYTES_PER_S: f64 = 100.0 * 1024.0 * 1024.0;
+/// Bandwidth estimate update interval (`BANDWIDTH_INTERVAL`, 200 ms).
+const BW_INTERVAL_NS: u64 = 200_000_000;
+/// Averaging period of the write bandwidth (3 s rounded as the kernel does
+/// to a power of two of jiffies at HZ=1000: 4.096 s).
+const BW_PERIOD_NS: u64 = 4_096_000_000;
+
+/// How writeback IO reaches the controllers (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum WritebackMode {
+    #[default]
+    Async,
+    Sync,
+    Root,
+}
+
+impl WritebackMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "async" | "linux" | "deadline" => Some(Self::Async),
+            "sync" => Some(Self::Sync),
+            "root" | "v1" => Some(Self::Root),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Async => "async",
+            Self::Sync => "sync",
+            Self::Root => "root",
+        }
+    }
+}
+
+/// A dirty limit: a share of memory or an absolute size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirtyLimit {
+    Percent(u32),
+    Bytes(u64),
+}
+
+impl DirtyLimit {
+    fn pages(self, memory_bytes: u64) -> u64 {
+        match self {
+            DirtyLimit::Percent(p) => memory_bytes / PAGE_BYTES * u64::from(p) / 100,
+            DirtyLimit::Bytes(b) => b.div_ceil(PAGE_BYTES),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageCacheConfig {
+    /// Memory available to the page cache (`dirtyable` memory).
+    pub memory_bytes: u64,
+    /// `vm.dirty_ratio` / `vm.dirty_bytes`.
+    pub dirty: DirtyLimit,
+    /// `vm.dirty_background_ratio` / `vm.dirty_background_bytes`.
+    pub dirty_background: DirtyLimit,
+    /// `vm.dirty_expire_centisecs` (30 s).
+    pub dirty_expire: Duration,
+    /// `vm.dirty_writeback_centisecs` (5 s).
+    pub writeback_interval: Duration,
+    /// Largest writeback IO (a full bio: 1 MiB; lower it to the device's
+    /// `max_sectors_kb` to model split requests).
+    pub writeback_io_bytes: u64,
+    /// Pages written from one inode before moving to the next (4 MiB).
+    pub chunk_bytes: u64,
+    pub mode: WritebackMode,
+}
+
+impl Default for PageCacheConfig {
+    fn default() -> Self {
+        PageCacheConfig {
+            memory_bytes: 1 << 30,
+            dirty: DirtyLimit::Percent(20),
+            dirty_background: DirtyLimit::Percent(10),
+            dirty_expire: Duration::from_ms(30_000),
+            writeback_interval: Duration::from_ms(5_000),
+            writeback_io_bytes: 1 << 20,
+            chunk_bytes: 4 << 20,
+            mode: WritebackMode::Async,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PageState {
+    Clean,
+    Dirty,
+    Writeback,
+    /// Under writeback and dirtied again: dirty once the IO completes.
+    WritebackDirty,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Page {
+    inode: u32,
+    state: PageState,
+}
+
+struct Inode {
+    wb: usize,
+    dirty: BTreeSet<u64>,
+    /// When the inode went from clean to dirty (`dirtied_when`).
+    dirtied_when: Option<Instant>,
+    writeback_pages: u64,
+    /// `writeback_index`: where the next writeback pass starts.
+    cursor: u64,
+    /// fsync in progress: write every dirty page at the next poll.
+    sync_all: bool,
+    in_b_dirty: bool,
+}
+
+/// A writeback domain (`bdi_writeback`): one per owner group.
+struct Wb {
+    group: GroupId,
+    dirty_pages: u64,
+    writeback_pages: u64,
+    /// Inodes with dirty pages, oldest first (`b_dirty`).
+    b_dirty: VecDeque<usize>,
+    write_bw: f64,
+    bw_stamp: Instant,
+    bw_bytes: u64,
+    /// Jobs that dirtied pages here (`dirtiers`).
+    dirtiers: BTreeSet<usize>,
+}
+
+/// One writeback IO for the driver to submit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WritebackIo {
+    pub group: GroupId,
+    /// Device byte offset and length.
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Per task statistics (what io-throttle exported per task).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskStats {
+    pub dirtied_bytes: u64,
+    pub pauses: u64,
+    pub pause_ns_total: u64,
+    pub pause_ns_max: u64,
+    pub fsyncs: u64,
+    pub fsync_ns_total: u64,
+    /// Pages of the task's files still dirty or under writeback at the end.
+    pub dirty_pages_end: u64,
+}
+
+/// One second of the writeback time series.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SecondSample {
+    /// Bytes of writes the device completed in this second (all writes).
+    pub device_write_bytes: u64,
+    /// Writeback bytes completed per owner group (group index → bytes).
+    pub writeback_bytes: Vec<(GroupId, u64)>,
+    /// Dirty and writeback pages at the end of the second.
+    pub dirty_pages: u64,
+    pub writeback_pages: u64,
+}
+
+/// What a run's page cache reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageCacheReport {
+    pub mode: &'static str,
+    pub thresh_pages: u64,
+    pub bg_thresh_pages: u64,
+    pub series: Vec<SecondSample>,
+    /// Indexed by job slot.
+    pub tasks: Vec<TaskStats>,
+    /// Bytes dirtied and bytes written back, per owner group.
+    pub dirtied_bytes: Vec<(GroupId, u64)>,
+    pub written_back_bytes: Vec<(GroupId, u64)>,
+    /// Pages written back more than once without being dirtied in between
+    /// (must be 0).
+    pub double_writebacks: u64,
+}
+
+pub struct PageCache {
+    cfg: PageCacheConfig,
+    t0: Instant,
+    thresh: u64,
+    bg_thresh: u64,
+    pages: HashMap<u64, Page>,
+    clean_fifo: VecDeque<u64>,
+    nr_clean: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    inodes: Vec<Inode>,
+    inode_by_key: HashMap<u64, usize>,
+    wbs: Vec<Wb>,
+    wb_by_group: HashMap<GroupId, usize>,
+    next_periodic: Instant,
+    /// Round-robin position over wbs for background writeback.
+    rr: usize,
+    /// `sync` mode: the shared flusher waits for its last IO to pass the
+    /// controllers.
+    flusher_blocked: bool,
+    /// A periodic (kupdate) pass is due or unfinished.
+    kupdate_due: bool,
+    /// `sync`: (wb, inode, bytes left) of the chunk being written.
+    sync_chunk: Option<(usize, usize, u64)>,
+    tasks: Vec<TaskStats>,
+    series: Vec<SecondSample>,
+    dirtied_by_group: HashMap<GroupId, u64>,
+    written_by_group: HashMap<GroupId, u64>,
+    /// Pages whose writeback completed and that were not dirtied since.
+    written_clean: BTreeSet<u64>,
+    double_writebacks: u64,
+}
+
+impl PageCache {
+    pub fn new(cfg: PageCacheConfig, t0: Instant, nr_tasks: usize) -> Self {
+        let thresh = cfg.dirty.pages(cfg.memory_bytes).max(1);
+        let bg_thresh = cfg
+            .dirty_background
+            .pages(cfg.memory_bytes)
+            .min(thresh / 2 * 2);
+        // the kernel keeps bg_thresh below thresh (`domain_dirty_limits`)
+        let bg_thresh = if bg_thresh >= thresh {
+            thresh / 2
+        } else {
+            bg_thresh
+        };
+        PageCache {
+            next_periodic: t0 + cfg.writeback_interval,
+            cfg,
+            t0,
+            thresh,
+            bg_thresh,
+            pages: HashMap::new(),
+            clean_fifo: VecDeque::new(),
+            nr_clean: 0,
+            nr_dirty: 0,
+            nr_writeback: 0,
+            inodes: Vec::new(),
+            inode_by_key: HashMap::new(),
+            wbs: Vec::new(),
+            wb_by_group: HashMap::new(),
+            rr: 0,
+            flusher_blocked: false,
+            kupdate_due: false,
+            sync_chunk: None,
+            tasks: vec![TaskStats::default(); nr_tasks],
+            series: Vec::new(),
+            dirtied_by_group: HashMap::new(),
+            written_by_group: HashMap::new(),
+            written_clean: BTreeSet::new(),
+            double_writebacks: 0,
+        }
+    }
+
+    pub fn mode(&self) -> WritebackMode {
+        self.cfg.mode
+    }
+
+    /// The inode of a file (keyed by its region start), owned by `group`
+    /// from its first use on.
+    pub fn inode(&mut self, key: u64, group: GroupId) -> usize {
+        if let Some(&i) = self.inode_by_key.get(&key) {
+            return i;
+        }
+        let wb = self.wb_of(group);
+        self.inodes.push(Inode {
+            wb,
+            dirty: BTreeSet::new(),
+            dirtied_when: None,
+            writeback_pages: 0,
+            cursor: 0,
+            sync_all: false,
+            in_b_dirty: false,
+        });
+        let i = self.inodes.len() - 1;
+        self.inode_by_key.insert(key, i);
+        i
+    }
+
+    fn wb_of(&mut self, group: GroupId) -> usize {
+        if let Some(&w) = self.wb_by_group.get(&group) {
+            return w;
+        }
+        self.wbs.push(Wb {
+            group,
+            dirty_pages: 0,
+            writeback_pages: 0,
+            b_dirty: VecDeque::new(),
+            write_bw: INIT_BW_BYTES_PER_S,
+            bw_stamp: self.t0,
+            bw_bytes: 0,
+            dirtiers: BTreeSet::new(),
+        });
+        self.wb_by_group.insert(group, self.wbs.len() - 1);
+        self.wbs.len() - 1
+    }
+
+    fn pages_of(offset: u64, len: u64) -> std::ops::Range<u64> {
+        offset / PAGE_BYTES..(offset + len).div_ceil(PAGE_BYTES)
+    }
+
+    /// Are all pages of `[offset, offset+len)` in the cache?
+    pub fn read_hit(&self, offset: u64, len: u64) -> bool {
+        Self::pages_of(offset, len).all(|p| self.pages.contains_key(&p))
+    }
+
+    /// A device read of `[offset, offset+len)` completed: cache it clean.
+    pub fn insert_clean(&mut self, inode: usize, offset: u64, len: u64) {
+        for p in Self::pages_of(offset, len) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.pages.entry(p) {
+                e.insert(Page {
+                    inode: inode as u32,
+                    state: PageState::Clean,
+                });
+                self.nr_clean += 1;
+                self.clean_fifo.push_back(p);
+            }
+        }
+        self.evict();
+    }
+
+    /// Drop clean pages, oldest first, while the cache exceeds memory.
+    fn evict(&mut self) {
+        let limit = self.cfg.memory_bytes / PAGE_BYTES;
+        while self.nr_clean + self.nr_dirty + self.nr_writeback > limit {
+            let Some(p) = self.clean_fifo.pop_front() else {
+                return;
+            };
+            if self
+                .pages
+                .get(&p)
+                .is_some_and(|pg| pg.state == PageState::Clean)
+            {
+                self.pages.remove(&p);
+                self.nr_clean -= 1;
+            }
+        }
+    }
+
+    /// Task `task` wrote `[offset, offset+len)` of `inode` at `now`: dirty
+    /// the pages and return how long `balance_dirty_pages` pauses it.
+    pub fn write(
+        &mut self,
+        task: usize,
+        inode: usize,
+        offset: u64,
+        len: u64,
+        now: Instant,
+    ) -> Duration {
+        let wb = self.inodes[inode].wb;
+        for p in Self::pages_of(offset, len) {
+            self.dirty_page(inode, p, now);
+        }
+        let group = self.wbs[wb].group;
+        *self.dirtied_by_group.entry(group).or_default() += len;
+        self.wbs[wb].dirtiers.insert(task);
+        if let Some(t) = self.tasks.get_mut(task) {
+            t.dirtied_bytes += len;
+        }
+        let pause = self.pause(wb, len);
+        if pause.as_ns() > 0 {
+            self.note_pause(task, pause);
+        }
+        pause
+    }
+
+    fn note_pause(&mut self, task: usize, pause: Duration) {
+        if let Some(t) = self.tasks.get_mut(task) {
+            t.pauses += 1;
+            t.pause_ns_total += pause.as_ns();
+            t.pause_ns_max = t.pause_ns_max.max(pause.as_ns());
+        }
+    }
+
+    fn dirty_page(&mut self, inode: usize, p: u64, now: Instant) {
+        let wb = self.inodes[inode].wb;
+        self.written_clean.remove(&p);
+        let newly_dirty = match self.pages.get_mut(&p) {
+            None => {
+                self.pages.insert(
+                    p,
+                    Page {
+                        inode: inode as u32,
+                        state: PageState::Dirty,
+                    },
+                );
+                true
+            }
+            Some(pg) => match pg.state {
+                PageState::Clean => {
+                    pg.state = PageState::Dirty;
+                    pg.inode = inode as u32;
+                    self.nr_clean -= 1;
+                    true
+                }
+                PageState::Writeback => {
+                    pg.state = PageState::WritebackDirty;
+                    false
+                }
+                PageState::Dirty | PageState::WritebackDirty => false,
+            },
+        };
+        if newly_dirty {
+            self.nr_dirty += 1;
+            self.wbs[wb].dirty_pages += 1;
+            let ino = &mut self.inodes[inode];
+            ino.dirty.insert(p);
+            if ino.dirtied_when.is_none() {
+                ino.dirtied_when = Some(now);
+            }
+            if !ino.in_b_dirty {
+                ino.in_b_dirty = true;
+                self.wbs[wb].b_dirty.push_back(inode);
+            }
+        }
+    }
+
+    /// The wb's share of the dirty limit: its share of the write
+    /// bandwidth (`__wb_calc_thresh`, by writeback completions).
+    fn wb_share(&self, wb: usize) -> f64 {
+        let total_bw: f64 = self.wbs.iter().map(|w| w.write_bw).sum();
+        if total_bw > 0.0 {
+            self.wbs[wb].write_bw / total_bw
+        } else {
+            1.0
+        }
+    }
+
+    /// Over a hard limit: the global `thresh`, or (above freerun) the wb's
+    /// share of it (`dirty_exceeded`).
+    fn over_limit(&self, wb: usize) -> bool {
+        let dirty = self.nr_dirty + self.nr_writeback;
+        if dirty >= self.thresh {
+            return true;
+        }
+        let freerun = (self.thresh + self.bg_thresh) / 2;
+        let w = &self.wbs[wb];
+        dirty > freerun
+            && (w.dirty_pages + w.writeback_pages) as f64 >= self.thresh as f64 * self.wb_share(wb)
+    }
+
+    /// The balance_dirty_pages pause for `bytes` just dirtied in `wb`.
+    fn pause(&self, wb: usize, bytes: u64) -> Duration {
+        let dirty = self.nr_dirty + self.nr_writeback;
+        let freerun = (self.thresh + self.bg_thresh) / 2;
+        if dirty <= freerun {
+            return Duration::ZERO;
+        }
+        if self.over_limit(wb) {
+            return Duration(MAX_PAUSE_NS);
+        }
+        // pos_ratio_polynom: 1 + ((setpoint - dirty) / (limit - setpoint))^3
+        let setpoint = (freerun + self.thresh) as f64 / 2.0;
+        let x = (setpoint - dirty as f64) / (self.thresh as f64 - setpoint).max(1.0);
+        let mut pos = (1.0 + x * x * x).clamp(0.0, 2.0);
+        // wb_position_ratio (simplified): the wb's share of the limits by
+        // its share of the write bandwidth, a linear line around its
+        // share of the setpoint
+        let w = &self.wbs[wb];
+        let share = self.wb_share(wb);
+        let wb_thresh = (self.thresh as f64 * share).max(1.0);
+        let wb_setpoint = setpoint * share;
+        let wb_dirty = (w.dirty_pages + w.writeback_pages) as f64;
+        pos *= (1.0 - (wb_dirty - wb_setpoint) / wb_thresh).clamp(0.25, 2.0);
+        let dirtiers = w.dirtiers.len().max(1) as f64;
+        let rate = w.write_bw / dirtiers * pos;
+        if rate <= 0.0 {
+            return Duration(MAX_PAUSE_NS);
+        }
+        let ns = (bytes as f64 / rate * 1e9) as u64;
+        Duration(ns.min(MAX_PAUSE_NS))
+    }
+
+    /// A paused task wakes at `now`: still at or over the hard limit? Then
+    /// it pauses again (`balance_dirty_pages` loops).
+    pub fn repause(&mut self, task: usize, inode: usize, now: Instant) -> Option<Instant> {
+        if self.over_limit(self.inodes[inode].wb) {
+            let pause = Duration(MAX_PAUSE_NS);
+            self.note_pause(task, pause);
+            Some(now + pause)
+        } else {
+            None
+        }
+    }
+
+    /// Start an fsync of `inode`: every dirty page goes to writeback at the
+    /// next poll. True when the inode is already clean.
+    pub fn fsync(&mut self, inode: usize) -> bool {
+        let ino = &mut self.inodes[inode];
+        if ino.dirty.is_empty() && ino.writeback_pages == 0 {
+            return true;
+        }
+        ino.sync_all = true;
+        false
+    }
+
+    /// Is `inode` clean (nothing dirty, nothing under writeback)?
+    pub fn inode_clean(&self, inode: usize) -> bool {
+        let ino = &self.inodes[inode];
+        ino.dirty.is_empty() && ino.writeback_pages == 0
+    }
+
+    pub fn note_fsync(&mut self, task: usize, took: Duration) {
+        if let Some(t) = self.tasks.get_mut(task) {
+            t.fsyncs += 1;
+            t.fsync_ns_total += took.as_ns();
+        }
+    }
+
+    /// `sync` mode: the flusher's last IO passed the controllers.
+    pub fn writeback_dispatched(&mut self) {
+        self.flusher_blocked = false;
+    }
+
+    /// When the page cache next needs to act without an IO event.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        (self.nr_dirty > 0).then_some(self.next_periodic)
+    }
+
+    /// Generate the writeback IO due at `now` (fsyncs, background,
+    /// periodic) into `out`.
+    pub fn poll(&mut self, now: Instant, out: &mut Vec<WritebackIo>) {
+        // fsync: the caller writes its inode's pages itself, never blocked
+        for i in 0..self.inodes.len() {
+            if self.inodes[i].sync_all {
+                self.inodes[i].sync_all = false;
+                while self.write_some(i, u64::MAX, out) {}
+            }
+        }
+        if now >= self.next_periodic {
+            self.kupdate_due = true;
+            while self.next_periodic <= now {
+                self.next_periodic += self.cfg.writeback_interval;
+            }
+        }
+        if self.flusher_blocked {
+            return;
+        }
+        let one_at_a_time = self.cfg.mode == WritebackMode::Sync;
+        let periodic = std::mem::take(&mut self.kupdate_due);
+        // background writeback: while dirty (not under writeback) > bg
+        while self.nr_dirty > self.bg_thresh {
+            if !self.flush_round(out, None, one_at_a_time) {
+                break;
+            }
+            if one_at_a_time && !out.is_empty() {
+                self.flusher_blocked = true;
+                return;
+            }
+        }
+        // periodic writeback of expired inodes
+        if periodic && now.0 >= self.t0.0 + self.cfg.dirty_expire.as_ns() {
+            let expired_before = now.0 - self.cfg.dirty_expire.as_ns();
+            while self.flush_round(out, Some(Instant(expired_before)), one_at_a_time) {
+                if one_at_a_time && !out.is_empty() {
+                    // the rest of this kupdate pass after the IO passes
+                    self.kupdate_due = true;
+                    self.flusher_blocked = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One turn over the wbs (round robin from `rr`): the first wb with an
+    /// eligible inode writes a chunk of it (or one IO when
+    /// `one_at_a_time`). False if nothing was eligible.
+    fn flush_round(
+        &mut self,
+        out: &mut Vec<WritebackIo>,
+        expired_before: Option<Instant>,
+        one_at_a_time: bool,
+    ) -> bool {
+        // `sync`: the flusher is in the middle of an inode's chunk
+        if let Some((w, inode, left)) = self.sync_chunk.take() {
+            if left > 0 && !self.inodes[inode].dirty.is_empty() {
+                let before = out.len();
+                self.write_some(inode, left, out);
+                let wrote: u64 = out[before..].iter().map(|io| io.len).sum();
+                let left = left.saturating_sub(wrote);
+                if left > 0 && !self.inodes[inode].dirty.is_empty() {
+                    self.sync_chunk = Some((w, inode, left));
+                } else {
+                    self.end_chunk(w, inode);
+                }
+                return true;
+            }
+            self.end_chunk(w, inode);
+        }
+        let n = self.wbs.len();
+        for k in 0..n {
+            let w = (self.rr + k) % n;
+            let Some(&inode) = self.wbs[w].b_dirty.front() else {
+                continue;
+            };
+            if let Some(t) = expired_before {
+                if self.inodes[inode].dirtied_when.is_none_or(|d| d > t) {
+                    continue;
+                }
+            }
+            let mut left = self.cfg.chunk_bytes;
+            while left > 0 {
+                let before = out.len();
+                if !self.write_some(inode, left, out) {
+                    break;
+                }
+                let wrote: u64 = out[before..].iter().map(|io| io.len).sum();
+                left = left.saturating_sub(wrote);
+                if one_at_a_time {
+                    // one IO now, the rest of the chunk after it passes
+                    if left > 0 && !self.inodes[inode].dirty.is_empty() {
+                        self.sync_chunk = Some((w, inode, left));
+                        return true;
+                    }
+                    break;
+                }
+            }
+            self.end_chunk(w, inode);
+            return true;
+        }
+        false
+    }
+
+    /// The flusher is done with `inode`'s chunk: requeue it at the tail of
+    /// its wb's `b_dirty` if still dirty, and move to the next wb.
+    fn end_chunk(&mut self, w: usize, inode: usize) {
+        let wbq = &mut self.wbs[w].b_dirty;
+        if wbq.front() == Some(&inode) {
+            wbq.pop_front();
+            if !self.inodes[inode].dirty.is_empty() {
+                wbq.push_back(inode);
+            } else {
+                self.inodes[inode].in_b_dirty = false;
+            }
+        }
+        self.rr = (w + 1) % self.wbs.len().max(1);
+    }
+
+    /// Write back one run of contiguous dirty pages of `inode` from its
+    /// cursor (wrapping), at most `max_bytes` and one IO's worth. False if
+    /// the inode has no dirty page.
+    fn write_some(&mut self, inode: usize, max_bytes: u64, out: &mut Vec<WritebackIo>) -> bool {
+        let max_pages = (self.cfg.writeback_io_bytes.min(max_bytes) / PAGE_BYTES).max(1);
+        let ino = &mut self.inodes[inode];
+        let first = match ino.dirty.range(ino.cursor..).next() {
+            Some(&p) => p,
+            None => match ino.dirty.iter().next() {
+                Some(&p) => p,
+                None => return false,
+            },
+        };
+        let mut last = first;
+        while last + 1 - first < max_pages && ino.dirty.contains(&(last + 1)) {
+            last += 1;
+        }
+        for p in first..=last {
+            ino.dirty.remove(&p);
+        }
+        ino.cursor = last + 1;
+        let npages = last + 1 - first;
+        ino.writeback_pages += npages;
+        if ino.dirty.is_empty() {
+            ino.dirtied_when = None;
+        }
+        let wb = ino.wb;
+        for p in first..=last {
+            if let Some(pg) = self.pages.get_mut(&p) {
+                pg.state = PageState::Writeback;
+            }
+        }
+        self.nr_dirty -= npages;
+        self.nr_writeback += npages;
+        let w = &mut self.wbs[wb];
+        w.dirty_pages -= npages;
+        w.writeback_pages += npages;
+        let group = match self.cfg.mode {
+            WritebackMode::Root => GroupId::ROOT,
+            _ => w.group,
+        };
+        out.push(WritebackIo {
+            group,
+            offset: first * PAGE_BYTES,
+            len: npages * PAGE_BYTES,
+        });
+        true
+    }
+
+    /// A writeback IO of `[offset, offset+len)` completed at `now`.
+    pub fn writeback_done(&mut self, offset: u64, len: u64, now: Instant) {
+        let mut wb_of_io = None;
+        for p in Self::pages_of(offset, len) {
+            let Some(pg) = self.pages.get_mut(&p) else {
+                continue;
+            };
+            let inode = pg.inode as usize;
+            let wb = self.inodes[inode].wb;
+            wb_of_io = Some(wb);
+            self.inodes[inode].writeback_pages -= 1;
+            self.nr_writeback -= 1;
+            self.wbs[wb].writeback_pages -= 1;
+            match pg.state {
+                PageState::Writeback => {
+                    pg.state = PageState::Clean;
+                    self.nr_clean += 1;
+                    self.clean_fifo.push_back(p);
+                    if !self.written_clean.insert(p) {
+                        self.double_writebacks += 1;
+                    }
+                }
+                PageState::WritebackDirty => {
+                    pg.state = PageState::Dirty;
+                    self.nr_dirty += 1;
+                    self.wbs[wb].dirty_pages += 1;
+                    let ino = &mut self.inodes[inode];
+                    ino.dirty.insert(p);
+                    if ino.dirtied_when.is_none() {
+                        ino.dirtied_when = Some(now);
+                    }
+                    if !ino.in_b_dirty {
+                        ino.in_b_dirty = true;
+                        self.wbs[wb].b_dirty.push_back(inode);
+                    }
+                }
+                PageState::Clean | PageState::Dirty => {}
+            }
+        }
+        if let Some(wb) = wb_of_io {
+            let group = self.wbs[wb].group;
+            *self.written_by_group.entry(group).or_default() += len;
+            self.sample(now).writeback_bytes_add(group, len);
+            self.update_bw(wb, len, now);
+        }
+        self.evict();
+    }
+
+    /// `wb_update_write_bandwidth`: every 200 ms, fold the bytes completed
+    /// since the last update into a moving average over ~4 s.
+    fn update_bw(&mut self, wb: usize, bytes: u64, now: Instant) {
+        let w = &mut self.wbs[wb];
+        w.bw_bytes += bytes;
+        let elapsed = now.0.saturating_sub(w.bw_stamp.0);
+        if elapsed < BW_INTERVAL_NS {
+            return;
+        }
+        let bw = w.bw_bytes as f64 * 1e9 / elapsed as f64;
+        if elapsed >= BW_PERIOD_NS {
+            w.write_bw = bw;
+        } else {
+            let e = elapsed as f64;
+            let period = BW_PERIOD_NS as f64;
+            w.write_bw = (w.write_bw * (period - e) + bw * e) / period;
+        }
+        w.bw_stamp = now;
+        w.bw_bytes = 0;
+    }
+
+    /// The device completed a write of `bytes` at `now` (any write).
+    pub fn device_write_done(&mut self, bytes: u64, now: Instant) {
+        self.sample(now).device_write_bytes += bytes;
+    }
+
+    /// The sample of the second `now` falls in, creating the ones before.
+    fn sample(&mut self, now: Instant) -> &mut SecondSample {
+        let sec = (now.0.saturating_sub(self.t0.0) / 1_000_000_000) as usize;
+        while self.series.len() <= sec {
+            // the pages at the end of a finished second are the current
+            // counts when the first event of a later second arrives
+            let (d, w) = (self.nr_dirty, self.nr_writeback);
+            if let Some(last) = self.series.last_mut() {
+                last.dirty_pages = d;
+                last.writeback_pages = w;
+            }
+            self.series.push(SecondSample::default());
+        }
+        &mut self.series[sec]
+    }
+
+    /// Pages of `inode` dirty or under writeback.
+    pub fn inode_dirty_pages(&self, inode: usize) -> u64 {
+        let ino = &self.inodes[inode];
+        ino.dirty.len() as u64 + ino.writeback_pages
+    }
+
+    pub fn set_task_dirty_end(&mut self, task: usize, pages: u64) {
+        if let Some(t) = self.tasks.get_mut(task) {
+            t.dirty_pages_end = pages;
+        }
+    }
+
+    pub fn dirty_pages(&self) -> u64 {
+        self.nr_dirty
+    }
+    pub fn writeback_pages(&self) -> u64 {
+        self.nr_writeback
+    }
+
+    pub fn report(mut self, now: Instant) -> PageCacheReport {
+        let (d, w) = (self.nr_dirty, self.nr_writeback);
+        self.sample(now);
+        if let Some(last) = self.series.last_mut() {
+            last.dirty_pages = d;
+            last.writeback_pages = w;
+        }
+        let mut dirtied: Vec<_> = self.dirtied_by_group.into_iter().collect();
+        dirtied.sort();
+        let mut written: Vec<_> = self.written_by_group.into_iter().collect();
+        written.sort();
+        PageCacheReport {
+            mode: self.cfg.mode.name(),
+            thresh_pages: self.thresh,
+            bg_thresh_pages: self.bg_thresh,
+            series: self.series,
+            tasks: self.tasks,
+            dirtied_bytes: dirtied,
+            written_back_bytes: written,
+            double_writebacks: self.double_writebacks,
+        }
+    }
+}
+
+impl SecondSample {
+    fn writeback_bytes_add(&mut self, group: GroupId, bytes: u64) {
+        match self.writeback_bytes.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, b)) => *b += bytes,
+            None => self.writeback_bytes.push((group, bytes)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

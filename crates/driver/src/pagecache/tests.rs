@@ -1,0 +1,222 @@
+use super::*;
+use proptest::prelude::*;
+
+fn t(ms: u64) -> Instant {
+    Instant(ms * 1_000_000)
+}
+
+fn cfg(mode: WritebackMode) -> PageCacheConfig {
+    PageCacheConfig {
+        memory_bytes: 64 << 20,
+        mode,
+        ..PageCacheConfig::default()
+    }
+}
+
+/// Complete every writeback IO at once, as often as the cache makes some,
+/// until nothing is dirty (fsync of every inode).
+fn drain(pc: &mut PageCache, inodes: &[usize], now: Instant) -> Vec<WritebackIo> {
+    let mut all = Vec::new();
+    for &i in inodes {
+        pc.fsync(i);
+    }
+    loop {
+        let mut out = Vec::new();
+        pc.poll(now, &mut out);
+        pc.writeback_dispatched();
+        if out.is_empty() {
+            break;
+        }
+        for io in &out {
+            pc.writeback_done(io.offset, io.len, now);
+        }
+        all.extend(out);
+        for &i in inodes {
+            if !pc.inode_clean(i) {
+                pc.fsync(i);
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn thresholds_follow_the_ratios() {
+    let pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    // 64 MiB: 20 % = 3276 pages, 10 % = 1638 pages
+    assert_eq!(pc.thresh, 16384 * 20 / 100);
+    assert_eq!(pc.bg_thresh, 16384 * 10 / 100);
+}
+
+#[test]
+fn writes_below_freerun_do_not_pause_and_stay_dirty() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(1));
+    let pause = pc.write(0, ino, 0, 1 << 20, t(0));
+    assert_eq!(pause, Duration::ZERO);
+    assert_eq!(pc.dirty_pages(), 256);
+    let mut out = Vec::new();
+    pc.poll(t(1), &mut out);
+    assert!(
+        out.is_empty(),
+        "below bg_thresh and not expired: no writeback"
+    );
+    assert!(pc.read_hit(0, 4096));
+    assert!(!pc.read_hit(1 << 20, 4096));
+}
+
+#[test]
+fn background_writeback_starts_over_bg_thresh_and_charges_the_owner() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(3));
+    pc.write(0, ino, 0, 8 << 20, t(0)); // 2048 pages > bg 1638
+    let mut out = Vec::new();
+    pc.poll(t(1), &mut out);
+    assert!(!out.is_empty());
+    assert!(out.iter().all(|io| io.group == GroupId(3)));
+    assert!(out.iter().all(|io| io.len <= 1 << 20));
+    // stops once dirty (not under writeback) is at or below bg_thresh
+    assert!(pc.dirty_pages() <= pc.bg_thresh);
+    // ... checked per chunk (4 MiB), as wb_writeback checks per pass
+    assert!(pc.dirty_pages() + 1024 > pc.bg_thresh);
+    // sequential from the cursor
+    assert_eq!(out[0].offset, 0);
+    assert_eq!(out[1].offset, 1 << 20);
+}
+
+#[test]
+fn root_mode_charges_writeback_to_the_root_group() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Root), t(0), 1);
+    let ino = pc.inode(0, GroupId(3));
+    pc.write(0, ino, 0, 8 << 20, t(0));
+    let mut out = Vec::new();
+    pc.poll(t(1), &mut out);
+    assert!(!out.is_empty() && out.iter().all(|io| io.group == GroupId::ROOT));
+}
+
+#[test]
+fn sync_mode_submits_one_io_until_it_passes() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Sync), t(0), 1);
+    let ino = pc.inode(0, GroupId(3));
+    pc.write(0, ino, 0, 8 << 20, t(0));
+    let mut out = Vec::new();
+    pc.poll(t(1), &mut out);
+    assert_eq!(out.len(), 1);
+    pc.poll(t(2), &mut out);
+    assert_eq!(out.len(), 1, "blocked until the controllers pass it");
+    pc.writeback_dispatched();
+    pc.poll(t(3), &mut out);
+    assert_eq!(out.len(), 2);
+    assert_eq!(
+        out[1].offset,
+        out[0].offset + out[0].len,
+        "same inode's chunk"
+    );
+}
+
+#[test]
+fn periodic_writeback_writes_expired_inodes() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(1));
+    pc.write(0, ino, 0, 1 << 20, t(100));
+    let mut out = Vec::new();
+    pc.poll(t(29_000), &mut out);
+    assert!(out.is_empty(), "not expired yet");
+    // next kupdate pass after 30 s of age: at 35 s
+    assert_eq!(pc.next_deadline(), Some(t(30_000)));
+    pc.poll(t(30_000), &mut out);
+    assert!(out.is_empty(), "dirtied at 0.1 s: expires at 30.1 s");
+    pc.poll(t(35_000), &mut out);
+    assert_eq!(out.iter().map(|io| io.len).sum::<u64>(), 1 << 20);
+}
+
+#[test]
+fn redirtied_page_under_writeback_is_written_again() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(1));
+    pc.write(0, ino, 0, 4096, t(0));
+    assert!(!pc.fsync(ino));
+    let mut out = Vec::new();
+    pc.poll(t(1), &mut out);
+    assert_eq!(out.len(), 1);
+    pc.write(0, ino, 0, 4096, t(2)); // dirtied again while under writeback
+    pc.writeback_done(0, 4096, t(3));
+    assert!(!pc.inode_clean(ino), "dirty again after the IO");
+    let again = drain(&mut pc, &[ino], t(4));
+    assert_eq!(again.len(), 1);
+    let r = pc.report(t(5));
+    assert_eq!(r.double_writebacks, 0);
+}
+
+#[test]
+fn writer_over_its_share_pauses_at_the_hard_limit() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(1));
+    let mut paused = Duration::ZERO;
+    for k in 0..20u64 {
+        paused = pc.write(0, ino, k << 20, 1 << 20, t(0));
+    }
+    // 20 MiB > 12.8 MiB thresh: the writer waits, in 200 ms steps
+    assert_eq!(paused, Duration(MAX_PAUSE_NS));
+    assert!(pc.repause(0, ino, t(200)).is_some());
+}
+
+proptest! {
+    /// Random writes by several owners, then every inode synced: each
+    /// group's written-back bytes equal the distinct bytes it dirtied, no
+    /// page is written back twice without being dirtied in between, and
+    /// every writeback IO is charged to its inode's owner.
+    #[test]
+    fn writeback_conserves_bytes_per_owner(
+        writes in proptest::collection::vec((0usize..3, 0u64..64, 1u64..16), 1..60),
+        mode in prop_oneof![Just(WritebackMode::Async), Just(WritebackMode::Sync)],
+    ) {
+        let mut pc = PageCache::new(
+            PageCacheConfig { memory_bytes: 4 << 20, writeback_io_bytes: 16 << 10, ..cfg(mode) },
+            t(0),
+            3,
+        );
+        // three files of 256 KiB, owned by groups 1..3
+        let inodes: Vec<usize> = (0..3).map(|f| pc.inode(f as u64 * (1 << 20), GroupId(f as u32 + 1))).collect();
+        let mut distinct: Vec<std::collections::BTreeSet<u64>> = vec![Default::default(); 3];
+        let mut now = 0;
+        let mut wb_bytes = [0u64; 3];
+        for (f, page, n) in writes {
+            let off = f as u64 * (1 << 20) + page * PAGE_BYTES;
+            pc.write(f, inodes[f], off, n * PAGE_BYTES, t(now));
+            for p in 0..n { distinct[f].insert(page + p); }
+            now += 7;
+            // let some writeback happen along the way
+            let mut out = Vec::new();
+            pc.poll(t(now), &mut out);
+            pc.writeback_dispatched();
+            for io in &out {
+                let f = (io.offset >> 20) as usize;
+                prop_assert_eq!(io.group, GroupId(f as u32 + 1));
+                wb_bytes[f] += io.len;
+                pc.writeback_done(io.offset, io.len, t(now));
+            }
+        }
+        for io in drain(&mut pc, &inodes, t(now + 1)) {
+            let f = (io.offset >> 20) as usize;
+            prop_assert_eq!(io.group, GroupId(f as u32 + 1));
+            wb_bytes[f] += io.len;
+        }
+        let r = pc.report(t(now + 2));
+        prop_assert_eq!(r.double_writebacks, 0);
+        for f in 0..3 {
+            let written = r.written_back_bytes.iter().find(|g| g.0 == GroupId(f as u32 + 1)).map_or(0, |g| g.1);
+            prop_assert_eq!(written, wb_bytes[f]);
+            // written back at least every distinct page once; more only for
+            // pages dirtied again after their writeback started
+            prop_assert!(written >= distinct[f].len() as u64 * PAGE_BYTES);
+        }
+        prop_assert_eq!(pc_dirty_total(&r), 0);
+    }
+}
+
+fn pc_dirty_total(r: &PageCacheReport) -> u64 {
+    r.series
+        .last()
+        .map_or(0, |s| s.dirty_pages + s.writeback_pages)
+}

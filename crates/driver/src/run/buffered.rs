@@ -1,0 +1,209 @@
+//! The driver's side of buffered IO: jobs' writes and cached reads served
+//! by the page cache, writeback IO from the flushers, and fsync.
+
+use super::{Flight, FlightKind, Loop, SlotState};
+use crate::backend::{Backend, Completion};
+use blkqos_core::controller::StackVerdict;
+use blkqos_core::{Duration, Instant, Io, IoFlags, IoId, IoOp};
+use blkqos_workload::job::Reaped;
+use blkqos_workload::JobIo;
+
+/// A job index that is no job: IO the kernel issues on its own behalf.
+const NO_JOB: u32 = u32::MAX;
+
+impl<B: Backend> Loop<'_, B> {
+    /// A buffered job's IO: writes dirty the page cache (and may pause the
+    /// writer), reads of cached pages complete without the device. Returns
+    /// false if the IO must go to the device (a read miss).
+    pub(super) fn issue_buffered(&mut self, j: usize, jio: JobIo, now: Instant) -> bool {
+        let Some(pc) = self.pc.as_mut() else {
+            return false;
+        };
+        let slot = &self.jobs[j];
+        let returns_at = now + Duration(self.host.submit_ns);
+        let done_at = match jio.ddir {
+            1 => {
+                let inode = pc.inode(slot.file_key, slot.group);
+                let pause = pc.write(j, inode, jio.offset, jio.len, now);
+                returns_at + pause
+            }
+            0 if pc.read_hit(jio.offset, jio.len) => returns_at,
+            _ => return false,
+        };
+        self.jobs[j].job.submitted(now);
+        self.pc_pending.push((
+            done_at,
+            j,
+            Reaped {
+                io: jio,
+                issue_time: now,
+                error: 0,
+                bytes_done: jio.len,
+            },
+        ));
+        true
+    }
+
+    /// Page cache work at `now`: deliver buffered completions whose pause
+    /// ended, and submit the writeback IO the flushers produce.
+    pub(super) fn run_pagecache(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.pc_pending.len() {
+            if self.pc_pending[i].0 > now {
+                i += 1;
+                continue;
+            }
+            let j = self.pc_pending[i].1;
+            let is_write = self.pc_pending[i].2.io.ddir == 1;
+            // balance_dirty_pages loops while over the hard limit
+            let again = match (&mut self.pc, is_write) {
+                (Some(pc), true) => {
+                    let inode = pc.inode(self.jobs[j].file_key, self.jobs[j].group);
+                    pc.repause(j, inode, now)
+                }
+                _ => None,
+            };
+            if let Some(t) = again {
+                self.pc_pending[i].0 = t;
+                i += 1;
+                continue;
+            }
+            let (_, j, r) = self.pc_pending.swap_remove(i);
+            self.jobs[j].ring.push(r);
+        }
+        let mut wb = std::mem::take(&mut self.wb_ios);
+        wb.clear();
+        if let Some(pc) = self.pc.as_mut() {
+            pc.poll(now, &mut wb);
+        }
+        for w in &wb {
+            let io = Io {
+                id: IoId::default(),
+                job: NO_JOB,
+                group: w.group,
+                op: IoOp::Write,
+                flags: IoFlags::WRITEBACK,
+                offset: w.offset,
+                len: w.len,
+                submitted_at: now,
+            };
+            self.submit_internal(FlightKind::Writeback, NO_JOB, io, now);
+        }
+        self.wb_ios = wb;
+    }
+
+    /// Submit an IO the kernel issues itself (writeback, flush) through the
+    /// controllers; nobody blocks on it.
+    fn submit_internal(&mut self, kind: FlightKind, job: u32, io: Io, now: Instant) {
+        let id = self.flights.insert_with(|id| Flight {
+            kind,
+            job,
+            jio: JobIo {
+                ddir: 1,
+                offset: io.offset,
+                len: io.len,
+                start_time: now,
+            },
+            io: Io { id, ..io },
+            issue_time: now,
+            alloc_at: now,
+            started_at: now,
+        });
+        let io = Io { id, ..io };
+        match self.stack.submit(&io, now) {
+            StackVerdict::Ready => self.enqueue_request(io, now),
+            StackVerdict::Queued | StackVerdict::Blocked => {}
+        }
+    }
+
+    /// Job `j` reached `end_fsync`: write back its file, then flush.
+    pub(super) fn start_fsync(&mut self, j: usize, now: Instant) {
+        self.jobs[j].state = SlotState::Fsyncing(now);
+        let slot = &self.jobs[j];
+        let clean = match self.pc.as_mut() {
+            Some(pc) if slot.buffered => {
+                let inode = pc.inode(slot.file_key, slot.group);
+                pc.fsync(inode)
+            }
+            _ => true,
+        };
+        if clean {
+            self.issue_flush(j, now);
+        }
+        // else: the flush follows when the inode's writeback completes
+    }
+
+    /// The flush (REQ_PREFLUSH, no data) that ends job `j`'s fsync: one
+    /// write IO of 0 bytes for the controllers.
+    fn issue_flush(&mut self, j: usize, now: Instant) {
+        if let SlotState::Fsyncing(since) = self.jobs[j].state {
+            self.jobs[j].state = SlotState::Flushing(since);
+        }
+        let io = Io {
+            id: IoId::default(),
+            job: j as u32,
+            group: self.jobs[j].group,
+            op: IoOp::Flush,
+            flags: IoFlags::SYNC,
+            offset: 0,
+            len: 0,
+            submitted_at: now,
+        };
+        self.submit_internal(FlightKind::Flush, j as u32, io, now);
+    }
+
+    /// Completion of a flight the page cache or fsync cares about.
+    pub(super) fn complete_other(&mut self, f: &Flight, c: Completion) {
+        let now = c.at;
+        if let Some(pc) = self.pc.as_mut() {
+            if matches!(f.io.op, IoOp::Write) && c.error == 0 {
+                pc.device_write_done(c.bytes, now);
+            }
+        }
+        match f.kind {
+            FlightKind::Job => {
+                // a buffered read miss fills the cache
+                let slot = &self.jobs[f.job as usize];
+                if let (Some(pc), true, 0) = (self.pc.as_mut(), slot.buffered, f.jio.ddir) {
+                    if c.error == 0 {
+                        let inode = pc.inode(slot.file_key, slot.group);
+                        pc.insert_clean(inode, f.io.offset, f.io.len);
+                    }
+                }
+            }
+            FlightKind::Writeback => {
+                if let Some(pc) = self.pc.as_mut() {
+                    pc.writeback_done(f.io.offset, f.io.len, now);
+                }
+                self.continue_fsyncs(now);
+            }
+            FlightKind::Flush => {
+                let j = f.job as usize;
+                if let SlotState::Flushing(since) = self.jobs[j].state {
+                    if let Some(pc) = self.pc.as_mut() {
+                        pc.note_fsync(j, now - since);
+                    }
+                    self.jobs[j].state = SlotState::Runnable;
+                    self.jobs[j].job.fsync_done(now);
+                }
+            }
+        }
+    }
+
+    /// Jobs in fsync whose file became clean send their flush.
+    fn continue_fsyncs(&mut self, now: Instant) {
+        for j in 0..self.jobs.len() {
+            if !matches!(self.jobs[j].state, SlotState::Fsyncing(_)) {
+                continue;
+            }
+            let slot = &self.jobs[j];
+            let Some(pc) = self.pc.as_mut() else {
+                return;
+            };
+            let inode = pc.inode(slot.file_key, slot.group);
+            if pc.inode_clean(inode) {
+                self.issue_flush(j, now);
+            }
+        }
+    }
+}
