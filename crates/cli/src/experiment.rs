@@ -604,6 +604,7 @@ impl Experiment {
                 None
             },
             trace_requests: false,
+            lat_hist: false,
         }
     }
 

@@ -13,9 +13,11 @@
 pub mod account;
 pub mod backend;
 pub mod blk;
+pub mod lathist;
 pub mod run;
 pub mod slab;
 
 pub use account::{DiskStats, TicksMode};
 pub use backend::{Backend, Completion};
-pub use run::{run, HostModel, JobResult, RunError, RunOptions, RunResult};
+pub use lathist::{LatDist, LatHists};
+pub use run::{run, HostModel, JobResult, RequestRecord, RunError, RunOptions, RunResult};
