@@ -3,6 +3,7 @@
 
 mod accounting;
 mod bench;
+mod bench_lat;
 mod controllers;
 mod experiment;
 mod iostat_cmd;
