@@ -22,6 +22,12 @@ pub struct AccountingOptions {
     pub diskstats_dir: Option<PathBuf>,
     /// Print `iostat` with these arguments over the snapshots after the run.
     pub iostat_args: Option<String>,
+    /// Write the per-device and per-group latency histograms here after
+    /// the run (`FILE.json`: JSON, else text); see `crate::lat_report`.
+    pub lat_hist: Option<PathBuf>,
+    /// Write every request (group, direction, submit/start/completion
+    /// times) here after the run; see `crate::request_trace`.
+    pub request_trace: Option<PathBuf>,
 }
 
 impl Default for AccountingOptions {
@@ -32,6 +38,8 @@ impl Default for AccountingOptions {
             every_ns: None,
             diskstats_dir: None,
             iostat_args: None,
+            lat_hist: None,
+            request_trace: None,
         }
     }
 }
@@ -64,9 +72,23 @@ impl AccountingOptions {
                 parse_args(&args).map_err(|e| format!("iostat `{value}`: {e}"))?;
                 self.iostat_args = Some(value.to_string());
             }
+            "lat_hist" | "lat-hist" => {
+                if value.trim().is_empty() {
+                    return Err(format!(
+                        "{key} `{value}`: expected a file name (FILE for text, FILE.json for JSON)"
+                    ));
+                }
+                self.lat_hist = Some(PathBuf::from(value));
+            }
+            "request_trace" | "request-trace" => {
+                if value.trim().is_empty() {
+                    return Err(format!("{key} `{value}`: expected a file name"));
+                }
+                self.request_trace = Some(PathBuf::from(value));
+            }
             _ => {
                 return Err(format!(
-                    "unknown accounting option `{key}`: use mode, hz, diskstats_every, diskstats_dir, iostat"
+                    "unknown accounting option `{key}`: use mode, hz, diskstats_every, diskstats_dir, iostat, lat_hist, request_trace"
                 ))
             }
         }

@@ -5,6 +5,8 @@
 //!   (pass-through controller stack), and the process's peak memory for the
 //!   run (10 simulated seconds at ≈0.84M IOPS by default; `--seconds=N`,
 //!   `--case=0` norandommap only, `--case=1` random map only).
+//! * `accounting`: disk statistics cost per IO per busy-time mode, and
+//!   the latency histograms' cost per IO (`bench_lat`).
 //! * `throttle`: controller cost per IO (submit + dispatch + complete, no
 //!   device) for io.max with no limit, a non-binding limit, and a binding
 //!   limit over 64 groups.
@@ -31,8 +33,9 @@ fn peak_rss_kib() -> Option<u64> {
         .ok()
 }
 
-/// Simulator throughput.
-fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
+/// The simulator benchmark's job: QD32 4 KiB random reads on the `ssd`
+/// model for `seconds` of simulated time. Returns (IOs, wall seconds).
+pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(u64, f64)> {
     let mut spec = JobSpec::new("bench");
     spec.rw = RwMode::RandRead;
     spec.ioengine = IoEngine::IoUring;
@@ -60,11 +63,18 @@ fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
         &RunOptions {
             host: HostModel::default(),
             stop: None,
+            lat_hist,
             ..RunOptions::default()
         },
     )?;
     let wall = t0.elapsed().as_secs_f64();
     let ios: u64 = r.jobs[0].stats.dirs.iter().map(|d| d.total_ios).sum();
+    Ok((ios, wall))
+}
+
+/// Simulator throughput.
+fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
+    let (ios, wall) = sim_job(seconds, randommap, false)?;
     println!(
         "sim: ssd QD32 4k randread ({}), {seconds} s simulated: {ios} IOs ({:.0} IOPS simulated) in {wall:.3} s wall = {:.2} M IOs/s; peak RSS {} KiB",
         if randommap { "random map" } else { "norandommap" },
@@ -222,13 +232,17 @@ pub fn run(args: &[String]) -> Result<()> {
             }
         }
         "throttle" => run_throttle(case, ios),
-        "accounting" => accounting_cost(ios * 10),
+        "accounting" => {
+            accounting_cost(ios * 10);
+            crate::bench_lat::run(ios * 10)?;
+        }
         "iocost" => run_iocost(ios),
         "all" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
             run_throttle(None, ios);
             accounting_cost(ios * 10);
+            crate::bench_lat::run(ios * 10)?;
             run_iocost(ios);
         }
         other => bail!("unknown benchmark `{other}`: use sim, throttle, accounting, iocost or all"),

@@ -83,6 +83,8 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "diskstats-every",
     "diskstats-dir",
     "iostat",
+    "lat-hist",
+    "request-trace",
     "iocost-trace",
     "allow-destructive?",
     "overwrite?",
@@ -174,10 +176,14 @@ impl Experiment {
                         format!("[accounting] `{k}`: expected a string or a number"),
                     )
                 })?;
-                let value = if k == "diskstats_dir" {
-                    src.resolve(&s).display().to_string()
-                } else {
-                    s
+                // paths are relative to the scenario (an empty file name
+                // stays empty, for `set` to reject)
+                let value = match k.as_str() {
+                    "diskstats_dir" => src.resolve(&s).display().to_string(),
+                    "lat_hist" | "request_trace" if !s.trim().is_empty() => {
+                        src.resolve(&s).display().to_string()
+                    }
+                    _ => s,
                 };
                 accounting
                     .set(k, &value)
@@ -372,9 +378,8 @@ impl Experiment {
         let mut trace_out = None;
         for (k, v) in &cli.other {
             match k.as_str() {
-                "iostats" | "diskstats-every" | "diskstats-dir" | "iostat" => {
-                    accounting.set(k, v).map_err(|m| anyhow::anyhow!("--{m}"))?
-                }
+                "iostats" | "diskstats-every" | "diskstats-dir" | "iostat" | "lat-hist"
+                | "request-trace" => accounting.set(k, v).map_err(|m| anyhow::anyhow!("--{m}"))?,
                 "io-stat" => io_stat_out = Some(PathBuf::from(v)),
                 "writeback" => pagecache
                     .set("writeback", v)
@@ -636,7 +641,8 @@ impl Experiment {
             } else {
                 None
             },
-            trace_requests: false,
+            trace_requests: self.accounting.request_trace.is_some(),
+            lat_hist: self.accounting.lat_hist.is_some(),
             // the real engine's buffered IO goes through the kernel's cache
             pagecache: None,
         }

@@ -3,14 +3,17 @@
 
 mod accounting;
 mod bench;
+mod bench_lat;
 mod controllers;
 mod experiment;
 mod iostat_cmd;
 mod knobs;
+mod lat_report;
 mod output;
 mod pagecache;
 mod progress;
 mod real;
+mod request_trace;
 mod scenario;
 mod summary;
 
@@ -103,6 +106,11 @@ blkqos flags:
   --diskstats-every=T            snapshot /proc/diskstats every T (default 1s when needed)
   --diskstats-dir=DIR            write snapshots as DIR/NNNN/{diskstats,uptime}
   --iostat='ARGS'                print sysstat's iostat over the snapshots, e.g. --iostat='-x 1'
+  --lat-hist=FILE                after the run, write latency percentiles per device (request
+                                 start -> completion) and per cgroup (submit -> completion, with
+                                 io.max/iocost wait) to FILE; FILE.json = JSON
+  --request-trace=FILE           after the run, write every request (cgroup, direction, submit,
+                                 start and completion ns) to FILE, one line each
 
 A scenario file (TOML) holds a [device], cgroup knob writes ([[write]] file=...
 value=...) and fio invocations ([[fio]] with job_file=, job= or args=, cgroup=,

@@ -68,6 +68,16 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
+    if let Some(path) = &exp.accounting.lat_hist {
+        std::fs::write(path, crate::lat_report::format_lat_hist(&ran, path))
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(runtime)?;
+    }
+    if let Some(path) = &exp.accounting.request_trace {
+        std::fs::write(path, crate::request_trace::format_request_trace(&ran))
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(runtime)?;
+    }
     if let Some(path) = &exp.io_stat_out {
         std::fs::write(path, format_io_stat(&ran))
             .with_context(|| format!("cannot write {}", path.display()))
@@ -176,7 +186,11 @@ fn build(args: &[String]) -> Result<Experiment> {
                     .controllers
                     .set("iocost", v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                Some((k @ ("--iostats" | "--diskstats-every" | "--diskstats-dir" | "--iostat"), v)) => e
+                Some((
+                    k @ ("--iostats" | "--diskstats-every" | "--diskstats-dir" | "--iostat"
+                    | "--lat-hist" | "--request-trace"),
+                    v,
+                )) => e
                     .accounting
                     .set(&k[2..], v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
@@ -198,7 +212,7 @@ fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --throttle, --iocost, --iocost-trace, --hz, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --eta and --output-format are accepted"
+                    "`{a}`: after a scenario file only --seed, --throttle, --iocost, --iocost-trace, --hz, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta and --output-format are accepted"
                 ),
             }
         }

@@ -345,6 +345,76 @@ fn unknown_scenario_key() {
     bad_scenario(&text, "bogus_key", &["bogus_key"]);
 }
 
+/// A baseline scenario with `accounting` appended as an `[accounting]`
+/// table.
+fn with_accounting(accounting: &str) -> String {
+    let base = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    format!("{base}[accounting]\n{accounting}\n")
+}
+
+#[test]
+fn empty_lat_hist_in_scenario() {
+    let text = with_accounting("lat_hist = \"\"");
+    bad_scenario(
+        &text,
+        "lat_hist",
+        &["[accounting]", "lat_hist", "file name"],
+    );
+    // named by an absolute path, "" must not become the scenario's directory
+    let dir = tempfile::tempdir().unwrap();
+    let abs = write_file(dir.path(), "s.toml", &text);
+    let err = bad(dir.path(), &[abs.to_str().expect("utf-8 path")]);
+    assert_mentions(&err, &["s.toml:", "lat_hist", "file name"]);
+}
+
+#[test]
+fn lat_hist_not_a_string_in_scenario() {
+    let text = with_accounting("lat_hist = [\"a\", \"b\"]");
+    bad_scenario(&text, "lat_hist", &["[accounting]", "lat_hist", "string"]);
+}
+
+#[test]
+fn unknown_accounting_key_lists_lat_hist() {
+    let text = with_accounting("lat_histogram = \"x\"");
+    bad_scenario(
+        &text,
+        "lat_histogram",
+        &["lat_histogram", "lat_hist", "request_trace"],
+    );
+}
+
+#[test]
+fn empty_lat_hist_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = bad(
+        dir.path(),
+        &["--name=j", "--rw=read", "--size=1m", "--lat-hist="],
+    );
+    assert_mentions(&err, &["--lat-hist", "file name"]);
+    let err = bad(
+        dir.path(),
+        &["--name=j", "--rw=read", "--size=1m", "--request-trace="],
+    );
+    assert_mentions(&err, &["--request-trace", "file name"]);
+    // after a scenario too
+    let text = scenario(
+        "",
+        "",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    write_file(dir.path(), "s.toml", &text);
+    let err = bad(dir.path(), &["s.toml", "--lat-hist="]);
+    assert_mentions(&err, &["--lat-hist", "file name"]);
+}
+
 /// Odd but well-formed values never crash the binary: each either runs or
 /// is rejected as bad input.
 #[test]

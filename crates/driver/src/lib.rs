@@ -13,11 +13,13 @@
 pub mod account;
 pub mod backend;
 pub mod blk;
+pub mod lathist;
 pub mod pagecache;
 pub mod run;
 pub mod slab;
 
 pub use account::{DiskStats, TicksMode};
 pub use backend::{Backend, Completion};
+pub use lathist::{LatDist, LatHists};
 pub use pagecache::{PageCacheConfig, PageCacheReport, WritebackMode};
-pub use run::{run, HostModel, JobResult, RunError, RunOptions, RunResult};
+pub use run::{run, HostModel, JobResult, RequestRecord, RunError, RunOptions, RunResult};

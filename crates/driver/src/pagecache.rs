@@ -133,6 +133,19 @@ pub struct PageCacheConfig {
     /// Pages written from one inode before moving to the next (4 MiB).
     pub chunk_bytes: u64,
     pub mode: WritebackMode,
+    /// CPU time of a buffered read hit or write: a fixed syscall cost plus
+    /// the copy at `copy_bytes_per_s` (so cached IO takes time, like
+    /// `copy_page_to_iter` / `copy_page_from_iter` on a real host).
+    pub syscall_ns: u64,
+    pub copy_bytes_per_s: u64,
+}
+
+impl PageCacheConfig {
+    /// CPU time to copy `bytes` between the user buffer and the cache.
+    pub fn copy_time(&self, bytes: u64) -> Duration {
+        let copy = bytes.saturating_mul(1_000_000_000) / self.copy_bytes_per_s.max(1);
+        Duration(self.syscall_ns + copy)
+    }
 }
 
 impl Default for PageCacheConfig {
@@ -146,6 +159,8 @@ impl Default for PageCacheConfig {
             writeback_io_bytes: 1 << 20,
             chunk_bytes: 4 << 20,
             mode: WritebackMode::Async,
+            syscall_ns: 500,
+            copy_bytes_per_s: 8 << 30,
         }
     }
 }
@@ -319,6 +334,11 @@ impl PageCache {
 
     pub fn mode(&self) -> WritebackMode {
         self.cfg.mode
+    }
+
+    /// CPU time of a cached read or write of `bytes`.
+    pub fn copy_time(&self, bytes: u64) -> Duration {
+        self.cfg.copy_time(bytes)
     }
 
     /// The inode of a file (keyed by its region start), owned by `group`

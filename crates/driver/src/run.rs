@@ -3,6 +3,7 @@
 use crate::account::{DiskStats, TicksMode};
 use crate::backend::{Backend, Completion};
 use crate::blk::RequestQueue;
+use crate::lathist::LatHists;
 use crate::pagecache::{PageCache, PageCacheConfig, PageCacheReport};
 use crate::slab::Slab;
 use blkqos_core::controller::StackVerdict;
@@ -67,12 +68,16 @@ pub struct RunOptions {
     pub hz: u64,
     /// Take a `/proc/diskstats` snapshot every this often (and at the end).
     pub diskstats_every: Option<Duration>,
-    /// Record every request's (start, completion) times (analysis/tests).
+    /// Record every request ([`RequestRecord`]: analysis and tests; grows
+    /// by one record per IO).
     pub trace_requests: bool,
     /// Buffered (`direct=0`) jobs go through a simulated page cache with
     /// writeback (see [`crate::pagecache`]); None = buffered IO is issued
     /// to the device as if direct (the real engine: the kernel's cache).
     pub pagecache: Option<PageCacheConfig>,
+    /// Keep latency histograms per device and per group
+    /// ([`crate::lathist`]), returned in [`RunResult::lat_hists`].
+    pub lat_hist: bool,
 }
 
 /// The results of one job clone.
@@ -96,10 +101,24 @@ pub struct RunResult {
     pub interrupted: bool,
     /// Periodic diskstats snapshots: (time, the 17 counters).
     pub diskstats: Vec<(Instant, [u64; 17])>,
-    /// Every request's (start, completion), when asked for.
-    pub request_trace: Vec<(Instant, Instant)>,
+    /// Every completed request in completion order, when asked for.
+    pub request_trace: Vec<RequestRecord>,
+    /// Per-device and per-group latency histograms, when asked for.
+    pub lat_hists: Option<LatHists>,
     /// The page cache's writeback series and per task stats.
     pub pagecache: Option<PageCacheReport>,
+}
+
+/// One completed request, as the request trace records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestRecord {
+    pub group: GroupId,
+    pub op: IoOp,
+    /// Entered the block layer (`submit_bio`, before the controllers).
+    pub submitted_at: Instant,
+    /// Got a request slot and went to the device (`blk_account_io_start`).
+    pub started_at: Instant,
+    pub completed_at: Instant,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -212,7 +231,8 @@ struct Loop<'a, B: Backend> {
     /// Timer-released IOs waiting for the dispatch worker, in time order.
     deferred: std::collections::VecDeque<(Instant, Io)>,
     rng: u64,
-    trace: Option<Vec<(Instant, Instant)>>,
+    trace: Option<Vec<RequestRecord>>,
+    lat: Option<LatHists>,
     pc: Option<PageCache>,
     /// Buffered IO served by the page cache: (completes at, job, result).
     pc_pending: Vec<(Instant, usize, Reaped)>,
@@ -455,7 +475,22 @@ impl<B: Backend> Loop<'_, B> {
         self.disk.done(f.io.op, c.bytes, f.started_at, now);
 
         if let Some(t) = &mut self.trace {
-            t.push((f.started_at, now));
+            t.push(RequestRecord {
+                group: f.io.group,
+                op: f.io.op,
+                submitted_at: f.io.submitted_at,
+                started_at: f.started_at,
+                completed_at: now,
+            });
+        }
+        if let Some(h) = &mut self.lat {
+            // device: the diskstats interval; group: from submit_bio
+            h.record(
+                f.io.op,
+                f.io.group,
+                (now - f.started_at).as_ns(),
+                (now - f.io.submitted_at).as_ns(),
+            );
         }
         self.stack.on_complete(&f.io, f.alloc_at, f.started_at, now);
         if let Some((next, _alloc)) = self.rq.free() {
@@ -485,6 +520,8 @@ pub fn run<B: Backend>(
 ) -> Result<RunResult, RunError> {
     let t0 = backend.now();
     let nr = backend.nr_requests();
+    // every IO is charged to its job's group: size the histograms now
+    let nr_groups = setups.iter().map(|s| s.group.idx() + 1).max().unwrap_or(1);
     let jobs: Vec<JobSlot> = setups
         .into_iter()
         .map(|s| JobSlot {
@@ -513,6 +550,7 @@ pub fn run<B: Backend>(
         pc: None,
         pc_pending: Vec::new(),
         wb_ios: Vec::new(),
+        lat: opts.lat_hist.then(|| LatHists::new(nr_groups)),
     };
     lp.pc = opts
         .pagecache
@@ -638,6 +676,7 @@ pub fn run<B: Backend>(
         diskstats: snapshots,
         request_trace: lp.trace.unwrap_or_default(),
         pagecache,
+        lat_hists: lp.lat,
     })
 }
 

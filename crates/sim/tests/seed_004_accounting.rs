@@ -7,9 +7,9 @@
 //! independently from the per-request trace (measure of the union of
 //! [start, end] intervals).
 
-use blkqos_core::{ControllerStack, Duration, GroupId, Instant};
+use blkqos_core::{ControllerStack, Duration, GroupId};
 use blkqos_driver::run::JobSetup;
-use blkqos_driver::{RunOptions, RunResult, TicksMode};
+use blkqos_driver::{RequestRecord, RunOptions, RunResult, TicksMode};
 use blkqos_sim::{DeviceSpec, SimBackend};
 
 fn job_file() -> String {
@@ -51,8 +51,11 @@ fn run(mode: TicksMode) -> (RunResult, u64) {
 }
 
 /// Measure of the union of [start, end] intervals, computed from scratch.
-fn union_ns(trace: &[(Instant, Instant)]) -> u64 {
-    let mut v: Vec<(u64, u64)> = trace.iter().map(|(a, b)| (a.as_ns(), b.as_ns())).collect();
+fn union_ns(trace: &[RequestRecord]) -> u64 {
+    let mut v: Vec<(u64, u64)> = trace
+        .iter()
+        .map(|r| (r.started_at.as_ns(), r.completed_at.as_ns()))
+        .collect();
     v.sort_unstable();
     let mut total = 0;
     let mut cur: Option<(u64, u64)> = None;
@@ -83,7 +86,7 @@ fn seed_004_util_by_generation() {
     let lat_avg: f64 = precise
         .request_trace
         .iter()
-        .map(|(a, b)| (*b - *a).as_ns() as f64)
+        .map(|r| (r.completed_at - r.started_at).as_ns() as f64)
         .sum::<f64>()
         / precise.request_trace.len() as f64;
     assert!(

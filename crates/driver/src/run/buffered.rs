@@ -20,7 +20,9 @@ impl<B: Backend> Loop<'_, B> {
             return false;
         };
         let slot = &self.jobs[j];
-        let returns_at = now + Duration(self.host.submit_ns);
+        // the syscall: submit cost, then the copy (never free, so cached
+        // IO cannot spin at one instant)
+        let returns_at = now + Duration(self.host.submit_ns) + pc.copy_time(jio.len);
         let done_at = match jio.ddir {
             1 => {
                 let inode = pc.inode(slot.file_key, slot.group);

@@ -39,7 +39,7 @@ use blkqos_workload::spec::JobSpec;
 use blkqos_workload::stats::JobStats;
 
 pub use json::{json_tree, write_json};
-pub use normal::write_normal;
+pub use normal::{percentile_block, write_normal, PctUnit};
 pub use num2str::{num2str, N2sUnit};
 
 /// Everything a report needs.

@@ -258,21 +258,51 @@ fn display_lat(name: &str, min: u64, max: u64, mean: f64, dev: f64, out: &mut St
     ));
 }
 
-/// `show_clat_percentiles`.
+/// `show_clat_percentiles` for an entry's percentile list.
 fn clat_percentiles(e: &Entry, hist: &LatHist, pre: &str, out: &mut String) {
     let vals = hist.percentiles(&e.plist());
+    percentile_block(&vals, e.precision(), pre, PctUnit::Auto, out);
+}
+
+/// The unit of a percentile block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PctUnit {
+    /// fio's rule (`show_clat_percentiles`): msec if the smallest value is
+    /// above 2 ms and the largest above 99.999999 ms, usec if above 2 µs
+    /// and 99.999 µs, else nsec.
+    Auto,
+    Nsec,
+    Usec,
+    Msec,
+}
+
+/// The block `show_clat_percentiles` prints for `vals` (sorted
+/// `(percentile, ns)` pairs, as [`LatHist::percentiles`] returns them):
+/// `    {pre} percentiles ({unit}):` then `     |` lines of
+/// `{p}th=[{value}]` entries; values scaled to the unit are rounded up
+/// (`(v + 999) / 1000` per step), as fio does. Nothing for no values.
+pub fn percentile_block(
+    vals: &[(f64, u64)],
+    precision: usize,
+    pre: &str,
+    unit: PctUnit,
+    out: &mut String,
+) {
     if vals.is_empty() {
         return;
     }
-    let precision = e.precision();
     let minv = vals.iter().map(|v| v.1).min().unwrap_or(0);
     let maxv = vals.iter().map(|v| v.1).max().unwrap_or(0);
-    let (scale_down, divisor, unit) = if minv > 2_000_000 && maxv > 99_999_999 {
-        (2, 1_000_000u64, "msec")
-    } else if minv > 2000 && maxv > 99_999 {
-        (1, 1000, "usec")
-    } else {
-        (0, 1, "nsec")
+    let unit = match unit {
+        PctUnit::Auto if minv > 2_000_000 && maxv > 99_999_999 => PctUnit::Msec,
+        PctUnit::Auto if minv > 2000 && maxv > 99_999 => PctUnit::Usec,
+        PctUnit::Auto => PctUnit::Nsec,
+        u => u,
+    };
+    let (scale_down, divisor, unit) = match unit {
+        PctUnit::Msec => (2, 1_000_000u64, "msec"),
+        PctUnit::Usec => (1, 1000, "usec"),
+        _ => (0, 1, "nsec"),
     };
     out.push_str(&format!("    {pre} percentiles ({unit}):\n     |"));
     // (int)(log10(maxv / divisor) + 1); log10(0) = -inf -> INT_MIN in C
