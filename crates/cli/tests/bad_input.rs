@@ -463,3 +463,25 @@ fn odd_values_never_panic() {
         );
     }
 }
+
+#[test]
+fn bad_pagecache_values_name_line_key_and_value() {
+    let base = "[device]\nmodel = \"ssd\"\n[pagecache]\n";
+    let fio = "\n[[fio]]\nargs = \"--name=w --rw=write --bs=4k --size=1m\"\n";
+    for (line, tokens) in [
+        (
+            "writeback = \"later\"",
+            &["writeback", "later", "async"][..],
+        ),
+        ("dirty_ratio = 150", &["dirty_ratio", "150"][..]),
+        (
+            "writeback_io = \"6000\"",
+            &["writeback_io", "6000", "4k"][..],
+        ),
+        ("memory = \"lots\"", &["memory", "lots"][..]),
+        ("dirty_limit = 5", &["dirty_limit", "unknown"][..]),
+    ] {
+        let text = format!("{base}{line}{fio}");
+        bad_scenario(&text, line, tokens);
+    }
+}

@@ -294,15 +294,10 @@ pub struct PageCache {
 impl PageCache {
     pub fn new(cfg: PageCacheConfig, t0: Instant, nr_tasks: usize) -> Self {
         let thresh = cfg.dirty.pages(cfg.memory_bytes).max(1);
-        let bg_thresh = cfg
-            .dirty_background
-            .pages(cfg.memory_bytes)
-            .min(thresh / 2 * 2);
         // the kernel keeps bg_thresh below thresh (`domain_dirty_limits`)
-        let bg_thresh = if bg_thresh >= thresh {
-            thresh / 2
-        } else {
-            bg_thresh
+        let bg_thresh = match cfg.dirty_background.pages(cfg.memory_bytes) {
+            bg if bg >= thresh => thresh / 2,
+            bg => bg,
         };
         PageCache {
             next_periodic: t0 + cfg.writeback_interval,
