@@ -1,5 +1,7 @@
 //! The driver loop, written once for every backend.
 
+mod split;
+
 use crate::account::{DiskStats, TicksMode};
 use crate::backend::{Backend, Completion};
 use crate::blk::RequestQueue;
@@ -153,7 +155,8 @@ impl JobSlot {
     }
 }
 
-/// An in-flight IO.
+/// An in-flight IO: a job's IO, or a piece cut from one (a request of
+/// its own, see [`split`]).
 struct Flight {
     job: u32,
     jio: JobIo,
@@ -161,6 +164,10 @@ struct Flight {
     issue_time: Instant,
     alloc_at: Instant,
     started_at: Instant,
+    /// `IoId::NONE` for an IO that is not split; for a piece, the job IO
+    /// it was cut from; for a job IO being split, its entry in
+    /// `Loop::splits`.
+    link: IoId,
 }
 
 fn op_of(ddir: usize) -> IoOp {
@@ -186,6 +193,13 @@ struct Loop<'a, B: Backend> {
     deferred: std::collections::VecDeque<(Instant, Io)>,
     rng: u64,
     trace: Option<Vec<(Instant, Instant)>>,
+    /// The device's max IO size in bytes (`Backend::max_io_bytes`).
+    max_io: u64,
+    /// Job IOs being split.
+    splits: Slab<split::SplitState>,
+    /// Pieces released from a submitter-blocking stage this timer run:
+    /// (piece, its submitter if that waits for it).
+    resumed: Vec<(IoId, Option<usize>)>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -243,6 +257,7 @@ impl<B: Backend> Loop<'_, B> {
             issue_time: now,
             alloc_at: now,
             started_at: now,
+            link: IoId::NONE,
         });
         if self.host.submit_ns > 0 {
             let returns_at = now + Duration(self.host.submit_ns);
@@ -274,6 +289,11 @@ impl<B: Backend> Loop<'_, B> {
             }
             StackVerdict::Queued => self.finish_submit(j, id, now),
             StackVerdict::Blocked => self.jobs[j].state = SlotState::Blocked(id),
+            StackVerdict::Split => {
+                if !self.split(io, now, Some(j), None) {
+                    self.finish_submit(j, id, now);
+                }
+            }
         }
     }
 
@@ -297,7 +317,11 @@ impl<B: Backend> Loop<'_, B> {
         let unblocked = std::mem::take(&mut self.unblocked);
         for io in &unblocked {
             let j = io.job as usize;
-            if self.jobs[j].state == SlotState::Blocked(io.id) {
+            let by = (self.jobs[j].state == SlotState::Blocked(io.id)).then_some(j);
+            if io.flags.contains(IoFlags::FRAGMENT) {
+                // the rest of its bio may wait for it (after the batch)
+                self.resumed.push((io.id, by));
+            } else if let Some(j) = by {
                 self.jobs[j].state = SlotState::Runnable;
                 self.finish_submit(j, io.id, now);
             }
@@ -305,16 +329,30 @@ impl<B: Backend> Loop<'_, B> {
         self.unblocked = unblocked;
         let ready = std::mem::take(&mut self.ready);
         let delay = self.dispatch_delay();
-        if delay == 0 {
-            for io in &ready {
-                self.enqueue_request(*io, now);
+        // one work item: a later batch never overtakes an earlier one
+        let defer = (delay != 0)
+            .then(|| (now + Duration(delay)).max(self.deferred.back().map_or(now, |d| d.0)));
+        for io in &ready {
+            if io.needs_split(self.max_io) {
+                self.split(*io, now, None, defer);
+            } else {
+                self.queue_request(*io, now, defer);
             }
-        } else {
-            // one work item: a later batch never overtakes an earlier one
-            let at = (now + Duration(delay)).max(self.deferred.back().map_or(now, |d| d.0));
-            self.deferred.extend(ready.iter().map(|io| (at, *io)));
         }
         self.ready = ready;
+        if !self.resumed.is_empty() {
+            self.resume_splits(now, defer);
+        }
+    }
+
+    /// A timer-released IO goes to the request queue now, or when the
+    /// dispatch worker runs (`defer`).
+    #[inline]
+    fn queue_request(&mut self, io: Io, now: Instant, defer: Option<Instant>) {
+        match defer {
+            None => self.enqueue_request(io, now),
+            Some(at) => self.deferred.push_back((at, io)),
+        }
     }
 
     /// How long after a controller timer its released IOs reach the
@@ -414,12 +452,16 @@ impl<B: Backend> Loop<'_, B> {
         if let Some((next, _alloc)) = self.rq.free() {
             self.start(next, now);
         }
-        self.jobs[f.job as usize].ring.push(Reaped {
-            io: f.jio,
-            issue_time: f.issue_time,
-            error: c.error,
-            bytes_done: if c.error == 0 { c.bytes } else { 0 },
-        });
+        if f.link == IoId::NONE {
+            self.jobs[f.job as usize].ring.push(Reaped {
+                io: f.jio,
+                issue_time: f.issue_time,
+                error: c.error,
+                bytes_done: if c.error == 0 { c.bytes } else { 0 },
+            });
+        } else if let Some((j, r)) = self.piece_done(f.link, &c) {
+            self.jobs[j].ring.push(r);
+        }
     }
 }
 
@@ -432,6 +474,8 @@ pub fn run<B: Backend>(
 ) -> Result<RunResult, RunError> {
     let t0 = backend.now();
     let nr = backend.nr_requests();
+    let max_io = backend.max_io_bytes();
+    stack.set_max_io_bytes(max_io);
     let jobs: Vec<JobSlot> = setups
         .into_iter()
         .map(|s| JobSlot {
@@ -455,6 +499,9 @@ pub fn run<B: Backend>(
         deferred: std::collections::VecDeque::new(),
         rng: opts.host.seed | 1,
         trace: opts.trace_requests.then(Vec::new),
+        max_io,
+        splits: Slab::default(),
+        resumed: Vec::new(),
     };
     let mut snapshots = Vec::new();
     let mut next_snap = opts

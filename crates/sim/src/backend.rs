@@ -83,6 +83,9 @@ impl Backend for SimBackend {
     fn capacity_bytes(&self) -> u64 {
         self.device.capacity_bytes()
     }
+    fn max_io_bytes(&self) -> u64 {
+        u64::from(self.device.max_sectors()) << 9
+    }
     #[inline]
     fn submit(&mut self, io: &Io, now: Instant) {
         let (at, error) = self.device.service(io, now);

@@ -146,6 +146,8 @@ pub struct Cloud {
     pub burst_ms: u64,
     pub nr_requests: u32,
     pub capacity: u64,
+    /// `queue/max_sectors_kb` in 512-byte sectors: longer IOs are split.
+    pub max_sectors: u32,
     iops_bucket: Bucket,
     bw_bucket: Bucket,
     ticks: Option<Ticks>,
@@ -177,6 +179,7 @@ impl Cloud {
             burst_ms,
             nr_requests: nr_requests.max(1),
             capacity,
+            max_sectors: super::CLOUD_MAX_SECTORS,
             iops_bucket: Bucket::new(iops, burst_ms),
             bw_bucket: Bucket::new(bps, burst_ms),
             ticks: (grant_ms > 0).then(|| Ticks {
@@ -199,6 +202,12 @@ impl DeviceModel for Cloud {
     }
     fn rotational(&self) -> bool {
         false
+    }
+    fn max_sectors(&self) -> u32 {
+        self.max_sectors
+    }
+    fn set_max_sectors(&mut self, sectors: u32) {
+        self.max_sectors = sectors.max(1);
     }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let metered = matches!(io.op, IoOp::Read | IoOp::Write);

@@ -25,6 +25,8 @@ pub struct NullBlk {
     pub queue_depth: u32,
     pub mbps: Option<u32>,
     pub capacity: u64,
+    /// `queue/max_sectors_kb` in 512-byte sectors: longer IOs are split.
+    pub max_sectors: u32,
     /// Budget state: the tick it belongs to and bytes left.
     tick: u64,
     budget: i64,
@@ -47,6 +49,7 @@ impl NullBlk {
             queue_depth: queue_depth.max(1),
             mbps,
             capacity,
+            max_sectors: super::NULL_MAX_SECTORS,
             tick: u64::MAX,
             budget: 0,
             next_free_tick: 0,
@@ -66,6 +69,12 @@ impl DeviceModel for NullBlk {
     }
     fn rotational(&self) -> bool {
         false
+    }
+    fn max_sectors(&self) -> u32 {
+        self.max_sectors
+    }
+    fn set_max_sectors(&mut self, sectors: u32) {
+        self.max_sectors = sectors.max(1);
     }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let lat = Duration(self.completion_ns);
