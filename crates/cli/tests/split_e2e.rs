@@ -69,7 +69,10 @@ fn riops_per_request_on_mainline_per_bio_on_legacy() {
         let rios = io_stat_key(&stat, "/j", "rios");
         let rbytes = io_stat_key(&stat, "/j", "rbytes");
         assert_eq!(rios % 8, 0, "{v}: 8 requests per read");
-        assert!((ios..=ios + 8).contains(&(rios / 8)), "{v}: {rios} vs {ios}");
+        assert!(
+            (ios..=ios + 8).contains(&(rios / 8)),
+            "{v}: {rios} vs {ios}"
+        );
         assert_eq!(rbytes, rios / 8 * (1 << 20), "{v}: bytes once");
     }
 }
@@ -92,7 +95,10 @@ fn max_sectors_kb_in_a_scenario_and_bad_values() {
                 [[fio]]\nargs = \"--name=w --rw=write --bs=1m --size=64m --ioengine=libaio \
                 --iodepth=4 --direct=1 --output-format=json\"\n";
     let p = write_file(dir.path(), "s.toml", text);
-    let r = blkqos(&["run".to_string(), p.display().to_string()], Some(dir.path()));
+    let r = blkqos(
+        &["run".to_string(), p.display().to_string()],
+        Some(dir.path()),
+    );
     r.ok();
     let doc = r.json();
     assert_eq!(num(&doc, "/jobs/0/write/total_ios"), 64.0);
