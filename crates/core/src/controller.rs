@@ -228,7 +228,7 @@ impl ControllerStack {
 
     /// `io` cleared stage 0: count it in `io.stat`; does it stop here to
     /// be split?
-    #[inline]
+    #[inline(always)]
     fn cleared_stage0(&mut self, io: &Io) -> bool {
         count_iostat(&mut self.iostat, io);
         io.needs_split(self.max_io_bytes)
@@ -261,7 +261,7 @@ impl ControllerStack {
     }
 
     /// Submit a new IO (or the rest of a split one) at `now`.
-    #[inline]
+    #[inline(always)]
     pub fn submit(&mut self, io: &Io, now: Instant) -> StackVerdict {
         if self.passive {
             return if self.cleared_stage0(io) {

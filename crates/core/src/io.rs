@@ -88,11 +88,6 @@ impl IoFlags {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct IoId(pub u64);
 
-impl IoId {
-    /// No IO (an id no slab hands out).
-    pub const NONE: IoId = IoId(u64::MAX);
-}
-
 /// One IO as it travels through the controller stack to the device.
 ///
 /// `Copy` and 64 bytes: controllers keep held IOs by value, no allocation.

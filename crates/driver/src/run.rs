@@ -156,7 +156,7 @@ impl JobSlot {
 }
 
 /// An in-flight IO: a job's IO, or a piece cut from one (a request of
-/// its own, see [`split`]).
+/// its own, `io.flags` has `FRAGMENT`; see [`split`]).
 struct Flight {
     job: u32,
     jio: JobIo,
@@ -164,10 +164,6 @@ struct Flight {
     issue_time: Instant,
     alloc_at: Instant,
     started_at: Instant,
-    /// `IoId::NONE` for an IO that is not split; for a piece, the job IO
-    /// it was cut from; for a job IO being split, its entry in
-    /// `Loop::splits`.
-    link: IoId,
 }
 
 fn op_of(ddir: usize) -> IoOp {
@@ -195,8 +191,8 @@ struct Loop<'a, B: Backend> {
     trace: Option<Vec<(Instant, Instant)>>,
     /// The device's max IO size in bytes (`Backend::max_io_bytes`).
     max_io: u64,
-    /// Job IOs being split.
-    splits: Slab<split::SplitState>,
+    /// Split bookkeeping (touched only by IOs that are split).
+    splits: split::Splits,
     /// Pieces released from a submitter-blocking stage this timer run:
     /// (piece, its submitter if that waits for it).
     resumed: Vec<(IoId, Option<usize>)>,
@@ -257,7 +253,6 @@ impl<B: Backend> Loop<'_, B> {
             issue_time: now,
             alloc_at: now,
             started_at: now,
-            link: IoId::NONE,
         });
         if self.host.submit_ns > 0 {
             let returns_at = now + Duration(self.host.submit_ns);
@@ -452,14 +447,14 @@ impl<B: Backend> Loop<'_, B> {
         if let Some((next, _alloc)) = self.rq.free() {
             self.start(next, now);
         }
-        if f.link == IoId::NONE {
+        if !f.io.flags.contains(IoFlags::FRAGMENT) {
             self.jobs[f.job as usize].ring.push(Reaped {
                 io: f.jio,
                 issue_time: f.issue_time,
                 error: c.error,
                 bytes_done: if c.error == 0 { c.bytes } else { 0 },
             });
-        } else if let Some((j, r)) = self.piece_done(f.link, &c) {
+        } else if let Some((j, r)) = self.piece_done(c.id, &c) {
             self.jobs[j].ring.push(r);
         }
     }
@@ -500,7 +495,7 @@ pub fn run<B: Backend>(
         rng: opts.host.seed | 1,
         trace: opts.trace_requests.then(Vec::new),
         max_io,
-        splits: Slab::default(),
+        splits: split::Splits::default(),
         resumed: Vec::new(),
     };
     let mut snapshots = Vec::new();

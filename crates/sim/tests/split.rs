@@ -11,7 +11,7 @@ use blkqos_core::{
 };
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{RunOptions, RunResult};
-use blkqos_sim::{DeviceSpec, SimBackend};
+use blkqos_sim::DeviceSpec;
 use blkqos_workload::{IoEngine, JobSpec, PerDir, RwMode};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -46,7 +46,7 @@ fn once(mut s: JobSpec) -> JobSpec {
 
 fn run_on(dev: &str, stack: &mut ControllerStack, specs: Vec<(JobSpec, GroupId)>) -> RunResult {
     let dev = DeviceSpec::parse(dev).expect("device");
-    let mut backend = SimBackend::new(dev.build());
+    let mut backend = dev.backend();
     let setups = specs
         .into_iter()
         .enumerate()

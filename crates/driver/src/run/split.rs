@@ -23,10 +23,21 @@ use crate::backend::{Backend, Completion};
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{Instant, Io, IoFlags, IoId};
 use blkqos_workload::job::Reaped;
+use std::collections::BTreeMap;
+
+/// Job IOs being split and their pieces in flight. Kept apart from the
+/// in-flight slots so that IOs that are not split pay nothing for it.
+#[derive(Debug, Default)]
+pub(super) struct Splits {
+    /// Job IO → its state.
+    jobs: BTreeMap<IoId, SplitState>,
+    /// Piece → the job IO it was cut from.
+    pieces: BTreeMap<IoId, IoId>,
+}
 
 /// A job IO being split.
 #[derive(Debug, Default)]
-pub(super) struct SplitState {
+struct SplitState {
     /// Pieces issued and not completed.
     pending: u32,
     /// A rest is still to be cut (held in stage 0, or waiting below).
@@ -47,6 +58,8 @@ impl<B: Backend> Loop<'_, B> {
     /// submit call this runs in (`None`: a timer's dispatch work); `defer`
     /// delays the pieces' requests as [`Loop::queue_request`] does. Returns
     /// whether `by` is now blocked (on a piece).
+    #[cold]
+    #[inline(never)]
     pub(super) fn split(
         &mut self,
         mut io: Io,
@@ -55,9 +68,6 @@ impl<B: Backend> Loop<'_, B> {
         defer: Option<Instant>,
     ) -> bool {
         let pid = io.id;
-        let Some(sid) = self.split_state(pid) else {
-            return false;
-        };
         let (job, jio) = match self.flights.get(pid) {
             Some(f) => (f.job, f.jio),
             None => return false,
@@ -80,10 +90,10 @@ impl<B: Backend> Loop<'_, B> {
                 issue_time: now,
                 alloc_at: now,
                 started_at: now,
-                link: pid,
             });
             let piece = Io { id: fid, ..front };
-            let st = self.splits.get_mut(sid).expect("split state");
+            self.splits.pieces.insert(fid, pid);
+            let st = self.splits.jobs.entry(pid).or_default();
             st.pending += 1;
             st.rest_out = io.len > cut;
             // bio_submit_split: the rest re-enters blk-throttle first
@@ -109,8 +119,9 @@ impl<B: Backend> Loop<'_, B> {
                 StackVerdict::Queued => {}
                 StackVerdict::Blocked => {
                     if let Some(rest) = next {
-                        let st = self.splits.get_mut(sid).expect("split state");
-                        st.waiting = Some((fid, rest));
+                        if let Some(st) = self.splits.jobs.get_mut(&pid) {
+                            st.waiting = Some((fid, rest));
+                        }
                     }
                     if let Some(j) = by {
                         self.jobs[j].state = SlotState::Blocked(fid);
@@ -126,28 +137,21 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
-    /// The split entry of job IO `pid`, created on its first split.
-    fn split_state(&mut self, pid: IoId) -> Option<IoId> {
-        let f = self.flights.get_mut(pid)?;
-        if f.link == IoId::NONE {
-            f.link = self.splits.insert(SplitState::default());
-        }
-        Some(f.link)
-    }
-
     /// Pieces released from a submitter-blocking stage in this timer run:
     /// cut the rests that waited for them; a submitter that waited for a
     /// piece returns from its submit call unless the next piece blocks it.
+    #[cold]
+    #[inline(never)]
     pub(super) fn resume_splits(&mut self, now: Instant, defer: Option<Instant>) {
         let mut resumed = std::mem::take(&mut self.resumed);
         for &(piece, by) in &resumed {
-            let Some(pid) = self.flights.get(piece).map(|f| f.link) else {
+            let Some(&pid) = self.splits.pieces.get(&piece) else {
                 continue;
             };
             let rest = self
-                .flights
-                .get(pid)
-                .and_then(|p| self.splits.get_mut(p.link))
+                .splits
+                .jobs
+                .get_mut(&pid)
                 .and_then(|st| match st.waiting {
                     Some((w, rest)) if w == piece => {
                         st.waiting = None;
@@ -165,12 +169,14 @@ impl<B: Backend> Loop<'_, B> {
         self.resumed = resumed;
     }
 
-    /// A piece of job IO `pid` completed (`c`): when it was the last one,
-    /// the job IO completes — (job index, what the job reaps). Its status
-    /// is the first piece error, as `bio_chain` gives the parent bio.
-    pub(super) fn piece_done(&mut self, pid: IoId, c: &Completion) -> Option<(usize, Reaped)> {
-        let sid = self.flights.get(pid)?.link;
-        let st = self.splits.get_mut(sid)?;
+    /// Piece `piece` completed (`c`): when it was the last one of its job
+    /// IO, that completes — (job index, what the job reaps). Its status is
+    /// the first piece error, as `bio_chain` gives the parent bio.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn piece_done(&mut self, piece: IoId, c: &Completion) -> Option<(usize, Reaped)> {
+        let pid = self.splits.pieces.remove(&piece)?;
+        let st = self.splits.jobs.get_mut(&pid)?;
         st.pending -= 1;
         if c.error != 0 {
             if st.error == 0 {
@@ -182,7 +188,7 @@ impl<B: Backend> Loop<'_, B> {
         if st.pending > 0 || st.rest_out {
             return None;
         }
-        let st = self.splits.remove(sid)?;
+        let st = self.splits.jobs.remove(&pid)?;
         let p = self.flights.remove(pid)?;
         Some((
             p.job as usize,

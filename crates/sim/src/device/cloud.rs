@@ -146,8 +146,6 @@ pub struct Cloud {
     pub burst_ms: u64,
     pub nr_requests: u32,
     pub capacity: u64,
-    /// `queue/max_sectors_kb` in 512-byte sectors: longer IOs are split.
-    pub max_sectors: u32,
     iops_bucket: Bucket,
     bw_bucket: Bucket,
     ticks: Option<Ticks>,
@@ -179,7 +177,6 @@ impl Cloud {
             burst_ms,
             nr_requests: nr_requests.max(1),
             capacity,
-            max_sectors: super::CLOUD_MAX_SECTORS,
             iops_bucket: Bucket::new(iops, burst_ms),
             bw_bucket: Bucket::new(bps, burst_ms),
             ticks: (grant_ms > 0).then(|| Ticks {
@@ -203,11 +200,8 @@ impl DeviceModel for Cloud {
     fn rotational(&self) -> bool {
         false
     }
-    fn max_sectors(&self) -> u32 {
-        self.max_sectors
-    }
-    fn set_max_sectors(&mut self, sectors: u32) {
-        self.max_sectors = sectors.max(1);
+    fn default_max_sectors(&self) -> u32 {
+        super::CLOUD_MAX_SECTORS
     }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let metered = matches!(io.op, IoOp::Read | IoOp::Write);

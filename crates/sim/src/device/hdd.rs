@@ -21,8 +21,6 @@ pub struct Hdd {
     pub bps: u64,
     pub nr_requests: u32,
     pub capacity: u64,
-    /// `queue/max_sectors_kb` in 512-byte sectors: longer IOs are split.
-    pub max_sectors: u32,
     head: u64,
     busy_until: Instant,
     rng: u64,
@@ -45,7 +43,6 @@ impl Hdd {
             bps: bps.max(1),
             nr_requests: nr_requests.max(1),
             capacity: capacity.max(1),
-            max_sectors: super::HDD_MAX_SECTORS,
             head: 0,
             busy_until: Instant::ZERO,
             rng: seed | 1,
@@ -82,11 +79,8 @@ impl DeviceModel for Hdd {
     fn rotational(&self) -> bool {
         true
     }
-    fn max_sectors(&self) -> u32 {
-        self.max_sectors
-    }
-    fn set_max_sectors(&mut self, sectors: u32) {
-        self.max_sectors = sectors.max(1);
+    fn default_max_sectors(&self) -> u32 {
+        super::HDD_MAX_SECTORS
     }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let start = now.max(self.busy_until);

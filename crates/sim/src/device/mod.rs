@@ -33,10 +33,11 @@ pub trait DeviceModel {
     fn capacity_bytes(&self) -> u64;
     /// Rotational (`queue/rotational`), which picks kernel defaults.
     fn rotational(&self) -> bool;
-    /// Largest request in 512-byte sectors (`queue/max_sectors_kb` × 2):
-    /// the block layer splits longer reads and writes.
-    fn max_sectors(&self) -> u32;
-    fn set_max_sectors(&mut self, sectors: u32);
+    /// The largest request Linux lets this kind of device take by default,
+    /// in 512-byte sectors (`queue/max_sectors_kb` × 2); the block layer
+    /// splits longer reads and writes. A queue limit, kept by
+    /// [`crate::SimBackend`] (which may be given another).
+    fn default_max_sectors(&self) -> u32;
     /// `io` starts being served at `now`: when does it complete, with which
     /// error (0 = success, else a positive errno)?
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32);

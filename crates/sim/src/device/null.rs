@@ -25,8 +25,6 @@ pub struct NullBlk {
     pub queue_depth: u32,
     pub mbps: Option<u32>,
     pub capacity: u64,
-    /// `queue/max_sectors_kb` in 512-byte sectors: longer IOs are split.
-    pub max_sectors: u32,
     /// Budget state: the tick it belongs to and bytes left.
     tick: u64,
     budget: i64,
@@ -49,7 +47,6 @@ impl NullBlk {
             queue_depth: queue_depth.max(1),
             mbps,
             capacity,
-            max_sectors: super::NULL_MAX_SECTORS,
             tick: u64::MAX,
             budget: 0,
             next_free_tick: 0,
@@ -70,11 +67,8 @@ impl DeviceModel for NullBlk {
     fn rotational(&self) -> bool {
         false
     }
-    fn max_sectors(&self) -> u32 {
-        self.max_sectors
-    }
-    fn set_max_sectors(&mut self, sectors: u32) {
-        self.max_sectors = sectors.max(1);
+    fn default_max_sectors(&self) -> u32 {
+        super::NULL_MAX_SECTORS
     }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let lat = Duration(self.completion_ns);

@@ -326,14 +326,14 @@ impl DeviceSpec {
         u64::from(self.max_sectors) << 9
     }
 
-    /// Instantiate the model.
-    pub fn build(&self) -> Box<dyn DeviceModel> {
-        let mut m = self.build_model();
-        m.set_max_sectors(self.max_sectors);
-        m
+    /// The simulator for this device: the model and its queue limits.
+    pub fn backend(&self) -> crate::SimBackend {
+        crate::SimBackend::new(self.build()).with_max_sectors(self.max_sectors)
     }
 
-    fn build_model(&self) -> Box<dyn DeviceModel> {
+    /// Instantiate the model (its queue limits are the backend's: see
+    /// [`DeviceSpec::backend`]).
+    pub fn build(&self) -> Box<dyn DeviceModel> {
         let g = |k| self.get(k);
         match self.kind {
             ModelKind::Null => Box::new(NullBlk::new(
@@ -453,12 +453,16 @@ mod tests {
 
     #[test]
     fn max_sectors_defaults_and_key() {
-        let sectors = |s: &str| DeviceSpec::parse(s).unwrap().build().max_sectors();
-        assert_eq!(sectors("null"), 255);
-        assert_eq!(sectors("ssd"), 256);
-        assert_eq!(sectors("cloud"), 2560);
-        assert_eq!(sectors("hdd"), 2560);
-        assert_eq!(sectors("hdd,max_sectors_kb=4"), 8);
+        use blkqos_driver::Backend;
+        let bytes = |s: &str| DeviceSpec::parse(s).unwrap().backend().max_io_bytes();
+        assert_eq!(bytes("null"), 255 * 512);
+        assert_eq!(bytes("ssd"), 128 << 10);
+        assert_eq!(bytes("cloud"), 1280 << 10);
+        assert_eq!(bytes("hdd"), 1280 << 10);
+        assert_eq!(bytes("hdd,max_sectors_kb=4"), 4096);
+        // the model alone carries the default
+        let m = DeviceSpec::parse("null,max_sectors_kb=8").unwrap().build();
+        assert_eq!(crate::SimBackend::new(m).max_io_bytes(), 255 * 512);
         let d = DeviceSpec::parse("null,max_sectors_kb=128").unwrap();
         assert_eq!(d.max_io_bytes(), 128 << 10);
         assert!(DeviceSpec::help().contains("max_sectors_kb"));

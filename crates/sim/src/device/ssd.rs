@@ -24,8 +24,6 @@ pub struct Ssd {
     pub write_bps: u64,
     pub nr_requests: u32,
     pub capacity: u64,
-    /// `queue/max_sectors_kb` in 512-byte sectors: longer IOs are split.
-    pub max_sectors: u32,
     pub jitter_pct: u32,
     free_at: FreeTimes,
     rng: u64,
@@ -55,7 +53,6 @@ impl Ssd {
             write_bps: write_bps.max(1),
             nr_requests: nr_requests.max(1),
             capacity,
-            max_sectors: super::SSD_MAX_SECTORS,
             jitter_pct,
             free_at: FreeTimes::new(channels.max(1) as usize),
             rng: seed | 1,
@@ -154,11 +151,8 @@ impl DeviceModel for Ssd {
     fn rotational(&self) -> bool {
         false
     }
-    fn max_sectors(&self) -> u32 {
-        self.max_sectors
-    }
-    fn set_max_sectors(&mut self, sectors: u32) {
-        self.max_sectors = sectors.max(1);
+    fn default_max_sectors(&self) -> u32 {
+        super::SSD_MAX_SECTORS
     }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let (base, bps) = match io.op {
