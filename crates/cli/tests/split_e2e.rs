@@ -126,3 +126,71 @@ fn max_sectors_kb_in_a_scenario_and_bad_values() {
         );
     }
 }
+
+/// iocost charges each request (`rq_qos_throttle` runs per piece, after
+/// the split), and the pieces after the first are sequential: when only
+/// random IOs are expensive, cutting 1 MiB random reads into 8 pieces
+/// barely changes the charge per read; when sequential IOs cost as much,
+/// it is 8×.
+#[test]
+fn iocost_charges_each_piece_the_rest_sequentially() {
+    let usage_per_read = |max_kb: u32, seqiops: u32| {
+        let dir = tempfile::tempdir().unwrap();
+        let io_stat = dir.path().join("io.stat");
+        let r = blkqos(
+            &[
+                "run".to_string(),
+                "--name=r".into(),
+                "--rw=randread".into(),
+                "--bs=1m".into(),
+                "--size=4g".into(),
+                "--runtime=2".into(),
+                "--time_based".into(),
+                "--ioengine=libaio".into(),
+                "--iodepth=1".into(),
+                "--direct=1".into(),
+                "--cgroup=/j".into(),
+                format!("--device=ssd,max_sectors_kb={max_kb}"),
+                "--io-cost-qos=253:0 enable=1 ctrl=user rpct=95 rlat=1000000 wpct=95 wlat=1000000"
+                    .into(),
+                format!(
+                    "--io-cost-model=253:0 ctrl=user model=linear rbps=4000000000 \
+                     rseqiops={seqiops} rrandiops=100 wbps=4000000000 wseqiops={seqiops} \
+                     wrandiops=100"
+                ),
+                "--io-weight=100".into(),
+                format!("--io-stat={}", io_stat.display()),
+                "--output-format=json".into(),
+            ],
+            Some(dir.path()),
+        );
+        r.ok();
+        let ios = num(&r.json(), "/jobs/0/read/total_ios");
+        assert!(ios >= 10.0, "{ios} reads");
+        let stat = std::fs::read_to_string(&io_stat).unwrap();
+        io_stat_key_f(&stat, "/j", "cost.usage") / ios
+    };
+    let whole = usage_per_read(1024, 1_000_000);
+    let split = usage_per_read(128, 1_000_000);
+    assert_within(
+        "cheap sequential pieces: charge per read",
+        split,
+        whole,
+        10.0,
+    );
+    let whole = usage_per_read(1024, 100);
+    let split = usage_per_read(128, 100);
+    assert_within("sequential as dear as random: 8×", split / whole, 8.0, 10.0);
+}
+
+/// A float `key=N` of a group's io.stat line.
+fn io_stat_key_f(text: &str, cgroup: &str, key: &str) -> f64 {
+    let mut lines = text.lines();
+    lines.by_ref().find(|l| *l == format!("# {cgroup} io.stat"));
+    let line = lines.next().expect("io.stat line");
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in `{line}`"))
+        .parse()
+        .unwrap()
+}
