@@ -19,7 +19,7 @@ use blkqos_core::{
 };
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions};
-use blkqos_sim::{DeviceSpec, SimBackend};
+use blkqos_sim::DeviceSpec;
 use blkqos_workload::{IoEngine, JobSpec, RwMode};
 use std::time::Instant as WallClock;
 
@@ -45,7 +45,7 @@ pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(
     spec.norandommap = !randommap;
     let dev =
         DeviceSpec::parse("ssd,channels=64,read_ns=25000,jitter_pct=10,size=64g").expect("valid");
-    let mut backend = SimBackend::new(dev.build());
+    let mut backend = dev.backend();
     let mut stack = ControllerStack::pass_through();
     let setup = JobSetup {
         spec,

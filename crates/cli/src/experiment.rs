@@ -668,7 +668,7 @@ impl Experiment {
             model.nr_requests(),
             &self.writes,
         )?;
-        let mut backend = SimBackend::new(model);
+        let mut backend = SimBackend::new(model).with_max_sectors(dev.max_sectors);
         let mut opts = self.run_options(
             HostModel {
                 seed: self.seed,

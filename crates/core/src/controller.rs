@@ -11,7 +11,12 @@
 //! ```
 //!
 //! The stack mirrors Linux's order: blk-throttle sees a bio at submission,
-//! rq-qos policies (iocost) see it before a request is allocated.
+//! rq-qos policies (iocost) see it before a request is allocated. Between
+//! the two the block layer splits a bio longer than the device's max IO
+//! size (`bio_split_to_limits`): the stack stops such a bio after stage 0
+//! ([`StackVerdict::Split`]) and the driver cuts it; each piece enters
+//! stage 1 ([`ControllerStack::submit_fragment`]) and the rest goes back
+//! to stage 0 flagged [`crate::IoFlags::SPLIT_REST`].
 
 use crate::io::Io;
 use crate::time::Instant;
@@ -111,6 +116,9 @@ pub enum StackVerdict {
     Queued,
     /// Waiting in a stage that blocks the submitter until released.
     Blocked,
+    /// Cleared stage 0 but must be cut to the device's max IO size first
+    /// ([`Io::needs_split`]): the caller splits it.
+    Split,
 }
 
 /// `io.stat` counters of one group (`blkg_iostat`): bytes and IOs per
@@ -122,13 +130,18 @@ pub struct IoStat {
 }
 
 impl IoStat {
+    /// `blk_cgroup_bio_start`: bytes once per original bio
+    /// (`BIO_CGROUP_ACCT`), one IO each time a bio or a split remainder
+    /// clears blk-throttle.
     fn count(&mut self, io: &Io) {
         let k = match io.op {
             crate::io::IoOp::Read => 0,
             crate::io::IoOp::Write | crate::io::IoOp::Flush => 1,
             crate::io::IoOp::Discard => 2,
         };
-        self.bytes[k] += io.len;
+        if !io.flags.contains(crate::io::IoFlags::SPLIT_REST) {
+            self.bytes[k] += io.len;
+        }
         self.ios[k] += 1;
     }
     pub fn add(&mut self, o: &IoStat) {
@@ -162,6 +175,9 @@ pub struct ControllerStack {
     iostat: Vec<IoStat>,
     /// Every stage is pass-through ([`Controller::is_pass_through`]).
     passive: bool,
+    /// The device's max IO size in bytes (`max_sectors_kb`): longer IOs
+    /// stop after stage 0 to be split. `u64::MAX`: never.
+    max_io_bytes: u64,
 }
 
 impl Default for ControllerStack {
@@ -171,6 +187,7 @@ impl Default for ControllerStack {
             scratch: Vec::new(),
             iostat: Vec::new(),
             passive: true,
+            max_io_bytes: u64::MAX,
         }
     }
 }
@@ -200,11 +217,25 @@ impl ControllerStack {
     pub fn stage_mut(&mut self, i: usize) -> Option<&mut (dyn Controller + 'static)> {
         self.stages.get_mut(i).map(|b| b.as_mut())
     }
+    /// The device's max IO size in bytes: longer reads and writes are
+    /// split after stage 0. `u64::MAX` (the default): never.
+    pub fn set_max_io_bytes(&mut self, bytes: u64) {
+        self.max_io_bytes = bytes.max(1);
+    }
+    pub fn max_io_bytes(&self) -> u64 {
+        self.max_io_bytes
+    }
 
+    /// `io` cleared stage 0: count it in `io.stat`; does it stop here to
+    /// be split?
+    #[inline(always)]
+    fn cleared_stage0(&mut self, io: &Io) -> bool {
+        count_iostat(&mut self.iostat, io);
+        io.needs_split(self.max_io_bytes)
+    }
+
+    /// Run stages `first..` (`first ≥ 1`: stage 0 is behind the IO).
     fn submit_from(&mut self, first: usize, io: &Io, now: Instant) -> StackVerdict {
-        if first == 1 {
-            count_iostat(&mut self.iostat, io);
-        }
         for (k, st) in self.stages.iter_mut().enumerate().skip(first) {
             if st.on_submit(io, now) == Verdict::Held {
                 return if st.hold_blocks_submitter() {
@@ -215,10 +246,10 @@ impl ControllerStack {
             }
             if k == 0 {
                 count_iostat(&mut self.iostat, io);
+                if io.needs_split(self.max_io_bytes) {
+                    return StackVerdict::Split;
+                }
             }
-        }
-        if self.stages.is_empty() {
-            count_iostat(&mut self.iostat, io);
         }
         StackVerdict::Ready
     }
@@ -229,18 +260,32 @@ impl ControllerStack {
         self.iostat.get(g.idx()).copied().unwrap_or_default()
     }
 
-    /// Submit a new IO at `now`.
-    #[inline]
+    /// Submit a new IO (or the rest of a split one) at `now`.
+    #[inline(always)]
     pub fn submit(&mut self, io: &Io, now: Instant) -> StackVerdict {
         if self.passive {
-            count_iostat(&mut self.iostat, io);
-            return StackVerdict::Ready;
+            return if self.cleared_stage0(io) {
+                StackVerdict::Split
+            } else {
+                StackVerdict::Ready
+            };
         }
         self.submit_from(0, io, now)
     }
 
+    /// A piece cut from the front of a bio that cleared stage 0 (after
+    /// [`StackVerdict::Split`]) enters stage 1 at `now`: never `Split`.
+    pub fn submit_fragment(&mut self, frag: &Io, now: Instant) -> StackVerdict {
+        if self.passive {
+            return StackVerdict::Ready;
+        }
+        self.submit_from(1, frag, now)
+    }
+
     /// Run every stage's timer work at `now`. IOs that clear the whole stack
-    /// are appended to `ready` (in release order). `unblocked` receives IOs
+    /// are appended to `ready` (in release order), and so are IOs released
+    /// by stage 0 that must be split first ([`Io::needs_split`] with
+    /// [`ControllerStack::max_io_bytes`]). `unblocked` receives IOs
     /// that leave a submitter-blocking stage (their submitter may continue),
     /// whether they are ready or went on to queue in a later stage.
     pub fn on_timer(&mut self, now: Instant, ready: &mut Vec<Io>, unblocked: &mut Vec<Io>) {
@@ -256,13 +301,17 @@ impl ControllerStack {
             }
             let blocking = self.stages[k].hold_blocks_submitter();
             for io in scratch.drain(..) {
+                if k == 0 && self.cleared_stage0(&io) {
+                    ready.push(io);
+                    continue;
+                }
                 let v = self.submit_from(k + 1, &io, now);
                 if blocking {
                     unblocked.push(io);
                 }
                 match v {
                     StackVerdict::Ready => ready.push(io),
-                    StackVerdict::Queued | StackVerdict::Blocked => {}
+                    StackVerdict::Queued | StackVerdict::Blocked | StackVerdict::Split => {}
                 }
             }
         }
@@ -376,6 +425,45 @@ mod tests {
         assert_eq!(e.iostat(GroupId::ROOT).ios, [1, 0, 0]);
         e.push(Box::new(Delay10(vec![], false)));
         assert!(!e.is_pass_through());
+    }
+
+    #[test]
+    fn long_ios_stop_after_stage_0_to_be_split() {
+        let big = |n| Io {
+            len: 1 << 20,
+            ..io(n)
+        };
+        let rest = |n| Io {
+            len: 4096,
+            flags: IoFlags::SPLIT_REST,
+            ..io(n)
+        };
+        // pass-through: split at once; bytes once, one IO per clear
+        let mut s = ControllerStack::pass_through();
+        s.set_max_io_bytes(128 << 10);
+        assert_eq!(s.submit(&big(1), Instant(0)), StackVerdict::Split);
+        assert_eq!(s.submit(&rest(1), Instant(0)), StackVerdict::Split);
+        assert_eq!(s.submit(&io(2), Instant(0)), StackVerdict::Ready);
+        assert_eq!(s.submit_fragment(&io(3), Instant(0)), StackVerdict::Ready);
+        let st = s.iostat(GroupId::ROOT);
+        assert_eq!((st.bytes[0], st.ios[0]), ((1 << 20) + 4096, 3));
+
+        // stage 0 holds, then releases into `ready` (not into stage 1)
+        let mut s = ControllerStack::new();
+        s.push(Box::new(Delay10(vec![], false)));
+        s.push(Box::new(Delay10(vec![], true)));
+        s.set_max_io_bytes(128 << 10);
+        assert_eq!(s.submit(&big(1), Instant(0)), StackVerdict::Queued);
+        let (mut ready, mut unb) = (vec![], vec![]);
+        s.on_timer(Instant(10), &mut ready, &mut unb);
+        assert_eq!(ready.len(), 1, "released by stage 0 to be split");
+        assert_eq!(s.held(), 0, "stage 1 did not see it");
+        // a piece enters stage 1 (which blocks the submitter)
+        assert_eq!(
+            s.submit_fragment(&io(5), Instant(10)),
+            StackVerdict::Blocked
+        );
+        assert_eq!(s.iostat(GroupId::ROOT).ios[0], 1);
     }
 
     #[test]

@@ -60,6 +60,14 @@ impl IoFlags {
     pub const WRITEBACK: IoFlags = IoFlags(4);
     /// Must not be throttled behind lower-priority IO (REQ_SWAP-like): charged as debt.
     pub const ISSUE_AS_ROOT: IoFlags = IoFlags(8);
+    /// The rest of a bio that was split to the device's max IO size after
+    /// it passed blk-throttle, resubmitted (`bio_submit_split` →
+    /// `submit_bio_noacct`) with the kernel's `BIO_BPS_THROTTLED`: its
+    /// bytes were charged with the whole bio, its IO count per the
+    /// throttle variant ([`crate::throttle::variant::SplitCharge`]).
+    pub const SPLIT_REST: IoFlags = IoFlags(16);
+    /// A piece cut from the front of a split bio: one device request.
+    pub const FRAGMENT: IoFlags = IoFlags(32);
 
     #[inline]
     pub const fn contains(self, other: IoFlags) -> bool {
@@ -68,6 +76,10 @@ impl IoFlags {
     #[inline]
     pub const fn with(self, other: IoFlags) -> IoFlags {
         IoFlags(self.0 | other.0)
+    }
+    #[inline]
+    pub const fn without(self, other: IoFlags) -> IoFlags {
+        IoFlags(self.0 & !other.0)
     }
 }
 
@@ -110,6 +122,16 @@ impl Io {
     #[inline]
     pub const fn sectors(&self) -> u64 {
         self.len >> 9
+    }
+    /// Must this IO be cut to the device's max IO size (`max_io_bytes`)
+    /// before it goes past blk-throttle (`bio_split_to_limits`)? Reads and
+    /// writes longer than the limit are, and a split remainder always is
+    /// (its next piece becomes a request of its own). Discards and flushes
+    /// follow other limits and are never split here.
+    #[inline]
+    pub const fn needs_split(&self, max_io_bytes: u64) -> bool {
+        (self.len > max_io_bytes && matches!(self.op, IoOp::Read | IoOp::Write))
+            || self.flags.contains(IoFlags::SPLIT_REST)
     }
 }
 
@@ -165,6 +187,33 @@ mod tests {
         assert!("-1:1".parse::<DevId>().is_err());
         assert!("1:".parse::<DevId>().is_err());
         assert_eq!(DevId::new(8, 0).to_string(), "8:0");
+    }
+
+    #[test]
+    fn split_predicate() {
+        let mut io = Io {
+            id: IoId(1),
+            job: 0,
+            group: GroupId::ROOT,
+            op: IoOp::Read,
+            flags: IoFlags::default(),
+            offset: 0,
+            len: 1 << 20,
+            submitted_at: Instant::ZERO,
+        };
+        assert!(io.needs_split(128 << 10));
+        assert!(!io.needs_split(1 << 20));
+        io.op = IoOp::Discard;
+        assert!(!io.needs_split(128 << 10));
+        io.len = 4096;
+        io.flags = IoFlags::SPLIT_REST;
+        assert!(io.needs_split(u64::MAX));
+        assert_eq!(
+            io.flags
+                .with(IoFlags::FRAGMENT)
+                .without(IoFlags::SPLIT_REST),
+            IoFlags::FRAGMENT
+        );
     }
 
     #[test]

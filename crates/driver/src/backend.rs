@@ -23,6 +23,12 @@ pub trait Backend {
     fn nr_requests(&self) -> u32;
     /// Capacity in bytes of the target (file or device).
     fn capacity_bytes(&self) -> u64;
+    /// Largest request the device takes (`queue/max_sectors_kb`): the
+    /// driver splits longer reads and writes after blk-throttle, as the
+    /// block layer does. `u64::MAX` (the default): never split here.
+    fn max_io_bytes(&self) -> u64 {
+        u64::MAX
+    }
     /// Start serving `io` at `now` (it holds a request slot).
     fn submit(&mut self, io: &Io, now: Instant);
     /// Wait until at least one completion is available or `deadline` is

@@ -278,6 +278,8 @@ pub struct PageCache {
     /// `sync` mode: the shared flusher waits for its last IO to pass the
     /// controllers.
     flusher_blocked: bool,
+    /// An fsync asked for its inode's writeback: poll at once.
+    sync_pending: bool,
     /// A periodic (kupdate) pass is due or unfinished.
     kupdate_due: bool,
     /// `sync`: (wb, inode, bytes left) of the chunk being written.
@@ -316,6 +318,7 @@ impl PageCache {
             wb_by_group: HashMap::new(),
             rr: 0,
             flusher_blocked: false,
+            sync_pending: false,
             kupdate_due: false,
             sync_chunk: None,
             tasks: vec![TaskStats::default(); nr_tasks],
@@ -571,6 +574,7 @@ impl PageCache {
             return true;
         }
         ino.sync_all = true;
+        self.sync_pending = true;
         false
     }
 
@@ -594,6 +598,10 @@ impl PageCache {
 
     /// When the page cache next needs to act without an IO event.
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.sync_pending {
+            // due now (the caller clamps to its clock)
+            return Some(Instant(0));
+        }
         (self.nr_dirty > 0).then_some(self.next_periodic)
     }
 
@@ -601,6 +609,7 @@ impl PageCache {
     /// periodic) into `out`.
     pub fn poll(&mut self, now: Instant, out: &mut Vec<WritebackIo>) {
         // fsync: the caller writes its inode's pages itself, never blocked
+        self.sync_pending = false;
         for i in 0..self.inodes.len() {
             if self.inodes[i].sync_all {
                 self.inodes[i].sync_all = false;

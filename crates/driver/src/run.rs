@@ -1,5 +1,7 @@
 //! The driver loop, written once for every backend.
 
+mod split;
+
 use crate::account::{DiskStats, TicksMode};
 use crate::backend::{Backend, Completion};
 use crate::blk::RequestQueue;
@@ -198,7 +200,8 @@ enum FlightKind {
     Flush,
 }
 
-/// An in-flight IO.
+/// An in-flight IO: a job's IO, writeback or a flush, or a piece cut
+/// from one (a request of its own, `io.flags` has `FRAGMENT`; see [`split`]).
 struct Flight {
     kind: FlightKind,
     job: u32,
@@ -237,6 +240,13 @@ struct Loop<'a, B: Backend> {
     /// Buffered IO served by the page cache: (completes at, job, result).
     pc_pending: Vec<(Instant, usize, Reaped)>,
     wb_ios: Vec<crate::pagecache::WritebackIo>,
+    /// The device's max IO size in bytes (`Backend::max_io_bytes`).
+    max_io: u64,
+    /// Split bookkeeping (touched only by IOs that are split).
+    splits: split::Splits,
+    /// Pieces released from a submitter-blocking stage this timer run:
+    /// (piece, its submitter if that waits for it).
+    resumed: Vec<(IoId, Option<usize>)>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -334,6 +344,11 @@ impl<B: Backend> Loop<'_, B> {
             }
             StackVerdict::Queued => self.finish_submit(j, id, now),
             StackVerdict::Blocked => self.jobs[j].state = SlotState::Blocked(id),
+            StackVerdict::Split => {
+                if !self.split(io, now, Some(j), None) {
+                    self.finish_submit(j, id, now);
+                }
+            }
         }
     }
 
@@ -357,7 +372,12 @@ impl<B: Backend> Loop<'_, B> {
         let unblocked = std::mem::take(&mut self.unblocked);
         for io in &unblocked {
             let j = io.job as usize;
-            if j < self.jobs.len() && self.jobs[j].state == SlotState::Blocked(io.id) {
+            let by = (j < self.jobs.len() && self.jobs[j].state == SlotState::Blocked(io.id))
+                .then_some(j);
+            if io.flags.contains(IoFlags::FRAGMENT) {
+                // the rest of its bio may wait for it (after the batch)
+                self.resumed.push((io.id, by));
+            } else if let Some(j) = by {
                 self.jobs[j].state = SlotState::Runnable;
                 self.finish_submit(j, io.id, now);
             }
@@ -365,16 +385,30 @@ impl<B: Backend> Loop<'_, B> {
         self.unblocked = unblocked;
         let ready = std::mem::take(&mut self.ready);
         let delay = self.dispatch_delay();
-        if delay == 0 {
-            for io in &ready {
-                self.enqueue_request(*io, now);
+        // one work item: a later batch never overtakes an earlier one
+        let defer = (delay != 0)
+            .then(|| (now + Duration(delay)).max(self.deferred.back().map_or(now, |d| d.0)));
+        for io in &ready {
+            if io.needs_split(self.max_io) {
+                self.split(*io, now, None, defer);
+            } else {
+                self.queue_request(*io, now, defer);
             }
-        } else {
-            // one work item: a later batch never overtakes an earlier one
-            let at = (now + Duration(delay)).max(self.deferred.back().map_or(now, |d| d.0));
-            self.deferred.extend(ready.iter().map(|io| (at, *io)));
         }
         self.ready = ready;
+        if !self.resumed.is_empty() {
+            self.resume_splits(now, defer);
+        }
+    }
+
+    /// A timer-released IO goes to the request queue now, or when the
+    /// dispatch worker runs (`defer`).
+    #[inline]
+    fn queue_request(&mut self, io: Io, now: Instant, defer: Option<Instant>) {
+        match defer {
+            None => self.enqueue_request(io, now),
+            Some(at) => self.deferred.push_back((at, io)),
+        }
     }
 
     /// How long after a controller timer its released IOs reach the
@@ -496,6 +530,19 @@ impl<B: Backend> Loop<'_, B> {
         if let Some((next, _alloc)) = self.rq.free() {
             self.start(next, now);
         }
+        if f.io.flags.contains(IoFlags::FRAGMENT) {
+            // a piece: its bio completes with its last piece
+            if let Some((parent, whole)) = self.piece_done(c.id, &c) {
+                self.finish_flight(parent, whole);
+            }
+        } else {
+            self.finish_flight(f, c);
+        }
+    }
+
+    /// A job IO, writeback or flush completed as a whole (`c` sums its
+    /// pieces when it was split).
+    fn finish_flight(&mut self, f: Flight, c: Completion) {
         if f.kind != FlightKind::Job || self.pc.is_some() {
             self.complete_other(&f, c);
             if f.kind != FlightKind::Job {
@@ -522,6 +569,8 @@ pub fn run<B: Backend>(
     let nr = backend.nr_requests();
     // every IO is charged to its job's group: size the histograms now
     let nr_groups = setups.iter().map(|s| s.group.idx() + 1).max().unwrap_or(1);
+    let max_io = backend.max_io_bytes();
+    stack.set_max_io_bytes(max_io);
     let jobs: Vec<JobSlot> = setups
         .into_iter()
         .map(|s| JobSlot {
@@ -551,6 +600,9 @@ pub fn run<B: Backend>(
         pc_pending: Vec::new(),
         wb_ios: Vec::new(),
         lat: opts.lat_hist.then(|| LatHists::new(nr_groups)),
+        max_io,
+        splits: split::Splits::default(),
+        resumed: Vec::new(),
     };
     lp.pc = opts
         .pagecache

@@ -241,6 +241,10 @@ impl Backend for RealBackend {
     fn capacity_bytes(&self) -> u64 {
         delegate!(self, b => b.capacity_bytes())
     }
+
+    fn max_io_bytes(&self) -> u64 {
+        delegate!(self, b => b.max_io_bytes())
+    }
     fn submit(&mut self, io: &Io, now: Instant) {
         delegate!(self, b => b.submit(io, now))
     }

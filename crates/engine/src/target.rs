@@ -45,6 +45,10 @@ pub struct TargetInfo {
     pub created: bool,
     /// blkqos wrote its layout into the file in this open (bytes written).
     pub laid_out_bytes: u64,
+    /// A block device's `queue/max_sectors_kb` in bytes: the driver splits
+    /// longer IOs as the kernel would. `u64::MAX` for files and memory
+    /// devices (the kernel splits below the file system) or if unknown.
+    pub max_io_bytes: u64,
 }
 
 impl TargetInfo {
@@ -213,6 +217,7 @@ fn open_file(path: &Path, o: &EngineOptions, existing: Option<u64>) -> Result<Ta
             dio_offset_align: off,
             created,
             laid_out_bytes,
+            max_io_bytes: u64::MAX,
         },
     })
 }
@@ -280,8 +285,21 @@ fn open_block_device(path: &Path, o: &EngineOptions, rdev: u64) -> Result<Target
             dio_offset_align: if off > 0 { off } else { lbs },
             created: false,
             laid_out_bytes: 0,
+            max_io_bytes: queue_max_io_bytes(dev).unwrap_or(u64::MAX),
         },
     })
+}
+
+/// `/sys/dev/block/MAJ:MIN/queue/max_sectors_kb` in bytes (a partition's
+/// queue is its disk's, one directory up).
+fn queue_max_io_bytes(dev: DevId) -> Option<u64> {
+    let base = PathBuf::from(format!("/sys/dev/block/{dev}"));
+    [base.join("queue"), base.join("../queue")]
+        .iter()
+        .find_map(|q| std::fs::read_to_string(q.join("max_sectors_kb")).ok())
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|&kb| kb > 0)
+        .map(|kb| kb << 10)
 }
 
 /// Major 1 ("mem") minors blkqos accepts: null, zero, full.
@@ -321,6 +339,7 @@ fn open_memory_device(path: &Path, o: &EngineOptions, rdev: u64) -> Result<Targe
             dio_offset_align: 0,
             created: false,
             laid_out_bytes: 0,
+            max_io_bytes: u64::MAX,
         },
     })
 }

@@ -215,6 +215,10 @@ impl Backend for ThreadsBackend {
         self.info.capacity
     }
 
+    fn max_io_bytes(&self) -> u64 {
+        self.info.max_io_bytes
+    }
+
     fn submit(&mut self, io: &Io, _now: Instant) {
         if let Accepted::Slot(s) = self.core.accept(io) {
             self.pending.push(s);

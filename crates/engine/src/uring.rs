@@ -244,6 +244,10 @@ impl Backend for UringBackend {
         self.info.capacity
     }
 
+    fn max_io_bytes(&self) -> u64 {
+        self.info.max_io_bytes
+    }
+
     fn submit(&mut self, io: &Io, _now: Instant) {
         if let Accepted::Slot(s) = self.core.accept(io) {
             self.issue(s, io);

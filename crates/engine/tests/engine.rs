@@ -128,6 +128,7 @@ fn layout(kind: BackendKind) {
     assert_eq!(info.kind, TargetKind::File);
     assert!(info.created);
     assert_eq!(info.laid_out_bytes, 3 << 20);
+    assert_eq!(info.max_io_bytes, u64::MAX, "files are not split here");
     assert!(!info.writable);
     drop(b);
     let data = std::fs::read(&path).unwrap();
@@ -425,6 +426,14 @@ fn eio_loop(kind: BackendKind) {
         1 << 20,
         "BLKGETSIZE64 of the loop device"
     );
+    // the driver splits to the device's max IO size, as the kernel would
+    let name = lo.dev.file_name().unwrap().to_string_lossy().into_owned();
+    let kb: u64 = std::fs::read_to_string(format!("/sys/block/{name}/queue/max_sectors_kb"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(b.max_io_bytes(), kb << 10, "queue/max_sectors_kb");
     let c = run_one(&mut b, io(1, IoOp::Read, 0, 4096));
     assert_eq!(
         (c.error, c.bytes),

@@ -14,6 +14,8 @@ pub struct SimBackend {
     events: EventQueue<Event>,
     seq: u64,
     events_processed: u64,
+    /// The queue's max IO size in bytes (`max_sectors_kb`).
+    max_io_bytes: u64,
 }
 
 /// A pending completion, ordered by (completion time, sequence number): ties
@@ -54,14 +56,22 @@ impl Ord for Event {
 }
 
 impl SimBackend {
+    /// A backend for `device`, with its default max IO size.
     pub fn new(device: Box<dyn DeviceModel>) -> Self {
+        let max_io_bytes = u64::from(device.default_max_sectors()) << 9;
         SimBackend {
             now: Instant::ZERO,
             device,
             events: EventQueue::with_capacity(1024),
             seq: 0,
             events_processed: 0,
+            max_io_bytes,
         }
+    }
+    /// Set the max IO size (`queue/max_sectors_kb` × 2) in sectors.
+    pub fn with_max_sectors(mut self, sectors: u32) -> Self {
+        self.max_io_bytes = u64::from(sectors.max(1)) << 9;
+        self
     }
     pub fn device(&self) -> &dyn DeviceModel {
         self.device.as_ref()
@@ -82,6 +92,9 @@ impl Backend for SimBackend {
     }
     fn capacity_bytes(&self) -> u64 {
         self.device.capacity_bytes()
+    }
+    fn max_io_bytes(&self) -> u64 {
+        self.max_io_bytes
     }
     #[inline]
     fn submit(&mut self, io: &Io, now: Instant) {

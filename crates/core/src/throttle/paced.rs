@@ -32,11 +32,18 @@
 //!
 //! # 5. Divergences from Linux
 //! Not a kernel algorithm. Uses nanosecond time (no jiffies).
+//!
+//! # 6. Split bios
+//! As mainline: a bio split to the device's max IO size is charged its
+//! bytes once and one IO per piece (the remainder, `IoFlags::SPLIT_REST`,
+//! is checked against IOPS limits only). Remainders wait in the group's
+//! one FIFO, so behind a bio waiting for bytes they wait too (what v6.16
+//! fixed in the kernel with separate bps and iops queues).
 
 use super::knob::{Limits, BPS_MAX, IOPS_MAX};
 use crate::cgroup::{CgroupTree, GroupId};
 use crate::controller::{Controller, Verdict};
-use crate::io::Io;
+use crate::io::{Io, IoFlags};
 use crate::time::{Instant, NSEC_PER_SEC};
 use std::collections::{BTreeSet, VecDeque};
 
@@ -150,13 +157,14 @@ impl Paced {
     /// Earliest time `io` conforms at its group and every ancestor.
     fn earliest(&self, io: &Io) -> Instant {
         let d = io.dir().idx();
+        let bytes = charges_bytes(io);
         let mut t = 0u64;
         for a in self.chain(io.group.idx()) {
             let l = &self.groups[a].limits;
             if l.iops[d] < IOPS_MAX {
                 t = t.max(self.groups[a].ios[d].earliest(l.iops[d], self.cfg.burst_ios));
             }
-            if l.bps[d] != BPS_MAX {
+            if bytes && l.bps[d] != BPS_MAX {
                 t = t.max(self.groups[a].bytes[d].earliest(l.bps[d], self.cfg.burst_bytes));
             }
         }
@@ -165,13 +173,14 @@ impl Paced {
 
     fn charge(&mut self, io: &Io, now: Instant) {
         let d = io.dir().idx();
+        let bytes = charges_bytes(io);
         let chain: Vec<usize> = self.chain(io.group.idx()).collect();
         for a in chain {
             let l = self.groups[a].limits;
             if l.iops[d] < IOPS_MAX {
                 self.groups[a].ios[d].charge(now.as_ns(), l.iops[d], 1);
             }
-            if l.bps[d] != BPS_MAX {
+            if bytes && l.bps[d] != BPS_MAX {
                 self.groups[a].bytes[d].charge(now.as_ns(), l.bps[d], io.len);
             }
         }
@@ -207,11 +216,17 @@ impl Paced {
 
     fn limited(&self, io: &Io) -> bool {
         let d = io.dir().idx();
+        let bytes = charges_bytes(io);
         self.chain(io.group.idx()).any(|a| {
             let l = &self.groups[a].limits;
-            l.iops[d] < IOPS_MAX || l.bps[d] != BPS_MAX
+            l.iops[d] < IOPS_MAX || (bytes && l.bps[d] != BPS_MAX)
         })
     }
+}
+
+/// A split remainder's bytes were charged with the whole bio.
+fn charges_bytes(io: &Io) -> bool {
+    !io.flags.contains(IoFlags::SPLIT_REST)
 }
 
 impl Controller for Paced {

@@ -42,6 +42,9 @@ pub struct DirBudget {
     pub io_disp: i64,
     pub slice_start: u64,
     pub slice_end: u64,
+    /// IOs of split bios not yet taken into `io_disp` (`io_split_cnt`,
+    /// 5.15 – 5.17 only; dropped when a new slice starts).
+    pub io_split: i64,
 }
 
 impl DirBudget {
@@ -56,6 +59,7 @@ impl DirBudget {
             self.bytes_disp = 0;
             self.io_disp = 0;
         }
+        self.io_split = 0;
         self.slice_start = now;
         self.slice_end = now + slice;
     }
@@ -65,6 +69,7 @@ impl DirBudget {
     pub fn start_new_slice_with_credit(&mut self, now: u64, slice: u64, start: u64) {
         self.bytes_disp = 0;
         self.io_disp = 0;
+        self.io_split = 0;
         if start >= self.slice_start {
             self.slice_start = start;
         }
@@ -263,6 +268,7 @@ mod tests {
             io_disp,
             slice_start: start,
             slice_end: start + 100,
+            io_split: 0,
         }
     }
 
@@ -339,6 +345,7 @@ mod tests {
             io_disp: 2,
             slice_start: 0,
             slice_end: 20,
+            io_split: 0,
         };
         assert_eq!(b.iops_wait(100, IopsWait::Legacy, 8, 20, 1000), Some(23));
         assert_eq!(
@@ -378,6 +385,7 @@ mod tests {
             io_disp: 30,
             slice_start: 0,
             slice_end: 300,
+            io_split: 0,
         };
         b.trim(BPS_MAX, 100, TrimRule::KeepOneSlice, 250, 100, 1000);
         // rounddown(250) = 200 >= 2 slices; trim 100 jiffies = 10 IOs
@@ -389,6 +397,7 @@ mod tests {
             io_disp: 30,
             slice_start: 0,
             slice_end: 300,
+            io_split: 0,
         };
         c.trim(BPS_MAX, 100, TrimRule::WholeSlices, 250, 100, 1000);
         assert_eq!(c.slice_start, 200);
@@ -402,6 +411,7 @@ mod tests {
             io_disp: 3,
             slice_start: 0,
             slice_end: 100,
+            io_split: 0,
         };
         // 50 jiffies at 100 iops allowed 5, used 3 -> 2 IOs of credit
         b.carryover(BPS_MAX, 100, true, 50, 1000);

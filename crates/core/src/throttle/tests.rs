@@ -5,7 +5,7 @@ use crate::io::{IoFlags, IoId};
 use crate::time::Duration;
 use proptest::prelude::*;
 
-fn tree(paths: &[&str]) -> CgroupTree {
+pub(super) fn tree(paths: &[&str]) -> CgroupTree {
     let mut t = CgroupTree::new();
     for p in paths {
         t.ensure(p).unwrap();
@@ -13,7 +13,7 @@ fn tree(paths: &[&str]) -> CgroupTree {
     t
 }
 
-fn cfg(name: &str) -> ThrottleConfig {
+pub(super) fn cfg(name: &str) -> ThrottleConfig {
     ThrottleConfig {
         variant: Variant::by_name(name).unwrap(),
         hz: 1000,
@@ -23,7 +23,7 @@ fn cfg(name: &str) -> ThrottleConfig {
     }
 }
 
-fn io(id: u64, g: GroupId, op: IoOp, len: u64, at: Instant) -> Io {
+pub(super) fn io(id: u64, g: GroupId, op: IoOp, len: u64, at: Instant) -> Io {
     Io {
         id: IoId(id),
         job: 0,
@@ -36,14 +36,14 @@ fn io(id: u64, g: GroupId, op: IoOp, len: u64, at: Instant) -> Io {
     }
 }
 
-fn limits(line: &str) -> Limits {
+pub(super) fn limits(line: &str) -> Limits {
     let mut l = Limits::default();
     parse_io_max(line).unwrap().apply(&mut l);
     l
 }
 
 /// Drive a controller: submissions at given times; returns (id, release time).
-fn drive(c: &mut dyn Controller, subs: &[Io], until: Instant) -> Vec<(u64, Instant)> {
+pub(super) fn drive(c: &mut dyn Controller, subs: &[Io], until: Instant) -> Vec<(u64, Instant)> {
     let mut out = Vec::new();
     let mut i = 0;
     let mut now = Instant::ZERO;

@@ -36,6 +36,26 @@ pub enum TrimRule {
     KeepOneSlice,
 }
 
+/// How the IOs of a bio split to the device's max IO size are charged
+/// (the bytes are always charged once, with the whole bio).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitCharge {
+    /// ≤ 5.14: the remainder carries `BIO_THROTTLED` (111be8839817
+    /// "block-throttle: avoid double charge") and bypasses blk-throttle:
+    /// one IO per bio, IOPS under-counted.
+    Bypass,
+    /// 5.15 – 5.17 (4f1e9630afe6 "blk-throtl: optimize IOPS throttle for
+    /// large IO scenarios"): each split adds one IO to `io_split_cnt` at
+    /// every level with a limit, folded into `io_disp` at the next dispatch
+    /// check (dropped when a new slice starts); the pieces never wait.
+    CountOnly,
+    /// 5.18+ (9f5ede3c01f9 "block: throttle split bio in case of iops
+    /// limit"; `BIO_BPS_THROTTLED` since 6.0): the remainder re-enters
+    /// blk-throttle, is charged one IO and no bytes, and may wait for IOPS
+    /// budget like any bio.
+    PerFragment,
+}
+
 /// Everything that distinguishes one blk-throttle generation from another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variant {
@@ -48,6 +68,8 @@ pub struct Variant {
     pub split_queues: bool,
     /// Carry unused/overdrawn budget across a limit change (6.2+).
     pub carryover: bool,
+    /// IO charges of split bios.
+    pub split: SplitCharge,
 }
 
 pub const LEGACY: Variant = Variant {
@@ -57,6 +79,7 @@ pub const LEGACY: Variant = Variant {
     trim: TrimRule::WholeSlices,
     split_queues: false,
     carryover: false,
+    split: SplitCharge::Bypass,
 };
 
 pub const SLICE_REMAINDER: Variant = Variant {
@@ -66,6 +89,7 @@ pub const SLICE_REMAINDER: Variant = Variant {
     trim: TrimRule::WholeSlices,
     split_queues: false,
     carryover: false,
+    split: SplitCharge::Bypass,
 };
 
 pub const MAINLINE: Variant = Variant {
@@ -75,6 +99,7 @@ pub const MAINLINE: Variant = Variant {
     trim: TrimRule::KeepOneSlice,
     split_queues: true,
     carryover: true,
+    split: SplitCharge::PerFragment,
 };
 
 /// Names accepted for `throttle = "..."` / `--throttle=...`, with what
@@ -82,11 +107,11 @@ pub const MAINLINE: Variant = Variant {
 pub const NAMES: &[(&str, &str)] = &[
     (
         "legacy",
-        "pre-2018 IOPS wait (linux ≤ 4.18), 20 ms SSD slice",
+        "pre-2018 IOPS wait (linux ≤ 4.18), 20 ms SSD slice, split pieces bypass",
     ),
     (
         "slice-remainder",
-        "2018 fix + 2019 zero-wait correction (4.19 – 6.1), 20 ms SSD slice",
+        "2018 fix + 2019 zero-wait correction, 20 ms SSD slice, split pieces bypass (4.19 – 5.14)",
     ),
     (
         "slice-remainder-2018",
@@ -102,9 +127,15 @@ pub const NAMES: &[(&str, &str)] = &[
     ),
     ("linux-4.18", "= legacy"),
     ("linux-4.19", "= slice-remainder-2018"),
-    ("linux-5.15", "= slice-remainder"),
-    ("linux-6.1", "= slice-remainder"),
-    ("linux-6.6", "slice-remainder + carryover (6.2+)"),
+    (
+        "linux-5.15",
+        "slice-remainder + split pieces counted, never waiting (5.15 – 5.17)",
+    ),
+    (
+        "linux-6.1",
+        "slice-remainder + split pieces charged one IO each (5.18+)",
+    ),
+    ("linux-6.6", "linux-6.1 + carryover (6.2+)"),
     (
         "linux-6.12",
         "mainline rules with the 20 ms SSD slice, whole-slice trim, one queue",
@@ -117,7 +148,17 @@ impl Variant {
     pub fn by_name(name: &str) -> Option<Variant> {
         Some(match name {
             "legacy" | "linux-4.18" => LEGACY,
-            "slice-remainder" | "linux-5.15" | "linux-6.1" => SLICE_REMAINDER,
+            "slice-remainder" => SLICE_REMAINDER,
+            "linux-5.15" => Variant {
+                name: "linux-5.15",
+                split: SplitCharge::CountOnly,
+                ..SLICE_REMAINDER
+            },
+            "linux-6.1" => Variant {
+                name: "linux-6.1",
+                split: SplitCharge::PerFragment,
+                ..SLICE_REMAINDER
+            },
             "slice-remainder-2018" | "linux-4.19" => Variant {
                 name: "slice-remainder-2018",
                 iops_wait: IopsWait::SliceRemainder,
@@ -126,6 +167,7 @@ impl Variant {
             "linux-6.6" => Variant {
                 name: "linux-6.6",
                 carryover: true,
+                split: SplitCharge::PerFragment,
                 ..SLICE_REMAINDER
             },
             "linux-6.12" => Variant {
@@ -135,6 +177,7 @@ impl Variant {
                 trim: TrimRule::WholeSlices,
                 split_queues: false,
                 carryover: true,
+                split: SplitCharge::PerFragment,
             },
             "mainline" | "linux-6.18" => MAINLINE,
             "mainline-ssd-slice" => Variant {
@@ -169,5 +212,35 @@ mod tests {
         assert_eq!(MAINLINE.slice_jiffies(1000, false), 100);
         assert_eq!(MAINLINE.slice_jiffies(250, true), 25);
         assert_eq!(LEGACY.slice_jiffies(100, false), 2);
+    }
+
+    #[test]
+    fn split_charges_follow_the_history() {
+        let split = |n| Variant::by_name(n).unwrap().split;
+        for n in ["legacy", "linux-4.18", "linux-4.19", "slice-remainder"] {
+            assert_eq!(split(n), SplitCharge::Bypass, "{n}");
+        }
+        assert_eq!(split("linux-5.15"), SplitCharge::CountOnly);
+        for n in [
+            "linux-6.1",
+            "linux-6.6",
+            "linux-6.12",
+            "linux-6.18",
+            "mainline",
+        ] {
+            assert_eq!(split(n), SplitCharge::PerFragment, "{n}");
+        }
+        // apart from splits, the 5.15 and 6.1 profiles are slice-remainder
+        for n in ["linux-5.15", "linux-6.1"] {
+            let v = Variant::by_name(n).unwrap();
+            assert_eq!(
+                Variant {
+                    name: "slice-remainder",
+                    split: SplitCharge::Bypass,
+                    ..v
+                },
+                SLICE_REMAINDER
+            );
+        }
     }
 }

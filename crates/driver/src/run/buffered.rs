@@ -114,6 +114,10 @@ impl<B: Backend> Loop<'_, B> {
         let io = Io { id, ..io };
         match self.stack.submit(&io, now) {
             StackVerdict::Ready => self.enqueue_request(io, now),
+            // longer than the device's max IO size: requests of their own
+            StackVerdict::Split => {
+                self.split(io, now, None, None);
+            }
             StackVerdict::Queued | StackVerdict::Blocked => {}
         }
     }

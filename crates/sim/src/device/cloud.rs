@@ -200,6 +200,9 @@ impl DeviceModel for Cloud {
     fn rotational(&self) -> bool {
         false
     }
+    fn default_max_sectors(&self) -> u32 {
+        super::CLOUD_MAX_SECTORS
+    }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let metered = matches!(io.op, IoOp::Read | IoOp::Write);
         let mut start = now;

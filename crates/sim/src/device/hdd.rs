@@ -79,6 +79,9 @@ impl DeviceModel for Hdd {
     fn rotational(&self) -> bool {
         true
     }
+    fn default_max_sectors(&self) -> u32 {
+        super::HDD_MAX_SECTORS
+    }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let start = now.max(self.busy_until);
         let svc = match io.op {

@@ -33,6 +33,11 @@ pub trait DeviceModel {
     fn capacity_bytes(&self) -> u64;
     /// Rotational (`queue/rotational`), which picks kernel defaults.
     fn rotational(&self) -> bool;
+    /// The largest request Linux lets this kind of device take by default,
+    /// in 512-byte sectors (`queue/max_sectors_kb` × 2); the block layer
+    /// splits longer reads and writes. A queue limit, kept by
+    /// [`crate::SimBackend`] (which may be given another).
+    fn default_max_sectors(&self) -> u32;
     /// `io` starts being served at `now`: when does it complete, with which
     /// error (0 = success, else a positive errno)?
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32);
@@ -42,3 +47,21 @@ pub trait DeviceModel {
 
 /// Errno for IO beyond the end of the device.
 pub const EIO: i32 = 5;
+
+// Default max IO size per model, in sectors: what Linux sets for that kind
+// of device (`max_sectors` = min(the driver's `max_hw_sectors`,
+// `BLK_DEF_MAX_SECTORS_CAP`), shown halved as `max_sectors_kb`).
+
+/// null_blk with `max_sectors=0` keeps the block layer's
+/// `BLK_SAFE_MAX_SECTORS` = 255 sectors (`max_sectors_kb` shows 127).
+pub const NULL_MAX_SECTORS: u32 = 255;
+/// NVMe: the controller's MDTS bounds `max_hw_sectors`; MDTS = 5 (32 × 4 KiB
+/// pages = 128 KiB) is common on datacenter drives.
+pub const SSD_MAX_SECTORS: u32 = 256;
+/// SCSI/virtio disks of cloud VMs report large transfer limits, and `sd`
+/// caps the default at `BLK_DEF_MAX_SECTORS_CAP` = 2560 sectors (1280 KiB;
+/// 4 MiB since 2025).
+pub const CLOUD_MAX_SECTORS: u32 = 2560;
+/// SATA disks (libata allows 65535 sectors with LBA48): the same 1280 KiB
+/// cap.
+pub const HDD_MAX_SECTORS: u32 = 2560;

@@ -67,6 +67,9 @@ impl DeviceModel for NullBlk {
     fn rotational(&self) -> bool {
         false
     }
+    fn default_max_sectors(&self) -> u32 {
+        super::NULL_MAX_SECTORS
+    }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let lat = Duration(self.completion_ns);
         if io.offset.saturating_add(io.len) > self.capacity {

@@ -24,6 +24,16 @@ impl ModelKind {
             ModelKind::Hdd => "hdd",
         }
     }
+    /// The model's default max IO size in 512-byte sectors (see
+    /// [`super::NULL_MAX_SECTORS`] and its siblings for the reasons).
+    pub fn default_max_sectors(self) -> u32 {
+        match self {
+            ModelKind::Null => super::NULL_MAX_SECTORS,
+            ModelKind::Ssd => super::SSD_MAX_SECTORS,
+            ModelKind::Cloud => super::CLOUD_MAX_SECTORS,
+            ModelKind::Hdd => super::HDD_MAX_SECTORS,
+        }
+    }
     /// Parameter keys with their defaults (as strings) for each model.
     pub fn params(self) -> &'static [(&'static str, &'static str, &'static str)] {
         match self {
@@ -105,7 +115,17 @@ const COMMON: &[(&str, &str, &str)] = &[
         "capacity (k/m/g/t suffixes, powers of 1024)",
     ),
     ("seed", "1", "seed for the model's jitter"),
+    (
+        "max_sectors_kb",
+        "",
+        "largest request in KiB (queue/max_sectors_kb); longer reads and writes \
+         are split: null 127 (255 sectors), ssd 128, cloud 1280, hdd 1280",
+    ),
 ];
+
+/// Bounds of `max_sectors_kb`: the kernel refuses less than a page (4 KiB);
+/// the upper bound keeps the sector count in 32 bits with room to spare.
+const MAX_SECTORS_KB: std::ops::RangeInclusive<u64> = 4..=1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
@@ -136,6 +156,8 @@ pub struct DeviceSpec {
     pub name: String,
     pub capacity: u64,
     pub seed: u64,
+    /// Max IO size in 512-byte sectors (`max_sectors_kb` × 2).
+    pub max_sectors: u32,
     params: BTreeMap<&'static str, u64>,
 }
 
@@ -188,6 +210,7 @@ impl DeviceSpec {
             .to_string(),
             capacity: 256 << 30,
             seed: 1,
+            max_sectors: kind.default_max_sectors(),
             params,
         };
         for (k, v) in kv {
@@ -213,6 +236,14 @@ impl DeviceSpec {
                         .ok_or_else(|| bad("expected a size of at least 4k, e.g. 4g"))?
                 }
                 "seed" => spec.seed = v.parse().map_err(|_| bad("expected an unsigned integer"))?,
+                "max_sectors_kb" => {
+                    let kb = v
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|kb| MAX_SECTORS_KB.contains(kb))
+                        .ok_or_else(|| bad("expected KiB from 4 to 1048576, e.g. 128"))?;
+                    spec.max_sectors = (kb * 2) as u32;
+                }
                 _ => {
                     let Some((key, _, _)) = kind.params().iter().find(|(n, _, _)| *n == k) else {
                         let known: Vec<&str> = COMMON
@@ -291,7 +322,18 @@ impl DeviceSpec {
         self.params.get(key).copied().unwrap_or(0)
     }
 
-    /// Instantiate the model.
+    /// The max IO size in bytes.
+    pub fn max_io_bytes(&self) -> u64 {
+        u64::from(self.max_sectors) << 9
+    }
+
+    /// The simulator for this device: the model and its queue limits.
+    pub fn backend(&self) -> crate::SimBackend {
+        crate::SimBackend::new(self.build()).with_max_sectors(self.max_sectors)
+    }
+
+    /// Instantiate the model (its queue limits are the backend's: see
+    /// [`DeviceSpec::backend`]).
     pub fn build(&self) -> Box<dyn DeviceModel> {
         let g = |k| self.get(k);
         match self.kind {
@@ -399,5 +441,31 @@ mod tests {
                 .get("io_unit"),
             262144
         );
+        for bad in ["0", "3", "1048577", "-4", "128k", "x", ""] {
+            let e = DeviceSpec::parse(&format!("ssd,max_sectors_kb={bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("`max_sectors_kb`") && e.contains(&format!("`{bad}`")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn max_sectors_defaults_and_key() {
+        use blkqos_driver::Backend;
+        let bytes = |s: &str| DeviceSpec::parse(s).unwrap().backend().max_io_bytes();
+        assert_eq!(bytes("null"), 255 * 512);
+        assert_eq!(bytes("ssd"), 128 << 10);
+        assert_eq!(bytes("cloud"), 1280 << 10);
+        assert_eq!(bytes("hdd"), 1280 << 10);
+        assert_eq!(bytes("hdd,max_sectors_kb=4"), 4096);
+        // the model alone carries the default
+        let m = DeviceSpec::parse("null,max_sectors_kb=8").unwrap().build();
+        assert_eq!(crate::SimBackend::new(m).max_io_bytes(), 255 * 512);
+        let d = DeviceSpec::parse("null,max_sectors_kb=128").unwrap();
+        assert_eq!(d.max_io_bytes(), 128 << 10);
+        assert!(DeviceSpec::help().contains("max_sectors_kb"));
     }
 }

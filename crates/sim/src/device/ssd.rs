@@ -151,6 +151,9 @@ impl DeviceModel for Ssd {
     fn rotational(&self) -> bool {
         false
     }
+    fn default_max_sectors(&self) -> u32 {
+        super::SSD_MAX_SECTORS
+    }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let (base, bps) = match io.op {
             IoOp::Read => (self.read_ns, self.read_bps),

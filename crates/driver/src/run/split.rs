@@ -1,0 +1,206 @@
+//! IOs longer than the device's max IO size (`queue/max_sectors_kb`), cut
+//! into requests as the block layer does.
+//!
+//! Linux (`blk_mq_submit_bio` → `bio_split_to_limits` → `bio_submit_split`
+//! in `block/blk-merge.c`) splits a bio *after* blk-throttle let it through
+//! whole: the front piece (at most `max_sectors`) goes on to rq-qos
+//! (iocost) and a request; the rest goes back through `submit_bio_noacct`,
+//! so it re-enters blk-throttle at once, flagged `BIO_BPS_THROTTLED` (its
+//! bytes were charged with the whole bio), and is split again when it
+//! clears it — from the submitter's `current->bio_list` loop, i.e. after
+//! the front piece got past rq-qos, which may put the submitter to sleep.
+//!
+//! Here: a job IO that the stack stops after stage 0 ([`StackVerdict::Split`],
+//! or in the ready list of a timer run) is cut by [`Loop::split`]. Each
+//! piece gets its own in-flight slot (its own request: tag, device service,
+//! diskstats, iocost charge and completion); the rest is resubmitted to the
+//! stack with [`IoFlags::SPLIT_REST`] and the job IO's id. The job sees one
+//! IO, completed when its last piece completes ([`Loop::piece_done`]).
+//! IOs that need no split never touch this module.
+
+use super::{Flight, Loop, SlotState};
+use crate::backend::{Backend, Completion};
+use blkqos_core::controller::StackVerdict;
+use blkqos_core::{Instant, Io, IoFlags, IoId};
+use std::collections::BTreeMap;
+
+/// Job IOs being split and their pieces in flight. Kept apart from the
+/// in-flight slots so that IOs that are not split pay nothing for it.
+#[derive(Debug, Default)]
+pub(super) struct Splits {
+    /// Job IO → its state.
+    jobs: BTreeMap<IoId, SplitState>,
+    /// Piece → the job IO it was cut from.
+    pieces: BTreeMap<IoId, IoId>,
+}
+
+/// A job IO being split.
+#[derive(Debug, Default)]
+struct SplitState {
+    /// Pieces issued and not completed.
+    pending: u32,
+    /// A rest is still to be cut (held in stage 0, or waiting below).
+    rest_out: bool,
+    /// The rest cleared stage 0 while the piece in front of it blocks the
+    /// submitter in a later stage: (that piece, the rest), cut when the
+    /// piece is released.
+    waiting: Option<(IoId, Io)>,
+    /// First error of a piece (the bio's status), bytes the pieces moved.
+    error: i32,
+    bytes_done: u64,
+}
+
+impl<B: Backend> Loop<'_, B> {
+    /// `io` — a job IO, or the rest of one (same id) — cleared stage 0 and
+    /// must be split: cut pieces off its front until the rest is held by
+    /// the stack, a piece blocks, or nothing is left. `by` is the job whose
+    /// submit call this runs in (`None`: a timer's dispatch work); `defer`
+    /// delays the pieces' requests as [`Loop::queue_request`] does. Returns
+    /// whether `by` is now blocked (on a piece).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn split(
+        &mut self,
+        mut io: Io,
+        now: Instant,
+        by: Option<usize>,
+        defer: Option<Instant>,
+    ) -> bool {
+        let pid = io.id;
+        let (kind, job, jio) = match self.flights.get(pid) {
+            Some(f) => (f.kind, f.job, f.jio),
+            None => return false,
+        };
+        loop {
+            let cut = io.len.min(self.max_io);
+            let front = Io {
+                len: cut,
+                flags: io
+                    .flags
+                    .without(IoFlags::SPLIT_REST)
+                    .with(IoFlags::FRAGMENT),
+                submitted_at: now,
+                ..io
+            };
+            let fid = self.flights.insert_with(|id| Flight {
+                kind,
+                job,
+                jio,
+                io: Io { id, ..front },
+                issue_time: now,
+                alloc_at: now,
+                started_at: now,
+            });
+            let piece = Io { id: fid, ..front };
+            self.splits.pieces.insert(fid, pid);
+            let st = self.splits.jobs.entry(pid).or_default();
+            st.pending += 1;
+            st.rest_out = io.len > cut;
+            // bio_submit_split: the rest re-enters blk-throttle first
+            let mut next = None;
+            if io.len > cut {
+                let rest = Io {
+                    offset: io.offset + cut,
+                    len: io.len - cut,
+                    flags: io.flags.with(IoFlags::SPLIT_REST),
+                    submitted_at: now,
+                    ..io
+                };
+                match self.stack.submit(&rest, now) {
+                    // a rest always stops after stage 0
+                    StackVerdict::Split | StackVerdict::Ready => next = Some(rest),
+                    // held: comes back from the stack's timer
+                    StackVerdict::Queued | StackVerdict::Blocked => {}
+                }
+            }
+            // the front piece: rq-qos, then a request
+            match self.stack.submit_fragment(&piece, now) {
+                StackVerdict::Ready | StackVerdict::Split => self.queue_request(piece, now, defer),
+                StackVerdict::Queued => {}
+                StackVerdict::Blocked => {
+                    if let Some(rest) = next {
+                        if let Some(st) = self.splits.jobs.get_mut(&pid) {
+                            st.waiting = Some((fid, rest));
+                        }
+                    }
+                    if let Some(j) = by {
+                        self.jobs[j].state = SlotState::Blocked(fid);
+                        return true;
+                    }
+                    return false;
+                }
+            }
+            match next {
+                Some(rest) => io = rest,
+                None => return false,
+            }
+        }
+    }
+
+    /// Pieces released from a submitter-blocking stage in this timer run:
+    /// cut the rests that waited for them; a submitter that waited for a
+    /// piece returns from its submit call unless the next piece blocks it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn resume_splits(&mut self, now: Instant, defer: Option<Instant>) {
+        let mut resumed = std::mem::take(&mut self.resumed);
+        for &(piece, by) in &resumed {
+            let Some(&pid) = self.splits.pieces.get(&piece) else {
+                continue;
+            };
+            let rest = self
+                .splits
+                .jobs
+                .get_mut(&pid)
+                .and_then(|st| match st.waiting {
+                    Some((w, rest)) if w == piece => {
+                        st.waiting = None;
+                        Some(rest)
+                    }
+                    _ => None,
+                });
+            let blocked = rest.is_some_and(|rest| self.split(rest, now, by, defer));
+            if let (Some(j), false) = (by, blocked) {
+                self.jobs[j].state = SlotState::Runnable;
+                self.finish_submit(j, pid, now);
+            }
+        }
+        resumed.clear();
+        self.resumed = resumed;
+    }
+
+    /// Piece `piece` completed (`c`): when it was the last one of its bio,
+    /// that completes — its flight and a completion of the whole (status:
+    /// the first piece error, as `bio_chain` gives the parent bio; bytes:
+    /// what the pieces moved).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn piece_done(
+        &mut self,
+        piece: IoId,
+        c: &Completion,
+    ) -> Option<(Flight, Completion)> {
+        let pid = self.splits.pieces.remove(&piece)?;
+        let st = self.splits.jobs.get_mut(&pid)?;
+        st.pending -= 1;
+        if c.error != 0 {
+            if st.error == 0 {
+                st.error = c.error;
+            }
+        } else {
+            st.bytes_done += c.bytes;
+        }
+        if st.pending > 0 || st.rest_out {
+            return None;
+        }
+        let st = self.splits.jobs.remove(&pid)?;
+        let p = self.flights.remove(pid)?;
+        let whole = Completion {
+            id: pid,
+            at: c.at,
+            bytes: st.bytes_done,
+            error: st.error,
+        };
+        Some((p, whole))
+    }
+}
