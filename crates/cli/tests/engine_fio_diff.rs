@@ -4,9 +4,11 @@
 //!
 //! * 4 KiB randread QD32 direct=1 io_uring, size-based (32 MiB);
 //! * 1 MiB sequential write QD4 direct=1, size-based (64 MiB);
-//! * 4 KiB randrw `rate_iops=500` QD4 direct=1, 2 s time-based.
+//! * 4 KiB randrw `rate_iops=500` QD4 direct=1, 2 s time-based;
+//! * 4 KiB sequential write QD1 with `fsync=8` (4 MiB).
 //!
-//! IO counts per direction, and the rate-limited IOPS, agree within ±2%
+//! fsync counts (fio's `sync.total_ios`) are equal; IO counts per
+//! direction, and the rate-limited IOPS, agree within ±2%
 //! (and the rate-limited IOPS are 500 ±2%); unthrottled IOPS are printed
 //! side by side, not asserted (they measure the machine).
 
@@ -24,7 +26,7 @@ struct Case {
     rate: Option<f64>,
 }
 
-const CASES: [Case; 3] = [
+const CASES: [Case; 4] = [
     Case {
         name: "randread4k",
         job: "rw=randread\nbs=4k\niodepth=32\nsize=32m\n",
@@ -39,6 +41,11 @@ const CASES: [Case; 3] = [
         name: "randrw500",
         job: "rw=randrw\nbs=4k\niodepth=4\nsize=32m\nrate_iops=500\nruntime=2\ntime_based\n",
         rate: Some(500.0),
+    },
+    Case {
+        name: "fsync8",
+        job: "rw=write\nbs=4k\niodepth=1\nsize=4m\nfsync=8\n",
+        rate: None,
     },
 ];
 
@@ -64,14 +71,15 @@ fn job_file(dir: &Path, c: &Case, file: &Path) -> std::path::PathBuf {
     p
 }
 
-/// (read IOs, write IOs, read IOPS, write IOPS) of the one job.
-fn counts(doc: &Value) -> [f64; 4] {
+/// (read IOs, write IOs, read IOPS, write IOPS, fsyncs) of the one job.
+fn counts(doc: &Value) -> [f64; 5] {
     let j = &doc["jobs"][0];
     [
         num(j, "/read/total_ios"),
         num(j, "/write/total_ios"),
         num(j, "/read/iops"),
         num(j, "/write/iops"),
+        num(j, "/sync/total_ios"),
     ]
 }
 
@@ -85,13 +93,13 @@ fn same_job_file_as_fio() {
     let s = Scratch::new();
     let file = s.path("scratch.dat");
     let mut table = vec![format!(
-        "{:<11} {:<15} {:>8} {:>8} {:>10} {:>10}",
-        "job", "runner", "reads", "writes", "read IOPS", "write IOPS"
+        "{:<11} {:<15} {:>8} {:>8} {:>10} {:>10} {:>7}",
+        "job", "runner", "reads", "writes", "read IOPS", "write IOPS", "fsyncs"
     )];
     let mut bad = Vec::new();
     for c in &CASES {
         let jf = job_file(s.dir.path(), c, &file);
-        let mut rows: Vec<(String, [f64; 4])> = Vec::new();
+        let mut rows: Vec<(String, [f64; 5])> = Vec::new();
         // blkqos first: it lays the file out (and marks it as its own, so
         // the write jobs need no --overwrite); fio then reuses it
         for be in [Be::Uring, Be::Threads] {
@@ -120,9 +128,12 @@ fn same_job_file_as_fio() {
         let fio = counts(&f.json_docs()[0]);
         for (who, v) in &rows {
             table.push(format!(
-                "{:<11} {:<15} {:>8} {:>8} {:>10.0} {:>10.0}",
-                c.name, who, v[0], v[1], v[2], v[3]
+                "{:<11} {:<15} {:>8} {:>8} {:>10.0} {:>10.0} {:>7}",
+                c.name, who, v[0], v[1], v[2], v[3], v[4]
             ));
+            if v[4] != fio[4] {
+                bad.push(format!("{} {who}: {} fsyncs, fio {}", c.name, v[4], fio[4]));
+            }
             for (d, dir) in ["reads", "writes"].iter().enumerate() {
                 if !within(v[d], fio[d], 2.0) {
                     bad.push(format!(
@@ -150,8 +161,8 @@ fn same_job_file_as_fio() {
             }
         }
         table.push(format!(
-            "{:<11} {:<15} {:>8} {:>8} {:>10.0} {:>10.0}",
-            c.name, version, fio[0], fio[1], fio[2], fio[3]
+            "{:<11} {:<15} {:>8} {:>8} {:>10.0} {:>10.0} {:>7}",
+            c.name, version, fio[0], fio[1], fio[2], fio[3], fio[4]
         ));
     }
     eprintln!("{}", table.join("\n"));

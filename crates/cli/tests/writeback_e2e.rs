@@ -214,3 +214,54 @@ fn writeback_longer_than_max_io_is_split_and_charged_per_request() {
         "runtime {runtime_ms} ms"
     );
 }
+
+/// fio's `fsync=N` / `fdatasync=N`: a sync after every N-th write (none
+/// after the last write: the job ends first, as fio's 31 syncs for 256
+/// writes with `fsync=8`), reported as fio's `sync` object; each sync
+/// writes the file's dirty pages back, so after `fsync=64` the disk holds
+/// the first 192 writes and the last 64 stay dirty. `end_fsync` syncs are
+/// not counted (fio: `TD_FSYNCING`).
+#[test]
+fn fsync_every_n_writes_syncs_and_is_reported_like_fio() {
+    let run = |extra: &str| -> (Value, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[device]\nmodel = \"ssd\"\ndevid = \"259:0\"\n[pagecache]\nmemory = \"1g\"\n\
+             [[fio]]\nargs = \"--name=w --rw=write --bs=4k --size=1m --ioengine=psync {extra}\"\n"
+        );
+        write_file(dir.path(), "s.toml", &text);
+        let r = blkqos(
+            &[
+                "run",
+                "s.toml",
+                "--output-format=json",
+                "--diskstats-dir=ds",
+            ],
+            Some(dir.path()),
+        );
+        r.ok();
+        let last = std::fs::read_dir(dir.path().join("ds"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .max()
+            .unwrap();
+        let line = std::fs::read_to_string(last.join("diskstats")).unwrap();
+        let sectors: u64 = line.split_whitespace().nth(9).unwrap().parse().unwrap();
+        (r.json(), sectors * 512)
+    };
+    let (d, _) = run("--direct=1 --fsync=8");
+    assert_eq!(num(&d, "/jobs/0/sync/total_ios"), 31.0);
+    assert_eq!(num(&d, "/jobs/0/sync/lat_ns/N"), 31.0);
+    assert_eq!(num(&d, "/jobs/0/write/total_ios"), 256.0);
+    let (d, _) = run("--direct=1 --fdatasync=16");
+    assert_eq!(num(&d, "/jobs/0/sync/total_ios"), 15.0);
+    let (d, written) = run("--direct=0 --fsync=64");
+    assert_eq!(num(&d, "/jobs/0/sync/total_ios"), 3.0);
+    assert_eq!(written, 192 * 4096, "bytes on disk after the third sync");
+    let (d, written) = run("--direct=0 --end_fsync=1");
+    assert_eq!(num(&d, "/jobs/0/sync/total_ios"), 0.0);
+    assert_eq!(written, 1 << 20);
+    let (d, written) = run("--direct=0");
+    assert_eq!(num(&d, "/jobs/0/sync/total_ios"), 0.0);
+    assert_eq!(written, 0, "nothing synced, nothing past the thresholds");
+}

@@ -88,6 +88,10 @@ enum Phase {
     Drain,
     /// `end_fsync` in progress.
     Fsync,
+    /// `fsync=N` / `fdatasync=N`: a sync issued at `started` is running.
+    Sync {
+        started: Instant,
+    },
     Done,
 }
 
@@ -131,6 +135,9 @@ pub struct Job {
     issued_bytes_total: u64,
     io_issues: [u64; 3],
     io_blocks: [u64; 3],
+    /// The last thing issued was a write (fio `last_ddir_issued ==
+    /// DDIR_WRITE`): only then can a sync be due.
+    last_issued_write: bool,
     /// Every completion reaped so far, errors included (never reset).
     reaped: u64,
     /// Completions delivered by the driver but not reaped yet: the
@@ -229,6 +236,7 @@ impl Job {
             issued_bytes_total: 0,
             io_issues: [0; 3],
             io_blocks: [0; 3],
+            last_issued_write: false,
             reaped: 0,
             ring: VecDeque::new(),
             last_think_blocks: 0,
@@ -554,7 +562,7 @@ impl Job {
         loop {
             match self.phase {
                 Phase::Done => return JobAction::Done,
-                Phase::Fsync => return JobAction::Fsync,
+                Phase::Fsync | Phase::Sync { .. } => return JobAction::Fsync,
                 Phase::Submitting => return JobAction::WaitCompletion,
                 Phase::Drain => {
                     // fio: io_u_queued_complete(td, cur_depth)
@@ -635,6 +643,12 @@ impl Job {
                         self.phase = Phase::Drain;
                         continue;
                     }
+                    if self.sync_due() {
+                        // fio get_rw_ddir: DDIR_SYNC / DDIR_DATASYNC first
+                        self.last_issued_write = false;
+                        self.phase = Phase::Sync { started: now };
+                        return JobAction::Fsync;
+                    }
                     let ddir = self.pick_mix_ddir();
                     if self.rate_limited() {
                         match self.rate_ddir(ddir, now) {
@@ -704,6 +718,7 @@ impl Job {
         };
         self.in_flight += 1;
         self.io_issues[ddir] += 1;
+        self.last_issued_write = ddir == 1;
         self.issued_bytes_total += len;
         self.rate[ddir].issued_bytes += len;
         if !self.in_ramp() {
@@ -722,7 +737,7 @@ impl Job {
     pub fn stop(&mut self) {
         if !matches!(
             self.phase,
-            Phase::Done | Phase::Drain | Phase::Submitting | Phase::Fsync
+            Phase::Done | Phase::Drain | Phase::Submitting | Phase::Fsync | Phase::Sync { .. }
         ) {
             self.phase = Phase::Drain;
         }
@@ -901,10 +916,35 @@ impl Job {
     /// The `end_fsync` started by [`JobAction::Fsync`] returned at `now`:
     /// the job is done (its runtime includes the sync, as fio's does).
     pub fn fsync_done(&mut self, now: Instant) {
-        if self.phase == Phase::Fsync {
-            self.phase = Phase::Done;
-            self.finish(now);
+        match self.phase {
+            Phase::Fsync => {
+                self.phase = Phase::Done;
+                self.finish(now);
+            }
+            Phase::Sync { started } => {
+                // fio io_completed → account_io_completion →
+                // add_sync_clat_sample (issue to completion); the count is
+                // total_io_u[DDIR_SYNC]. end_fsync (TD_FSYNCING) is neither.
+                if !self.in_ramp() {
+                    let ns = (now - started).as_ns();
+                    self.stats.sync_ios += 1;
+                    self.stats.sync_lat.add(ns);
+                    self.stats.sync_hist.record(ns);
+                }
+                self.phase = Phase::Think;
+            }
+            _ => {}
         }
+    }
+
+    /// `fsync=N` / `fdatasync=N`: the last IO issued was a write and the
+    /// write count is a multiple of N (fio `get_rw_ddir`).
+    fn sync_due(&self) -> bool {
+        let writes = self.io_issues[1];
+        let every = |n: u32| n > 0 && writes.is_multiple_of(u64::from(n));
+        self.last_issued_write
+            && writes > 0
+            && (every(self.spec.fsync_blocks) || every(self.spec.fdatasync_blocks))
     }
 
     fn finish(&mut self, now: Instant) {

@@ -221,6 +221,8 @@ pub struct JobSpec {
     pub kb_base: u32,
     /// fsync every N writes (`fsync=`), 0 = never.
     pub fsync_blocks: u32,
+    /// fdatasync every N writes (`fdatasync=`), 0 = never.
+    pub fdatasync_blocks: u32,
     /// fsync the file when the job ends (`end_fsync=1`).
     pub end_fsync: bool,
     /// The options the job was given, canonical names, values verbatim:
@@ -276,6 +278,7 @@ impl JobSpec {
             iops_avg_time: Duration::from_ms(500),
             kb_base: 1024,
             fsync_blocks: 0,
+            fdatasync_blocks: 0,
             end_fsync: false,
             job_options: Vec::new(),
         }

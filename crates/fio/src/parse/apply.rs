@@ -201,6 +201,7 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 Opt::BwAvgTime => s.bw_avg_time = Duration::from_ms(u64::from(n)),
                 Opt::IopsAvgTime => s.iops_avg_time = Duration::from_ms(u64::from(n)),
                 Opt::Fsync => s.fsync_blocks = n,
+                Opt::Fdatasync => s.fdatasync_blocks = n,
                 _ => {}
             }
         }
@@ -634,6 +635,7 @@ mod tests {
             ("bwavgtime", Some("1000")),
             ("randseed", Some("0x1234")),
             ("fsync", Some("8")),
+            ("fdatasync", Some("3")),
         ])
         .unwrap();
         assert_eq!(st.spec.iodepth, 16);
@@ -645,6 +647,7 @@ mod tests {
         assert_eq!(st.spec.bw_avg_time, Duration::from_ms(1000));
         assert_eq!((st.spec.randseed, st.randseed_set), (0x1234, true));
         assert_eq!(st.spec.fsync_blocks, 8);
+        assert_eq!(st.spec.fdatasync_blocks, 3);
         // runtime=1sec: `sec` is not a unit fio knows -> 1 µs.
         let st = with(&[("runtime", Some("1sec"))]).unwrap();
         assert_eq!(st.spec.runtime, Some(Duration::from_us(1)));

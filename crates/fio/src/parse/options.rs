@@ -74,6 +74,7 @@ pub(crate) enum Opt {
     IopsAvgTime,
     KbBase,
     Fsync,
+    Fdatasync,
     EndFsync,
     Stonewall,
     NewGroup,
@@ -162,6 +163,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
         ..def("kb_base", Kind::Str, Opt::KbBase)
     },
     def("fsync", Kind::Int, Opt::Fsync),
+    def("fdatasync", Kind::Int, Opt::Fdatasync),
     def("end_fsync", Kind::Bool, Opt::EndFsync),
     aliased(
         "stonewall",

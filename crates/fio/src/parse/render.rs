@@ -117,6 +117,7 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     push("bwavgtime", j.bw_avg_time.as_ms().to_string());
     push("iopsavgtime", j.iops_avg_time.as_ms().to_string());
     push("fsync", j.fsync_blocks.to_string());
+    push("fdatasync", j.fdatasync_blocks.to_string());
     push("end_fsync", flag(j.end_fsync).into());
     a
 }
