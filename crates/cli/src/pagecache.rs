@@ -13,6 +13,10 @@ use std::path::PathBuf;
 pub struct PageCacheOptions {
     /// Model the page cache for buffered jobs (on by default).
     pub disabled: bool,
+    /// `enable = on` was written: on the real engine this turns on blkqos's
+    /// userspace write-back buffer (off by default there: buffered jobs
+    /// use the kernel's page cache, as fio's do).
+    pub enabled_explicitly: bool,
     pub cfg: PageCacheConfig,
     /// Write the writeback report here (JSON when it ends in `.json`).
     pub report: Option<PathBuf>,
@@ -48,7 +52,8 @@ impl PageCacheOptions {
                     "1" | "true" | "on" => false,
                     "0" | "false" | "off" => true,
                     _ => return Err(format!("{key} `{value}`: expected on or off")),
-                }
+                };
+                self.enabled_explicitly = !self.disabled;
             }
             "memory" => c.memory_bytes = size(value)?,
             "dirty_ratio" => c.dirty = DirtyLimit::Percent(pct(value)?),
@@ -81,6 +86,16 @@ impl PageCacheOptions {
 
     pub fn config(&self) -> Option<PageCacheConfig> {
         (!self.disabled).then(|| self.cfg.clone())
+    }
+
+    /// The real engine's write-back buffer, if asked for: the same model,
+    /// holding only unwritten pages and drained before the run ends.
+    pub fn engine_buffer(&self) -> Option<PageCacheConfig> {
+        self.enabled_explicitly.then(|| PageCacheConfig {
+            cache_reads: false,
+            drain_at_end: true,
+            ..self.cfg.clone()
+        })
     }
 }
 

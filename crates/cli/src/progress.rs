@@ -165,6 +165,12 @@ impl<B: Backend> Backend for Counting<'_, B> {
     fn capacity_bytes(&self) -> u64 {
         self.inner.capacity_bytes()
     }
+    fn max_io_bytes(&self) -> u64 {
+        self.inner.max_io_bytes()
+    }
+    fn buffer_write(&mut self, offset: u64, len: u64) {
+        self.inner.buffer_write(offset, len)
+    }
     fn submit(&mut self, io: &Io, now: Instant) {
         let i = (io.id.0 & 0xffff_ffff) as usize;
         if self.owner.len() <= i {

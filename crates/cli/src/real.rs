@@ -78,8 +78,9 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
             }
         }
     };
+    let write_buffer = exp.pagecache.engine_buffer();
     let direct = jobs.iter().any(|j| j.direct);
-    if direct && !jobs.iter().all(|j| j.direct) {
+    if write_buffer.is_none() && direct && !jobs.iter().all(|j| j.direct) {
         bail!("jobs on one target must agree on direct= (the target is opened once)");
     }
     let writes = jobs
@@ -106,6 +107,11 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
         .max()
         .unwrap_or(4096)
         .max(4096);
+    // writeback IOs are up to `writeback_io` long
+    let max_io = match &write_buffer {
+        Some(c) => max_io.max(c.writeback_io_bytes),
+        None => max_io,
+    };
     let depth: u32 = jobs
         .iter()
         .map(|j| j.effective_iodepth() * j.numjobs.max(1))
@@ -113,7 +119,10 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
         .clamp(1, 4096);
     let opts = EngineOptions {
         kind: ro.kind,
-        direct,
+        // the write-back buffer is the cache: its writeback bypasses the
+        // kernel's (O_DIRECT), unless the file system refuses O_DIRECT
+        direct: direct || write_buffer.is_some(),
+        write_buffer: write_buffer.is_some(),
         depth,
         max_io,
         size_needed,
@@ -123,8 +132,17 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
         overwrite: ro.overwrite,
         ..EngineOptions::default()
     };
-    let mut backend =
-        open_backend(&path, opts).with_context(|| format!("target {}", path.display()))?;
+    let mut backend = match open_backend(&path, opts.clone()) {
+        Err(blkqos_engine::EngineError::DirectUnsupported { .. }) if write_buffer.is_some() && !direct => {
+            eprintln!(
+                "blkqos: {}: O_DIRECT refused; the write-back buffer writes through the kernel's page cache",
+                path.display()
+            );
+            open_backend(&path, EngineOptions { direct: false, ..opts })
+        }
+        r => r,
+    }
+    .with_context(|| format!("target {}", path.display()))?;
     let capacity = backend.target().capacity;
     let (devid, dev_name) = target_identity(&path);
     // regions: lay the jobs out as on a device of the target's size
@@ -143,13 +161,26 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
     } = exp.plan(&layout_dev, Some(&path.to_string_lossy()))?;
     let mut stack = build_stack(&exp.controllers, &tree, devid, false, depth, &exp.writes)?;
     let stop = StopOnSignal::install().context("cannot install the SIGINT/SIGTERM handler")?;
-    let opts = exp.run_options(blkqos_engine::host_model(), Some(stop.flag()));
+    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(stop.flag()));
+    opts.pagecache = write_buffer;
     let result = match crate::progress::Progress::start(&setups, ro.eta) {
         Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts)?,
         None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?,
     };
     if result.interrupted {
         eprintln!("blkqos: interrupted: stopped issuing, drained in-flight IO, writing the partial report");
+    }
+    if let Some((s, held)) = backend.store_stats() {
+        eprintln!(
+            "blkqos: write-back buffer: {} bytes acknowledged, {} pages written back, peak {} pages held, {} left, {} failed writebacks",
+            s.bytes_written, s.pages_written_back, s.pages_peak, held, s.failed_writebacks
+        );
+        if held > 0 || s.missing > 0 {
+            eprintln!(
+                "blkqos: warning: write-back buffer: {held} pages not on the target ({} pages were missing)",
+                s.missing
+            );
+        }
     }
     let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
     let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();

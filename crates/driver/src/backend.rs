@@ -29,6 +29,12 @@ pub trait Backend {
     fn max_io_bytes(&self) -> u64 {
         u64::MAX
     }
+    /// A buffered job's write of `len` bytes at `offset` was acknowledged
+    /// by the page-cache model: a backend that keeps data (the real
+    /// engine's userspace write-back buffer) copies the job's bytes now;
+    /// its writeback IOs (`IoFlags::WRITEBACK`) carry them later. The
+    /// simulator keeps no data.
+    fn buffer_write(&mut self, _offset: u64, _len: u64) {}
     /// Start serving `io` at `now` (it holds a request slot).
     fn submit(&mut self, io: &Io, now: Instant);
     /// Wait until at least one completion is available or `deadline` is

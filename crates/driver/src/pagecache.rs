@@ -138,6 +138,16 @@ pub struct PageCacheConfig {
     /// `copy_page_to_iter` / `copy_page_from_iter` on a real host).
     pub syscall_ns: u64,
     pub copy_bytes_per_s: u64,
+    /// Reads of cached pages are served from the cache. Off for the real
+    /// engine's write-back buffer, which holds only dirty pages and pages
+    /// under writeback: reads go to the target and the buffer's newer
+    /// pages are laid over what it returns.
+    pub cache_reads: bool,
+    /// When the jobs are done (or stopped), write every dirty page back
+    /// and flush before the run ends (the real engine's write-back buffer:
+    /// nothing acknowledged is left behind). The simulator leaves dirty
+    /// pages in memory, as a kernel would.
+    pub drain_at_end: bool,
 }
 
 impl PageCacheConfig {
@@ -161,6 +171,8 @@ impl Default for PageCacheConfig {
             mode: WritebackMode::Async,
             syscall_ns: 500,
             copy_bytes_per_s: 8 << 30,
+            cache_reads: true,
+            drain_at_end: false,
         }
     }
 }
@@ -384,7 +396,7 @@ impl PageCache {
 
     /// Are all pages of `[offset, offset+len)` in the cache?
     pub fn read_hit(&self, offset: u64, len: u64) -> bool {
-        Self::pages_of(offset, len).all(|p| self.pages.contains_key(&p))
+        self.cfg.cache_reads && Self::pages_of(offset, len).all(|p| self.pages.contains_key(&p))
     }
 
     /// A device read of `[offset, offset+len)` completed: cache it clean.
@@ -862,6 +874,26 @@ impl PageCache {
             self.series.push(SecondSample::default());
         }
         &mut self.series[sec]
+    }
+
+    /// `sync(2)`: every inode with dirty pages goes to writeback at the
+    /// next poll.
+    pub fn sync_everything(&mut self) {
+        for ino in &mut self.inodes {
+            if !ino.dirty.is_empty() {
+                ino.sync_all = true;
+                self.sync_pending = true;
+            }
+        }
+    }
+
+    /// Nothing dirty, nothing under writeback.
+    pub fn is_clean(&self) -> bool {
+        self.nr_dirty == 0 && self.nr_writeback == 0
+    }
+
+    pub fn drain_at_end(&self) -> bool {
+        self.cfg.drain_at_end
     }
 
     /// Pages of `inode` dirty or under writeback.

@@ -240,6 +240,9 @@ struct Loop<'a, B: Backend> {
     /// Buffered IO served by the page cache: (completes at, job, result).
     pc_pending: Vec<(Instant, usize, Reaped)>,
     wb_ios: Vec<crate::pagecache::WritebackIo>,
+    /// `drain_at_end`: the final flush was submitted / completed.
+    final_flush_sent: bool,
+    final_flush_done: bool,
     /// The device's max IO size in bytes (`Backend::max_io_bytes`).
     max_io: u64,
     /// Split bookkeeping (touched only by IOs that are split).
@@ -599,6 +602,8 @@ pub fn run<B: Backend>(
         pc: None,
         pc_pending: Vec::new(),
         wb_ios: Vec::new(),
+        final_flush_sent: false,
+        final_flush_done: false,
         lat: opts.lat_hist.then(|| LatHists::new(nr_groups)),
         max_io,
         splits: split::Splits::default(),
@@ -656,6 +661,7 @@ pub fn run<B: Backend>(
         if lp.flights.is_empty()
             && lp.pc_pending.is_empty()
             && lp.jobs.iter().all(|s| s.job.is_done())
+            && !lp.drain_pagecache(now)
         {
             break;
         }

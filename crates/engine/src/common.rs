@@ -3,7 +3,8 @@
 //! result into a [`Completion`].
 
 use crate::pattern;
-use blkqos_core::{Instant, Io, IoId, IoOp};
+use crate::wbuf::PageStore;
+use blkqos_core::{Instant, Io, IoFlags, IoId, IoOp};
 use blkqos_driver::Completion;
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -79,6 +80,8 @@ pub(crate) struct Slot {
     pub op: Option<IoOp>,
     pub offset: u64,
     pub len: u64,
+    /// Writeback from the userspace write-back buffer: data from the store.
+    pub writeback: bool,
 }
 
 /// Where `accept` put an IO.
@@ -103,6 +106,8 @@ pub(crate) struct Core {
     pub max_io: u64,
     pub verify: bool,
     pub stats: EngineStats,
+    /// The userspace write-back buffer's data ([`crate::wbuf`]), if on.
+    pub store: Option<PageStore>,
 }
 
 impl Core {
@@ -119,6 +124,7 @@ impl Core {
             max_io,
             verify,
             stats: EngineStats::default(),
+            store: None,
         }
     }
 
@@ -135,6 +141,9 @@ impl Core {
         self.stats.submitted += 1;
         let data = matches!(io.op, IoOp::Read | IoOp::Write);
         if data && (io.len > self.max_io || io.len == 0) {
+            if let (Some(store), true) = (&mut self.store, io.flags.contains(IoFlags::WRITEBACK)) {
+                store.written_back(io.offset, io.len, false);
+            }
             self.ready.push(Completion {
                 id: io.id,
                 error: libc::EINVAL,
@@ -161,6 +170,7 @@ impl Core {
             op: Some(io.op),
             offset: io.offset,
             len: io.len,
+            writeback: io.flags.contains(IoFlags::WRITEBACK),
         };
     }
 
@@ -175,17 +185,20 @@ impl Core {
         Some((s, io))
     }
 
-    /// Before a write is issued from slot `s`: stamp the pattern if verifying.
-    pub fn prepare_write(&self, s: u32, buf: &mut [u8]) {
-        if self.verify {
-            let sl = &self.slots[s as usize];
-            pattern::fill(&mut buf[..sl.len as usize], sl.offset);
+    /// Before a write is issued from slot `s`: writeback takes its data
+    /// from the write-back buffer; otherwise stamp the pattern if verifying.
+    pub fn prepare_write(&mut self, s: u32, buf: &mut [u8]) {
+        let sl = self.slots[s as usize];
+        match &mut self.store {
+            Some(store) if sl.writeback => store.copy_out(sl.offset, &mut buf[..sl.len as usize]),
+            _ if self.verify => pattern::fill(&mut buf[..sl.len as usize], sl.offset),
+            _ => {}
         }
     }
 
     /// Slot `s` finished with kernel result `res` (bytes, or -errno); `buf`
     /// is its buffer. Frees the slot; `at` is set by the caller per batch.
-    pub fn finish(&mut self, s: u32, res: i64, buf: &[u8], out: &mut Vec<Completion>) {
+    pub fn finish(&mut self, s: u32, res: i64, buf: &mut [u8], out: &mut Vec<Completion>) {
         let sl = self.slots[s as usize];
         self.free.push(s);
         let (mut error, mut bytes) = if res < 0 {
@@ -193,6 +206,14 @@ impl Core {
         } else {
             (0, res as u64)
         };
+        if let Some(store) = &mut self.store {
+            if sl.writeback {
+                store.written_back(sl.offset, sl.len, error == 0 && bytes == sl.len);
+            } else if error == 0 && sl.op == Some(IoOp::Read) {
+                let n = (bytes as usize).min(buf.len());
+                store.overlay(sl.offset, &mut buf[..n]);
+            }
+        }
         if error == 0 && self.verify && sl.op == Some(IoOp::Read) && bytes > 0 {
             let n = (bytes as usize).min(buf.len());
             if let Some(bad) = pattern::check(&buf[..n], sl.offset) {

@@ -42,6 +42,7 @@ mod sys;
 pub mod target;
 pub mod threads;
 pub mod uring;
+pub mod wbuf;
 
 pub use common::EngineStats;
 pub use safety::{Refusal, Signature};
@@ -119,6 +120,9 @@ pub struct EngineOptions {
     pub verify: bool,
     /// Register the buffers and the file with io_uring (fixed buffers/files).
     pub register: bool,
+    /// blkqos's userspace write-back buffer ([`wbuf`]): buffered writes are
+    /// acknowledged into it and reach the target as writeback IO.
+    pub write_buffer: bool,
 }
 
 impl Default for EngineOptions {
@@ -135,6 +139,7 @@ impl Default for EngineOptions {
             overwrite: false,
             verify: false,
             register: true,
+            write_buffer: false,
         }
     }
 }
@@ -211,6 +216,13 @@ impl RealBackend {
             RealBackend::Threads(b) => b.stats(),
         }
     }
+    /// The userspace write-back buffer's counters and pages held, if on.
+    pub fn store_stats(&self) -> Option<(wbuf::StoreStats, usize)> {
+        match self {
+            RealBackend::Uring(b) => b.store_stats(),
+            RealBackend::Threads(b) => b.store_stats(),
+        }
+    }
 }
 
 impl fmt::Debug for RealBackend {
@@ -245,6 +257,9 @@ impl Backend for RealBackend {
     fn max_io_bytes(&self) -> u64 {
         delegate!(self, b => b.max_io_bytes())
     }
+    fn buffer_write(&mut self, offset: u64, len: u64) {
+        delegate!(self, b => b.buffer_write(offset, len))
+    }
     fn submit(&mut self, io: &Io, now: Instant) {
         delegate!(self, b => b.submit(io, now))
     }
@@ -274,6 +289,25 @@ fn validate(o: &EngineOptions) -> Result<(), EngineError> {
 
 /// Open `target` and start a backend on it (see the crate docs).
 pub fn open_backend(target: &Path, opts: EngineOptions) -> Result<RealBackend, EngineError> {
+    let store = opts.write_buffer;
+    let mut b = open_backend_inner(target, opts)?;
+    if store {
+        // read-only handle for reading in partially written pages
+        let file = std::fs::File::open(&b.target().path).map_err(|source| EngineError::Io {
+            path: target.to_path_buf(),
+            op: "open for the write-back buffer",
+            source,
+        })?;
+        let s = wbuf::PageStore::new(file);
+        match &mut b {
+            RealBackend::Uring(x) => x.attach_store(s),
+            RealBackend::Threads(x) => x.attach_store(s),
+        }
+    }
+    Ok(b)
+}
+
+fn open_backend_inner(target: &Path, opts: EngineOptions) -> Result<RealBackend, EngineError> {
     validate(&opts)?;
     let t = target::open_target(target, &opts)?;
     match opts.kind {

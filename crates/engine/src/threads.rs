@@ -156,6 +156,14 @@ impl ThreadsBackend {
     }
 
     /// Counters of what the backend did.
+    /// Turn on the userspace write-back buffer with this store.
+    pub fn attach_store(&mut self, store: crate::wbuf::PageStore) {
+        self.core.store = Some(store);
+    }
+    /// The write-back buffer's counters and pages held, if it is on.
+    pub fn store_stats(&self) -> Option<(crate::wbuf::StoreStats, usize)> {
+        self.core.store.as_ref().map(|s| (s.stats, s.len()))
+    }
     pub fn stats(&self) -> EngineStats {
         self.core.stats
     }
@@ -194,10 +202,10 @@ impl ThreadsBackend {
         }
     }
 
-    fn take(&mut self, d: Done, out: &mut Vec<Completion>) {
+    fn take(&mut self, mut d: Done, out: &mut Vec<Completion>) {
         self.outstanding -= 1;
         let s = d.slot;
-        self.core.finish(s, d.res, d.buf.as_slice(), out);
+        self.core.finish(s, d.res, d.buf.as_mut_slice(), out);
         self.bufs[s as usize] = Some(d.buf);
     }
 }
@@ -217,6 +225,12 @@ impl Backend for ThreadsBackend {
 
     fn max_io_bytes(&self) -> u64 {
         self.info.max_io_bytes
+    }
+
+    fn buffer_write(&mut self, offset: u64, len: u64) {
+        if let Some(s) = &mut self.core.store {
+            s.write(offset, len);
+        }
     }
 
     fn submit(&mut self, io: &Io, _now: Instant) {

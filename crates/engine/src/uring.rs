@@ -120,6 +120,14 @@ impl UringBackend {
     }
 
     /// Counters of what the backend did.
+    /// Turn on the userspace write-back buffer with this store.
+    pub fn attach_store(&mut self, store: crate::wbuf::PageStore) {
+        self.core.store = Some(store);
+    }
+    /// The write-back buffer's counters and pages held, if it is on.
+    pub fn store_stats(&self) -> Option<(crate::wbuf::StoreStats, usize)> {
+        self.core.store.as_ref().map(|s| (s.stats, s.len()))
+    }
     pub fn stats(&self) -> EngineStats {
         self.core.stats
     }
@@ -224,7 +232,7 @@ impl UringBackend {
             self.core.finish(
                 s,
                 i64::from(cqe.result()),
-                self.bufs[s as usize].as_slice(),
+                self.bufs[s as usize].as_mut_slice(),
                 out,
             );
         }
@@ -246,6 +254,12 @@ impl Backend for UringBackend {
 
     fn max_io_bytes(&self) -> u64 {
         self.info.max_io_bytes
+    }
+
+    fn buffer_write(&mut self, offset: u64, len: u64) {
+        if let Some(s) = &mut self.core.store {
+            s.write(offset, len);
+        }
     }
 
     fn submit(&mut self, io: &Io, _now: Instant) {

@@ -27,6 +27,8 @@ impl<B: Backend> Loop<'_, B> {
             1 => {
                 let inode = pc.inode(slot.file_key, slot.group);
                 let pause = pc.write(j, inode, jio.offset, jio.len, now);
+                // acknowledged: a backend that keeps data copies it now
+                self.backend.buffer_write(jio.offset, jio.len);
                 returns_at + pause
             }
             0 if pc.read_hit(jio.offset, jio.len) => returns_at,
@@ -183,6 +185,7 @@ impl<B: Backend> Loop<'_, B> {
                 }
                 self.continue_fsyncs(now);
             }
+            FlightKind::Flush if f.job == NO_JOB => self.final_flush_done = true,
             FlightKind::Flush => {
                 let j = f.job as usize;
                 if let SlotState::Flushing(since) = self.jobs[j].state {
@@ -194,6 +197,37 @@ impl<B: Backend> Loop<'_, B> {
                 }
             }
         }
+    }
+
+    /// The jobs are done: with `drain_at_end`, write every dirty page back
+    /// under its owner's limits, then flush once. True while that work is
+    /// under way (the run goes on).
+    pub(super) fn drain_pagecache(&mut self, now: Instant) -> bool {
+        let Some(pc) = self.pc.as_mut() else {
+            return false;
+        };
+        if !pc.drain_at_end() || self.final_flush_done {
+            return false;
+        }
+        if !pc.is_clean() {
+            pc.sync_everything();
+            return true;
+        }
+        if !self.final_flush_sent {
+            self.final_flush_sent = true;
+            let io = Io {
+                id: IoId::default(),
+                job: NO_JOB,
+                group: blkqos_core::GroupId::ROOT,
+                op: IoOp::Flush,
+                flags: IoFlags::SYNC,
+                offset: 0,
+                len: 0,
+                submitted_at: now,
+            };
+            self.submit_internal(FlightKind::Flush, NO_JOB, io, now);
+        }
+        true
     }
 
     /// Jobs in fsync whose file became clean send their flush.
