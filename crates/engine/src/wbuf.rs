@@ -52,6 +52,28 @@ pub struct StoreStats {
     pub failed_writebacks: u64,
 }
 
+/// The pieces of `[offset, offset + len)` in each page: (page index,
+/// range within the page, range within the byte run).
+fn spans(
+    offset: u64,
+    len: u64,
+) -> impl Iterator<Item = (u64, std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let end = offset + len;
+    let first = offset / PAGE;
+    // empty when len = 0
+    let last = if len == 0 { first } else { end.div_ceil(PAGE) };
+    (first..last).map(move |idx| {
+        let page_start = idx * PAGE;
+        let from = offset.max(page_start);
+        let to = end.min(page_start + PAGE);
+        (
+            idx,
+            (from - page_start) as usize..(to - page_start) as usize,
+            (from - offset) as usize..(to - offset) as usize,
+        )
+    })
+}
+
 struct Page {
     data: Box<[u8]>,
     /// Bumped by every write to the page.
@@ -120,19 +142,12 @@ impl PageStore {
 
     /// A job wrote `len` bytes at `offset` (its data: [`pattern`]).
     pub fn write(&mut self, offset: u64, len: u64) {
-        let end = offset + len;
-        let mut at = offset;
-        while at < end {
-            let idx = at / PAGE;
-            let page_start = idx * PAGE;
-            let to = end.min(page_start + PAGE);
-            let whole = at == page_start && to == page_start + PAGE;
+        for (idx, in_page, _) in spans(offset, len) {
+            let whole = in_page.len() == PAGE as usize;
+            let at = idx * PAGE + in_page.start as u64;
             let p = self.page_mut(idx, whole);
-            let lo = (at - page_start) as usize;
-            let hi = (to - page_start) as usize;
-            pattern::fill(&mut p.data[lo..hi], at);
+            pattern::fill(&mut p.data[in_page], at);
             p.version += 1;
-            at = to;
         }
         self.stats.bytes_written += len;
     }
@@ -140,17 +155,12 @@ impl PageStore {
     /// A writeback IO of `buf.len()` bytes at `offset` is issued: fill
     /// `buf` from the store.
     pub fn copy_out(&mut self, offset: u64, buf: &mut [u8]) {
-        let end = offset + buf.len() as u64;
-        let mut at = offset;
-        while at < end {
-            let idx = at / PAGE;
-            let page_start = idx * PAGE;
-            let to = end.min(page_start + PAGE);
-            let (lo, hi) = ((at - page_start) as usize, (to - page_start) as usize);
-            let dst = &mut buf[(at - offset) as usize..(to - offset) as usize];
+        for (idx, in_page, in_buf) in spans(offset, buf.len() as u64) {
+            let at = offset + in_buf.start as u64;
+            let dst = &mut buf[in_buf];
             match self.pages.get_mut(&idx) {
                 Some(p) => {
-                    dst.copy_from_slice(&p.data[lo..hi]);
+                    dst.copy_from_slice(&p.data[in_page]);
                     p.copied = p.version;
                 }
                 None => {
@@ -158,7 +168,6 @@ impl PageStore {
                     pattern::fill(dst, at);
                 }
             }
-            at = to;
         }
     }
 
@@ -169,9 +178,7 @@ impl PageStore {
             self.stats.failed_writebacks += 1;
             return;
         }
-        let first = offset / PAGE;
-        let last = (offset + len).div_ceil(PAGE);
-        for idx in first..last {
+        for (idx, _, _) in spans(offset, len) {
             let clean = self.pages.get(&idx).is_some_and(|p| p.copied == p.version);
             if clean {
                 let p = self.pages.remove(&idx).expect("present");
@@ -187,18 +194,10 @@ impl PageStore {
         if self.pages.is_empty() {
             return;
         }
-        let end = offset + buf.len() as u64;
-        let mut at = offset;
-        while at < end {
-            let idx = at / PAGE;
-            let page_start = idx * PAGE;
-            let to = end.min(page_start + PAGE);
+        for (idx, in_page, in_buf) in spans(offset, buf.len() as u64) {
             if let Some(p) = self.pages.get(&idx) {
-                let (lo, hi) = ((at - page_start) as usize, (to - page_start) as usize);
-                buf[(at - offset) as usize..(to - offset) as usize]
-                    .copy_from_slice(&p.data[lo..hi]);
+                buf[in_buf].copy_from_slice(&p.data[in_page]);
             }
-            at = to;
         }
     }
 }
