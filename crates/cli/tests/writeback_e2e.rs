@@ -41,6 +41,23 @@ fn disk_series(wb: &Value) -> Vec<f64> {
         .collect()
 }
 
+/// The last diskstats snapshot under `dir`: the line and its counters
+/// (the fields after the device name).
+fn last_diskstats(dir: &std::path::Path) -> (String, Vec<u64>) {
+    let last = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .unwrap();
+    let line = std::fs::read_to_string(last.join("diskstats")).unwrap();
+    let f = line
+        .split_whitespace()
+        .skip(3)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    (line, f)
+}
+
 fn writer_mbps(fio: &Value) -> f64 {
     num(fio, "/jobs/0/write/bw_bytes") / 1e6
 }
@@ -148,17 +165,7 @@ fn buffered_reads_of_written_pages_hit_the_cache() {
     r.ok();
     let d = r.json();
     assert_eq!(num(&d, "/jobs/1/read/io_bytes"), 32.0 * 1048576.0);
-    let last = std::fs::read_dir(dir.path().join("ds"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .max()
-        .unwrap();
-    let line = std::fs::read_to_string(last.join("diskstats")).unwrap();
-    let f: Vec<u64> = line
-        .split_whitespace()
-        .skip(3)
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let (line, f) = last_diskstats(&dir.path().join("ds"));
     assert_eq!(f[0], 0, "reads completed by the device: {line}");
     assert_eq!(f[6] * 512, 32 << 20, "sectors written: {line}");
 }
@@ -187,17 +194,7 @@ fn writeback_longer_than_max_io_is_split_and_charged_per_request() {
     r.ok();
     let d = r.json();
     assert_eq!(num(&d, "/jobs/0/write/io_bytes"), 16.0 * 1048576.0);
-    let last = std::fs::read_dir(dir.path().join("ds"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .max()
-        .unwrap();
-    let line = std::fs::read_to_string(last.join("diskstats")).unwrap();
-    let f: Vec<u64> = line
-        .split_whitespace()
-        .skip(3)
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let (line, f) = last_diskstats(&dir.path().join("ds"));
     assert_eq!(f[6] * 512, 16 << 20, "sectors written: {line}");
     // 128 pieces of 128 KiB (+ the fsync's flush, counted by diskstats
     // in its own fields, not as a write)
@@ -240,14 +237,8 @@ fn fsync_every_n_writes_syncs_and_is_reported_like_fio() {
             Some(dir.path()),
         );
         r.ok();
-        let last = std::fs::read_dir(dir.path().join("ds"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .max()
-            .unwrap();
-        let line = std::fs::read_to_string(last.join("diskstats")).unwrap();
-        let sectors: u64 = line.split_whitespace().nth(9).unwrap().parse().unwrap();
-        (r.json(), sectors * 512)
+        let (_, f) = last_diskstats(&dir.path().join("ds"));
+        (r.json(), f[6] * 512)
     };
     let (d, _) = run("--direct=1 --fsync=8");
     assert_eq!(num(&d, "/jobs/0/sync/total_ios"), 31.0);
