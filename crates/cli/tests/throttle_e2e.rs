@@ -145,16 +145,10 @@ fn kernel_throttle_shares_the_parent_limit() {
     }
 }
 
-/// The same for the paced limiter.
-///
-/// Fails today: with `--throttle=paced`, `/p/a` gets all 200 IOPS and `/p/b`
-/// 9 IOs in 20 s. In crates/core/src/throttle/paced.rs the siblings' queue
-/// heads wait on the shared parent's GCRA with timers keyed
-/// `(time, seq)`; when they fire together the first group releases its
-/// head, moves the parent's TAT, and re-arms itself before the second
-/// re-arms with a larger seq — so the same group wins every slot (and a
-/// newly arriving IO of a group with an empty queue dispatches directly,
-/// jumping the other's queue). Nothing serves siblings in turn.
+/// The same for the paced limiter: siblings under a shared parent limit
+/// are served in turn (an earlier version let the group whose timer fired
+/// first win every slot of the parent's GCRA), and a child's own limit
+/// leaves the rest of the parent's to its sibling.
 #[test]
 fn paced_shares_the_parent_limit() {
     let (a, b) = child_iops(&run(
