@@ -10,6 +10,8 @@
 //! * `throttle`: controller cost per IO (submit + dispatch + complete, no
 //!   device) for io.max with no limit, a non-binding limit, and a binding
 //!   limit over 64 groups.
+//! * `iocost`: iocost cost per IO and per period with 2, 64 and 1024
+//!   active groups (`--groups=N`: that many only; `--ios=N` IOs each).
 
 use anyhow::{bail, Result};
 use blkqos_core::throttle::knob::{parse_io_max, Limits};
@@ -236,14 +238,14 @@ pub fn run(args: &[String]) -> Result<()> {
             accounting_cost(ios * 10);
             crate::bench_lat::run(ios * 10)?;
         }
-        "iocost" => run_iocost(ios),
+        "iocost" => run_iocost(ios, num("--groups=")?.map(|g| g.max(1) as usize)),
         "all" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
             run_throttle(None, ios);
             accounting_cost(ios * 10);
             crate::bench_lat::run(ios * 10)?;
-            run_iocost(ios);
+            run_iocost(ios, None);
         }
         other => bail!("unknown benchmark `{other}`: use sim, throttle, accounting, iocost or all"),
     }
@@ -334,9 +336,10 @@ fn iocost_cost(groups: usize, n: u64, gap_ns: u64) {
     );
 }
 
-/// `blkqos bench iocost`.
-pub fn run_iocost(n: u64) {
-    for groups in [2, 64, 1024] {
-        iocost_cost(groups, n, 2_000);
+/// `blkqos bench iocost`: 2, 64 and 1024 groups, or `--groups=N` only.
+pub fn run_iocost(n: u64, only: Option<usize>) {
+    let all = [2, 64, 1024];
+    for groups in only.as_ref().map_or(&all[..], std::slice::from_ref) {
+        iocost_cost(*groups, n, 2_000);
     }
 }
