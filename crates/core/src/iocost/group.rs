@@ -97,9 +97,8 @@ pub(super) struct CostGroup {
     /// On the pre-order inner-node walk (`walk_list` non-empty).
     pub on_walk: bool,
 
+    /// The wait queue; its timer is in [`super::timerq::TimerQueue`].
     pub waitq: VecDeque<Waiter>,
-    /// Armed wait-queue timer (soft expiry, ns).
-    pub waitq_timer: Option<u64>,
 
     /// Last activation (µs).
     pub activated_at: u64,
@@ -153,7 +152,6 @@ impl CostGroup {
             hweight_after_donation: 0,
             on_walk: false,
             waitq: VecDeque::new(),
-            waitq_timer: None,
             activated_at: 0,
             stat: CostStats::default(),
             last_stat: CostStats::default(),

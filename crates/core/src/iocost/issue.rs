@@ -318,18 +318,19 @@ impl IoCost {
             .now_ns
             .saturating_add(div_round_up(vshortage, base.max(1)).saturating_mul(1_000))
             .saturating_add(slack);
-        if grp
-            .waitq_timer
+        if self
+            .waitq_timers
+            .get(g)
             .is_some_and(|o| o.abs_diff(expires) <= slack)
         {
             return;
         }
-        grp.waitq_timer = Some(expires);
+        self.waitq_timers.set(g, Some(expires));
     }
 
     /// linux block/blk-iocost.c: iocg_waitq_timer_fn().
     pub(super) fn waitq_timer_fired(&mut self, g: usize, ns: u64) {
-        self.groups[g].waitq_timer = None;
+        self.waitq_timers.set(g, None);
         let now = self.snapshot(ns);
         let pay_debt = self.groups[g].abs_vdebt != 0;
         self.kick_waitq(g, pay_debt, &now);

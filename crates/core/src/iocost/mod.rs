@@ -108,6 +108,7 @@
 //!    flight, and the per-IO records add up to it.
 //! 6. The waiter count matches the queues; an active group means the
 //!    period timer is running and armed.
+//! 7. The wait-queue timer queue is a heap of exactly the armed timers.
 //!
 //! # 5. Divergences from Linux (6.9+ / 7.1)
 //! * One device per instance; per-CPU counters are single counters; no
@@ -177,6 +178,7 @@ pub mod issue;
 pub mod knob;
 pub mod model;
 pub mod period;
+mod timerq;
 pub mod trace;
 pub mod variant;
 pub mod vtime;
@@ -192,6 +194,7 @@ pub use knob::{KnobError, ModelWrite, QosWrite, WeightWrite};
 pub use model::{AutopClass, Params};
 use period::LatCounters;
 use std::collections::{BTreeMap, HashMap};
+use timerq::TimerQueue;
 pub use trace::{GroupTrace, PeriodTrace, RunState};
 pub use variant::Variant;
 use vtime::{Margins, VTime, VTIME_PER_USEC, WEIGHT_ONE};
@@ -262,8 +265,10 @@ pub struct IoCost {
     autop_too_slow_at: Option<u64>,
     /// Active groups, most recently activated first (kernel list order).
     active_list: Vec<usize>,
-    /// Armed period timer: the jiffy it fires at.
+    /// Armed period timer: the start (ns) of the jiffy it fires at.
     period_timer: Option<u64>,
+    /// The groups' armed wait-queue timers, earliest first.
+    waitq_timers: TimerQueue,
     lat: LatCounters,
     /// Cost charged to each committed IO in flight (`bi_iocost_cost`).
     inflight: HashMap<IoId, (usize, u64)>,
@@ -314,6 +319,7 @@ impl IoCost {
             autop_too_slow_at: None,
             active_list: Vec::new(),
             period_timer: None,
+            waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
             inflight: HashMap::new(),
             out: Vec::new(),
@@ -604,17 +610,11 @@ impl IoCost {
         // every timer re-arms strictly later than `ns`, so each fires at
         // most once per call
         for _ in 0..self.groups.len() + 2 {
-            if self
-                .period_timer
-                .is_some_and(|j| j.saturating_mul(self.tick_ns()) <= ns)
-            {
+            if self.period_timer.is_some_and(|t| t <= ns) {
                 self.period_timer_fired(ns);
                 continue;
             }
-            let due = (0..self.groups.len())
-                .filter_map(|g| self.groups[g].waitq_timer.map(|t| (t, g)))
-                .filter(|&(t, _)| t <= ns)
-                .min();
+            let due = self.waitq_timers.first().filter(|&(t, _)| t <= ns);
             match due {
                 Some((_, g)) => self.waitq_timer_fired(g, ns),
                 None => break,
@@ -623,15 +623,13 @@ impl IoCost {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        let mut d = self.period_timer.map(|j| j.saturating_mul(self.tick_ns()));
+        let mut d = self.period_timer;
         let mut take = |t: u64| d = Some(d.map_or(t, |x| x.min(t)));
         if !self.out.is_empty() {
             take(self.last_ns);
         }
-        for g in &self.groups {
-            if let Some(t) = g.waitq_timer {
-                take(t);
-            }
+        if let Some((t, _)) = self.waitq_timers.first() {
+            take(t);
         }
         if let Some((&(at, _), _)) = self.scheduled.first_key_value() {
             take(at.0);
@@ -711,7 +709,7 @@ impl IoCost {
             if grp.abs_vdebt != 0 && grp.inuse != 1 {
                 return Err(format!("4: {p}: debtor with inuse {}", grp.inuse));
             }
-            if !grp.waitq.is_empty() && grp.waitq_timer.is_none() {
+            if !grp.waitq.is_empty() && self.waitq_timers.get(g).is_none() {
                 return Err(format!("4: {p}: waiters without a wake-up timer"));
             }
             if grp.vtime.since(grp.done_vtime) as u64 != grp.inflight_cost
@@ -725,6 +723,9 @@ impl IoCost {
                 ));
             }
             waiters += grp.waitq.len();
+        }
+        if let Err(e) = self.waitq_timers.check() {
+            return Err(format!("7: wait-queue timers: {e}"));
         }
         if waiters != self.waiting {
             return Err(format!("6: {waiters} queued but count {}", self.waiting));

@@ -171,8 +171,10 @@ impl IoCost {
         self.period_at = now.now;
         self.period_at_vtime = now.vnow;
         let hz = self.cfg.hz.max(1);
-        let j = now.now_ns / (1_000_000_000 / hz).max(1);
-        self.period_timer = Some(j + usecs_to_jiffies(self.period_us, hz).max(1));
+        let tick = self.tick_ns();
+        let j = now.now_ns / tick;
+        let expires = j + usecs_to_jiffies(self.period_us, hz).max(1);
+        self.period_timer = Some(expires.saturating_mul(tick));
     }
 
     /// linux block/blk-iocost.c: ioc_refresh_vrate().
