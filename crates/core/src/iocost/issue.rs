@@ -65,7 +65,7 @@ impl IoCost {
         grp.on_active_list = true;
         let (weight, last_inuse) = (grp.weight, grp.last_inuse);
         // list_add: the newest is at the head
-        self.active_list.insert(0, g);
+        self.active_list.push_front(g);
         let inuse = if last_inuse != 0 { last_inuse } else { weight };
         self.propagate_weights(g, weight, inuse, true, now);
         self.groups[g].activated_at = now.now;

@@ -193,7 +193,7 @@ pub use group::CostStats;
 pub use knob::{KnobError, ModelWrite, QosWrite, WeightWrite};
 pub use model::{AutopClass, Params};
 use period::LatCounters;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use timerq::TimerQueue;
 pub use trace::{GroupTrace, PeriodTrace, RunState};
 pub use variant::Variant;
@@ -264,7 +264,7 @@ pub struct IoCost {
     autop_too_fast_at: Option<u64>,
     autop_too_slow_at: Option<u64>,
     /// Active groups, most recently activated first (kernel list order).
-    active_list: Vec<usize>,
+    active_list: VecDeque<usize>,
     /// Armed period timer: the start (ns) of the jiffy it fires at.
     period_timer: Option<u64>,
     /// The groups' armed wait-queue timers, earliest first.
@@ -317,7 +317,7 @@ impl IoCost {
             dfgv_usage_us_sum: 0,
             autop_too_fast_at: None,
             autop_too_slow_at: None,
-            active_list: Vec::new(),
+            active_list: VecDeque::new(),
             period_timer: None,
             waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
@@ -648,6 +648,12 @@ impl IoCost {
             }
         }
         let mut waiters = 0;
+        let mut listed = vec![0usize; n];
+        for &g in &self.active_list {
+            if let Some(x) = listed.get_mut(g) {
+                *x += 1;
+            }
+        }
         let mut costs = vec![0u64; n];
         for &(g, c) in self.inflight.values() {
             costs[g] = costs[g].wrapping_add(c);
@@ -660,7 +666,7 @@ impl IoCost {
                     grp.child_active_sum, grp.child_inuse_sum, act[g], inu[g]
                 ));
             }
-            let listed = self.active_list.iter().filter(|&&x| x == g).count();
+            let listed = listed[g];
             if listed != usize::from(grp.on_active_list) || (grp.on_active_list && grp.level == 0) {
                 return Err(format!(
                     "2: {p}: listed {listed} times, flag {}",
