@@ -141,7 +141,11 @@ impl IoCost {
         if abs_cost == 0 {
             return Verdict::Dispatch;
         }
-        let mut now = self.snapshot(ns);
+        // iocg_activate() takes the ioc_now snapshot
+        let mut now = Now {
+            now_ns: ns,
+            ..Now::default()
+        };
         if !self.activate(g, &mut now) {
             return Verdict::Dispatch;
         }
@@ -289,13 +293,16 @@ impl IoCost {
             vbudget = vbudget.wrapping_sub(vdebt).min(0);
         }
         let (_, hw_inuse) = self.current_hweight(g);
-        while let Some(w) = self.groups[g].waitq.front().copied() {
-            let cost = abs_cost_to_cost(w.abs_cost, hw_inuse);
+        // read only the first waiter's cost until it is known to fit
+        while let Some(abs_cost) = self.groups[g].waitq.front().map(|w| w.abs_cost) {
+            let cost = abs_cost_to_cost(abs_cost, hw_inuse);
             vbudget = vbudget.wrapping_sub(cost as i64);
             if vbudget < 0 {
                 break;
             }
-            self.groups[g].waitq.pop_front();
+            let Some(w) = self.groups[g].waitq.pop_front() else {
+                break;
+            };
             self.waiting -= 1;
             self.commit_bio(g, &w.io, w.abs_cost, cost);
             self.out.push(w.io);

@@ -271,7 +271,7 @@ pub struct IoCost {
     waitq_timers: TimerQueue,
     lat: LatCounters,
     /// Cost charged to each committed IO in flight (`bi_iocost_cost`).
-    inflight: HashMap<IoId, (usize, u64)>,
+    inflight: HashMap<IoId, (usize, u64), group::IdBuildHasher>,
     /// Woken waiters not yet handed out by `on_timer`.
     out: Vec<Io>,
     waiting: usize,
@@ -321,7 +321,7 @@ impl IoCost {
             period_timer: None,
             waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
-            inflight: HashMap::new(),
+            inflight: HashMap::default(),
             out: Vec::new(),
             waiting: 0,
             last_ns: 0,
