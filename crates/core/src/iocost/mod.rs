@@ -109,6 +109,9 @@
 //! 6. The waiter count matches the queues; an active group means the
 //!    period timer is running and armed.
 //! 7. The wait-queue timer queue is a heap of exactly the armed timers.
+//! 8. An active group whose cached hweights carry the current generation
+//!    has the hweights a from-scratch walk of the tree gives
+//!    (`current_hweight` recomputes only when `hweight_gen` moved on).
 //!
 //! # 5. Divergences from Linux (6.9+ / 7.1)
 //! * One device per instance; per-CPU counters are single counters; no
@@ -739,6 +742,17 @@ impl IoCost {
         let timer_armed = self.running && self.period_timer.is_some();
         if !self.active_list.is_empty() && !timer_armed {
             return Err("6: active groups but the period timer is not running".into());
+        }
+        for &g in &self.active_list {
+            let grp = &self.groups[g];
+            let cached = (grp.hweight_active, grp.hweight_inuse);
+            if grp.hweight_gen == self.hweight_gen && cached != self.compute_hweight(g) {
+                return Err(format!(
+                    "8: {}: cached hweights {cached:?} but the tree gives {:?}",
+                    self.paths[g],
+                    self.compute_hweight(g)
+                ));
+            }
         }
         Ok(())
     }
