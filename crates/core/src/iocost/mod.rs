@@ -129,7 +129,7 @@
 //!   its jiffy (HZ is a parameter; timer-wheel coarsening of far timers is
 //!   ignored), wait-queue hrtimers at their soft expiry (the kernel may run
 //!   them up to the 1% slack later). Due timers run in the order: knob
-//!   writes, period timer, wait-queue timers by group.
+//!   writes, period timer, wait-queue timers by expiry, then group index.
 //! * Divisors the kernel guarantees non-zero are clamped to ≥ 1, and a few
 //!   64-bit products the kernel could overflow in absurd cases (e.g. `100 ×
 //!   vover`) are computed in 128 bits, so no input panics.
@@ -174,6 +174,19 @@
 //! | `hweight_after_donation`, `transfer_surpluses`, `build_inner_walk` | same names |
 //! | `knob::parse_*`, `knob::format_*` | `ioc_weight_write/show`, `ioc_qos_write/prfill`, `ioc_cost_model_write/prfill` |
 //! | `IoCost::iostat_suffix` | `ioc_pd_stat` |
+//! | `timerq::TimerQueue` | the per-iocg `waitq_timer` hrtimers (the hrtimer base's ordered queue) |
+//!
+//! # 8. Cost
+//! As in the kernel, only the period timer visits every active group. An
+//! IO's submission and completion do work proportional to its group's
+//! depth at most: hweights are cached per group and recomputed only when
+//! the weight generation changed (`current_hweight`), the cost charged to
+//! an IO in flight is found by its id (a hash map stands in for the bio
+//! field), and the next wait-queue timer is the top of an indexed heap
+//! (`timerq`: O(1) to read, O(log groups) to arm, re-arm or cancel),
+//! so `next_deadline` is O(1). The fields the issue path touches sit in
+//! the first three cache lines of a group's state. Measured in
+//! `docs/BENCHMARKS.md` ("iocost controller cost per IO").
 
 pub mod donation;
 pub mod group;
