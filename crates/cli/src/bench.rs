@@ -10,6 +10,10 @@
 //! * `throttle`: controller cost per IO (submit + dispatch + complete, no
 //!   device) for io.max with no limit, a non-binding limit, and a binding
 //!   limit over 64 groups.
+//! * `iocost`: iocost cost per IO and per period with 2, 64 and 1024
+//!   active groups (`--groups=N`: that many only; `--ios=N` IOs each;
+//!   `--depth=N`: at most N IOs outstanding per group, as jobs at their
+//!   iodepth, instead of unbounded wait queues).
 
 use anyhow::{bail, Result};
 use blkqos_core::throttle::knob::{parse_io_max, Limits};
@@ -236,14 +240,18 @@ pub fn run(args: &[String]) -> Result<()> {
             accounting_cost(ios * 10);
             crate::bench_lat::run(ios * 10)?;
         }
-        "iocost" => run_iocost(ios),
+        "iocost" => run_iocost(
+            ios,
+            num("--groups=")?.map(|g| g.max(1) as usize),
+            num("--depth=")?.map(|d| d.max(1)),
+        ),
         "all" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
             run_throttle(None, ios);
             accounting_cost(ios * 10);
             crate::bench_lat::run(ios * 10)?;
-            run_iocost(ios);
+            run_iocost(ios, None, None);
         }
         other => bail!("unknown benchmark `{other}`: use sim, throttle, accounting, iocost or all"),
     }
@@ -278,8 +286,11 @@ fn run_throttle(only: Option<usize>, n: u64) {
 
 /// iocost cost per IO with `groups` active groups (equal weights, 4 KiB
 /// random reads offered round-robin, one every `gap_ns`, each completing
-/// 100 µs after dispatch), and the period timer's cost.
-fn iocost_cost(groups: usize, n: u64, gap_ns: u64) {
+/// 100 µs after dispatch), and the period timer's cost. With `depth`, a
+/// group with that many IOs outstanding (waiting or in flight) is skipped
+/// in the round (a job at its iodepth); without, nothing limits the wait
+/// queues (most of the 2M IOs are still queued at the end).
+fn iocost_cost(groups: usize, n: u64, gap_ns: u64, depth: Option<u64>) {
     use blkqos_core::iocost::knob::parse_qos;
     use blkqos_core::iocost::{IoCost, IoCostConfig};
     use std::collections::VecDeque;
@@ -294,7 +305,8 @@ fn iocost_cost(groups: usize, n: u64, gap_ns: u64) {
     let mut inflight: VecDeque<(Instant, Io)> = VecDeque::new();
     let mut rel = Vec::with_capacity(64);
     let (mut timer_ns, mut timer_calls) = (0u128, 0u64);
-    let mut completed = 0u64;
+    let (mut completed, mut offered) = (0u64, 0u64);
+    let mut outstanding = vec![0u64; tree.len()];
     let t0 = WallClock::now();
     let mut now = Instant::ZERO;
     for i in 0..n {
@@ -305,6 +317,7 @@ fn iocost_cost(groups: usize, n: u64, gap_ns: u64) {
             }
             inflight.pop_front();
             c.on_complete(&io, t, t, t);
+            outstanding[io.group.idx()] -= 1;
             completed += 1;
         }
         if c.next_deadline().is_some_and(|d| d <= now) {
@@ -317,26 +330,35 @@ fn iocost_cost(groups: usize, n: u64, gap_ns: u64) {
                 inflight.push_back((now + blkqos_core::Duration(lat), *r));
             }
         }
-        let mut x = io(i, ids[(i as usize) % groups], now);
+        let g = ids[(i as usize) % groups];
+        if depth.is_some_and(|d| outstanding[g.idx()] >= d) {
+            continue;
+        }
+        let mut x = io(i, g, now);
         x.offset = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % (1 << 26)) * 4096;
+        offered += 1;
+        outstanding[g.idx()] += 1;
         if c.on_submit(&x, now) == blkqos_core::Verdict::Dispatch {
             inflight.push_back((now + blkqos_core::Duration(lat), x));
         }
     }
     let total = t0.elapsed().as_nanos() as f64;
-    let per_io = (total - timer_ns as f64) / n as f64;
+    let per_io = (total - timer_ns as f64) / offered.max(1) as f64;
     let periods = now.as_ns() / (c.period_us() * 1000).max(1);
+    let limit = depth.map_or(String::new(), |d| format!(" depth {d}, {offered} offered,"));
     println!(
-        "iocost: {groups:>5} groups: {per_io:>7.1} ns per IO outside timers; timers {:.1} us per period ({} calls, {periods} periods, {completed} completions, vrate {:.2}%)",
+        "iocost: {groups:>5} groups:{limit} {per_io:>7.1} ns per IO outside timers; timers {:.1} us per period ({} calls, {periods} periods, {completed} completions, vrate {:.2}%)",
         timer_ns as f64 / 1000.0 / periods.max(1) as f64,
         timer_calls,
         c.vrate() as f64 * 100.0 / 137_438.0
     );
 }
 
-/// `blkqos bench iocost`.
-pub fn run_iocost(n: u64) {
-    for groups in [2, 64, 1024] {
-        iocost_cost(groups, n, 2_000);
+/// `blkqos bench iocost`: 2, 64 and 1024 groups, or `--groups=N` only;
+/// `--depth=N`: at most N IOs outstanding per group.
+pub fn run_iocost(n: u64, only: Option<usize>, depth: Option<u64>) {
+    let all = [2, 64, 1024];
+    for groups in only.as_ref().map_or(&all[..], std::slice::from_ref) {
+        iocost_cost(*groups, n, 2_000, depth);
     }
 }

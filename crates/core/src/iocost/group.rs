@@ -5,6 +5,37 @@ use super::knob::WEIGHT_DFL;
 use super::vtime::{VTime, WEIGHT_ONE};
 use crate::io::Io;
 use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hasher for the in-flight records, keyed by [`crate::IoId`]: one 64×64→128
+/// multiply folded to 64 bits (every input bit reaches the bucket bits).
+/// The kernel keeps the charged cost in the bio (`bi_iocost_cost`); an
+/// `Io` has no such field, so the cost sits in a map, and SipHash's
+/// DoS resistance buys nothing for ids the driver hands out.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct IdHasher(u64);
+
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Hasher for IdHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        let m = (self.0 ^ x) as u128 * MIX as u128;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(super) type IdBuildHasher = BuildHasherDefault<IdHasher>;
 
 /// A submitter blocked in the wait queue (`struct iocg_wait`).
 #[derive(Clone, Copy, Debug)]
@@ -49,78 +80,82 @@ impl CostStats {
 }
 
 /// One cgroup on the device.
+///
+/// Laid out by use (`repr(C)`, line-aligned): the first three cache lines
+/// hold everything the issue and completion paths touch, the rest is
+/// period-timer and configuration state. With many groups the per-IO
+/// path then misses on three lines of its group instead of six.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub(super) struct CostGroup {
-    /// Depth (root = 0) and the ancestors from the root down to self.
-    pub level: usize,
-    pub ancestors: Vec<usize>,
-
-    /// `ioc_cgrp.dfl_weight` (×WEIGHT_ONE): the cgroup's default weight.
-    pub dfl_weight: u32,
-    /// Per-device override (×WEIGHT_ONE), 0 = none.
-    pub cfg_weight: u32,
-    /// Effective weight; `active` is it while active (0 idle); `inuse` ≤
-    /// `active` after donation; `last_inuse` remembers inuse.
-    pub weight: u32,
-    pub active: u32,
-    pub inuse: u32,
-    pub last_inuse: u32,
-    /// Budget when inuse was last set (`vnow − vtime`), for snapback.
-    pub saved_margin: i64,
-
-    /// End sector of the last charged bio (0 = none): seq/rand detection.
-    pub cursor: u64,
-
+    // ---- line 0: charge and complete ----
     /// Advanced by the relative cost of every issued IO; `done_vtime` by
     /// the same at completion (so `vtime − done_vtime` is in flight).
     pub vtime: VTime,
     pub done_vtime: VTime,
     /// Debt in absolute vtime (IO issued over budget as root / META).
     pub abs_vdebt: u64,
+    /// End sector of the last charged bio (0 = none): seq/rand detection.
+    pub cursor: u64,
+    /// The period this group last issued in.
+    pub active_period: u64,
+    /// Budget when inuse was last set (`vnow − vtime`), for snapback.
+    pub saved_margin: i64,
+    /// Cumulative absolute vtime charged (the kernel's per-CPU `abs_vusage`).
+    pub abs_vusage: u64,
+    /// Sum of the costs of this group's committed IOs still in flight
+    /// (not in the kernel: the invariant `vtime − done_vtime` is checked against it).
+    pub inflight_cost: u64,
+
+    // ---- line 1: waiting ----
+    /// The wait queue; its timer is in [`super::timerq::TimerQueue`].
+    pub waitq: VecDeque<Waiter>,
     /// Issuer delay (µs) in effect since `delay_at` (µs), halving per second.
     pub delay: u64,
-    pub delay_at: u64,
+    pub wait_since: Option<u64>,
+    /// Depth (root = 0); the ancestors are in `ancestors`.
+    pub level: usize,
 
-    /// The period this group last issued in, and whether it is on the active list.
-    pub active_period: u64,
-    pub on_active_list: bool,
-
-    pub child_active_sum: u64,
-    pub child_inuse_sum: u64,
-    pub child_adjusted_sum: u64,
+    // ---- line 2: weights ----
     /// Cached hweights and the generation they were computed at.
     pub hweight_gen: u32,
     pub hweight_active: u32,
     pub hweight_inuse: u32,
+    /// Effective weight; `active` is it while active (0 idle); `inuse` ≤
+    /// `active` after donation; `last_inuse` remembers inuse.
+    pub weight: u32,
+    pub active: u32,
+    pub inuse: u32,
+    pub last_inuse: u32,
     pub hweight_donating: u32,
     pub hweight_after_donation: u32,
+    /// `ioc_cgrp.dfl_weight` (×WEIGHT_ONE): the cgroup's default weight.
+    pub dfl_weight: u32,
+    /// Per-device override (×WEIGHT_ONE), 0 = none.
+    pub cfg_weight: u32,
+    /// Whether the group is on the active list.
+    pub on_active_list: bool,
     /// On the pre-order inner-node walk (`walk_list` non-empty).
     pub on_walk: bool,
-
-    pub waitq: VecDeque<Waiter>,
-    /// Armed wait-queue timer (soft expiry, ns).
-    pub waitq_timer: Option<u64>,
-
-    /// Last activation (µs).
-    pub activated_at: u64,
-
-    pub stat: CostStats,
-    pub last_stat: CostStats,
-    /// Cumulative absolute vtime charged (the kernel's per-CPU `abs_vusage`).
-    pub abs_vusage: u64,
-    pub last_stat_abs_vusage: u64,
-    pub usage_delta_us: u64,
-    pub wait_since: Option<u64>,
-    pub indebt_since: Option<u64>,
-    pub indelay_since: Option<u64>,
-
     /// blkcg `use_delay` / `delay_nsec` (set by `blkcg_set_delay`).
     pub use_delay: bool,
     pub delay_nsec: u64,
+    pub delay_at: u64,
 
-    /// Sum of the costs of this group's committed IOs still in flight
-    /// (not in the kernel: the invariant `vtime − done_vtime` is checked against it).
-    pub inflight_cost: u64,
+    // ---- the period timer's and the tree's ----
+    /// The ancestors from the root down to self (`level + 1` entries).
+    pub ancestors: Vec<usize>,
+    pub child_active_sum: u64,
+    pub child_inuse_sum: u64,
+    pub child_adjusted_sum: u64,
+    /// Last activation (µs).
+    pub activated_at: u64,
+    pub stat: CostStats,
+    pub last_stat: CostStats,
+    pub last_stat_abs_vusage: u64,
+    pub usage_delta_us: u64,
+    pub indebt_since: Option<u64>,
+    pub indelay_since: Option<u64>,
 }
 
 impl CostGroup {
@@ -153,7 +188,6 @@ impl CostGroup {
             hweight_after_donation: 0,
             on_walk: false,
             waitq: VecDeque::new(),
-            waitq_timer: None,
             activated_at: 0,
             stat: CostStats::default(),
             last_stat: CostStats::default(),
@@ -172,5 +206,44 @@ impl CostGroup {
     /// The parent's index (`ancestors[level − 1]`), `None` for the root.
     pub fn parent(&self) -> Option<usize> {
         self.level.checked_sub(1).map(|l| self.ancestors[l])
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// What the issue and completion paths read lies in the first three
+    /// cache lines (see [`CostGroup`]).
+    #[test]
+    fn issue_path_fields_share_three_lines() {
+        let hot = [
+            ("vtime", offset_of!(CostGroup, vtime), 8),
+            ("done_vtime", offset_of!(CostGroup, done_vtime), 8),
+            ("abs_vdebt", offset_of!(CostGroup, abs_vdebt), 8),
+            ("cursor", offset_of!(CostGroup, cursor), 8),
+            ("active_period", offset_of!(CostGroup, active_period), 8),
+            ("saved_margin", offset_of!(CostGroup, saved_margin), 8),
+            ("abs_vusage", offset_of!(CostGroup, abs_vusage), 8),
+            ("inflight_cost", offset_of!(CostGroup, inflight_cost), 8),
+            (
+                "waitq",
+                offset_of!(CostGroup, waitq),
+                size_of::<VecDeque<Waiter>>(),
+            ),
+            ("delay", offset_of!(CostGroup, delay), 8),
+            ("wait_since", offset_of!(CostGroup, wait_since), 16),
+            ("level", offset_of!(CostGroup, level), 8),
+            ("hweight_gen", offset_of!(CostGroup, hweight_gen), 4),
+            ("hweight_active", offset_of!(CostGroup, hweight_active), 4),
+            ("hweight_inuse", offset_of!(CostGroup, hweight_inuse), 4),
+            ("active", offset_of!(CostGroup, active), 4),
+            ("inuse", offset_of!(CostGroup, inuse), 4),
+            ("on_active_list", offset_of!(CostGroup, on_active_list), 1),
+        ];
+        for (name, off, size) in hot {
+            assert!(off + size <= 3 * 64, "{name} at {off}..{}", off + size);
+        }
+        assert_eq!(std::mem::align_of::<CostGroup>(), 64);
     }
 }

@@ -65,7 +65,7 @@ impl IoCost {
         grp.on_active_list = true;
         let (weight, last_inuse) = (grp.weight, grp.last_inuse);
         // list_add: the newest is at the head
-        self.active_list.insert(0, g);
+        self.active_list.push_front(g);
         let inuse = if last_inuse != 0 { last_inuse } else { weight };
         self.propagate_weights(g, weight, inuse, true, now);
         self.groups[g].activated_at = now.now;
@@ -141,7 +141,11 @@ impl IoCost {
         if abs_cost == 0 {
             return Verdict::Dispatch;
         }
-        let mut now = self.snapshot(ns);
+        // iocg_activate() takes the ioc_now snapshot
+        let mut now = Now {
+            now_ns: ns,
+            ..Now::default()
+        };
         if !self.activate(g, &mut now) {
             return Verdict::Dispatch;
         }
@@ -289,13 +293,16 @@ impl IoCost {
             vbudget = vbudget.wrapping_sub(vdebt).min(0);
         }
         let (_, hw_inuse) = self.current_hweight(g);
-        while let Some(w) = self.groups[g].waitq.front().copied() {
-            let cost = abs_cost_to_cost(w.abs_cost, hw_inuse);
+        // read only the first waiter's cost until it is known to fit
+        while let Some(abs_cost) = self.groups[g].waitq.front().map(|w| w.abs_cost) {
+            let cost = abs_cost_to_cost(abs_cost, hw_inuse);
             vbudget = vbudget.wrapping_sub(cost as i64);
             if vbudget < 0 {
                 break;
             }
-            self.groups[g].waitq.pop_front();
+            let Some(w) = self.groups[g].waitq.pop_front() else {
+                break;
+            };
             self.waiting -= 1;
             self.commit_bio(g, &w.io, w.abs_cost, cost);
             self.out.push(w.io);
@@ -318,18 +325,19 @@ impl IoCost {
             .now_ns
             .saturating_add(div_round_up(vshortage, base.max(1)).saturating_mul(1_000))
             .saturating_add(slack);
-        if grp
-            .waitq_timer
+        if self
+            .waitq_timers
+            .get(g)
             .is_some_and(|o| o.abs_diff(expires) <= slack)
         {
             return;
         }
-        grp.waitq_timer = Some(expires);
+        self.waitq_timers.set(g, Some(expires));
     }
 
     /// linux block/blk-iocost.c: iocg_waitq_timer_fn().
     pub(super) fn waitq_timer_fired(&mut self, g: usize, ns: u64) {
-        self.groups[g].waitq_timer = None;
+        self.waitq_timers.set(g, None);
         let now = self.snapshot(ns);
         let pay_debt = self.groups[g].abs_vdebt != 0;
         self.kick_waitq(g, pay_debt, &now);

@@ -108,6 +108,10 @@
 //!    flight, and the per-IO records add up to it.
 //! 6. The waiter count matches the queues; an active group means the
 //!    period timer is running and armed.
+//! 7. The wait-queue timer queue is a heap of exactly the armed timers.
+//! 8. An active group whose cached hweights carry the current generation
+//!    has the hweights a from-scratch walk of the tree gives
+//!    (`current_hweight` recomputes only when `hweight_gen` moved on).
 //!
 //! # 5. Divergences from Linux (6.9+ / 7.1)
 //! * One device per instance; per-CPU counters are single counters; no
@@ -125,7 +129,7 @@
 //!   its jiffy (HZ is a parameter; timer-wheel coarsening of far timers is
 //!   ignored), wait-queue hrtimers at their soft expiry (the kernel may run
 //!   them up to the 1% slack later). Due timers run in the order: knob
-//!   writes, period timer, wait-queue timers by group.
+//!   writes, period timer, wait-queue timers by expiry, then group index.
 //! * Divisors the kernel guarantees non-zero are clamped to ≥ 1, and a few
 //!   64-bit products the kernel could overflow in absurd cases (e.g. `100 ×
 //!   vover`) are computed in 128 bits, so no input panics.
@@ -170,6 +174,19 @@
 //! | `hweight_after_donation`, `transfer_surpluses`, `build_inner_walk` | same names |
 //! | `knob::parse_*`, `knob::format_*` | `ioc_weight_write/show`, `ioc_qos_write/prfill`, `ioc_cost_model_write/prfill` |
 //! | `IoCost::iostat_suffix` | `ioc_pd_stat` |
+//! | `timerq::TimerQueue` | the per-iocg `waitq_timer` hrtimers (the hrtimer base's ordered queue) |
+//!
+//! # 8. Cost
+//! As in the kernel, only the period timer visits every active group. An
+//! IO's submission and completion do work proportional to its group's
+//! depth at most: hweights are cached per group and recomputed only when
+//! the weight generation changed (`current_hweight`), the cost charged to
+//! an IO in flight is found by its id (a hash map stands in for the bio
+//! field), and the next wait-queue timer is the top of an indexed heap
+//! (`timerq`: O(1) to read, O(log groups) to arm, re-arm or cancel),
+//! so `next_deadline` is O(1). The fields the issue path touches sit in
+//! the first three cache lines of a group's state. Measured in
+//! `docs/BENCHMARKS.md` ("iocost controller cost per IO").
 
 pub mod donation;
 pub mod group;
@@ -177,6 +194,7 @@ pub mod issue;
 pub mod knob;
 pub mod model;
 pub mod period;
+mod timerq;
 pub mod trace;
 pub mod variant;
 pub mod vtime;
@@ -191,7 +209,8 @@ pub use group::CostStats;
 pub use knob::{KnobError, ModelWrite, QosWrite, WeightWrite};
 pub use model::{AutopClass, Params};
 use period::LatCounters;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use timerq::TimerQueue;
 pub use trace::{GroupTrace, PeriodTrace, RunState};
 pub use variant::Variant;
 use vtime::{Margins, VTime, VTIME_PER_USEC, WEIGHT_ONE};
@@ -261,12 +280,14 @@ pub struct IoCost {
     autop_too_fast_at: Option<u64>,
     autop_too_slow_at: Option<u64>,
     /// Active groups, most recently activated first (kernel list order).
-    active_list: Vec<usize>,
-    /// Armed period timer: the jiffy it fires at.
+    active_list: VecDeque<usize>,
+    /// Armed period timer: the start (ns) of the jiffy it fires at.
     period_timer: Option<u64>,
+    /// The groups' armed wait-queue timers, earliest first.
+    waitq_timers: TimerQueue,
     lat: LatCounters,
     /// Cost charged to each committed IO in flight (`bi_iocost_cost`).
-    inflight: HashMap<IoId, (usize, u64)>,
+    inflight: HashMap<IoId, (usize, u64), group::IdBuildHasher>,
     /// Woken waiters not yet handed out by `on_timer`.
     out: Vec<Io>,
     waiting: usize,
@@ -312,10 +333,11 @@ impl IoCost {
             dfgv_usage_us_sum: 0,
             autop_too_fast_at: None,
             autop_too_slow_at: None,
-            active_list: Vec::new(),
+            active_list: VecDeque::new(),
             period_timer: None,
+            waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
-            inflight: HashMap::new(),
+            inflight: HashMap::default(),
             out: Vec::new(),
             waiting: 0,
             last_ns: 0,
@@ -604,17 +626,11 @@ impl IoCost {
         // every timer re-arms strictly later than `ns`, so each fires at
         // most once per call
         for _ in 0..self.groups.len() + 2 {
-            if self
-                .period_timer
-                .is_some_and(|j| j.saturating_mul(self.tick_ns()) <= ns)
-            {
+            if self.period_timer.is_some_and(|t| t <= ns) {
                 self.period_timer_fired(ns);
                 continue;
             }
-            let due = (0..self.groups.len())
-                .filter_map(|g| self.groups[g].waitq_timer.map(|t| (t, g)))
-                .filter(|&(t, _)| t <= ns)
-                .min();
+            let due = self.waitq_timers.first().filter(|&(t, _)| t <= ns);
             match due {
                 Some((_, g)) => self.waitq_timer_fired(g, ns),
                 None => break,
@@ -623,15 +639,13 @@ impl IoCost {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        let mut d = self.period_timer.map(|j| j.saturating_mul(self.tick_ns()));
+        let mut d = self.period_timer;
         let mut take = |t: u64| d = Some(d.map_or(t, |x| x.min(t)));
         if !self.out.is_empty() {
             take(self.last_ns);
         }
-        for g in &self.groups {
-            if let Some(t) = g.waitq_timer {
-                take(t);
-            }
+        if let Some((t, _)) = self.waitq_timers.first() {
+            take(t);
         }
         if let Some((&(at, _), _)) = self.scheduled.first_key_value() {
             take(at.0);
@@ -650,6 +664,12 @@ impl IoCost {
             }
         }
         let mut waiters = 0;
+        let mut listed = vec![0usize; n];
+        for &g in &self.active_list {
+            if let Some(x) = listed.get_mut(g) {
+                *x += 1;
+            }
+        }
         let mut costs = vec![0u64; n];
         for &(g, c) in self.inflight.values() {
             costs[g] = costs[g].wrapping_add(c);
@@ -662,7 +682,7 @@ impl IoCost {
                     grp.child_active_sum, grp.child_inuse_sum, act[g], inu[g]
                 ));
             }
-            let listed = self.active_list.iter().filter(|&&x| x == g).count();
+            let listed = listed[g];
             if listed != usize::from(grp.on_active_list) || (grp.on_active_list && grp.level == 0) {
                 return Err(format!(
                     "2: {p}: listed {listed} times, flag {}",
@@ -711,7 +731,7 @@ impl IoCost {
             if grp.abs_vdebt != 0 && grp.inuse != 1 {
                 return Err(format!("4: {p}: debtor with inuse {}", grp.inuse));
             }
-            if !grp.waitq.is_empty() && grp.waitq_timer.is_none() {
+            if !grp.waitq.is_empty() && self.waitq_timers.get(g).is_none() {
                 return Err(format!("4: {p}: waiters without a wake-up timer"));
             }
             if grp.vtime.since(grp.done_vtime) as u64 != grp.inflight_cost
@@ -726,12 +746,26 @@ impl IoCost {
             }
             waiters += grp.waitq.len();
         }
+        if let Err(e) = self.waitq_timers.check() {
+            return Err(format!("7: wait-queue timers: {e}"));
+        }
         if waiters != self.waiting {
             return Err(format!("6: {waiters} queued but count {}", self.waiting));
         }
         let timer_armed = self.running && self.period_timer.is_some();
         if !self.active_list.is_empty() && !timer_armed {
             return Err("6: active groups but the period timer is not running".into());
+        }
+        for &g in &self.active_list {
+            let grp = &self.groups[g];
+            let cached = (grp.hweight_active, grp.hweight_inuse);
+            if grp.hweight_gen == self.hweight_gen && cached != self.compute_hweight(g) {
+                return Err(format!(
+                    "8: {}: cached hweights {cached:?} but the tree gives {:?}",
+                    self.paths[g],
+                    self.compute_hweight(g)
+                ));
+            }
         }
         Ok(())
     }

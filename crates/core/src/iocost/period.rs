@@ -171,8 +171,10 @@ impl IoCost {
         self.period_at = now.now;
         self.period_at_vtime = now.vnow;
         let hz = self.cfg.hz.max(1);
-        let j = now.now_ns / (1_000_000_000 / hz).max(1);
-        self.period_timer = Some(j + usecs_to_jiffies(self.period_us, hz).max(1));
+        let tick = self.tick_ns();
+        let j = now.now_ns / tick;
+        let expires = j + usecs_to_jiffies(self.period_us, hz).max(1);
+        self.period_timer = Some(expires.saturating_mul(tick));
     }
 
     /// linux block/blk-iocost.c: ioc_refresh_vrate().
@@ -221,7 +223,10 @@ impl IoCost {
     /// error). Returns the number of debtors.
     fn check_iocgs(&mut self, now: &Now) -> u32 {
         let mut nr_debtors = 0;
-        for g in self.active_list.clone() {
+        let mut deactivated = false;
+        // the list is only pruned after the walk, so indices stay valid
+        for i in 0..self.active_list.len() {
+            let g = self.active_list[i];
             let grp = &self.groups[g];
             let busy = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay != 0;
             if !busy && !self.is_idle(g) {
@@ -246,8 +251,13 @@ impl IoCost {
                 }
                 self.propagate_weights_nocommit(g, 0, 0, false, now);
                 self.groups[g].on_active_list = false;
-                self.active_list.retain(|&x| x != g);
+                deactivated = true;
             }
+        }
+        if deactivated {
+            // list_del of each idle group, in one pass
+            let groups = &self.groups;
+            self.active_list.retain(|&x| groups[x].on_active_list);
         }
         self.commit_weights();
         nr_debtors
@@ -284,7 +294,8 @@ impl IoCost {
     /// (absolute vtime at the base vrate), then up the tree.
     fn flush_stat(&mut self) {
         let mut walk = Vec::new();
-        for g in self.active_list.clone() {
+        for i in 0..self.active_list.len() {
+            let g = self.active_list[i];
             let base = self.vtime_base_rate.max(1);
             let grp = &mut self.groups[g];
             let delta = grp.abs_vusage.wrapping_sub(grp.last_stat_abs_vusage);
@@ -329,7 +340,8 @@ impl IoCost {
         let cycles = dur + self.dfgv_period_rem;
         self.dfgv_period_rem = cycles % DFGV_PERIOD;
         let shift = (cycles / DFGV_PERIOD).min(63);
-        for g in self.active_list.clone() {
+        for i in 0..self.active_list.len() {
+            let g = self.active_list[i];
             let grp = &mut self.groups[g];
             if grp.abs_vdebt == 0 && grp.delay == 0 {
                 continue;
@@ -415,7 +427,8 @@ impl IoCost {
         let mut usage_us_sum: u64 = 0;
         let mut surpluses: Vec<usize> = Vec::new();
         let qos_on = ppm_thr[0] != MILLION as u32 || ppm_thr[1] != MILLION as u32;
-        for g in self.active_list.clone() {
+        for i in 0..self.active_list.len() {
+            let g = self.active_list[i];
             let (vdone, vtime) = (self.groups[g].done_vtime, self.groups[g].vtime);
             let (hw_active, hw_inuse) = self.current_hweight(g);
             // IO in flight for more than a period: don't push vrate up
@@ -455,8 +468,8 @@ impl IoCost {
                     let grp = &mut self.groups[g];
                     grp.hweight_donating = hwa;
                     grp.hweight_after_donation = new_hwi;
-                    // list_add: newest first
-                    surpluses.insert(0, g);
+                    // list_add: newest first (reversed below)
+                    surpluses.push(g);
                 } else if self.groups[g].abs_vdebt == 0 {
                     let active = self.groups[g].active;
                     self.propagate_weights_nocommit(g, active, active, true, now);
@@ -467,6 +480,7 @@ impl IoCost {
                 sig.nr_shortages += 1;
             }
         }
+        surpluses.reverse();
         sig.nr_donors = surpluses.len() as u32;
         if !surpluses.is_empty() && sig.nr_shortages > 0 {
             self.transfer_surpluses(&surpluses, now);
