@@ -668,6 +668,8 @@ impl Experiment {
             model.nr_requests(),
             &self.writes,
         )?;
+        // traces only when written (they grow with groups × periods)
+        stack.set_trace(self.trace_out.is_some());
         let mut backend = SimBackend::new(model).with_max_sectors(dev.max_sectors);
         let mut opts = self.run_options(
             HostModel {

@@ -160,6 +160,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
         invocation_of,
     } = exp.plan(&layout_dev, Some(&path.to_string_lossy()))?;
     let mut stack = build_stack(&exp.controllers, &tree, devid, false, depth, &exp.writes)?;
+    stack.set_trace(exp.trace_out.is_some());
     let stop = StopOnSignal::install().context("cannot install the SIGINT/SIGTERM handler")?;
     let mut opts = exp.run_options(blkqos_engine::host_model(), Some(stop.flag()));
     opts.pagecache = write_buffer;

@@ -74,6 +74,10 @@ pub trait Controller {
     /// (text lines, or JSON lines when `json`).
     fn drain_trace(&mut self, _dev: &str, _json: bool, _out: &mut String) {}
 
+    /// Record per-period traces (on by default). A run that writes no
+    /// trace turns them off: the records cost memory and timer time.
+    fn set_trace(&mut self, _on: bool) {}
+
     /// Does this controller never hold, time or observe anything (every
     /// method a no-op, every IO dispatched)? The stack then skips it on
     /// the per-IO path. Must not change over the controller's lifetime.
@@ -353,6 +357,13 @@ impl ControllerStack {
     /// Every stage's `io.stat` keys for a group.
     pub fn iostat_suffix(&self, g: crate::GroupId) -> String {
         self.stages.iter().map(|s| s.iostat_suffix(g)).collect()
+    }
+
+    /// Record traces in every stage, or in none.
+    pub fn set_trace(&mut self, on: bool) {
+        for s in &mut self.stages {
+            s.set_trace(on);
+        }
     }
 
     /// Every stage's trace records since the last call.

@@ -297,6 +297,8 @@ pub struct IoCost {
     rejected: Vec<(Instant, KnobError)>,
     trace: Vec<PeriodTrace>,
     trace_dropped: u64,
+    /// Record [`PeriodTrace`]s (default on; [`Controller::set_trace`]).
+    trace_on: bool,
 }
 
 impl IoCost {
@@ -346,6 +348,7 @@ impl IoCost {
             rejected: Vec::new(),
             trace: Vec::new(),
             trace_dropped: 0,
+            trace_on: true,
         };
         c.refresh_params(true, 0);
         let now = c.snapshot(0);
@@ -800,6 +803,10 @@ impl Controller for IoCost {
     fn iostat_suffix(&self, group: GroupId) -> String {
         IoCost::iostat_suffix(self, group)
     }
+    fn set_trace(&mut self, on: bool) {
+        self.trace_on = on;
+    }
+
     fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
         let mut recs = Vec::new();
         self.take_trace(&mut recs);

@@ -369,6 +369,21 @@ fn vrate_falls_through_the_controller() {
     );
 }
 
+/// Traces off (a run that writes none): same control, no records.
+#[test]
+fn traces_off_record_nothing_and_change_nothing() {
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    let mut c = enabled(&t, "hold");
+    c.set_trace(false);
+    saturated_periods(&mut c, a, 20);
+    assert_eq!(c.vrate(), vrate_after(20));
+    let mut tr = Vec::new();
+    c.take_trace(&mut tr);
+    assert!(tr.is_empty());
+    assert_eq!(c.trace_dropped(), 0);
+}
+
 #[test]
 fn set_vrate_is_the_starting_point_of_the_controller() {
     let t = tree(&["/a"]);

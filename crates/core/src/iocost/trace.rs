@@ -315,6 +315,9 @@ impl IoCost {
     }
 
     pub(super) fn record_trace(&mut self, ns: u64, period: u64, signals: PeriodSignals) {
+        if !self.trace_on {
+            return;
+        }
         if self.trace.len() >= TRACE_CAPACITY {
             self.trace_dropped += 1;
             return;
