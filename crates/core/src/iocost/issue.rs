@@ -189,6 +189,55 @@ impl IoCost {
         Verdict::Held
     }
 
+    /// linux block/blk-iocost.c: ioc_rqos_merge() — `io` joins the request
+    /// that covers `rq_sectors` sectors from `rq_start` (`rq_charged`: that
+    /// request's first bio carries a cost). A merged bio pays its size cost
+    /// only (no seek base: `Params::vtime_cost` with `is_merge`); it
+    /// cannot wait, so over budget it becomes debt. `true` when the debt
+    /// put the group in issuer delay (the submitter would sleep on its way
+    /// back to userspace).
+    ///
+    /// The controller side of merging: blkqos's request path has no queue
+    /// of dispatched-but-not-started requests to merge into (each request
+    /// goes to the device when it gets a tag), so no run calls this yet.
+    pub fn merge(
+        &mut self,
+        io: &Io,
+        rq_start: u64,
+        rq_sectors: u64,
+        rq_charged: bool,
+        at: crate::time::Instant,
+    ) -> bool {
+        let ns = self.clock(at);
+        let g = io.group.idx();
+        if !self.enabled || g >= self.groups.len() || self.groups[g].level == 0 {
+            return false;
+        }
+        let abs_cost = self.params.vtime_cost(io, self.groups[g].cursor, true);
+        if abs_cost == 0 {
+            return false;
+        }
+        let now = self.snapshot(ns);
+        let hwi = self.current_hweight(g).1;
+        let cost = abs_cost_to_cost(abs_cost, hwi);
+        // a back merge into the request ending at the cursor moves it
+        let bio_end = io.sector().wrapping_add(io.sectors());
+        if rq_start < bio_end && rq_start.wrapping_add(rq_sectors) == self.groups[g].cursor {
+            self.groups[g].cursor = bio_end;
+        }
+        if rq_charged && self.groups[g].vtime.plus(cost).before_eq(now.vnow) {
+            self.commit_bio(g, io, abs_cost, cost);
+            return false;
+        }
+        if self.groups[g].on_active_list {
+            self.incur_debt(g, abs_cost, &now);
+            self.kick_delay(g, &now)
+        } else {
+            self.commit_bio(g, io, abs_cost, cost);
+            false
+        }
+    }
+
     /// linux block/blk-iocost.c: iocg_incur_debt() — debtors donate all but
     /// the minimum inuse until paid off.
     pub(super) fn incur_debt(&mut self, g: usize, abs_cost: u64, now: &Now) {

@@ -116,8 +116,11 @@
 //! # 5. Divergences from Linux (6.9+ / 7.1)
 //! * One device per instance; per-CPU counters are single counters; no
 //!   locks, so the kernel's races (activation vs. timer) do not exist.
-//! * No bio merging at the controller: `ioc_rqos_merge` is not modelled
-//!   (an [`crate::Io`] is one bio and one request).
+//! * `ioc_rqos_merge` is [`IoCost::merge`] (size cost only, debt and
+//!   issuer delay over budget, cursor on back merges; unit-tested), but no
+//!   run merges: the driver sends each request to the device when it gets
+//!   a tag, so there is no queue of pending requests to merge into, and an
+//!   [`crate::Io`] is one bio and one request.
 //! * Issuer delay is computed, traced and accounted (`cost.indelay`) but
 //!   delays nothing: in the kernel the task sleeps on its way back to
 //!   userspace after the IO was issued, which the simulator's job model has
@@ -165,6 +168,7 @@
 //! | `weights.rs` | `__propagate_weights`, `propagate_weights`, `commit_weights`, `current_hweight`, `current_hweight_max`, `weight_updated` |
 //! | `IoCost::activate`, `IoCost::adjust_inuse_and_calc_cost` | `iocg_activate`, `adjust_inuse_and_calc_cost` |
 //! | `IoCost::throttle`, `IoCost::commit_bio` | `ioc_rqos_throttle`, `iocg_commit_bio` |
+//! | `IoCost::merge` | `ioc_rqos_merge` |
 //! | `IoCost::incur_debt`, `pay_debt`, `kick_delay` | `iocg_incur_debt`, `iocg_pay_debt`, `iocg_kick_delay` |
 //! | `IoCost::kick_waitq`, `waitq_timer_fired` | `iocg_kick_waitq` + `iocg_wake_fn`, `iocg_waitq_timer_fn` |
 //! | `IoCost::complete` | `ioc_rqos_done_bio`, `ioc_rqos_done` |

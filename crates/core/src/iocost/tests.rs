@@ -708,3 +708,72 @@ fn io_while_disabled_or_uncosted_bypasses() {
     assert_eq!(c.iostat_suffix(GroupId(99)), "");
     c.invariants().unwrap();
 }
+
+// ---- ioc_rqos_merge -------------------------------------------------------
+
+/// A bio merged into a charged request pays its size cost only, moves the
+/// cursor on a back merge at the cursor, and completes like any IO.
+#[test]
+fn a_merge_within_budget_pays_the_size_cost_only() {
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    let mut c = enabled(&t, "hold");
+    let first = io(1, a, IoOp::Read, 1);
+    assert_eq!(c.on_submit(&first, Instant::ZERO), Verdict::Dispatch);
+    let g = a.idx();
+    let end = first.sector() + first.sectors();
+    assert_eq!(c.groups[g].cursor, end);
+    let usage = c.groups[g].abs_vusage;
+    let mut next = io(2, a, IoOp::Read, 1);
+    next.offset = first.offset + first.len;
+    let size_only = c.params.vtime_cost(&next, c.groups[g].cursor, true);
+    let full = c.params.vtime_cost(&next, c.groups[g].cursor, false);
+    assert!(size_only > 0 && size_only < full, "{size_only} vs {full}");
+    let delayed = c.merge(&next, first.sector(), first.sectors(), true, Instant::ZERO);
+    assert!(!delayed);
+    assert_eq!(c.groups[g].abs_vusage - usage, size_only);
+    assert_eq!(c.groups[g].abs_vdebt, 0);
+    assert_eq!(
+        c.groups[g].cursor,
+        end + next.sectors(),
+        "back merge at the cursor"
+    );
+    c.invariants().unwrap();
+    for x in [&first, &next] {
+        c.on_complete(x, Instant::ZERO, Instant::ZERO, Instant(1_000_000));
+    }
+    c.invariants().unwrap();
+}
+
+/// Over budget (or into a request without a cost) a merge cannot wait: it
+/// is charged as debt, which pushes the group into issuer delay once the
+/// overage is large enough.
+#[test]
+fn a_merge_over_budget_becomes_debt_and_delay() {
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    let mut c = enabled(&t, "hold");
+    let first = io(1, a, IoOp::Write, 256);
+    assert_eq!(c.on_submit(&first, Instant::ZERO), Verdict::Dispatch);
+    let g = a.idx();
+    // into an uncharged request: debt even with budget left
+    let mut x = io(2, a, IoOp::Write, 1);
+    x.offset = first.offset + first.len;
+    assert!(!c.merge(&x, first.sector(), first.sectors(), false, Instant::ZERO));
+    assert!(c.groups[g].abs_vdebt > 0);
+    assert_eq!(c.groups[g].inuse, 1, "a debtor keeps the minimum inuse");
+    // many 1 MiB merges at one instant: far over budget → issuer delay
+    let mut delayed = false;
+    for k in 0..400u64 {
+        let mut m = io(10 + k, a, IoOp::Write, 256);
+        m.offset = first.offset + (k + 2) * (1 << 20);
+        delayed |= c.merge(&m, m.sector(), 0, true, Instant::ZERO);
+    }
+    assert!(delayed, "debt {}", c.groups[g].abs_vdebt);
+    assert!(
+        c.delay_us(a).is_some_and(|d| d >= 250),
+        "{:?}",
+        c.delay_us(a)
+    );
+    c.invariants().unwrap();
+}
