@@ -301,7 +301,7 @@ pub struct PageCache {
     dirtied_by_group: HashMap<GroupId, u64>,
     written_by_group: HashMap<GroupId, u64>,
     /// Pages whose writeback completed and that were not dirtied since.
-    written_clean: BTreeSet<u64>,
+    written_clean: rangeset::PageRanges,
     double_writebacks: u64,
 }
 
@@ -337,7 +337,7 @@ impl PageCache {
             series: Vec::new(),
             dirtied_by_group: HashMap::new(),
             written_by_group: HashMap::new(),
-            written_clean: BTreeSet::new(),
+            written_clean: rangeset::PageRanges::default(),
             double_writebacks: 0,
         }
     }
@@ -469,7 +469,7 @@ impl PageCache {
 
     fn dirty_page(&mut self, inode: usize, p: u64, now: Instant) {
         let wb = self.inodes[inode].wb;
-        self.written_clean.remove(&p);
+        self.written_clean.remove(p);
         let newly_dirty = match self.pages.get_mut(&p) {
             None => {
                 self.pages.insert(
@@ -947,6 +947,8 @@ impl SecondSample {
         }
     }
 }
+
+mod rangeset;
 
 #[cfg(test)]
 mod tests;
