@@ -235,9 +235,27 @@ fn workloads_agree_with_fio() {
         "{:<46} {:<5} {:>9} {:>9} {:>7} {:>7} {:>7}",
         "job (blkqos device)", "dir", "fio iops", "blkqos", "fio ios", "blkqos", "diff %"
     );
-    for ((c, f), runs) in CASES.iter().zip(&fio).zip(&ours) {
-        for (dev, o) in c.devices.iter().zip(runs) {
-            compare(c, dev, f, o, &mut failures);
+    for (((c, f), runs), d) in CASES.iter().zip(&fio).zip(&ours).zip(&dirs) {
+        // real fio's pacing is the host's timing: a transiently loaded
+        // host makes it late (sleeps, rate waits). A case that disagrees
+        // is run again in fio, alone, up to twice; blkqos (deterministic)
+        // is never re-run, and its predicted counts are checked every time.
+        let mut f = f.clone();
+        for attempt in 0..3 {
+            let mut now = Vec::new();
+            for (dev, o) in c.devices.iter().zip(runs) {
+                compare(c, dev, &f, o, &mut now);
+            }
+            if now.is_empty() || attempt == 2 {
+                failures.extend(now);
+                break;
+            }
+            println!(
+                "({}) fio disagreed ({}); running fio again",
+                c.tag,
+                now.join("; ")
+            );
+            f = run_fio(&args_for(c), d);
         }
     }
     println!();
