@@ -41,6 +41,25 @@ fn disk_series(wb: &Value) -> Vec<f64> {
         .collect()
 }
 
+/// Run scenario `text` with JSON output and diskstats snapshots in `ds/`
+/// (plus `extra` flags); the fio JSON, the last diskstats line and its
+/// counters, and the run's directory.
+fn run_scenario(text: &str, extra: &[&str]) -> (Value, String, Vec<u64>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "s.toml", text);
+    let mut args = vec![
+        "run",
+        "s.toml",
+        "--output-format=json",
+        "--diskstats-dir=ds",
+    ];
+    args.extend_from_slice(extra);
+    let r = blkqos(&args, Some(dir.path()));
+    r.ok();
+    let (line, f) = last_diskstats(&dir.path().join("ds"));
+    (r.json(), line, f, dir)
+}
+
 /// The last diskstats snapshot under `dir`: the line and its counters
 /// (the fields after the device name).
 fn last_diskstats(dir: &std::path::Path) -> (String, Vec<u64>) {
@@ -146,26 +165,12 @@ fn owner_limits_bound_writeback_unless_charged_to_root() {
 /// device sees no read.
 #[test]
 fn buffered_reads_of_written_pages_hit_the_cache() {
-    let dir = tempfile::tempdir().unwrap();
     let text = "[device]\nmodel = \"ssd\"\ndevid = \"259:0\"\n\
         [pagecache]\nmemory = \"256m\"\n\
         [[fio]]\nargs = \"--filename=shared --name=w --rw=write --bs=64k --size=32m --direct=0 --end_fsync=1 \
         --name=r --stonewall --rw=read --bs=64k --size=32m --direct=0\"\n";
-    write_file(dir.path(), "s.toml", text);
-    let r = blkqos(
-        &[
-            "run",
-            "s.toml",
-            "--output-format=json",
-            "--iostats=precise",
-            "--diskstats-dir=ds",
-        ],
-        Some(dir.path()),
-    );
-    r.ok();
-    let d = r.json();
+    let (d, line, f, _dir) = run_scenario(text, &["--iostats=precise"]);
     assert_eq!(num(&d, "/jobs/1/read/io_bytes"), 32.0 * 1048576.0);
-    let (line, f) = last_diskstats(&dir.path().join("ds"));
     assert_eq!(f[0], 0, "reads completed by the device: {line}");
     assert_eq!(f[6] * 512, 32 << 20, "sectors written: {line}");
 }
@@ -176,25 +181,12 @@ fn buffered_reads_of_written_pages_hit_the_cache() {
 /// limit on the owner counts the requests (mainline).
 #[test]
 fn writeback_longer_than_max_io_is_split_and_charged_per_request() {
-    let dir = tempfile::tempdir().unwrap();
     let text = "cgroups = [\"/w\"]\n[device]\nmodel = \"ssd\"\ndevid = \"259:0\"\nmax_sectors_kb = 128\n\
         [pagecache]\nmemory = \"256m\"\nwriteback_io = \"1m\"\nreport = \"wb.json\"\n\
         [[write]]\nfile = \"/sys/fs/cgroup/w/io.max\"\nvalue = \"259:0 wiops=200\"\n\
         [[fio]]\nargs = \"--name=w --cgroup=/w --rw=write --bs=64k --size=16m --direct=0 --end_fsync=1\"\n";
-    write_file(dir.path(), "s.toml", text);
-    let r = blkqos(
-        &[
-            "run",
-            "s.toml",
-            "--output-format=json",
-            "--diskstats-dir=ds",
-        ],
-        Some(dir.path()),
-    );
-    r.ok();
-    let d = r.json();
+    let (d, line, f, dir) = run_scenario(text, &[]);
     assert_eq!(num(&d, "/jobs/0/write/io_bytes"), 16.0 * 1048576.0);
-    let (line, f) = last_diskstats(&dir.path().join("ds"));
     assert_eq!(f[6] * 512, 16 << 20, "sectors written: {line}");
     // 128 pieces of 128 KiB (+ the fsync's flush, counted by diskstats
     // in its own fields, not as a write)
@@ -221,24 +213,12 @@ fn writeback_longer_than_max_io_is_split_and_charged_per_request() {
 #[test]
 fn fsync_every_n_writes_syncs_and_is_reported_like_fio() {
     let run = |extra: &str| -> (Value, u64) {
-        let dir = tempfile::tempdir().unwrap();
         let text = format!(
             "[device]\nmodel = \"ssd\"\ndevid = \"259:0\"\n[pagecache]\nmemory = \"1g\"\n\
              [[fio]]\nargs = \"--name=w --rw=write --bs=4k --size=1m --ioengine=psync {extra}\"\n"
         );
-        write_file(dir.path(), "s.toml", &text);
-        let r = blkqos(
-            &[
-                "run",
-                "s.toml",
-                "--output-format=json",
-                "--diskstats-dir=ds",
-            ],
-            Some(dir.path()),
-        );
-        r.ok();
-        let (_, f) = last_diskstats(&dir.path().join("ds"));
-        (r.json(), f[6] * 512)
+        let (d, _, f, _dir) = run_scenario(&text, &[]);
+        (d, f[6] * 512)
     };
     let (d, _) = run("--direct=1 --fsync=8");
     assert_eq!(num(&d, "/jobs/0/sync/total_ios"), 31.0);
