@@ -467,6 +467,22 @@ impl PageCache {
         }
     }
 
+    /// Page `p` of `inode` (wb `wb`) became dirty: count it, and queue the
+    /// inode on its wb's dirty list (`__mark_inode_dirty`).
+    fn count_dirty(&mut self, inode: usize, wb: usize, p: u64, now: Instant) {
+        self.nr_dirty += 1;
+        self.wbs[wb].dirty_pages += 1;
+        let ino = &mut self.inodes[inode];
+        ino.dirty.insert(p);
+        if ino.dirtied_when.is_none() {
+            ino.dirtied_when = Some(now);
+        }
+        if !ino.in_b_dirty {
+            ino.in_b_dirty = true;
+            self.wbs[wb].b_dirty.push_back(inode);
+        }
+    }
+
     fn dirty_page(&mut self, inode: usize, p: u64, now: Instant) {
         let wb = self.inodes[inode].wb;
         self.written_clean.remove(p);
@@ -496,17 +512,7 @@ impl PageCache {
             },
         };
         if newly_dirty {
-            self.nr_dirty += 1;
-            self.wbs[wb].dirty_pages += 1;
-            let ino = &mut self.inodes[inode];
-            ino.dirty.insert(p);
-            if ino.dirtied_when.is_none() {
-                ino.dirtied_when = Some(now);
-            }
-            if !ino.in_b_dirty {
-                ino.in_b_dirty = true;
-                self.wbs[wb].b_dirty.push_back(inode);
-            }
+            self.count_dirty(inode, wb, p, now);
         }
     }
 
@@ -810,17 +816,7 @@ impl PageCache {
                 }
                 PageState::WritebackDirty => {
                     pg.state = PageState::Dirty;
-                    self.nr_dirty += 1;
-                    self.wbs[wb].dirty_pages += 1;
-                    let ino = &mut self.inodes[inode];
-                    ino.dirty.insert(p);
-                    if ino.dirtied_when.is_none() {
-                        ino.dirtied_when = Some(now);
-                    }
-                    if !ino.in_b_dirty {
-                        ino.in_b_dirty = true;
-                        self.wbs[wb].b_dirty.push_back(inode);
-                    }
+                    self.count_dirty(inode, wb, p, now);
                 }
                 PageState::Clean | PageState::Dirty => {}
             }
