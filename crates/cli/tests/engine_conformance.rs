@@ -23,6 +23,9 @@ const LIMITS: [(&str, &str, f64, f64); 4] = [
 ];
 
 fn io_max_per_second(be: Be) {
+    // the real backends share the host's disk: one at a time, or each
+    // backend's 13,660 IOPS of demand competes with the other's
+    let _x = be.is_real().then(exclusive);
     // the real backends depend on the host's timer accuracy: on a host
     // overloaded by other work one retry is allowed; the sim must pass first time
     let tries = if be.is_real() { 2 } else { 1 };
