@@ -30,6 +30,9 @@ pub struct ControllerOptions {
     /// kernel's initial 100%: the state left by earlier runs.
     pub iocost_vrate: Option<u64>,
     pub hz: u64,
+    /// `/sys/module/blk_cgroup/parameters/blkcg_debug_stats`: iocost's
+    /// io.stat keys add `cost.wait`, `cost.indebt`, `cost.indelay`.
+    pub debug_stats: bool,
 }
 
 impl Default for ControllerOptions {
@@ -40,6 +43,7 @@ impl Default for ControllerOptions {
             iocost: blkqos_core::iocost::Variant::default(),
             iocost_vrate: None,
             hz: 1000,
+            debug_stats: false,
         }
     }
 }
@@ -73,6 +77,13 @@ impl ControllerOptions {
                 })?
             }
             "iocost_vrate" => self.iocost_vrate = Some(parse_vrate_pct(value)?),
+            "blkcg_debug_stats" | "blkcg-debug-stats" => {
+                self.debug_stats = match value {
+                    "1" | "Y" | "y" | "true" => true,
+                    "0" | "N" | "n" | "false" => false,
+                    _ => return Err(format!("blkcg_debug_stats `{value}`: expected 0 or 1")),
+                }
+            }
             "jiffies_at_start" => {
                 self.jiffies_at_start = value
                     .parse()
@@ -100,7 +111,7 @@ impl ControllerOptions {
                 }
                 self.throttle = ThrottleChoice::Paced(p);
             }
-            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, hz, paced_burst_ios, paced_burst_bytes")),
+            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, blkcg_debug_stats, hz, paced_burst_ios, paced_burst_bytes")),
         }
         Ok(())
     }
@@ -294,6 +305,7 @@ fn push_iocost(
     if let Some(v) = opts.iocost_vrate {
         c.set_vrate(v);
     }
+    c.set_debug_stats(opts.debug_stats);
     stack.push(Box::new(c));
     Ok(())
 }

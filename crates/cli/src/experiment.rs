@@ -388,7 +388,7 @@ impl Experiment {
                     .set("enable", v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 "pagecache-report" => pagecache.report = Some(PathBuf::from(v)),
-                "throttle" | "hz" | "iocost" => controllers
+                "throttle" | "hz" | "iocost" | "blkcg-debug-stats" => controllers
                     .set(k, v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 "iocost-trace" => trace_out = Some(PathBuf::from(v)),

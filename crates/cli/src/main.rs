@@ -95,6 +95,7 @@ blkqos flags:
   --io-cost-model='MAJ:MIN ...'  the root's io.cost.model line
   --iocost=VARIANT               hold (default: busy_level kept when a period has no
                                  completions but lagging IO, 7.1+), reset (<= 7.0), hold-v2
+  --blkcg-debug-stats=0|1        io.stat also shows iocost's cost.wait, cost.indebt, cost.indelay
   --iocost-trace=FILE            per-period iocost trace (iocost_monitor style); FILE.jsonl = JSON
   --hz=N                         kernel HZ for blk-throttle: 100, 250, 300, 1000 (default)
   --io-stat=FILE                 after the run, write every cgroup's io.stat to FILE

@@ -194,9 +194,9 @@ fn build(args: &[String]) -> Result<Experiment> {
                     .accounting
                     .set(&k[2..], v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                Some(("--hz", v)) => e
+                Some((k @ ("--hz" | "--blkcg-debug-stats"), v)) => e
                     .controllers
-                    .set("hz", v)
+                    .set(&k[2..], v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 Some(("--eta", v)) => {
                     let eta = crate::progress::Eta::parse(v)
@@ -212,7 +212,7 @@ fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --throttle, --iocost, --iocost-trace, --hz, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta and --output-format are accepted"
+                    "`{a}`: after a scenario file only --seed, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta and --output-format are accepted"
                 ),
             }
         }

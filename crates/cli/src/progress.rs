@@ -168,6 +168,9 @@ impl<B: Backend> Backend for Counting<'_, B> {
     fn max_io_bytes(&self) -> u64 {
         self.inner.max_io_bytes()
     }
+    fn plug_merges(&self) -> bool {
+        self.inner.plug_merges()
+    }
     fn buffer_write(&mut self, offset: u64, len: u64) {
         self.inner.buffer_write(offset, len)
     }

@@ -43,6 +43,17 @@ pub trait Controller {
     /// after completions.
     fn on_timer(&mut self, now: Instant, released: &mut Vec<Io>);
 
+    /// Bio `bio` (past every earlier stage) joins request `rq` (its extent
+    /// before the merge) instead of entering this stage on its own: the
+    /// block layer's plug merge (`bio_attempt_back_merge` /
+    /// `bio_attempt_front_merge` → `rq_qos_merge`). The bio completes with
+    /// `rq`. Returns how long the submitting task must sleep on its way
+    /// back to userspace, if the merge put its group in issuer delay
+    /// (`blkcg_schedule_throttle`).
+    fn on_merge(&mut self, _bio: &Io, _rq: &Io, _now: Instant) -> Option<crate::time::Duration> {
+        None
+    }
+
     /// The device started serving `io` (it got a request slot/tag).
     /// `alloc_at` is when it began waiting for a slot.
     fn on_start(&mut self, _io: &Io, _alloc_at: Instant, _now: Instant) {}
@@ -275,6 +286,57 @@ impl ControllerStack {
             };
         }
         self.submit_from(0, io, now)
+    }
+
+    /// Stage 0 only (blk-throttle): `Ready` means the IO cleared it and
+    /// must go on with [`ControllerStack::merge`] or
+    /// [`ControllerStack::submit_rq_qos`]; `Queued`/`Blocked` as
+    /// [`ControllerStack::submit`]; `Split` as there.
+    pub fn submit_stage0(&mut self, io: &Io, now: Instant) -> StackVerdict {
+        if self.passive || self.stages.is_empty() {
+            return if self.cleared_stage0(io) {
+                StackVerdict::Split
+            } else {
+                StackVerdict::Ready
+            };
+        }
+        let st = &mut self.stages[0];
+        if st.on_submit(io, now) == Verdict::Held {
+            return if st.hold_blocks_submitter() {
+                StackVerdict::Blocked
+            } else {
+                StackVerdict::Queued
+            };
+        }
+        if self.cleared_stage0(io) {
+            StackVerdict::Split
+        } else {
+            StackVerdict::Ready
+        }
+    }
+
+    /// An IO that cleared stage 0 ([`ControllerStack::submit_stage0`])
+    /// and merged into no request goes through the rq-qos stages.
+    pub fn submit_rq_qos(&mut self, io: &Io, now: Instant) -> StackVerdict {
+        if self.passive {
+            return StackVerdict::Ready;
+        }
+        self.submit_from(1, io, now)
+    }
+
+    /// Bio `bio`, past stage 0, merges into request `rq` (its extent
+    /// before the merge): every later stage sees the merge instead of the
+    /// bio ([`Controller::on_merge`]). Returns the longest issuer delay a
+    /// stage imposes on the submitting task.
+    pub fn merge(&mut self, bio: &Io, rq: &Io, now: Instant) -> Option<crate::time::Duration> {
+        if self.passive {
+            return None;
+        }
+        self.stages
+            .iter_mut()
+            .skip(1)
+            .filter_map(|st| st.on_merge(bio, rq, now))
+            .max()
     }
 
     /// A piece cut from the front of a bio that cleared stage 0 (after

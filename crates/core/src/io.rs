@@ -73,6 +73,11 @@ impl IoFlags {
     pub const fn contains(self, other: IoFlags) -> bool {
         self.0 & other.0 == other.0
     }
+    /// Any of `other`'s flags set?
+    #[inline]
+    pub const fn intersects(self, other: IoFlags) -> bool {
+        self.0 & other.0 != 0
+    }
     #[inline]
     pub const fn with(self, other: IoFlags) -> IoFlags {
         IoFlags(self.0 | other.0)

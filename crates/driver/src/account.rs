@@ -210,6 +210,12 @@ impl DiskStats {
         self.in_flight[op.dir().idx()] += 1;
     }
 
+    /// A bio merged into a request (`blk_account_io_merge_bio`).
+    #[inline]
+    pub fn merged(&mut self, op: IoOp) {
+        self.merges[op.stat_group()] += 1;
+    }
+
     /// A request completed (`blk_account_io_done`).
     #[inline]
     pub fn done(&mut self, op: IoOp, bytes: u64, started: Instant, now: Instant) {

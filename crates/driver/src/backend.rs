@@ -35,6 +35,13 @@ pub trait Backend {
     /// its writeback IOs (`IoFlags::WRITEBACK`) carry them later. The
     /// simulator keeps no data.
     fn buffer_write(&mut self, _offset: u64, _len: u64) {}
+    /// Does the driver merge adjacent bios of one submit call into one
+    /// request (the block layer's plug merge)? Only a backend that keeps
+    /// no data can: the real engine submits each IO to the kernel, which
+    /// merges below it.
+    fn plug_merges(&self) -> bool {
+        false
+    }
     /// Start serving `io` at `now` (it holds a request slot).
     fn submit(&mut self, io: &Io, now: Instant);
     /// Wait until at least one completion is available or `deadline` is

@@ -1,5 +1,6 @@
 //! The driver loop, written once for every backend.
 
+mod plug;
 mod split;
 
 use crate::account::{DiskStats, TicksMode};
@@ -140,6 +141,9 @@ struct JobSlot {
     file_key: u64,
     /// `direct=0`: goes through the page cache when there is one.
     buffered: bool,
+    /// `iodepth_batch_submit` > 1 (and not through the page cache): IOs
+    /// are queued and committed in submit calls ([`plug`]).
+    batch: Option<Box<plug::Batch>>,
 }
 
 /// What a job clone is doing, as the driver sees it.
@@ -155,6 +159,11 @@ enum SlotState {
     Submitting(Instant, IoId),
     /// Submit call blocked inside a controller (iocost) until released.
     Blocked(IoId),
+    /// A batched submit call in progress: its IOs enter the block layer
+    /// at `.0` ([`plug`]).
+    Committing(Instant),
+    /// A batched submit call's IOs are in; it returns at `.0` (issuer delay).
+    Returning(Instant),
     /// In `end_fsync` since this time: waiting for the file's writeback.
     Fsyncing(Instant),
     /// In `end_fsync` since this time: the flush is in flight.
@@ -166,7 +175,10 @@ impl JobSlot {
     #[inline]
     fn wake(&self) -> Option<Instant> {
         match self.state {
-            SlotState::Sleeping(t) | SlotState::Submitting(t, _) => Some(t),
+            SlotState::Sleeping(t)
+            | SlotState::Submitting(t, _)
+            | SlotState::Committing(t)
+            | SlotState::Returning(t) => Some(t),
             _ => None,
         }
     }
@@ -183,7 +195,10 @@ impl JobSlot {
         match self.state {
             SlotState::Runnable => !self.job.is_done(),
             SlotState::Waiting => !self.ring.is_empty(),
-            SlotState::Sleeping(t) | SlotState::Submitting(t, _) => now >= t,
+            SlotState::Sleeping(t)
+            | SlotState::Submitting(t, _)
+            | SlotState::Committing(t)
+            | SlotState::Returning(t) => now >= t,
             SlotState::Blocked(_) | SlotState::Fsyncing(_) | SlotState::Flushing(_) => false,
         }
     }
@@ -250,6 +265,14 @@ struct Loop<'a, B: Backend> {
     /// Pieces released from a submitter-blocking stage this timer run:
     /// (piece, its submitter if that waits for it).
     resumed: Vec<(IoId, Option<usize>)>,
+    /// The backend lets the driver merge bios ([`Backend::plug_merges`]).
+    plug_merges: bool,
+    /// Some job submits in batches ([`plug`]).
+    batched: bool,
+    /// Released IOs that went to their submitter's plug (this timer run).
+    to_plug: Vec<IoId>,
+    /// Request → the bios merged into it (completed with it).
+    merged: std::collections::BTreeMap<IoId, Vec<IoId>>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -293,21 +316,7 @@ impl<B: Backend> Loop<'_, B> {
         if self.pc.is_some() && self.jobs[j].buffered && self.issue_buffered(j, jio, now) {
             return;
         }
-        let slot = &self.jobs[j];
-        let io = Io {
-            id: IoId::default(),
-            job: j as u32,
-            group: slot.group,
-            op: op_of(jio.ddir),
-            flags: if jio.ddir == 1 && slot.job.spec().direct {
-                IoFlags::SYNC
-            } else {
-                IoFlags::default()
-            },
-            offset: jio.offset,
-            len: jio.len,
-            submitted_at: now,
-        };
+        let io = self.job_io(j, &jio, now);
         let id = self.flights.insert_with(|id| Flight {
             kind: FlightKind::Job,
             job: j as u32,
@@ -322,6 +331,38 @@ impl<B: Backend> Loop<'_, B> {
             self.jobs[j].state = SlotState::Submitting(returns_at, id);
         } else {
             self.enter_block_layer(j, id, now);
+        }
+    }
+
+    /// The block-layer IO of job `j`'s `jio` (its id is set by the slab).
+    #[inline]
+    fn job_io(&self, j: usize, jio: &JobIo, now: Instant) -> Io {
+        let slot = &self.jobs[j];
+        Io {
+            id: IoId::default(),
+            job: j as u32,
+            group: slot.group,
+            op: op_of(jio.ddir),
+            flags: if jio.ddir == 1 && slot.job.spec().direct {
+                IoFlags::SYNC
+            } else {
+                IoFlags::default()
+            },
+            offset: jio.offset,
+            len: jio.len,
+            submitted_at: now,
+        }
+    }
+
+    /// The submitter of `id`, blocked in a controller, is released at
+    /// `now`: its submit call returns, or a batched one goes on with the
+    /// IOs after `id`.
+    fn submitter_released(&mut self, j: usize, id: IoId, now: Instant) {
+        if self.jobs[j].batch.is_some() {
+            self.jobs[j].state = SlotState::Committing(now);
+        } else {
+            self.jobs[j].state = SlotState::Runnable;
+            self.finish_submit(j, id, now);
         }
     }
 
@@ -381,8 +422,13 @@ impl<B: Backend> Loop<'_, B> {
                 // the rest of its bio may wait for it (after the batch)
                 self.resumed.push((io.id, by));
             } else if let Some(j) = by {
-                self.jobs[j].state = SlotState::Runnable;
-                self.finish_submit(j, io.id, now);
+                if self.jobs[j].batch.is_some()
+                    && self.ready.iter().any(|r| r.id == io.id)
+                    && self.plug_released(j, io)
+                {
+                    self.to_plug.push(io.id);
+                }
+                self.submitter_released(j, io.id, now);
             }
         }
         self.unblocked = unblocked;
@@ -392,6 +438,9 @@ impl<B: Backend> Loop<'_, B> {
         let defer = (delay != 0)
             .then(|| (now + Duration(delay)).max(self.deferred.back().map_or(now, |d| d.0)));
         for io in &ready {
+            if !self.to_plug.is_empty() && self.to_plug.contains(&io.id) {
+                continue;
+            }
             if io.needs_split(self.max_io) {
                 self.split(*io, now, None, defer);
             } else {
@@ -399,6 +448,7 @@ impl<B: Backend> Loop<'_, B> {
             }
         }
         self.ready = ready;
+        self.to_plug.clear();
         if !self.resumed.is_empty() {
             self.resume_splits(now, defer);
         }
@@ -457,11 +507,24 @@ impl<B: Backend> Loop<'_, B> {
                     self.enter_block_layer(j, id, now);
                     continue;
                 }
+                SlotState::Committing(t) | SlotState::Returning(t) if now < t => return Ok(()),
+                SlotState::Committing(_) => {
+                    self.enter_batch(j, now);
+                    continue;
+                }
+                SlotState::Returning(_) => {
+                    self.finish_commit(j, now);
+                    continue;
+                }
                 SlotState::Sleeping(_) | SlotState::Waiting | SlotState::Runnable => {
                     slot.state = SlotState::Runnable;
                 }
             }
-            let action = if stopping {
+            let after = slot.batch.as_mut().and_then(|b| b.after.take());
+            let action = if let Some(a) = after {
+                // what ended the batch, now that its submit call returned
+                a
+            } else if stopping {
                 slot.job.stop();
                 slot.job.next_action(now)
             } else if slot.job.must_wait() {
@@ -469,6 +532,22 @@ impl<B: Backend> Loop<'_, B> {
             } else {
                 slot.job.next_action(now)
             };
+            if let Some(queued) = slot.batch.as_ref().map(|b| b.has_queued()) {
+                match action {
+                    JobAction::Issue(jio) => {
+                        if self.queue_batched(j, jio, now) {
+                            self.start_commit(j, now, None);
+                        }
+                        continue;
+                    }
+                    // td_io_getevents and friends commit first
+                    _ if queued => {
+                        self.start_commit(j, now, Some(action));
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
             match action {
                 JobAction::Issue(jio) => self.issue(j, jio, now),
                 JobAction::WaitCompletion => {
@@ -533,6 +612,12 @@ impl<B: Backend> Loop<'_, B> {
         if let Some((next, _alloc)) = self.rq.free() {
             self.start(next, now);
         }
+        if !self.merged.is_empty() {
+            if let Some(bios) = self.merged.remove(&c.id) {
+                self.complete_merged(f, bios, c);
+                return;
+            }
+        }
         if f.io.flags.contains(IoFlags::FRAGMENT) {
             // a piece: its bio completes with its last piece
             if let Some((parent, whole)) = self.piece_done(c.id, &c) {
@@ -546,6 +631,14 @@ impl<B: Backend> Loop<'_, B> {
     /// A job IO, writeback or flush completed as a whole (`c` sums its
     /// pieces when it was split).
     fn finish_flight(&mut self, f: Flight, c: Completion) {
+        let (f, c) = if f.kind == FlightKind::Job && self.batched {
+            match self.hold_early(f, c) {
+                Some(fc) => fc,
+                None => return,
+            }
+        } else {
+            (f, c)
+        };
         if f.kind != FlightKind::Job || self.pc.is_some() {
             self.complete_other(&f, c);
             if f.kind != FlightKind::Job {
@@ -583,6 +676,7 @@ pub fn run<B: Backend>(
             group: s.group,
             ring: Vec::with_capacity(64),
             state: SlotState::Runnable,
+            batch: None,
         })
         .collect();
     let mut lp = Loop {
@@ -608,7 +702,20 @@ pub fn run<B: Backend>(
         max_io,
         splits: split::Splits::default(),
         resumed: Vec::new(),
+        plug_merges: false,
+        batched: false,
+        to_plug: Vec::new(),
+        merged: std::collections::BTreeMap::new(),
     };
+    lp.plug_merges = lp.backend.plug_merges();
+    for s in &mut lp.jobs {
+        let n = s.job.submit_batch();
+        // a buffered job through the page cache completes into it
+        if n > 1 && !(s.buffered && opts.pagecache.is_some()) {
+            s.batch = Some(plug::Batch::new(n));
+        }
+    }
+    lp.batched = lp.jobs.iter().any(|s| s.batch.is_some());
     lp.pc = opts
         .pagecache
         .clone()

@@ -97,6 +97,9 @@ impl Backend for SimBackend {
         self.max_io_bytes
     }
     #[inline]
+    fn plug_merges(&self) -> bool {
+        true
+    }
     fn submit(&mut self, io: &Io, now: Instant) {
         let (at, error) = self.device.service(io, now);
         let bytes = if error == 0 { io.len } else { 0 };

@@ -125,6 +125,9 @@ pub struct Job {
     /// Bytes to issue before stopping (non time_based).
     io_limit: u64,
     iodepth: u32,
+    /// IOs per submit call ([`JobSpec::submit_batch`]); > 1: the driver
+    /// commits them and reports each call with [`Job::count_submit_call`].
+    submit_batch: u32,
     phase: Phase,
     /// The run's epoch for this job (reset at ramp end).
     epoch: Instant,
@@ -227,6 +230,7 @@ impl Job {
             region_len,
             io_limit,
             iodepth,
+            submit_batch: spec.submit_batch(),
             phase: Phase::Top,
             epoch,
             started: now,
@@ -724,7 +728,9 @@ impl Job {
         if !self.in_ramp() {
             self.stats.issued[ddir] += 1;
             self.stats.depth_level[JobStats::depth_index(self.in_flight)] += 1;
-            self.stats.submit_batches[JobStats::batch_index(1)] += 1;
+            if self.submit_batch == 1 {
+                self.stats.submit_batches[JobStats::batch_index(1)] += 1;
+            }
         }
         if self.rate_limited() {
             self.rate[ddir].next_us = self.usec_for_io(ddir);
@@ -758,6 +764,21 @@ impl Job {
                     && self.ring.is_empty()
             }
             _ => false,
+        }
+    }
+
+    /// IOs this job queues before one submit call commits them.
+    #[inline]
+    pub fn submit_batch(&self) -> u32 {
+        self.submit_batch
+    }
+
+    /// A submit call committed `n` queued IOs (`io_u_mark_submit`: fio's
+    /// "submit" distribution; only when [`Job::submit_batch`] > 1, else
+    /// each issue counts as a call of one).
+    pub fn count_submit_call(&mut self, n: u32) {
+        if !self.in_ramp() {
+            self.stats.submit_batches[JobStats::batch_index(n)] += 1;
         }
     }
 

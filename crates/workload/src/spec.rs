@@ -189,6 +189,9 @@ pub struct JobSpec {
     pub direct: bool,
     pub ioengine: IoEngine,
     pub iodepth: u32,
+    /// `iodepth_batch_submit` (alias `iodepth_batch`): IOs queued before
+    /// one submit call commits them (0 = iodepth; see [`JobSpec::submit_batch`]).
+    pub iodepth_batch: u32,
     pub numjobs: u32,
     pub runtime: Option<Duration>,
     pub time_based: bool,
@@ -251,6 +254,7 @@ impl JobSpec {
             direct: false,
             ioengine: IoEngine::Psync,
             iodepth: 1,
+            iodepth_batch: 1,
             numjobs: 1,
             runtime: None,
             time_based: false,
@@ -303,6 +307,15 @@ impl JobSpec {
         self.rate_bps
             .get(ddir)
             .or_else(|| self.rate_iops.get(ddir).map(|i| i * self.min_bs(ddir)))
+    }
+    /// IOs per submit call: fio's `fixup_options` makes 0, or more than
+    /// the iodepth, the iodepth; sync engines submit one at a time.
+    pub fn submit_batch(&self) -> u32 {
+        let depth = self.effective_iodepth();
+        match self.iodepth_batch {
+            0 => depth,
+            b => b.min(depth),
+        }
     }
     /// Effective iodepth: sync engines are always QD 1.
     pub fn effective_iodepth(&self) -> u32 {

@@ -11,7 +11,7 @@ use super::vtime::{
 use super::weights::ceil_div;
 use super::IoCost;
 use crate::controller::Verdict;
-use crate::io::{Io, IoFlags, IoOp};
+use crate::io::{Io, IoFlags, IoId, IoOp};
 use crate::math::div_round_up;
 
 /// Bound on snapback steps. The step is `ceil(active × 25 / 100)` computed
@@ -115,17 +115,28 @@ impl IoCost {
     }
 
     /// linux block/blk-iocost.c: iocg_commit_bio() — charge and remember the cost.
-    pub(super) fn commit_bio(&mut self, g: usize, io: &Io, abs_cost: u64, cost: u64) {
+    /// The cost is remembered under `key`: the IO's own id, or the
+    /// request a merged bio joined (both complete together).
+    pub(super) fn commit_bio(&mut self, g: usize, key: IoId, abs_cost: u64, cost: u64) {
         let grp = &mut self.groups[g];
         grp.vtime = grp.vtime.plus(cost);
         grp.abs_vusage = grp.abs_vusage.wrapping_add(abs_cost);
         if cost != 0 {
             grp.inflight_cost = grp.inflight_cost.wrapping_add(cost);
-            if let Some((og, oc)) = self.inflight.insert(io.id, (g, cost)) {
-                // an id reused while in flight: keep the books balanced
-                self.groups[og].inflight_cost = self.groups[og].inflight_cost.wrapping_sub(oc);
-                let o = &mut self.groups[og];
-                o.done_vtime = o.done_vtime.plus(oc);
+            use std::collections::hash_map::Entry;
+            match self.inflight.entry(key) {
+                Entry::Vacant(v) => {
+                    v.insert((g, cost));
+                }
+                // a bio merged into a charged request of the same group
+                Entry::Occupied(mut o) if o.get().0 == g => o.get_mut().1 += cost,
+                Entry::Occupied(mut o) => {
+                    // an id reused while in flight: keep the books balanced
+                    let (og, oc) = std::mem::replace(o.get_mut(), (g, cost));
+                    let x = &mut self.groups[og];
+                    x.inflight_cost = x.inflight_cost.wrapping_sub(oc);
+                    x.done_vtime = x.done_vtime.plus(oc);
+                }
             }
         }
     }
@@ -154,7 +165,7 @@ impl IoCost {
         let cost = self.adjust_inuse_and_calc_cost(g, abs_cost, &now);
         let grp = &self.groups[g];
         if grp.waitq.is_empty() && grp.abs_vdebt == 0 && vtime.plus(cost).before_eq(now.vnow) {
-            self.commit_bio(g, io, abs_cost, cost);
+            self.commit_bio(g, io.id, abs_cost, cost);
             return Verdict::Dispatch;
         }
         // over budget: REQ_META / REQ_SWAP-like IO is issued as debt
@@ -162,7 +173,7 @@ impl IoCost {
             io.flags.contains(IoFlags::META) || io.flags.contains(IoFlags::ISSUE_AS_ROOT);
         let mut pay_debt = use_debt || grp.abs_vdebt != 0;
         if !grp.on_active_list {
-            self.commit_bio(g, io, abs_cost, cost);
+            self.commit_bio(g, io.id, abs_cost, cost);
             return Verdict::Dispatch;
         }
         if use_debt {
@@ -189,25 +200,18 @@ impl IoCost {
         Verdict::Held
     }
 
-    /// linux block/blk-iocost.c: ioc_rqos_merge() — `io` joins the request
-    /// that covers `rq_sectors` sectors from `rq_start` (`rq_charged`: that
-    /// request's first bio carries a cost). A merged bio pays its size cost
-    /// only (no seek base: `Params::vtime_cost` with `is_merge`); it
-    /// cannot wait, so over budget it becomes debt. `true` when the debt
-    /// put the group in issuer delay (the submitter would sleep on its way
-    /// back to userspace).
-    ///
-    /// The controller side of merging: blkqos's request path has no queue
-    /// of dispatched-but-not-started requests to merge into (each request
-    /// goes to the device when it gets a tag), so no run calls this yet.
-    pub fn merge(
-        &mut self,
-        io: &Io,
-        rq_start: u64,
-        rq_sectors: u64,
-        rq_charged: bool,
-        at: crate::time::Instant,
-    ) -> bool {
+    /// linux block/blk-iocost.c: ioc_rqos_merge() — bio `io` joins request
+    /// `rq` (its extent before the merge; the request "carries a cost"
+    /// when its IO has an in-flight record, as `rq->bio->bi_iocost_cost`).
+    /// A merged bio pays its size cost only (no seek base:
+    /// `Params::vtime_cost` with `is_merge`); it cannot wait, so over
+    /// budget it becomes debt. A charged bio's cost joins the request's
+    /// record: `ioc_rqos_done_bio` runs for every bio of the request when
+    /// it completes, which the request's completion does here. `true`
+    /// when the debt put the group in issuer delay (the kernel then calls
+    /// `blkcg_schedule_throttle`: the submitter sleeps
+    /// [`IoCost::issuer_delay`] on its way back to userspace).
+    pub fn merge(&mut self, io: &Io, rq: &Io, at: crate::time::Instant) -> bool {
         let ns = self.clock(at);
         let g = io.group.idx();
         if !self.enabled || g >= self.groups.len() || self.groups[g].level == 0 {
@@ -222,20 +226,39 @@ impl IoCost {
         let cost = abs_cost_to_cost(abs_cost, hwi);
         // a back merge into the request ending at the cursor moves it
         let bio_end = io.sector().wrapping_add(io.sectors());
-        if rq_start < bio_end && rq_start.wrapping_add(rq_sectors) == self.groups[g].cursor {
+        let (rq_start, rq_end) = (rq.sector(), rq.sector().wrapping_add(rq.sectors()));
+        if rq_start < bio_end && rq_end == self.groups[g].cursor {
             self.groups[g].cursor = bio_end;
         }
+        let rq_charged = self.inflight.contains_key(&rq.id);
         if rq_charged && self.groups[g].vtime.plus(cost).before_eq(now.vnow) {
-            self.commit_bio(g, io, abs_cost, cost);
+            self.commit_bio(g, rq.id, abs_cost, cost);
             return false;
         }
         if self.groups[g].on_active_list {
             self.incur_debt(g, abs_cost, &now);
             self.kick_delay(g, &now)
         } else {
-            self.commit_bio(g, io, abs_cost, cost);
+            self.commit_bio(g, rq.id, abs_cost, cost);
             false
         }
+    }
+
+    /// How long a task of `group` sleeps on its way back to userspace
+    /// after `blkcg_schedule_throttle` (linux block/blk-cgroup.c:
+    /// blkcg_maybe_throttle_blkg()): the largest `delay_nsec` set by
+    /// `blkcg_set_delay` on the group or an ancestor, unscaled and
+    /// unclamped (iocost's own cap is 250 ms). None: no delay in effect.
+    pub fn issuer_delay(&self, group: crate::GroupId) -> Option<crate::time::Duration> {
+        let grp = self.groups.get(group.idx())?;
+        grp.ancestors
+            .iter()
+            .filter_map(|&a| {
+                let x = &self.groups[a];
+                (x.use_delay && x.delay_nsec > 0).then_some(x.delay_nsec)
+            })
+            .max()
+            .map(crate::time::Duration)
     }
 
     /// linux block/blk-iocost.c: iocg_incur_debt() — debtors donate all but
@@ -353,7 +376,7 @@ impl IoCost {
                 break;
             };
             self.waiting -= 1;
-            self.commit_bio(g, &w.io, w.abs_cost, cost);
+            self.commit_bio(g, w.io.id, w.abs_cost, cost);
             self.out.push(w.io);
         }
         let slack = self.timer_slack_ns;

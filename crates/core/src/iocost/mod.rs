@@ -303,6 +303,8 @@ pub struct IoCost {
     trace_dropped: u64,
     /// Record [`PeriodTrace`]s (default on; [`Controller::set_trace`]).
     trace_on: bool,
+    /// `blkcg_debug_stats`: io.stat also shows cost.wait/indebt/indelay.
+    debug_stats: bool,
 }
 
 impl IoCost {
@@ -353,6 +355,7 @@ impl IoCost {
             trace: Vec::new(),
             trace_dropped: 0,
             trace_on: true,
+            debug_stats: false,
         };
         c.refresh_params(true, 0);
         let now = c.snapshot(0);
@@ -531,6 +534,12 @@ impl IoCost {
     /// … with `blkcg_debug_stats` (adds `cost.wait`, `cost.indebt`, `cost.indelay`).
     pub fn iostat_suffix_debug(&self, group: GroupId) -> String {
         self.iostat_suffix_with(group, true)
+    }
+
+    /// The `blk_cgroup` module's `blkcg_debug_stats` parameter: the
+    /// controller's `io.stat` keys include the debug ones.
+    pub fn set_debug_stats(&mut self, on: bool) {
+        self.debug_stats = on;
     }
 
     /// `group`'s counters as `io.stat` shows them (flushed each period).
@@ -795,6 +804,13 @@ impl Controller for IoCost {
         let ns = self.clock(now);
         self.complete(io, alloc_at.0, started_at.0, ns);
     }
+    fn on_merge(&mut self, bio: &Io, rq: &Io, now: Instant) -> Option<crate::time::Duration> {
+        if self.merge(bio, rq, now) {
+            self.issuer_delay(bio.group)
+        } else {
+            None
+        }
+    }
     fn next_deadline(&self) -> Option<Instant> {
         self.deadline()
     }
@@ -805,7 +821,7 @@ impl Controller for IoCost {
         self.waiting + self.out.len()
     }
     fn iostat_suffix(&self, group: GroupId) -> String {
-        IoCost::iostat_suffix(self, group)
+        self.iostat_suffix_with(group, self.debug_stats)
     }
     fn set_trace(&mut self, on: bool) {
         self.trace_on = on;

@@ -729,7 +729,7 @@ fn a_merge_within_budget_pays_the_size_cost_only() {
     let size_only = c.params.vtime_cost(&next, c.groups[g].cursor, true);
     let full = c.params.vtime_cost(&next, c.groups[g].cursor, false);
     assert!(size_only > 0 && size_only < full, "{size_only} vs {full}");
-    let delayed = c.merge(&next, first.sector(), first.sectors(), true, Instant::ZERO);
+    let delayed = c.merge(&next, &first, Instant::ZERO);
     assert!(!delayed);
     assert_eq!(c.groups[g].abs_vusage - usage, size_only);
     assert_eq!(c.groups[g].abs_vdebt, 0);
@@ -739,9 +739,11 @@ fn a_merge_within_budget_pays_the_size_cost_only() {
         "back merge at the cursor"
     );
     c.invariants().unwrap();
-    for x in [&first, &next] {
-        c.on_complete(x, Instant::ZERO, Instant::ZERO, Instant(1_000_000));
-    }
+    // the merged bio's cost is done with its request
+    assert!(c.groups[g].vtime.after(c.groups[g].done_vtime));
+    c.on_complete(&first, Instant::ZERO, Instant::ZERO, Instant(1_000_000));
+    assert_eq!(c.groups[g].vtime, c.groups[g].done_vtime);
+    assert_eq!(c.groups[g].inflight_cost, 0);
     c.invariants().unwrap();
 }
 
@@ -756,10 +758,14 @@ fn a_merge_over_budget_becomes_debt_and_delay() {
     let first = io(1, a, IoOp::Write, 256);
     assert_eq!(c.on_submit(&first, Instant::ZERO), Verdict::Dispatch);
     let g = a.idx();
-    // into an uncharged request: debt even with budget left
+    // into an uncharged request (no cost record): debt even with budget left
     let mut x = io(2, a, IoOp::Write, 1);
     x.offset = first.offset + first.len;
-    assert!(!c.merge(&x, first.sector(), first.sectors(), false, Instant::ZERO));
+    let uncharged = Io {
+        id: crate::IoId(999),
+        ..first
+    };
+    assert!(!c.merge(&x, &uncharged, Instant::ZERO));
     assert!(c.groups[g].abs_vdebt > 0);
     assert_eq!(c.groups[g].inuse, 1, "a debtor keeps the minimum inuse");
     // many 1 MiB merges at one instant: far over budget → issuer delay
@@ -767,9 +773,18 @@ fn a_merge_over_budget_becomes_debt_and_delay() {
     for k in 0..400u64 {
         let mut m = io(10 + k, a, IoOp::Write, 256);
         m.offset = first.offset + (k + 2) * (1 << 20);
-        delayed |= c.merge(&m, m.sector(), 0, true, Instant::ZERO);
+        delayed |= c.merge(&m, &first, Instant::ZERO);
     }
     assert!(delayed, "debt {}", c.groups[g].abs_vdebt);
+    // the submitter sleeps the group's delay (blkcg_set_delay: µs → ns)
+    assert_eq!(
+        c.issuer_delay(a).map(|d| d.0),
+        c.delay_us(a).map(|us| us * 1_000)
+    );
+    assert_eq!(
+        c.on_merge(&io(900, a, IoOp::Write, 256), &first, Instant::ZERO),
+        c.issuer_delay(a)
+    );
     assert!(
         c.delay_us(a).is_some_and(|d| d >= 250),
         "{:?}",

@@ -161,8 +161,7 @@ impl<B: Backend> Loop<'_, B> {
                 });
             let blocked = rest.is_some_and(|rest| self.split(rest, now, by, defer));
             if let (Some(j), false) = (by, blocked) {
-                self.jobs[j].state = SlotState::Runnable;
-                self.finish_submit(j, pid, now);
+                self.submitter_released(j, pid, now);
             }
         }
         resumed.clear();

@@ -196,6 +196,7 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 Opt::RwMixRead => s.rwmixread = n,
                 Opt::RwMixWrite => s.rwmixread = 100 - n.min(100),
                 Opt::IoDepth => s.iodepth = n,
+                Opt::IoDepthBatch => s.iodepth_batch = n,
                 Opt::NumJobs => s.numjobs = n,
                 Opt::ThinktimeBlocks => s.thinktime_blocks = n,
                 Opt::BwAvgTime => s.bw_avg_time = Duration::from_ms(u64::from(n)),

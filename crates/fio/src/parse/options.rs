@@ -47,6 +47,7 @@ pub(crate) enum Opt {
     Buffered,
     IoEngine,
     IoDepth,
+    IoDepthBatch,
     NumJobs,
     Runtime,
     TimeBased,
@@ -129,6 +130,12 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("buffered", Kind::Bool, Opt::Buffered),
     def("ioengine", Kind::StrStore, Opt::IoEngine),
     def("iodepth", Kind::Int, Opt::IoDepth),
+    aliased(
+        "iodepth_batch",
+        "iodepth_batch_submit",
+        Kind::Int,
+        Opt::IoDepthBatch,
+    ),
     def("numjobs", Kind::Int, Opt::NumJobs),
     aliased("runtime", "timeout", Kind::Time, Opt::Runtime),
     def("time_based", Kind::StrSet, Opt::TimeBased),
@@ -284,9 +291,12 @@ mod tests {
             lookup("startdelay"),
             Lookup::Unsupported("startdelay")
         ));
+        assert!(
+            matches!(lookup("iodepth_batch_submit"), Lookup::Supported(d) if d.name == "iodepth_batch")
+        );
         assert!(matches!(
-            lookup("iodepth_batch_submit"),
-            Lookup::Unsupported("iodepth_batch")
+            lookup("iodepth_batch_complete"),
+            Lookup::Unsupported("iodepth_batch_complete_min")
         ));
         assert!(matches!(
             lookup("ss_dur"),

@@ -60,6 +60,7 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     push("direct", flag(j.direct).into());
     push("ioengine", j.ioengine.fio_name().into());
     push("iodepth", j.iodepth.to_string());
+    push("iodepth_batch", j.iodepth_batch.to_string());
     push("numjobs", j.numjobs.to_string());
     if let Some(r) = j.runtime {
         push("runtime", format!("{}us", r.as_us()));
