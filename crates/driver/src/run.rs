@@ -495,7 +495,7 @@ impl<B: Backend> Loop<'_, B> {
             slot.ring.clear();
         }
         loop {
-            let slot = &mut self.jobs[j];
+            let mut slot = &mut self.jobs[j];
             match slot.state {
                 SlotState::Sleeping(t) if now < t && !stopping => return Ok(()),
                 SlotState::Blocked(_) | SlotState::Fsyncing(_) | SlotState::Flushing(_) => {
@@ -520,9 +520,12 @@ impl<B: Backend> Loop<'_, B> {
                     slot.state = SlotState::Runnable;
                 }
             }
-            let after = slot.batch.as_mut().and_then(|b| b.after.take());
-            let action = if let Some(a) = after {
-                // what ended the batch, now that its submit call returned
+            let action = if slot.batch.is_some() {
+                let a = match self.batched_action(j, now, stopping) {
+                    Some(a) => a,
+                    None => continue,
+                };
+                slot = &mut self.jobs[j];
                 a
             } else if stopping {
                 slot.job.stop();
@@ -532,22 +535,6 @@ impl<B: Backend> Loop<'_, B> {
             } else {
                 slot.job.next_action(now)
             };
-            if let Some(queued) = slot.batch.as_ref().map(|b| b.has_queued()) {
-                match action {
-                    JobAction::Issue(jio) => {
-                        if self.queue_batched(j, jio, now) {
-                            self.start_commit(j, now, None);
-                        }
-                        continue;
-                    }
-                    // td_io_getevents and friends commit first
-                    _ if queued => {
-                        self.start_commit(j, now, Some(action));
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
             match action {
                 JobAction::Issue(jio) => self.issue(j, jio, now),
                 JobAction::WaitCompletion => {
@@ -631,14 +618,25 @@ impl<B: Backend> Loop<'_, B> {
     /// A job IO, writeback or flush completed as a whole (`c` sums its
     /// pieces when it was split).
     fn finish_flight(&mut self, f: Flight, c: Completion) {
-        let (f, c) = if f.kind == FlightKind::Job && self.batched {
-            match self.hold_early(f, c) {
-                Some(fc) => fc,
-                None => return,
-            }
-        } else {
-            (f, c)
-        };
+        if self.batched && f.kind == FlightKind::Job {
+            self.finish_batched_flight(f, c);
+            return;
+        }
+        self.finish_flight_now(f, c);
+    }
+
+    /// [`Loop::finish_flight`] for a job that submits in batches: an IO
+    /// whose submit call has not returned waits for it.
+    #[cold]
+    #[inline(never)]
+    fn finish_batched_flight(&mut self, f: Flight, c: Completion) {
+        if let Some((f, c)) = self.hold_early(f, c) {
+            self.finish_flight_now(f, c);
+        }
+    }
+
+    #[inline]
+    fn finish_flight_now(&mut self, f: Flight, c: Completion) {
         if f.kind != FlightKind::Job || self.pc.is_some() {
             self.complete_other(&f, c);
             if f.kind != FlightKind::Job {

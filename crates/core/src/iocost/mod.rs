@@ -117,14 +117,17 @@
 //! * One device per instance; per-CPU counters are single counters; no
 //!   locks, so the kernel's races (activation vs. timer) do not exist.
 //! * `ioc_rqos_merge` is [`IoCost::merge`] (size cost only, debt and
-//!   issuer delay over budget, cursor on back merges; unit-tested), but no
-//!   run merges: the driver sends each request to the device when it gets
-//!   a tag, so there is no queue of pending requests to merge into, and an
-//!   [`crate::Io`] is one bio and one request.
-//! * Issuer delay is computed, traced and accounted (`cost.indelay`) but
-//!   delays nothing: in the kernel the task sleeps on its way back to
-//!   userspace after the IO was issued, which the simulator's job model has
-//!   no hook for. A delayed group still counts as "use_delay" for lagging.
+//!   issuer delay over budget, cursor on back merges), reached through
+//!   `Controller::on_merge` when the driver merges a bio into the request
+//!   last added to its submitter's plug; a charged merged bio's cost joins
+//!   the request's in-flight record (`ioc_rqos_done_bio` runs for every
+//!   bio of the request when it completes). Other merge sources (the I/O
+//!   scheduler's queue) are not modelled.
+//! * Issuer delay: a merge that kicks the delay returns
+//!   [`IoCost::issuer_delay`] to the driver, which makes the submit call
+//!   sleep that long before returning (`blkcg_maybe_throttle_current`).
+//!   The META / issue-as-root debt path computes and accounts the delay
+//!   but has no submitter to delay (no job issues such IO).
 //! * A waiter committed by the kick of its own submission is dispatched
 //!   at once; waiters ahead of it woken by the same kick come out of the
 //!   next `on_timer` at the same instant (next_deadline = now).

@@ -70,6 +70,47 @@ impl Batch {
 }
 
 impl<B: Backend> Loop<'_, B> {
+    /// The next action of batched job `j`: what ended its last batch (now
+    /// that the call returned), or the job's own. An IO is queued (and a
+    /// full batch committed), and any other action with IOs queued
+    /// commits them first (`td_io_getevents` and friends do): `None`,
+    /// the caller goes round again. Else the action to do now.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn batched_action(
+        &mut self,
+        j: usize,
+        now: Instant,
+        stopping: bool,
+    ) -> Option<JobAction> {
+        let slot = &mut self.jobs[j];
+        let b = slot.batch.as_mut().expect("a batched job");
+        let action = if let Some(a) = b.after.take() {
+            a
+        } else if stopping {
+            slot.job.stop();
+            slot.job.next_action(now)
+        } else if slot.job.must_wait() {
+            JobAction::WaitCompletion
+        } else {
+            slot.job.next_action(now)
+        };
+        let queued = slot.batch.as_ref().is_some_and(|b| b.has_queued());
+        match action {
+            JobAction::Issue(jio) => {
+                if self.queue_batched(j, jio, now) {
+                    self.start_commit(j, now, None);
+                }
+                None
+            }
+            _ if queued => {
+                self.start_commit(j, now, Some(action));
+                None
+            }
+            _ => Some(action),
+        }
+    }
+
     /// Job `j` queues `jio` (fio `td_io_queue` → `FIO_Q_QUEUED`): it gets
     /// an in-flight slot now and enters the block layer with its batch.
     /// Returns whether the batch is full (time to commit).
@@ -184,7 +225,7 @@ impl<B: Backend> Loop<'_, B> {
         let early = std::mem::take(&mut b.early);
         for (mut f, c) in early {
             f.issue_time = now;
-            self.finish_flight(f, c);
+            self.finish_flight_now(f, c);
         }
         self.jobs[j].state = SlotState::Runnable;
     }
