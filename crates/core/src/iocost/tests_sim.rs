@@ -462,6 +462,13 @@ enum Op {
         lat_us: u64,
         wait_us: u64,
     },
+    /// A bio of `pages` merges into the in-flight request at this index
+    /// (mod count), at its end (a back merge) or its start.
+    Merge {
+        pick: usize,
+        pages: u64,
+        back: bool,
+    },
     Advance {
         us: u64,
     },
@@ -479,6 +486,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(pick, lat_us, wait_us)| Op::Complete { pick, lat_us, wait_us }),
         2 => (0u64..120_000).prop_map(|us| Op::Advance { us }),
         1 => (0usize..6, 1u32..=10_000).prop_map(|(group, weight)| Op::Weight { group, weight }),
+        2 => (any::<usize>(), 1u64..300, any::<bool>())
+            .prop_map(|(pick, pages, back)| Op::Merge { pick, pages, back }),
     ]
 }
 
@@ -567,6 +576,43 @@ impl Model {
                 self.advance(done);
                 let start = (alloc + Duration::from_us(wait_us)).min(done);
                 self.c.on_complete(&io, alloc, start, done);
+            }
+            Op::Merge { pick, pages, back } => {
+                if self.inflight.is_empty() {
+                    return;
+                }
+                let k = pick % self.inflight.len();
+                let rq = self.inflight[k].0;
+                // The driver merges job IO into a request its own submit
+                // call just issued, so the group is active. A request that
+                // was not charged (an inner node's IO while a child is
+                // active: iocg_activate treats it as root IO) or issued as
+                // debt (META) can be in flight while its group is idle;
+                // ioc_rqos_merge then commits the bio to the idle group,
+                // vtime ahead of vnow as in the kernel. No run does that.
+                if !self.c.is_active(rq.group) {
+                    return;
+                }
+                let len = pages * 4096;
+                let offset = if back {
+                    rq.offset + rq.len
+                } else {
+                    rq.offset.saturating_sub(len)
+                };
+                self.id += 1;
+                let bio = Io {
+                    id: IoId(self.id),
+                    offset,
+                    len,
+                    flags: IoFlags::default(),
+                    submitted_at: self.now,
+                    ..rq
+                };
+                // a merge never waits: the delay is for the submitter
+                let _ = self.c.on_merge(&bio, &rq, self.now);
+                let grown = &mut self.inflight[k].0;
+                grown.offset = grown.offset.min(offset);
+                grown.len += len;
             }
             Op::Advance { us } => self.advance(self.now + Duration::from_us(us)),
             Op::Weight { group, weight } => {
