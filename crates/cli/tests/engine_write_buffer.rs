@@ -144,3 +144,73 @@ fn sigint_keeps_every_acknowledged_byte_threads() {
     let _x = exclusive();
     sigint_keeps_every_acknowledged_byte(Be::Threads);
 }
+
+/// A writeback that fails is reported by the job's fsync, as fsync(2)
+/// reports a failed writeback: the target is a loop device over a sparse
+/// 8 MiB file on a 1 MiB tmpfs, so writing back past the first MiB fails
+/// with ENOSPC. A 4 MiB buffered writer with `end_fsync=1` has every
+/// write acknowledged by the buffer, its writebacks partly fail, and its
+/// fsync ends the job with the error (fio's `error`); the buffer keeps
+/// the pages that did not reach the target and says so.
+fn failed_writeback_fails_the_fsync(be: Be) {
+    let Some(fs) = Mounted::tmpfs("1m") else {
+        return;
+    };
+    let backing = fs.dir.path().join("backing.img");
+    std::fs::File::create(&backing)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let Some(lo) = LoopDev::attach(&backing) else {
+        return;
+    };
+    let s = Scratch::new();
+    let r = blkqos(
+        &[
+            "run".to_string(),
+            "--name=w".into(),
+            format!("--filename={}", lo.dev.display()),
+            "--rw=write".into(),
+            "--bs=64k".into(),
+            "--size=4m".into(),
+            "--end_fsync=1".into(),
+            "--ioengine=io_uring".into(),
+            "--iodepth=4".into(),
+            "--pagecache=on".into(),
+            be.flag(),
+            "--output-format=json".into(),
+        ],
+        s.dir.path(),
+    );
+    if let Some(why) = r.kernel_refusal() {
+        eprintln!("SKIP {}: {why}", be.name());
+        return;
+    }
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    let docs = r.json_docs();
+    let j = job(&docs, "w");
+    let error = num(j, "/error") as i32;
+    assert!(
+        error == 28 || error == 5,
+        "{}: the fsync reports ENOSPC (or EIO): error {error}\n{}",
+        be.name(),
+        r.stderr
+    );
+    assert_eq!(num(j, "/write/io_bytes"), (4 << 20) as f64, "acknowledged");
+    assert!(
+        r.stderr.contains("failed writeback") && r.stderr.contains("not on the target"),
+        "{}: the buffer reports what did not reach the target\n{}",
+        be.name(),
+        r.stderr
+    );
+}
+
+#[test]
+fn failed_writeback_fails_the_fsync_io_uring() {
+    failed_writeback_fails_the_fsync(Be::Uring);
+}
+
+#[test]
+fn failed_writeback_fails_the_fsync_threads() {
+    failed_writeback_fails_the_fsync(Be::Threads);
+}

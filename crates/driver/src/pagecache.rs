@@ -203,6 +203,9 @@ struct Inode {
     /// fsync in progress: write every dirty page at the next poll.
     sync_all: bool,
     in_b_dirty: bool,
+    /// A writeback of this inode failed with this errno since the last
+    /// fsync reported one (`mapping_set_error`; 0 = none).
+    wb_err: i32,
 }
 
 /// A writeback domain (`bdi_writeback`): one per owner group.
@@ -366,6 +369,7 @@ impl PageCache {
             cursor: 0,
             sync_all: false,
             in_b_dirty: false,
+            wb_err: 0,
         });
         let i = self.inodes.len() - 1;
         self.inode_by_key.insert(key, i);
@@ -794,6 +798,27 @@ impl PageCache {
 
     /// A writeback IO of `[offset, offset+len)` completed at `now`.
     pub fn writeback_done(&mut self, offset: u64, len: u64, now: Instant) {
+        self.end_writeback(offset, len, now, 0);
+    }
+
+    /// A writeback IO of `[offset, offset+len)` failed with `errno` at
+    /// `now`. As in Linux (`mapping_set_error`, then `folio_end_writeback`
+    /// without re-dirtying) its pages leave writeback clean and the
+    /// inode remembers the error for the next fsync
+    /// ([`PageCache::take_wb_err`]); the bytes do not count as written.
+    pub fn writeback_failed(&mut self, offset: u64, len: u64, errno: i32, now: Instant) {
+        self.end_writeback(offset, len, now, errno.max(1));
+    }
+
+    /// `file_check_and_advance_wb_err`: the writeback error `inode` got
+    /// since the last call (0 = none), reported once.
+    pub fn take_wb_err(&mut self, inode: usize) -> i32 {
+        self.inodes
+            .get_mut(inode)
+            .map_or(0, |i| std::mem::take(&mut i.wb_err))
+    }
+
+    fn end_writeback(&mut self, offset: u64, len: u64, now: Instant, errno: i32) {
         let mut wb_of_io = None;
         for p in Self::pages_of(offset, len) {
             let Some(pg) = self.pages.get_mut(&p) else {
@@ -805,12 +830,15 @@ impl PageCache {
             self.inodes[inode].writeback_pages -= 1;
             self.nr_writeback -= 1;
             self.wbs[wb].writeback_pages -= 1;
+            if errno != 0 && self.inodes[inode].wb_err == 0 {
+                self.inodes[inode].wb_err = errno;
+            }
             match pg.state {
                 PageState::Writeback => {
                     pg.state = PageState::Clean;
                     self.nr_clean += 1;
                     self.clean_fifo.push_back(p);
-                    if !self.written_clean.insert(p) {
+                    if errno == 0 && !self.written_clean.insert(p) {
                         self.double_writebacks += 1;
                     }
                 }
@@ -821,7 +849,7 @@ impl PageCache {
                 PageState::Clean | PageState::Dirty => {}
             }
         }
-        if let Some(wb) = wb_of_io {
+        if let Some(wb) = wb_of_io.filter(|_| errno == 0) {
             let group = self.wbs[wb].group;
             *self.written_by_group.entry(group).or_default() += len;
             self.sample(now).writeback_bytes_add(group, len);

@@ -958,6 +958,31 @@ impl Job {
         }
     }
 
+    /// The sync ended with `errno` (`EIO` for a failed writeback of the
+    /// file, as `fsync(2)` reports it): counted as an error of the write
+    /// direction (fio `td_error_type`), which stops the job unless
+    /// `ignore_error` lists it for writes.
+    pub fn fsync_failed(&mut self, now: Instant, errno: i32) {
+        let ignored = self.spec.ignore_error.write.contains(&errno);
+        if !self.in_ramp() || ignored {
+            self.stats.total_err += 1;
+            if self.stats.first_error == 0 {
+                self.stats.first_error = errno;
+            }
+        }
+        if !ignored && self.error == 0 {
+            self.error = errno;
+        }
+        match self.phase {
+            Phase::Fsync => {
+                self.phase = Phase::Done;
+                self.finish(now);
+            }
+            Phase::Sync { .. } => self.phase = Phase::Think,
+            _ => {}
+        }
+    }
+
     /// `fsync=N` / `fdatasync=N`: the last IO issued was a write and the
     /// write count is a multiple of N (fio `get_rw_ddir`).
     fn sync_due(&self) -> bool {

@@ -378,8 +378,30 @@ pub struct Mounted {
 
 impl Mounted {
     pub fn mount(dev: &Path) -> Option<Mounted> {
+        Self::mount_with(&[dev.as_os_str()])
+    }
+
+    /// A tmpfs of `size` (mount's syntax, e.g. `1m`).
+    pub fn tmpfs(size: &str) -> Option<Mounted> {
+        if !is_root() {
+            eprintln!("SKIP: mounting a tmpfs needs root");
+            return None;
+        }
+        let opts = format!("size={size}");
+        Self::mount_with(&[
+            "-t".as_ref(),
+            "tmpfs".as_ref(),
+            "-o".as_ref(),
+            opts.as_ref(),
+            "tmpfs".as_ref(),
+        ])
+    }
+
+    fn mount_with(args: &[&std::ffi::OsStr]) -> Option<Mounted> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let o = Command::new("mount").arg(dev).arg(dir.path()).output();
+        let dev = args.last().copied().unwrap_or_default().to_owned();
+        let dev = Path::new(&dev);
+        let o = Command::new("mount").args(args).arg(dir.path()).output();
         match o {
             Ok(o) if o.status.success() => Some(Mounted { dir }),
             Ok(o) => {

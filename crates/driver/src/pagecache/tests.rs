@@ -220,3 +220,29 @@ fn pc_dirty_total(r: &PageCacheReport) -> u64 {
         .last()
         .map_or(0, |s| s.dirty_pages + s.writeback_pages)
 }
+
+/// A failed writeback leaves its pages clean (Linux does not re-dirty
+/// them), is not counted as written, and the inode's next fsync check
+/// reports the error once (`file_check_and_advance_wb_err`).
+#[test]
+fn failed_writeback_is_reported_once_to_fsync() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(1));
+    pc.write(0, ino, 0, 8192, t(0));
+    assert!(!pc.fsync(ino));
+    let mut out = Vec::new();
+    pc.poll(t(1), &mut out);
+    assert_eq!(out.iter().map(|io| io.len).sum::<u64>(), 8192);
+    assert_eq!(pc.take_wb_err(ino), 0, "nothing failed yet");
+    pc.writeback_failed(0, 8192, 5, t(2));
+    assert!(pc.inode_clean(ino), "the pages left writeback clean");
+    assert_eq!(pc.take_wb_err(ino), 5);
+    assert_eq!(pc.take_wb_err(ino), 0, "reported once");
+    let r = pc.report(t(3));
+    assert!(
+        r.written_back_bytes.iter().all(|&(_, b)| b == 0),
+        "{:?}",
+        r.written_back_bytes
+    );
+    assert_eq!(r.dirtied_bytes, vec![(GroupId(1), 8192)]);
+}

@@ -181,7 +181,11 @@ impl<B: Backend> Loop<'_, B> {
             }
             FlightKind::Writeback => {
                 if let Some(pc) = self.pc.as_mut() {
-                    pc.writeback_done(f.io.offset, f.io.len, now);
+                    if c.error == 0 {
+                        pc.writeback_done(f.io.offset, f.io.len, now);
+                    } else {
+                        pc.writeback_failed(f.io.offset, f.io.len, c.error, now);
+                    }
                 }
                 self.continue_fsyncs(now);
             }
@@ -189,11 +193,25 @@ impl<B: Backend> Loop<'_, B> {
             FlightKind::Flush => {
                 let j = f.job as usize;
                 if let SlotState::Flushing(since) = self.jobs[j].state {
+                    // the flush's own error, else the file's writeback error
+                    let mut error = c.error;
+                    let slot = &self.jobs[j];
                     if let Some(pc) = self.pc.as_mut() {
                         pc.note_fsync(j, now - since);
+                        if slot.buffered {
+                            let inode = pc.inode(slot.file_key, slot.group);
+                            let wb_err = pc.take_wb_err(inode);
+                            if error == 0 {
+                                error = wb_err;
+                            }
+                        }
                     }
                     self.jobs[j].state = SlotState::Runnable;
-                    self.jobs[j].job.fsync_done(now);
+                    if error == 0 {
+                        self.jobs[j].job.fsync_done(now);
+                    } else {
+                        self.jobs[j].job.fsync_failed(now, error);
+                    }
                 }
             }
         }
