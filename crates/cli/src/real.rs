@@ -165,8 +165,25 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
     let mut opts = exp.run_options(blkqos_engine::host_model(), Some(stop.flag()));
     opts.pagecache = write_buffer;
     let result = match crate::progress::Progress::start(&setups, ro.eta) {
-        Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts)?,
-        None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?,
+        Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts),
+        None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts),
+    };
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // acknowledged bytes must not be lost: no limits now
+            match backend.write_out_store() {
+                Some(Ok((0, 0))) | None => {}
+                Some(Ok((written, failed))) => eprintln!(
+                    "blkqos: the run failed before draining the write-back buffer: wrote its {written} pages to the target unthrottled ({failed} failed)"
+                ),
+                Some(Err(w)) => eprintln!(
+                    "blkqos: the run failed and the write-back buffer could not be written out: {}: {w}",
+                    path.display()
+                ),
+            }
+            return Err(e.into());
+        }
     };
     if result.interrupted {
         eprintln!("blkqos: interrupted: stopped issuing, drained in-flight IO, writing the partial report");

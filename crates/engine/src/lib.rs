@@ -216,6 +216,15 @@ impl RealBackend {
             RealBackend::Threads(b) => b.stats(),
         }
     }
+    /// Write what the write-back buffer still holds straight to the target,
+    /// unthrottled (the run failed before its drain): (pages written,
+    /// pages that failed), or None when there is no buffer.
+    pub fn write_out_store(&mut self) -> Option<std::io::Result<(u64, u64)>> {
+        match self {
+            RealBackend::Uring(b) => b.write_out_store(),
+            RealBackend::Threads(b) => b.write_out_store(),
+        }
+    }
     /// The userspace write-back buffer's counters and pages held, if on.
     pub fn store_stats(&self) -> Option<(wbuf::StoreStats, usize)> {
         match self {

@@ -188,6 +188,34 @@ impl PageStore {
         }
     }
 
+    /// Last resort when the run could not drain the buffer under its
+    /// limits (the driver failed): write every held page to `file` in
+    /// page order, unthrottled, then fsync it. Returns (pages written,
+    /// pages whose write failed); written pages leave the store.
+    pub fn write_out(&mut self, file: &File) -> (u64, u64) {
+        let mut idxs: Vec<u64> = self.pages.keys().copied().collect();
+        idxs.sort_unstable();
+        let (mut written, mut failed) = (0, 0);
+        for idx in idxs {
+            let ok = file
+                .write_all_at(&self.pages[&idx].data, idx * PAGE)
+                .is_ok();
+            if ok {
+                let p = self.pages.remove(&idx).expect("listed");
+                self.spare.push(p.data);
+                written += 1;
+            } else {
+                failed += 1;
+            }
+        }
+        if written > 0 && file.sync_all().is_err() {
+            failed += written;
+            written = 0;
+        }
+        self.stats.pages_written_back += written;
+        (written, failed)
+    }
+
     /// A read of `buf.len()` bytes at `offset` returned from the target:
     /// pages in the store are newer.
     pub fn overlay(&self, offset: u64, buf: &mut [u8]) {
@@ -226,6 +254,24 @@ mod tests {
         assert!(s.is_empty());
         assert_eq!(s.stats.pages_written_back, 2);
         assert_eq!(s.stats.missing, 0);
+    }
+
+    #[test]
+    fn write_out_puts_every_held_page_on_the_target() {
+        let (f, mut s) = store_on(&[9u8; 3 * 4096]);
+        s.write(4096, 4096);
+        s.write(10, 20);
+        assert_eq!(s.len(), 2);
+        let w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(f.path())
+            .unwrap();
+        assert_eq!(s.write_out(&w), (2, 0));
+        assert!(s.is_empty());
+        let data = std::fs::read(f.path()).unwrap();
+        assert_eq!(pattern::check(&data[4096..8192], 4096), None);
+        assert_eq!(pattern::check(&data[10..30], 10), None);
+        assert_eq!((data[9], data[30], data[8192]), (9, 9, 9));
     }
 
     #[test]
