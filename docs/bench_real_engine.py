@@ -3,13 +3,19 @@
 
     cargo build --release -p blkqos
     python3 docs/bench_real_engine.py [--blkqos target/release/blkqos]
-        [--dir DIR] [--seconds 3] [--rounds 3] [--only file,null,accounting]
+        [--dir DIR] [--seconds 3] [--rounds 3] [--only file,ram,null,accounting]
 
 * file: 4 KiB randread QD32 direct=1 io_uring, one job file, on a scratch
   file in DIR (default: the temp dir): blkqos with no controller, blkqos
   with io.max + iocost configured but not binding, and fio; alternating,
   ROUNDS times. IOPS, and CPU per IO from getrusage(RUSAGE_CHILDREN)
   (user + system time of the child, its kernel io_uring workers included).
+* ram: the same job on a RAM-backed block device (zram0 sized to 1 GiB
+  if it is unused, else a loop device over a 1 GiB file in /dev/shm; needs
+  root): no disk or host throttle sets the pace, so the ratio compares the
+  programs. blkqos with no controller, with io.max + iocost not binding,
+  and fio, alternating ROUNDS times; ratio of medians and median of the
+  per-round ratios.
 * null: the engine's ceiling on /dev/zero (buffered, QD32) with the full
   controller stack (io.max + iocost, not binding): IOPS per core =
   IOPS / (CPU seconds / wall seconds), io_uring and threads; fio for scale.
@@ -93,6 +99,32 @@ def measure(label, cmd, results, seconds, startup=0.0):
     results.setdefault(label, []).append((iops, cpu_ns, per_core))
 
 
+def ram_device(tmpdir):
+    """A RAM-backed block device of 1 GiB and a cleanup function: zram0
+    when it exists and is unused (sized here), else a loop device over a
+    sparse file in /dev/shm."""
+    z = "/sys/block/zram0/disksize"
+    if os.path.exists(z):
+        with open(z) as fh:
+            size = int(fh.read().strip() or 0)
+        if size == 0:
+            with open(z, "w") as fh:
+                fh.write("1G")
+            size = 1 << 30
+        if size >= 1 << 30:
+            return "/dev/zram0", lambda: None
+    backing = tempfile.NamedTemporaryFile(dir="/dev/shm", delete=False)
+    backing.truncate(1 << 30)
+    backing.close()
+    lo = subprocess.run(["losetup", "--find", "--show", backing.name], check=True,
+                        stdout=subprocess.PIPE, text=True).stdout.strip()
+
+    def cleanup():
+        subprocess.run(["losetup", "-d", lo])
+        os.unlink(backing.name)
+    return lo, cleanup
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--blkqos", default="target/release/blkqos")
@@ -100,7 +132,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--acct-rounds", type=int, default=8)
-    ap.add_argument("--only", default="file,null,accounting")
+    ap.add_argument("--only", default="file,ram,null,accounting")
     a = ap.parse_args()
     parts = a.only.split(",")
     tmp = tempfile.TemporaryDirectory(dir=a.dir)
@@ -149,6 +181,35 @@ def main():
         fio = s["file fio 3.33 io_uring"]
         for k in ("file blkqos io_uring, no controller", "file blkqos io_uring, io.max+iocost"):
             print(f"  {k}: IOPS {s[k][0] / fio[0]:.2f}x fio, CPU/IO {s[k][1] / fio[1]:.2f}x fio")
+
+    if "ram" in parts:
+        rdev, cleanup = ram_device(tmp.name)
+        try:
+            jf = os.path.join(tmp.name, "ram.fio")
+            with open(jf, "w") as fh:
+                fh.write(
+                    f"[randread]\nfilename={rdev}\nsize=1g\nrw=randread\nbs=4k\niodepth=32\n"
+                    f"direct=1\nioengine=io_uring\nnorandommap\nruntime={t}\ntime_based\n"
+                )
+            st = os.stat(rdev)
+            dev = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+            bq = [a.blkqos, "run", jf, "--backend=io_uring", "--output-format=json"]
+            res = {}
+            for _ in range(a.rounds):
+                measure("ram blkqos io_uring, no controller", bq, res, t)
+                measure("ram blkqos io_uring, io.max+iocost", bq + stack(dev), res, t)
+                measure("ram fio 3.33 io_uring", ["fio", jf, "--output-format=json"], res, t)
+            print(f"ram summary ({rdev}):")
+            s = {k: summary(k, v) for k, v in res.items()}
+            fio_rows = res["ram fio 3.33 io_uring"]
+            for k in ("ram blkqos io_uring, no controller", "ram blkqos io_uring, io.max+iocost"):
+                per_round = sorted(b[0] / f_[0] for b, f_ in zip(res[k], fio_rows))
+                print(f"  {k}: IOPS {s[k][0] / s['ram fio 3.33 io_uring'][0]:.2f}x fio "
+                      f"(per round: median {statistics.median(per_round):.2f}, "
+                      f"{per_round[0]:.2f}-{per_round[-1]:.2f}), "
+                      f"CPU/IO {s[k][1] / s['ram fio 3.33 io_uring'][1]:.2f}x fio")
+        finally:
+            cleanup()
 
     null_job = ["--name=null", "--filename=/dev/zero", "--rw=randread", "--bs=4k",
                 "--ioengine=io_uring", "--iodepth=32", "--norandommap", "--size=1g",
