@@ -194,7 +194,7 @@ args = "--name=b --filename=/dev/nvme0n1 --direct=1 --rw=randread --bs=4k --ioen
     };
     let (one, stat_one) = run(1);
     let (sixteen, stat_sixteen) = run(16);
-    let key = |stat: &str, k: &str| io_stat_key(stat, "/a", k) as f64;
+    let key = |stat: &str, k: &str| io_stat_key(stat, "/a", k);
 
     // one IO per call: no merges, no debt, no delay
     assert_eq!(num(&one, "/disk_util/0/write_merges"), 0.0);
@@ -231,19 +231,4 @@ args = "--name=b --filename=/dev/nvme0n1 --direct=1 --rw=randread --bs=4k --ioen
         let usage_s = key(stat, "cost.usage") / 1e6;
         assert_within(&format!("{what}: /a device time (s)"), usage_s, 0.75, 5.0);
     }
-}
-
-/// `key=N` on the io.stat line that follows `# <cgroup> io.stat`.
-fn io_stat_key(text: &str, cgroup: &str, key: &str) -> u64 {
-    let mut lines = text.lines();
-    lines
-        .by_ref()
-        .find(|l| *l == format!("# {cgroup} io.stat"))
-        .unwrap_or_else(|| panic!("no {cgroup} in\n{text}"));
-    let line = lines.next().expect("io.stat line");
-    line.split_whitespace()
-        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("no {key} in `{line}`"))
-        .parse()
-        .unwrap()
 }

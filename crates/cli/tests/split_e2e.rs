@@ -37,21 +37,6 @@ fn one_mib_reader(io_max: &str, throttle: &str, secs: u32) -> (Value, String) {
     (r.json(), std::fs::read_to_string(&io_stat).unwrap())
 }
 
-/// `key=N` on the io.stat line that follows `# <cgroup> io.stat`.
-fn io_stat_key(text: &str, cgroup: &str, key: &str) -> u64 {
-    let mut lines = text.lines();
-    lines
-        .by_ref()
-        .find(|l| *l == format!("# {cgroup} io.stat"))
-        .unwrap_or_else(|| panic!("no {cgroup} in\n{text}"));
-    let line = lines.next().expect("io.stat line");
-    line.split_whitespace()
-        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("no {key} in `{line}`"))
-        .parse()
-        .unwrap()
-}
-
 /// `riops=100`: mainline charges each 128 KiB request, so 1 MiB reads go
 /// at 12.5/s; legacy charges the bio once (100/s). fio counts 1 MiB IOs,
 /// io.stat counts the bytes once and 8 IOs per read.
@@ -66,8 +51,8 @@ fn riops_per_request_on_mainline_per_bio_on_legacy() {
         assert_eq!(bytes, ios << 20, "{v}: fio counts 1 MiB IOs");
         // io.stat counts when an IO clears blk-throttle: IOs still in
         // flight at the end are counted there and not by fio
-        let rios = io_stat_key(&stat, "/j", "rios");
-        let rbytes = io_stat_key(&stat, "/j", "rbytes");
+        let rios = io_stat_key(&stat, "/j", "rios") as u64;
+        let rbytes = io_stat_key(&stat, "/j", "rbytes") as u64;
         assert_eq!(rios % 8, 0, "{v}: 8 requests per read");
         assert!(
             (ios..=ios + 8).contains(&(rios / 8)),
@@ -168,7 +153,7 @@ fn iocost_charges_each_piece_the_rest_sequentially() {
         let ios = num(&r.json(), "/jobs/0/read/total_ios");
         assert!(ios >= 10.0, "{ios} reads");
         let stat = std::fs::read_to_string(&io_stat).unwrap();
-        io_stat_key_f(&stat, "/j", "cost.usage") / ios
+        io_stat_key(&stat, "/j", "cost.usage") / ios
     };
     let whole = usage_per_read(1024, 1_000_000);
     let split = usage_per_read(128, 1_000_000);
@@ -181,16 +166,4 @@ fn iocost_charges_each_piece_the_rest_sequentially() {
     let whole = usage_per_read(1024, 100);
     let split = usage_per_read(128, 100);
     assert_within("sequential as dear as random: 8×", split / whole, 8.0, 10.0);
-}
-
-/// A float `key=N` of a group's io.stat line.
-fn io_stat_key_f(text: &str, cgroup: &str, key: &str) -> f64 {
-    let mut lines = text.lines();
-    lines.by_ref().find(|l| *l == format!("# {cgroup} io.stat"));
-    let line = lines.next().expect("io.stat line");
-    line.split_whitespace()
-        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("no {key} in `{line}`"))
-        .parse()
-        .unwrap()
 }

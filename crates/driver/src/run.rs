@@ -171,6 +171,20 @@ enum SlotState {
 }
 
 impl JobSlot {
+    /// What the job does next by itself: after a stop it drains; a full
+    /// queue with nothing to reap waits without asking the job.
+    #[inline]
+    fn own_action(&mut self, now: Instant, stopping: bool) -> JobAction {
+        if stopping {
+            self.job.stop();
+            self.job.next_action(now)
+        } else if self.job.must_wait() {
+            JobAction::WaitCompletion
+        } else {
+            self.job.next_action(now)
+        }
+    }
+
     /// When the job wants to be stepped again without an IO event.
     #[inline]
     fn wake(&self) -> Option<Instant> {
@@ -527,13 +541,8 @@ impl<B: Backend> Loop<'_, B> {
                 };
                 slot = &mut self.jobs[j];
                 a
-            } else if stopping {
-                slot.job.stop();
-                slot.job.next_action(now)
-            } else if slot.job.must_wait() {
-                JobAction::WaitCompletion
             } else {
-                slot.job.next_action(now)
+                slot.own_action(now, stopping)
             };
             match action {
                 JobAction::Issue(jio) => self.issue(j, jio, now),

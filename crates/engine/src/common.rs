@@ -132,6 +132,21 @@ impl Core {
         self.in_flight
     }
 
+    /// Write what the write-back buffer still holds straight to the target
+    /// at `path` ([`PageStore::write_out`]); None: no buffer.
+    pub fn write_out_store(
+        &mut self,
+        path: &std::path::Path,
+    ) -> Option<std::io::Result<(u64, u64)>> {
+        let store = self.store.as_mut()?;
+        Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map(|f| store.write_out(&f)),
+        )
+    }
+
     pub fn has_ready(&self) -> bool {
         !self.ready.is_empty()
     }

@@ -129,13 +129,7 @@ impl UringBackend {
     /// target ([`crate::wbuf::PageStore::write_out`]); None: no buffer.
     pub fn write_out_store(&mut self) -> Option<std::io::Result<(u64, u64)>> {
         let path = self.target().path.clone();
-        let store = self.core.store.as_mut()?;
-        Some(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map(|f| store.write_out(&f)),
-        )
+        self.core.write_out_store(&path)
     }
     pub fn store_stats(&self) -> Option<(crate::wbuf::StoreStats, usize)> {
         self.core.store.as_ref().map(|s| (s.stats, s.len()))

@@ -172,3 +172,19 @@ pub fn assert_within(what: &str, got: f64, want: f64, pct: f64) {
         (got - want) / want * 100.0
     );
 }
+
+/// `key=N` on the io.stat line that follows `# <cgroup> io.stat` (the
+/// `--io-stat` file's layout).
+pub fn io_stat_key(text: &str, cgroup: &str, key: &str) -> f64 {
+    let mut lines = text.lines();
+    lines
+        .by_ref()
+        .find(|l| *l == format!("# {cgroup} io.stat"))
+        .unwrap_or_else(|| panic!("no {cgroup} in\n{text}"));
+    let line = lines.next().expect("io.stat line");
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in `{line}`"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{key} in `{line}`: {e}"))
+}

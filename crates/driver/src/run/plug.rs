@@ -85,15 +85,9 @@ impl<B: Backend> Loop<'_, B> {
     ) -> Option<JobAction> {
         let slot = &mut self.jobs[j];
         let b = slot.batch.as_mut().expect("a batched job");
-        let action = if let Some(a) = b.after.take() {
-            a
-        } else if stopping {
-            slot.job.stop();
-            slot.job.next_action(now)
-        } else if slot.job.must_wait() {
-            JobAction::WaitCompletion
-        } else {
-            slot.job.next_action(now)
+        let action = match b.after.take() {
+            Some(a) => a,
+            None => slot.own_action(now, stopping),
         };
         let queued = slot.batch.as_ref().is_some_and(|b| b.has_queued());
         match action {
