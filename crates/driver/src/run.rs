@@ -330,8 +330,20 @@ impl<B: Backend> Loop<'_, B> {
         if self.pc.is_some() && self.jobs[j].buffered && self.issue_buffered(j, jio, now) {
             return;
         }
+        let id = self.insert_job_flight(j, jio, now);
+        if self.host.submit_ns > 0 {
+            let returns_at = now + Duration(self.host.submit_ns);
+            self.jobs[j].state = SlotState::Submitting(returns_at, id);
+        } else {
+            self.enter_block_layer(j, id, now);
+        }
+    }
+
+    /// Job `j`'s `jio` gets an in-flight slot at `now`; its id.
+    #[inline]
+    fn insert_job_flight(&mut self, j: usize, jio: JobIo, now: Instant) -> IoId {
         let io = self.job_io(j, &jio, now);
-        let id = self.flights.insert_with(|id| Flight {
+        self.flights.insert_with(|id| Flight {
             kind: FlightKind::Job,
             job: j as u32,
             jio,
@@ -339,13 +351,7 @@ impl<B: Backend> Loop<'_, B> {
             issue_time: now,
             alloc_at: now,
             started_at: now,
-        });
-        if self.host.submit_ns > 0 {
-            let returns_at = now + Duration(self.host.submit_ns);
-            self.jobs[j].state = SlotState::Submitting(returns_at, id);
-        } else {
-            self.enter_block_layer(j, id, now);
-        }
+        })
     }
 
     /// The block-layer IO of job `j`'s `jio` (its id is set by the slab).

@@ -109,16 +109,7 @@ impl<B: Backend> Loop<'_, B> {
     /// an in-flight slot now and enters the block layer with its batch.
     /// Returns whether the batch is full (time to commit).
     pub(super) fn queue_batched(&mut self, j: usize, jio: JobIo, now: Instant) -> bool {
-        let io = self.job_io(j, &jio, now);
-        let id = self.flights.insert_with(|id| Flight {
-            kind: super::FlightKind::Job,
-            job: j as u32,
-            jio,
-            io: Io { id, ..io },
-            issue_time: now,
-            alloc_at: now,
-            started_at: now,
-        });
+        let id = self.insert_job_flight(j, jio, now);
         let slot = &mut self.jobs[j];
         slot.job.submitted(now);
         let b = slot.batch.as_mut().expect("a batched job");
