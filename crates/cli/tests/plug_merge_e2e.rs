@@ -121,7 +121,8 @@ fn no_merges_without_a_plug_or_adjacent_bios() {
     }
 }
 
-/// iocost on a saturated ssd: `/a` (weight 100) writes 64 KiB sequentially
+/// `examples/iocost-weights/merge-debt.toml`, and the same with one IO per
+/// call. iocost on a saturated ssd: `/a` (weight 100) writes 64 KiB sequentially
 /// at QD64, `/b` (weight 300) reads 4 KiB at random. With one IO per call
 /// nothing merges and `/a` waits in iocost for each IO; with 16 per call
 /// the ssd sees 1 MiB requests, each bio after the first merged: it pays
@@ -134,48 +135,16 @@ fn no_merges_without_a_plug_or_adjacent_bios() {
 fn iocost_charges_merges_as_debt_and_delays_the_submitter() {
     let run = |batch: u32| {
         let dir = tempfile::tempdir().unwrap();
-        let scen = dir.path().join("merge.toml");
-        std::fs::write(
-            &scen,
-            format!(
-                r#"seed = 1
-cgroups = ["/a", "/b"]
-
-[device]
-model = "ssd"
-name = "nvme0n1"
-devid = "259:0"
-channels = 2
-nr_requests = 2048
-max_sectors_kb = 1024
-
-[[write]]
-file = "/sys/fs/cgroup/io.cost.model"
-value = "259:0 ctrl=user model=linear rbps=800000000 rseqiops=21200 rrandiops=21200 wbps=100000000 wseqiops=50000 wrandiops=20000"
-
-[[write]]
-file = "/sys/fs/cgroup/io.cost.qos"
-value = "259:0 enable=1 ctrl=user rpct=95 rlat=2000 wpct=95 wlat=2000 min=50 max=200"
-
-[[write]]
-file = "/sys/fs/cgroup/a/io.weight"
-value = "100"
-
-[[write]]
-file = "/sys/fs/cgroup/b/io.weight"
-value = "300"
-
-[[fio]]
-cgroup = "/a"
-args = "--name=a --filename=/dev/nvme0n1 --direct=1 --rw=write --bs=64k --ioengine=io_uring --iodepth=64 --iodepth_batch_submit={batch} --runtime=3 --time_based --output-format=json --output=a.json"
-
-[[fio]]
-cgroup = "/b"
-args = "--name=b --filename=/dev/nvme0n1 --direct=1 --rw=randread --bs=4k --ioengine=libaio --iodepth=512 --runtime=3 --time_based --output-format=json --output=b.json"
-"#
+        let example = std::fs::read_to_string(example("iocost-weights/merge-debt.toml")).unwrap();
+        assert!(example.contains("--iodepth_batch_submit=16 "));
+        let scen = write_file(
+            dir.path(),
+            "merge.toml",
+            &example.replace(
+                "--iodepth_batch_submit=16 ",
+                &format!("--iodepth_batch_submit={batch} "),
             ),
-        )
-        .unwrap();
+        );
         let io_stat = dir.path().join("io.stat");
         blkqos(
             &[
