@@ -171,6 +171,9 @@ impl<B: Backend> Backend for Counting<'_, B> {
     fn plug_merges(&self) -> bool {
         self.inner.plug_merges()
     }
+    fn max_segments(&self) -> u32 {
+        self.inner.max_segments()
+    }
     fn buffer_write(&mut self, offset: u64, len: u64) {
         self.inner.buffer_write(offset, len)
     }

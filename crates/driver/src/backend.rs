@@ -35,6 +35,11 @@ pub trait Backend {
     /// its writeback IOs (`IoFlags::WRITEBACK`) carry them later. The
     /// simulator keeps no data.
     fn buffer_write(&mut self, _offset: u64, _len: u64) {}
+    /// Most segments in one request (`queue/max_segments`): a bio merges
+    /// into a request only if the sum stays within it. `u32::MAX`: no limit.
+    fn max_segments(&self) -> u32 {
+        u32::MAX
+    }
     /// Does the driver merge adjacent bios of one submit call into one
     /// request (the block layer's plug merge)? Only a backend that keeps
     /// no data can: the real engine submits each IO to the kernel, which

@@ -285,8 +285,10 @@ struct Loop<'a, B: Backend> {
     batched: bool,
     /// Released IOs that went to their submitter's plug (this timer run).
     to_plug: Vec<IoId>,
-    /// Request → the bios merged into it (completed with it).
-    merged: std::collections::BTreeMap<IoId, Vec<IoId>>,
+    /// Request → its segments and the bios merged into it (completed with it).
+    merged: std::collections::BTreeMap<IoId, (u32, Vec<IoId>)>,
+    /// `queue/max_segments` ([`Backend::max_segments`]).
+    max_segments: u32,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -615,7 +617,7 @@ impl<B: Backend> Loop<'_, B> {
             self.start(next, now);
         }
         if !self.merged.is_empty() {
-            if let Some(bios) = self.merged.remove(&c.id) {
+            if let Some((_, bios)) = self.merged.remove(&c.id) {
                 self.complete_merged(f, bios, c);
                 return;
             }
@@ -719,7 +721,9 @@ pub fn run<B: Backend>(
         batched: false,
         to_plug: Vec::new(),
         merged: std::collections::BTreeMap::new(),
+        max_segments: u32::MAX,
     };
+    lp.max_segments = lp.backend.max_segments();
     lp.plug_merges = lp.backend.plug_merges();
     for s in &mut lp.jobs {
         let n = s.job.submit_batch();

@@ -16,6 +16,8 @@ pub struct SimBackend {
     events_processed: u64,
     /// The queue's max IO size in bytes (`max_sectors_kb`).
     max_io_bytes: u64,
+    /// `queue/max_segments`.
+    max_segments: u32,
 }
 
 /// A pending completion, ordered by (completion time, sequence number): ties
@@ -66,11 +68,17 @@ impl SimBackend {
             seq: 0,
             events_processed: 0,
             max_io_bytes,
+            max_segments: 128,
         }
     }
     /// Set the max IO size (`queue/max_sectors_kb` × 2) in sectors.
     pub fn with_max_sectors(mut self, sectors: u32) -> Self {
         self.max_io_bytes = u64::from(sectors.max(1)) << 9;
+        self
+    }
+    /// Set `queue/max_segments` (merges stop there).
+    pub fn with_max_segments(mut self, n: u32) -> Self {
+        self.max_segments = n.max(1);
         self
     }
     pub fn device(&self) -> &dyn DeviceModel {
@@ -95,6 +103,9 @@ impl Backend for SimBackend {
     }
     fn max_io_bytes(&self) -> u64 {
         self.max_io_bytes
+    }
+    fn max_segments(&self) -> u32 {
+        self.max_segments
     }
     #[inline]
     fn plug_merges(&self) -> bool {

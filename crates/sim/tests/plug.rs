@@ -77,6 +77,15 @@ fn sixteen_writes(
     hold_first: Duration,
     batch: u32,
 ) -> (RunResult, Rc<RefCell<Seen>>) {
+    sixteen_writes_on("ssd,size=1g", delay, hold_first, batch)
+}
+
+fn sixteen_writes_on(
+    device: &str,
+    delay: Option<Duration>,
+    hold_first: Duration,
+    batch: u32,
+) -> (RunResult, Rc<RefCell<Seen>>) {
     let seen = Rc::new(RefCell::new(Seen::default()));
     let mut stack = ControllerStack::new();
     stack.push(Box::new(PassThrough));
@@ -94,7 +103,7 @@ fn sixteen_writes(
     s.iodepth_batch = batch;
     s.direct = true;
     s.size = Some(SizeSpec::Bytes(64 * KIB));
-    let dev = DeviceSpec::parse("ssd,size=1g").expect("device");
+    let dev = DeviceSpec::parse(device).expect("device");
     let mut backend = dev.backend();
     let setups = vec![JobSetup {
         spec: s,
@@ -189,4 +198,23 @@ fn a_released_bio_takes_the_next_merges() {
         (1_016_000, 1_016_000),
         "the call returns after the wait"
     );
+}
+
+/// `max_segments=4`: a request takes at most four 4 KiB bios (one segment
+/// each), so the call makes four requests of 16 KiB; with 8 KiB of
+/// max_sectors_kb instead, eight of two.
+#[test]
+fn merges_stop_at_max_segments_and_max_sectors() {
+    for (dev, rqs) in [
+        ("ssd,size=1g,max_segments=4", 4),
+        ("ssd,size=1g,max_sectors_kb=8", 8),
+    ] {
+        let (r, seen) = sixteen_writes_on(dev, None, Duration::ZERO, 16);
+        assert_eq!(r.disk.ios[1], rqs, "{dev}");
+        assert_eq!(r.disk.merges[1], 16 - rqs, "{dev}");
+        let seen = seen.borrow();
+        assert_eq!(seen.submitted.len() as u64, rqs, "{dev}");
+        let per_rq = 16 / rqs * 4 * KIB;
+        assert!(seen.completed.iter().all(|io| io.len == per_rq), "{dev}");
+    }
 }

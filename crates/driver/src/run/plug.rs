@@ -8,7 +8,8 @@
 //! `io_submit_state_start`, libaio's `AIO_PLUG_THRESHOLD`): each bio
 //! passes blk-throttle, then `blk_mq_submit_bio` tries to merge it into
 //! the request last added to the plug (`blk_attempt_plug_merge`: same
-//! direction and cgroup, adjacent, the sum within `max_sectors`). A merged
+//! direction and cgroup, adjacent, the sum within `max_sectors` and
+//! `max_segments`, a segment per 4 KiB page of each bio). A merged
 //! bio skips rq-qos throttling: iocost charges it through
 //! `ioc_rqos_merge` (size cost only; over budget it becomes debt, which may
 //! put the group in issuer delay, and then the submitting task sleeps
@@ -67,6 +68,13 @@ impl Batch {
     pub fn has_queued(&self) -> bool {
         !self.queued.is_empty()
     }
+}
+
+/// Segments of a bio of `len` bytes: one per 4 KiB page (buffers are
+/// page-aligned; the pages of a user buffer are rarely physically
+/// contiguous, so `biovec_phys_mergeable` seldom joins them).
+fn segments(len: u64) -> u32 {
+    u32::try_from(len.div_ceil(4096).max(1)).unwrap_or(u32::MAX)
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -269,6 +277,15 @@ impl<B: Backend> Loop<'_, B> {
         if !(back || front) || total > self.max_io {
             return false;
         }
+        // ll_back_merge_fn / ll_front_merge_fn: within max_segments
+        let rq_segs = self
+            .merged
+            .get(&rq_id)
+            .map_or_else(|| segments(rq.len), |m| m.0);
+        let segs = rq_segs.saturating_add(segments(io.len));
+        if segs > self.max_segments {
+            return false;
+        }
         if let Some(d) = self.stack.merge(io, &rq, now) {
             if let Some(b) = self.jobs[j].batch.as_mut() {
                 b.delay = b.delay.max(d);
@@ -279,7 +296,9 @@ impl<B: Backend> Loop<'_, B> {
             f.io.offset = io.offset;
         }
         f.io.len = total;
-        self.merged.entry(rq_id).or_default().push(io.id);
+        let m = self.merged.entry(rq_id).or_default();
+        m.0 = segs;
+        m.1.push(io.id);
         self.disk.merged(io.op);
         true
     }

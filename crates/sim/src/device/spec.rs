@@ -121,6 +121,12 @@ const COMMON: &[(&str, &str, &str)] = &[
         "largest request in KiB (queue/max_sectors_kb); longer reads and writes \
          are split: null 127 (255 sectors), ssd 128, cloud 1280, hdd 1280",
     ),
+    (
+        "max_segments",
+        "128",
+        "most segments in a request (queue/max_segments); a bio merges into a \
+         request only within it, one segment per 4 KiB page of each bio",
+    ),
 ];
 
 /// Bounds of `max_sectors_kb`: the kernel refuses less than a page (4 KiB);
@@ -158,6 +164,8 @@ pub struct DeviceSpec {
     pub seed: u64,
     /// Max IO size in 512-byte sectors (`max_sectors_kb` × 2).
     pub max_sectors: u32,
+    /// `queue/max_segments`: merges stop there (BLK_MAX_SEGMENTS = 128).
+    pub max_segments: u32,
     params: BTreeMap<&'static str, u64>,
 }
 
@@ -211,6 +219,7 @@ impl DeviceSpec {
             capacity: 256 << 30,
             seed: 1,
             max_sectors: kind.default_max_sectors(),
+            max_segments: 128,
             params,
         };
         for (k, v) in kv {
@@ -243,6 +252,13 @@ impl DeviceSpec {
                         .filter(|kb| MAX_SECTORS_KB.contains(kb))
                         .ok_or_else(|| bad("expected KiB from 4 to 1048576, e.g. 128"))?;
                     spec.max_sectors = (kb * 2) as u32;
+                }
+                "max_segments" => {
+                    spec.max_segments = v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| (1..=65535).contains(n))
+                        .ok_or_else(|| bad("expected a count from 1 to 65535, e.g. 128"))?
                 }
                 _ => {
                     let Some((key, _, _)) = kind.params().iter().find(|(n, _, _)| *n == k) else {
@@ -329,7 +345,9 @@ impl DeviceSpec {
 
     /// The simulator for this device: the model and its queue limits.
     pub fn backend(&self) -> crate::SimBackend {
-        crate::SimBackend::new(self.build()).with_max_sectors(self.max_sectors)
+        crate::SimBackend::new(self.build())
+            .with_max_sectors(self.max_sectors)
+            .with_max_segments(self.max_segments)
     }
 
     /// Instantiate the model (its queue limits are the backend's: see
