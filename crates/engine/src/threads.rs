@@ -155,18 +155,17 @@ impl ThreadsBackend {
         &self.info
     }
 
-    /// Counters of what the backend did.
     /// Turn on the userspace write-back buffer with this store.
     pub fn attach_store(&mut self, store: crate::wbuf::PageStore) {
         self.core.store = Some(store);
     }
-    /// The write-back buffer's counters and pages held, if it is on.
     /// Write what the write-back buffer still holds straight to the
     /// target ([`crate::wbuf::PageStore::write_out`]); None: no buffer.
     pub fn write_out_store(&mut self) -> Option<std::io::Result<(u64, u64)>> {
         let path = self.target().path.clone();
         self.core.write_out_store(&path)
     }
+    /// The write-back buffer's counters and pages held, if it is on.
     pub fn store_stats(&self) -> Option<(crate::wbuf::StoreStats, usize)> {
         self.core.store.as_ref().map(|s| (s.stats, s.len()))
     }
