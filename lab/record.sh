@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Re-record the differential matrix on real kernels.
+#
+#   lab/record.sh                       # every kernel in lab/kernels, 5 runs each
+#   REPS=2 KERNELS="7.2.13+deb14-amd64" JOBS='^t0[16]' lab/record.sh
+#
+# Needs a kernel lab: a `klab` command (KLAB=path) that boots Debian's kernel
+# KVER under QEMU and runs a bash script inside it as root, with this
+# machine's root file system visible read-only at the same paths and a
+# results directory mounted read-write at /mnt (see lab/README.md). Each
+# (kernel, run) is one fresh boot running every job of lab/matrix.toml in
+# order; runs alternate between kernels so that a change in the host's load
+# spreads over all of them. Results go to lab/fixtures/KVER/runN/JOB/.
+# Record on an otherwise idle machine: the guest is emulated, and CPU
+# contention shows up as latency.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+KLAB=${KLAB:-klab}
+REPS=${REPS:-5}
+KERNELS=${KERNELS:-$(grep -v '^#' "$here/kernels" | awk '{print $1}')}
+JOBS=${JOBS:-}
+REAL_ON=${REAL_ON:-$(grep -v '^#' "$here/kernels" | awk '$2=="real"{print $1}')}
+BLKQOS=${BLKQOS:-$root/target/release/blkqos}
+export KLAB_TIMEOUT=${KLAB_TIMEOUT:-1800}
+
+[ -x "$BLKQOS" ] || (cd "$root" && cargo build --release -q -p blkqos)
+for rep in $(seq 1 "$REPS"); do
+  for kver in $KERNELS; do
+    work=$(mktemp -d /tmp/blkqos-lab.XXXXXX)
+    # the guest runs a copy: rebuilding blkqos during a recording cannot change it
+    cp "$BLKQOS" "$work/blkqos"
+    real=""
+    case " $REAL_ON " in *" $kver "*) real="--blkqos /mnt/blkqos" ;; esac
+    cat > "$work/guest.sh" <<EOF
+set -e
+python3 "$here/guest_run.py" --matrix "$here/matrix.toml" --out /mnt/out --jobs '$JOBS' $real
+EOF
+    echo "== $kver run $rep"
+    "$KLAB" run "$kver" "$work/guest.sh" "$work"
+    dest=$here/fixtures/$kver/run$rep
+    mkdir -p "$dest"
+    cp -r "$work/out/." "$dest/"
+    rm -rf "$work"
+  done
+done
