@@ -26,7 +26,10 @@ import threading
 import time
 import tomllib
 
-NULLB = "/sys/kernel/config/nullb/nullb1"
+NULLB_ROOT = "/sys/kernel/config/nullb"
+# the device of the job running now: configfs item and /sys/block name
+NULLB = None
+DEV = "nullb1"
 CG = "/sys/fs/cgroup"
 FSDIR = "/tmp/labfs"
 
@@ -65,8 +68,16 @@ def knob_path(file):
     return CG + file
 
 
-def setup_nullb(dev, fs):
-    """null_blk with the scenario's parameters; returns MAJ:MIN."""
+def setup_nullb(dev, fs, item):
+    """A fresh null_blk with the scenario's parameters; returns MAJ:MIN.
+
+    Each job gets a new configfs item, powered off after the job and never
+    removed: on 6.1 removing an item crashes (badblocks_exit after the
+    device is gone), and powering one on again with other parameters
+    crashes too (the bandwidth timer of an earlier mbps)."""
+    global NULLB, DEV
+    NULLB = f"{NULLB_ROOT}/{item}"
+    before = set(os.listdir("/sys/block"))
     os.mkdir(NULLB)
     wr(f"{NULLB}/size", parse_size(dev.get("size", "4g")) // (1 << 20))
     wr(f"{NULLB}/queue_mode", 2)
@@ -76,24 +87,24 @@ def setup_nullb(dev, fs):
     wr(f"{NULLB}/completion_nsec", dev.get("completion_ns", 2000))
     wr(f"{NULLB}/hw_queue_depth", dev.get("queue_depth", 64))
     wr(f"{NULLB}/submit_queues", dev.get("hw_queues", 1))
-    if dev.get("mbps"):
-        wr(f"{NULLB}/mbps", dev["mbps"])
-    if fs:
-        wr(f"{NULLB}/memory_backed", 1)
+    wr(f"{NULLB}/mbps", dev.get("mbps", 0))
+    wr(f"{NULLB}/memory_backed", 1 if fs else 0)
     wr(f"{NULLB}/power", 1)
+    new = []
     for _ in range(100):
-        if os.path.exists("/sys/block/nullb1/dev"):
+        new = sorted(set(os.listdir("/sys/block")) - before)
+        if new and os.path.exists(f"/sys/block/{new[0]}/dev"):
             break
         time.sleep(0.05)
+    DEV = new[0]
     if "max_sectors_kb" in dev:
-        wr("/sys/block/nullb1/queue/max_sectors_kb", dev["max_sectors_kb"])
-    return rd("/sys/block/nullb1/dev").strip()
+        wr(f"/sys/block/{DEV}/queue/max_sectors_kb", dev["max_sectors_kb"])
+    return rd(f"/sys/block/{DEV}/dev").strip()
 
 
 def teardown_nullb():
-    if os.path.isdir(NULLB):
+    if NULLB and os.path.isdir(NULLB) and rd(f"{NULLB}/power").strip() != "0":
         wr(f"{NULLB}/power", 0)
-        os.rmdir(NULLB)
 
 
 def cgroups_of(sc):
@@ -134,7 +145,7 @@ def remove_cgroups(groups):
 def diskstats_line():
     for line in rd("/proc/diskstats").splitlines():
         f = line.split()
-        if f[2] == "nullb1":
+        if f[2] == DEV:
             return line.strip()
     return ""
 
@@ -179,12 +190,14 @@ class Sampler(threading.Thread):
 
 def fio_argv(f, scenario_dir, out_json, workdir):
     if "args" in f:
-        argv = [a for a in shlex.split(f["args"]) if not a.startswith("--output")]
+        argv = [a.replace("/dev/nullb1", f"/dev/{DEV}")
+                for a in shlex.split(f["args"]) if not a.startswith("--output")]
     else:
         if "job_file" in f:
             text = rd(os.path.join(scenario_dir, f["job_file"]))
         else:
             text = f["job"]
+        text = text.replace("/dev/nullb1", f"/dev/{DEV}")
         jf = out_json[:-5] + ".fio"
         wr(jf, text)
         argv = [jf]
@@ -194,15 +207,15 @@ def fio_argv(f, scenario_dir, out_json, workdir):
 def run_kernel(job, sc, scenario_dir, out, fs):
     dev = sc.get("device", {})
     sdevid = dev.get("devid", "253:0")
-    devid = setup_nullb(dev, fs)
+    devid = setup_nullb(dev, fs, job)
     controllers = ["io"]
     pc = sc.get("pagecache", {})
     saved_vm = {}
     workdir = out
     if fs:
-        subprocess.run(["mkfs.ext4", "-q", "-F", "/dev/nullb1"], check=True)
+        subprocess.run(["mkfs.ext4", "-q", "-F", f"/dev/{DEV}"], check=True)
         os.makedirs(FSDIR, exist_ok=True)
-        subprocess.run(["mount", "/dev/nullb1", FSDIR], check=True)
+        subprocess.run(["mount", f"/dev/{DEV}", FSDIR], check=True)
         workdir = FSDIR
         controllers.append("memory")
         wr(f"{CG}/cgroup.subtree_control", "+memory")
@@ -220,10 +233,11 @@ def run_kernel(job, sc, scenario_dir, out, fs):
         "kernel": os.uname().release,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "devid": devid,
+        "device": DEV,
         "nullb": {k: rd(f"{NULLB}/{k}").strip() for k in
                   ("size", "mbps", "irqmode", "completion_nsec", "hw_queue_depth",
                    "submit_queues", "memory_backed")},
-        "queue": {k: rd(f"/sys/block/nullb1/queue/{k}").strip() for k in
+        "queue": {k: rd(f"/sys/block/{DEV}/queue/{k}").strip() for k in
                   ("max_sectors_kb", "nr_requests", "rotational", "scheduler")},
         "vm": {k: rd(f"/proc/sys/vm/{k}").strip() for k in
                ("dirty_bytes", "dirty_ratio", "dirty_background_bytes",
@@ -298,9 +312,10 @@ def run_real(job, scenario_path, sc, out, blkqos):
     """The same scenario on blkqos's real engine, over the same null_blk."""
     dev = sc.get("device", {})
     sdevid = dev.get("devid", "253:0")
-    devid = setup_nullb(dev, False)
+    devid = setup_nullb(dev, False, job + "-real")
     text = rd(scenario_path).replace(sdevid, devid)
-    text = text.replace("[device]\n", '[device]\npath = "/dev/nullb1"\nbackend = "io_uring"\n', 1)
+    text = text.replace("/dev/nullb1", f"/dev/{DEV}")
+    text = text.replace("[device]\n", f'[device]\npath = "/dev/{DEV}"\nbackend = "io_uring"\n', 1)
     n = 0
 
     def fio_out(m):

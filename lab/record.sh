@@ -37,10 +37,11 @@ set -e
 python3 "$here/guest_run.py" --matrix "$here/matrix.toml" --out /mnt/out --jobs '$JOBS' $real
 EOF
     echo "== $kver run $rep"
-    "$KLAB" run "$kver" "$work/guest.sh" "$work"
+    # a failed boot keeps what it recorded; the console shows why
+    "$KLAB" run "$kver" "$work/guest.sh" "$work" || echo "== $kver run $rep: exit $? (see $work/.klab-console)"
     dest=$here/fixtures/$kver/run$rep
     mkdir -p "$dest"
     cp -r "$work/out/." "$dest/"
-    rm -rf "$work"
+    [ -f "$work/.klab-rc" ] && [ "$(cat "$work/.klab-rc")" = 0 ] && rm -rf "$work"
   done
 done

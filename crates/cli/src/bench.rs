@@ -118,6 +118,7 @@ fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns
             rotational: false,
             flat: false,
             jiffies_at_start: 0,
+            tick_phase_ns: 0,
         },
         &tree,
     );

@@ -24,6 +24,11 @@ pub enum ThrottleChoice {
 pub struct ControllerOptions {
     /// `jiffies` when the run starts (blk-throttle's absolute slice rounding).
     pub jiffies_at_start: u64,
+    /// Where in its jiffy the run starts (ns, below one jiffy); the
+    /// experiment draws it from the run's seed unless `tick_phase_ns` is set.
+    pub tick_phase_ns: u64,
+    /// `tick_phase_ns` was given explicitly.
+    pub tick_phase_explicit: bool,
     pub throttle: ThrottleChoice,
     pub iocost: blkqos_core::iocost::Variant,
     /// iocost's base vrate when the run starts (vtime per µs), if not the
@@ -39,6 +44,8 @@ impl Default for ControllerOptions {
     fn default() -> Self {
         ControllerOptions {
             jiffies_at_start: 0,
+            tick_phase_ns: 0,
+            tick_phase_explicit: false,
             throttle: ThrottleChoice::Kernel(blkqos_core::throttle::variant::MAINLINE),
             iocost: blkqos_core::iocost::Variant::default(),
             iocost_vrate: None,
@@ -89,6 +96,12 @@ impl ControllerOptions {
                     .parse()
                     .map_err(|_| format!("jiffies_at_start `{value}`: expected an unsigned integer"))?
             }
+            "tick_phase_ns" => {
+                self.tick_phase_ns = value
+                    .parse()
+                    .map_err(|_| format!("tick_phase_ns `{value}`: expected nanoseconds below one jiffy"))?;
+                self.tick_phase_explicit = true;
+            }
             "hz" => {
                 let hz: u64 = value.parse().map_err(|_| format!("hz `{value}`: expected 100, 250, 300 or 1000"))?;
                 if !VALID_HZ.contains(&hz) {
@@ -111,7 +124,7 @@ impl ControllerOptions {
                 }
                 self.throttle = ThrottleChoice::Paced(p);
             }
-            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, blkcg_debug_stats, hz, paced_burst_ios, paced_burst_bytes")),
+            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, blkcg_debug_stats, hz, tick_phase_ns, jiffies_at_start, paced_burst_ios, paced_burst_bytes")),
         }
         Ok(())
     }
@@ -209,6 +222,7 @@ pub fn build_stack(
                     rotational,
                     flat: v1,
                     jiffies_at_start: opts.jiffies_at_start,
+                    tick_phase_ns: opts.tick_phase_ns,
                 },
                 tree,
             );
@@ -281,6 +295,7 @@ fn push_iocost(
     let mut c = IoCost::new(
         IoCostConfig {
             hz: opts.hz,
+            tick_phase_ns: opts.tick_phase_ns,
             rotational,
             queue_depth: nr_requests,
             variant: opts.iocost,

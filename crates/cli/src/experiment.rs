@@ -75,6 +75,7 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "io-cost-model",
     "io-cost-qos",
     "throttle",
+    "kernel",
     "iocost",
     "submit-ns",
     "hz",
@@ -388,6 +389,11 @@ impl Experiment {
                     .set("enable", v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
                 "pagecache-report" => pagecache.report = Some(PathBuf::from(v)),
+                "kernel" => {
+                    let (p, low) = crate::kernel::KernelProfile::parse(v)
+                        .map_err(|m| anyhow::anyhow!("--{m}"))?;
+                    p.apply_build(&mut controllers, &mut accounting, low);
+                }
                 "throttle" | "hz" | "iocost" | "blkcg-debug-stats" => controllers
                     .set(k, v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?,
@@ -634,6 +640,7 @@ impl Experiment {
             stop,
             ticks_mode: self.accounting.mode,
             hz: self.accounting.hz,
+            tick_phase_ns: self.tick_phase_ns(),
             diskstats_every: if self.accounting.wants_snapshots() {
                 Some(blkqos_core::Duration(
                     self.accounting.every_ns.unwrap_or(1_000_000_000),
@@ -648,6 +655,25 @@ impl Experiment {
         }
     }
 
+    /// Where in its jiffy the simulated run starts (ns): the explicit
+    /// `tick_phase_ns`, else drawn from the seed (a real run starts at an
+    /// arbitrary point of a jiffy). One phase for every jiffy user
+    /// (blk-throttle, iocost's period timer, io_ticks), each taking it
+    /// modulo its own tick.
+    pub fn tick_phase_ns(&self) -> u64 {
+        if self.controllers.tick_phase_explicit {
+            return self.controllers.tick_phase_ns;
+        }
+        // splitmix64 of the seed (well spread for consecutive seeds), below
+        // one second: each jiffy user puts its boundaries at multiples of
+        // its own tick of (run time + phase)
+        let mut z = self.seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        z % 1_000_000_000
+    }
+
     /// Run on the simulator.
     pub fn run_sim(&self, stop: Option<Arc<AtomicBool>>) -> Result<Ran> {
         let Plan {
@@ -660,8 +686,10 @@ impl Experiment {
             dev.seed = self.seed;
         }
         let model = dev.build();
+        let mut controllers = self.controllers;
+        controllers.tick_phase_ns = self.tick_phase_ns() % (1_000_000_000 / controllers.hz);
         let mut stack = build_stack(
-            &self.controllers,
+            &controllers,
             &tree,
             self.device.devid,
             model.rotational(),

@@ -7,6 +7,8 @@ mod bench_lat;
 mod controllers;
 mod experiment;
 mod iostat_cmd;
+mod kernel;
+mod lab;
 mod knobs;
 mod lat_report;
 mod output;
@@ -43,6 +45,13 @@ enum Cmd {
     },
     /// List the simulated device models and their parameters.
     Devices,
+    /// Compare blkqos with real kernels' recorded runs (lab/, docs/fidelity.md).
+    #[command(long_about = LAB_HELP)]
+    Lab {
+        /// `compare`, then options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Measure blkqos itself (see docs/BENCHMARKS.md): `sim`, `throttle` or `all`.
     Bench {
         /// Which benchmark, then options such as --seconds=N.
@@ -97,6 +106,10 @@ blkqos flags:
                                  completions but lagging IO, 7.1+), reset (<= 7.0), hold-v2
   --blkcg-debug-stats=0|1        io.stat also shows iocost's cost.wait, cost.indebt, cost.indelay
   --iocost-trace=FILE            per-period iocost trace (iocost_monitor style); FILE.jsonl = JSON
+  --kernel=VER[,hz=N][,throttling_low=y]
+                                 every controller and accounting rule of a kernel release as
+                                 distributions build it: 6.1, 6.12, 7.2 (HZ=250, no
+                                 THROTTLING_LOW); flags after it override single choices
   --hz=N                         kernel HZ for blk-throttle: 100, 250, 300, 1000 (default)
   --io-stat=FILE                 after the run, write every cgroup's io.stat to FILE
   --iostats=MODE                 busy-time accounting: precise (default), inflight (6.10+),
@@ -120,6 +133,23 @@ output=, output_format=). See examples/ and docs/SCENARIOS.md.
 Same scenario + same seed gives byte-identical output; timestamps come from
 SOURCE_DATE_EPOCH when set. Exit status: 0 ok, 1 run failure, 2 bad input.";
 
+const LAB_HELP: &str = "\
+Compare blkqos with real kernels.
+
+  blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N]
+                     [--expect=FILE] [--markdown] [--real-engine]
+
+DIR (default: lab) holds matrix.toml, the scenarios in matrix/ and the real
+kernels' runs in fixtures/KVER/runN/JOB/ (lab/record.sh records them). Each
+job runs in the simulator under the kernel's profile (--kernel) with seeds
+1..N (default 5); every metric (IOPS, bandwidth, completion-latency
+percentiles and max, iocost device-time shares, %util) must fall in the
+real runs' range: rates +-3%, latencies +-max(10%, one jiffy), shares +-5
+points, %util +-2 points. --expect: the misses must be exactly those FILE
+lists ([[miss]] kernel, job, metric, why); exit 1 otherwise.
+--real-engine compares blkqos's real engine in the lab with the kernel's
+own enforcement instead.";
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -138,6 +168,14 @@ fn main() -> ExitCode {
         Cmd::Bench { args } => bench::run(&args).map_err(|err| output::Failure { code: 2, err }),
         Cmd::Iostat { args } => iostat_cmd::run(&args),
         Cmd::Summary { files } => summary::run(&files),
+        Cmd::Lab { args } => match lab::run(&args) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(output::Failure {
+                code: 1,
+                err: anyhow::anyhow!("lab: blkqos misses the real kernel where it is not expected to (above)"),
+            }),
+            Err(err) => Err(output::Failure { code: 2, err }),
+        },
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -165,6 +165,11 @@ fn build(args: &[String]) -> Result<Experiment> {
                         .parse()
                         .with_context(|| format!("{a}: expected an unsigned integer"))?
                 }
+                Some(("--kernel", v)) => {
+                    let (p, low) = crate::kernel::KernelProfile::parse(v)
+                        .map_err(|m| anyhow::anyhow!("--{m}"))?;
+                    p.apply_build(&mut e.controllers, &mut e.accounting, low);
+                }
                 Some(("--throttle", v)) => e
                     .controllers
                     .set("throttle", v)
@@ -212,7 +217,7 @@ fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta and --output-format are accepted"
+                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta and --output-format are accepted"
                 ),
             }
         }
@@ -238,10 +243,12 @@ fn disk_util(ran: &Ran) -> DiskUtil {
     }
 }
 
-fn write_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Result<()> {
+/// Each fio invocation's report (its `formats`, in order), as fio would
+/// print it, one string per invocation.
+pub fn render_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
     let ts = t0_ms + ran.result.ended_at.as_ns() / 1_000_000;
     let du = disk_util(ran);
-    let mut stdout = std::io::stdout().lock();
+    let mut outs = Vec::with_capacity(exp.invocations.len());
     for (i, inv) in exp.invocations.iter().enumerate() {
         let jobs: Vec<ReportJob> = ran
             .result
@@ -272,6 +279,14 @@ fn write_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Result<()> {
                 OutputFormat::JsonPlus => write_json(&input, true, &mut out),
             }
         }
+        outs.push(out);
+    }
+    outs
+}
+
+fn write_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    for (inv, out) in exp.invocations.iter().zip(render_reports(exp, ran, t0_ms)) {
         match &inv.output {
             Some(p) => {
                 std::fs::write(p, &out).with_context(|| format!("cannot write {}", p.display()))?

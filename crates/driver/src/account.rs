@@ -98,6 +98,8 @@ pub struct DiskStats {
     pub inflight_integral_ns: u128,
     mode: TicksMode,
     hz: u64,
+    /// Where in its jiffy the run starts (ns).
+    tick_phase_ns: u64,
     /// Jiffy-based io_ticks of the selected generation.
     io_ticks_jiffies: u64,
     /// `round-stats`: in-flight integral in request·jiffies.
@@ -115,6 +117,13 @@ impl Default for DiskStats {
 }
 
 impl DiskStats {
+    /// Jiffies count from a run start `phase_ns` into its jiffy.
+    pub fn with_tick_phase(mut self, phase_ns: u64) -> Self {
+        self.tick_phase_ns = phase_ns;
+        self.stamp_jiffies = Instant(phase_ns).jiffies(self.hz);
+        self
+    }
+
     pub fn new(mode: TicksMode, hz: u64) -> Self {
         DiskStats {
             ios: [0; 4],
@@ -126,6 +135,7 @@ impl DiskStats {
             inflight_integral_ns: 0,
             mode,
             hz: hz.max(1),
+            tick_phase_ns: 0,
             io_ticks_jiffies: 0,
             time_in_queue_jiffies: 0,
             stamp_jiffies: 0,
@@ -163,7 +173,7 @@ impl DiskStats {
             // no jiffies: skip the two divisions below on every IO
             return;
         }
-        let j = now.jiffies(self.hz);
+        let j = Instant(now.as_ns() + self.tick_phase_ns).jiffies(self.hz);
         let stamp = self.stamp_jiffies;
         match self.mode {
             TicksMode::Precise | TicksMode::Off => {}

@@ -69,6 +69,9 @@ pub struct RunOptions {
     /// Busy-time accounting generation and the HZ its jiffies use.
     pub ticks_mode: TicksMode,
     pub hz: u64,
+    /// Where in its jiffy the run starts (ns): jiffy-based accounting
+    /// counts jiffies of `now + tick_phase_ns`.
+    pub tick_phase_ns: u64,
     /// Take a `/proc/diskstats` snapshot every this often (and at the end).
     pub diskstats_every: Option<Duration>,
     /// Record every request ([`RequestRecord`]: analysis and tests; grows
@@ -700,7 +703,8 @@ pub fn run<B: Backend>(
         jobs,
         flights: Slab::with_capacity(1024),
         rq: RequestQueue::new(nr),
-        disk: DiskStats::new(opts.ticks_mode, if opts.hz == 0 { 1000 } else { opts.hz }),
+        disk: DiskStats::new(opts.ticks_mode, if opts.hz == 0 { 1000 } else { opts.hz })
+            .with_tick_phase(opts.tick_phase_ns),
         host: opts.host,
         ready: Vec::new(),
         unblocked: Vec::new(),

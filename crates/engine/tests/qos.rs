@@ -66,6 +66,7 @@ fn io_max_dispatch_windows<B: Backend>(what: &str, backend: &mut B, host: HostMo
             rotational: false,
             flat: false,
             jiffies_at_start: 0,
+            tick_phase_ns: 0,
         },
         &tree,
     );

@@ -227,6 +227,9 @@ use vtime::{Margins, VTime, VTIME_PER_USEC, WEIGHT_ONE};
 pub struct IoCostConfig {
     /// Timer ticks per second: the period timer is a jiffies timer.
     pub hz: u64,
+    /// Where in its jiffy the run starts (ns): the period timer fires on
+    /// jiffy boundaries at `k · tick − tick_phase_ns` of run time.
+    pub tick_phase_ns: u64,
     /// Rotational device → the HDD parameter class.
     pub rotational: bool,
     /// `blk_queue_depth()`: the device queue depth if known, else
@@ -239,6 +242,7 @@ impl Default for IoCostConfig {
     fn default() -> Self {
         IoCostConfig {
             hz: 1000,
+            tick_phase_ns: 0,
             rotational: false,
             queue_depth: 64,
             variant: Variant::default(),

@@ -172,9 +172,10 @@ impl IoCost {
         self.period_at_vtime = now.vnow;
         let hz = self.cfg.hz.max(1);
         let tick = self.tick_ns();
-        let j = now.now_ns / tick;
+        let phase = self.cfg.tick_phase_ns % tick;
+        let j = (now.now_ns + phase) / tick;
         let expires = j + usecs_to_jiffies(self.period_us, hz).max(1);
-        self.period_timer = Some(expires.saturating_mul(tick));
+        self.period_timer = Some(expires.saturating_mul(tick) - phase);
     }
 
     /// linux block/blk-iocost.c: ioc_refresh_vrate().

@@ -99,6 +99,11 @@ pub struct ThrottleConfig {
     /// arbitrary (boot time, `INITIAL_JIFFIES`), and slice ends are rounded
     /// to absolute multiples of the slice, so the phase matters.
     pub jiffies_at_start: u64,
+    /// Where in its jiffy the run starts, in ns (`0 .. 1e9/hz`): the
+    /// jiffy boundaries fall at `k · tick − tick_phase_ns` of run time.
+    /// A real run starts at an arbitrary point of a jiffy; the simulator
+    /// draws it from the run's seed.
+    pub tick_phase_ns: u64,
 }
 
 /// A queued bio.
@@ -211,7 +216,8 @@ impl Throttle {
     /// `cfg.jiffies_at_start`, which matters because slice ends are rounded
     /// to absolute multiples of the slice (`roundup(jiffy_end, slice)`).
     fn jiffies(&self, now: Instant) -> u64 {
-        self.cfg.jiffies_at_start + now.jiffies(self.cfg.hz)
+        self.cfg.jiffies_at_start
+            + Instant(now.as_ns() + self.cfg.tick_phase_ns).jiffies(self.cfg.hz)
     }
     fn self_qn(g: usize, d: usize) -> usize {
         g * 4 + d * 2
@@ -766,7 +772,11 @@ impl Throttle {
     /// Earliest armed timer or scheduled limit change.
     pub fn deadline(&self) -> Option<Instant> {
         let t = self.timers.first().map(|&(j, _)| {
-            Instant::from_jiffies(j.saturating_sub(self.cfg.jiffies_at_start), self.cfg.hz)
+            Instant(
+                Instant::from_jiffies(j.saturating_sub(self.cfg.jiffies_at_start), self.cfg.hz)
+                    .as_ns()
+                    .saturating_sub(self.cfg.tick_phase_ns),
+            )
         });
         let s = self.scheduled.first().map(|x| x.0);
         match (t, s) {

@@ -202,28 +202,34 @@ impl DirBudget {
                     return;
                 }
                 t -= slice;
-                let mut bytes_trim = if bps == BPS_MAX {
+                // throtl_trim_bps / throtl_trim_iops: an unlimited
+                // dimension trims nothing and keeps its counter
+                let bytes_trim = if bps == BPS_MAX {
                     0
                 } else {
-                    bytes_allowed(bps, t, hz) as i128
+                    let t = bytes_allowed(bps, t, hz) as i128;
+                    if t <= 0 || (self.bytes_disp as i128) < t {
+                        let all = self.bytes_disp as i128;
+                        self.bytes_disp = 0;
+                        all
+                    } else {
+                        self.bytes_disp -= t as i64;
+                        t
+                    }
                 };
-                if bytes_trim <= 0 || (self.bytes_disp as i128) < bytes_trim {
-                    bytes_trim = self.bytes_disp as i128;
-                    self.bytes_disp = 0;
-                } else {
-                    self.bytes_disp -= bytes_trim as i64;
-                }
-                let mut io_trim = if iops >= IOPS_MAX {
+                let io_trim = if iops >= IOPS_MAX {
                     0
                 } else {
-                    io_allowed(iops, t, hz) as i64
+                    let t = io_allowed(iops, t, hz) as i64;
+                    if t <= 0 || self.io_disp < t {
+                        let all = self.io_disp;
+                        self.io_disp = 0;
+                        all
+                    } else {
+                        self.io_disp -= t;
+                        t
+                    }
                 };
-                if io_trim <= 0 || self.io_disp < io_trim {
-                    io_trim = self.io_disp;
-                    self.io_disp = 0;
-                } else {
-                    self.io_disp -= io_trim;
-                }
                 if bytes_trim == 0 && io_trim == 0 {
                     return;
                 }
@@ -232,8 +238,12 @@ impl DirBudget {
         }
     }
 
-    /// Carryover on a limit change (`tg_update_carryover` /
-    /// `throtl_update_carryover`), computed with the *old* limits.
+    /// Carryover on a limit change (`__tg_update_carryover`), computed
+    /// with the *old* limits: with bios queued, each limited dimension's
+    /// counter becomes minus what the old limit still owed (`disp =
+    /// -(allowed(elapsed) - disp)`), and an unlimited one starts from 0;
+    /// with nothing queued both start from 0. (6.1 – 6.14 keep the carry
+    /// in `carryover_*` beside a zeroed disp; the sums are the same.)
     pub fn carryover(&mut self, bps: u64, iops: u64, queued: bool, now: u64, hz: u64) {
         if !queued {
             self.bytes_disp = 0;
@@ -241,20 +251,21 @@ impl DirBudget {
             return;
         }
         let elapsed = now - self.slice_start;
-        if bps != BPS_MAX {
-            let a = bytes_allowed(bps, elapsed, hz);
-            if a > 0 {
-                self.bytes_disp = -((a as i128 - self.bytes_disp as i128)
-                    .clamp(i64::MIN as i128, i64::MAX as i128)
-                    as i64);
-            }
-        }
-        if iops < IOPS_MAX {
-            let a = io_allowed(iops, elapsed, hz) as i64;
-            if a > 0 {
-                self.io_disp = -(a - self.io_disp);
-            }
-        }
+        // the carry is taken only when the old limit allowed something
+        // (the kernel's overflow guard), else the counter starts from 0
+        let bytes_carry = match bytes_allowed(bps, elapsed, hz) {
+            _ if bps == BPS_MAX => 0,
+            0 => 0,
+            a => (a as i128 - self.bytes_disp as i128).clamp(i64::MIN as i128, i64::MAX as i128)
+                as i64,
+        };
+        let io_carry = match io_allowed(iops, elapsed, hz) as i64 {
+            _ if iops >= IOPS_MAX => 0,
+            0 => 0,
+            a => a - self.io_disp,
+        };
+        self.bytes_disp = -bytes_carry;
+        self.io_disp = -io_carry;
     }
 }
 
@@ -402,6 +413,74 @@ mod tests {
         c.trim(BPS_MAX, 100, TrimRule::WholeSlices, 250, 100, 1000);
         assert_eq!(c.slice_start, 200);
         assert_eq!(c.io_disp, 10);
+    }
+
+    /// `__tg_update_carryover` with bios queued: a dimension whose old
+    /// limit was max starts from 0 (adding rbps to an riops-only group must
+    /// not charge it the bytes it moved while unlimited).
+    #[test]
+    fn carryover_from_max_starts_at_zero() {
+        let mut b = DirBudget {
+            bytes_disp: 40 << 20,
+            io_disp: 3,
+            slice_start: 0,
+            slice_end: 100,
+            io_split: 0,
+        };
+        b.carryover(BPS_MAX, 100, true, 50, 1000);
+        assert_eq!(b.bytes_disp, 0);
+        assert_eq!(b.io_disp, -2);
+        // both old limits max: both counters restart
+        let mut c = DirBudget {
+            bytes_disp: 7,
+            io_disp: 9,
+            ..b
+        };
+        c.carryover(BPS_MAX, IOPS_MAX, true, 50, 1000);
+        assert_eq!((c.bytes_disp, c.io_disp), (0, 0));
+        // nothing allowed yet (same jiffy as the slice start): no carry
+        let mut d = DirBudget {
+            io_disp: 4,
+            ..budget(0, 50)
+        };
+        d.carryover(BPS_MAX, 100, true, 50, 1000);
+        assert_eq!(d.io_disp, 0);
+    }
+
+    /// `throtl_trim_bps` / `throtl_trim_iops` (6.16+): an unlimited
+    /// dimension trims nothing and keeps its counter; when neither trims,
+    /// the slice start stays.
+    #[test]
+    fn keep_one_slice_trim_leaves_max_dimensions() {
+        let mut b = DirBudget {
+            bytes_disp: 12345,
+            io_disp: 30,
+            slice_start: 0,
+            slice_end: 300,
+            io_split: 0,
+        };
+        b.trim(BPS_MAX, 100, TrimRule::KeepOneSlice, 250, 100, 1000);
+        assert_eq!(b.bytes_disp, 12345);
+        assert_eq!((b.io_disp, b.slice_start), (20, 100));
+        let mut c = DirBudget {
+            bytes_disp: 12345,
+            io_disp: 30,
+            slice_start: 0,
+            slice_end: 300,
+            io_split: 0,
+        };
+        c.trim(BPS_MAX, IOPS_MAX, TrimRule::KeepOneSlice, 250, 100, 1000);
+        assert_eq!((c.bytes_disp, c.io_disp, c.slice_start), (12345, 30, 0));
+        // whole-slice trim (6.1 - 6.14) trims a max dimension to 0
+        let mut w = DirBudget {
+            bytes_disp: 12345,
+            io_disp: 30,
+            slice_start: 0,
+            slice_end: 300,
+            io_split: 0,
+        };
+        w.trim(BPS_MAX, 100, TrimRule::WholeSlices, 250, 100, 1000);
+        assert_eq!((w.bytes_disp, w.io_disp, w.slice_start), (0, 10, 200));
     }
 
     #[test]

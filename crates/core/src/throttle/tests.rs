@@ -20,6 +20,7 @@ pub(super) fn cfg(name: &str) -> ThrottleConfig {
         rotational: false,
         flat: false,
         jiffies_at_start: 0,
+            tick_phase_ns: 0,
     }
 }
 

@@ -19,11 +19,13 @@ pub enum IopsWait {
 /// The slice length rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SliceRule {
-    /// `HZ/10` for every device (late 2025+, and kernels without
-    /// `CONFIG_BLK_DEV_THROTTLING_LOW` before 6.10).
+    /// `HZ/10` for every device: kernels without
+    /// `CONFIG_BLK_DEV_THROTTLING_LOW` before 6.10 (`blk_throtl_register`
+    /// resets the SSD slice), and every kernel since f76581f9f1d2 "Fix
+    /// throttle slice time for SSDs" (6.19, backported to 6.12.63).
     Hz10,
-    /// `HZ/10` rotational, `HZ/50` non-rotational (THROTTLING_LOW builds
-    /// 2017–6.9, every build 6.10–6.17).
+    /// `HZ/10` rotational, `HZ/50` non-rotational: THROTTLING_LOW builds
+    /// 2017–6.9, and every build 6.10–6.18 (6.12.0–6.12.62).
     SsdHz50,
 }
 
@@ -133,14 +135,23 @@ pub const NAMES: &[(&str, &str)] = &[
     ),
     (
         "linux-6.1",
-        "slice-remainder + split pieces charged one IO each (5.18+)",
+        "6.1 as distributions build it (no THROTTLING_LOW): 100 ms slice, rest-of-slice wait, carryover, split pieces charged one IO each",
     ),
-    ("linux-6.6", "linux-6.1 + carryover (6.2+)"),
+    (
+        "linux-6.1-low",
+        "linux-6.1 built with THROTTLING_LOW: the 20 ms SSD slice",
+    ),
+    ("linux-6.6", "= linux-6.1"),
     (
         "linux-6.12",
-        "mainline rules with the 20 ms SSD slice, whole-slice trim, one queue",
+        "6.12.63+: 100 ms slice, wait at least HZ/iops + 1 (6.11), whole-slice trim, one queue",
     ),
-    ("linux-6.18", "= mainline"),
+    (
+        "linux-6.12.0",
+        "6.12.0 - 6.12.62 (and 6.10 - 6.18): linux-6.12 with the 20 ms SSD slice",
+    ),
+    ("linux-6.18", "= linux-6.12.0 + keep-one-slice trim and split queues (6.15, 6.16)"),
+    ("linux-7.2", "= mainline"),
 ];
 
 impl Variant {
@@ -154,8 +165,18 @@ impl Variant {
                 split: SplitCharge::CountOnly,
                 ..SLICE_REMAINDER
             },
-            "linux-6.1" => Variant {
+            // carryover arrived in 6.1-rc1 (a880ae93e5b5), as its own
+            // counters; folding it into disp (this model) is equivalent
+            "linux-6.1" | "linux-6.6" => Variant {
                 name: "linux-6.1",
+                slice: SliceRule::Hz10,
+                carryover: true,
+                split: SplitCharge::PerFragment,
+                ..SLICE_REMAINDER
+            },
+            "linux-6.1-low" => Variant {
+                name: "linux-6.1-low",
+                carryover: true,
                 split: SplitCharge::PerFragment,
                 ..SLICE_REMAINDER
             },
@@ -164,14 +185,17 @@ impl Variant {
                 iops_wait: IopsWait::SliceRemainder,
                 ..SLICE_REMAINDER
             },
-            "linux-6.6" => Variant {
-                name: "linux-6.6",
-                carryover: true,
-                split: SplitCharge::PerFragment,
-                ..SLICE_REMAINDER
-            },
             "linux-6.12" => Variant {
                 name: "linux-6.12",
+                iops_wait: IopsWait::Mainline,
+                slice: SliceRule::Hz10,
+                trim: TrimRule::WholeSlices,
+                split_queues: false,
+                carryover: true,
+                split: SplitCharge::PerFragment,
+            },
+            "linux-6.12.0" => Variant {
+                name: "linux-6.12.0",
                 iops_wait: IopsWait::Mainline,
                 slice: SliceRule::SsdHz50,
                 trim: TrimRule::WholeSlices,
@@ -179,7 +203,12 @@ impl Variant {
                 carryover: true,
                 split: SplitCharge::PerFragment,
             },
-            "mainline" | "linux-6.18" => MAINLINE,
+            "linux-6.18" => Variant {
+                name: "linux-6.18",
+                slice: SliceRule::SsdHz50,
+                ..MAINLINE
+            },
+            "mainline" | "linux-7.2" => MAINLINE,
             "mainline-ssd-slice" => Variant {
                 name: "mainline-ssd-slice",
                 slice: SliceRule::SsdHz50,
@@ -231,7 +260,7 @@ mod tests {
             assert_eq!(split(n), SplitCharge::PerFragment, "{n}");
         }
         // apart from splits, the 5.15 and 6.1 profiles are slice-remainder
-        for n in ["linux-5.15", "linux-6.1"] {
+        for n in ["linux-5.15"] {
             let v = Variant::by_name(n).unwrap();
             assert_eq!(
                 Variant {
