@@ -35,7 +35,7 @@ pub const PROFILES: &[KernelProfile] = &[
         throttle: "linux-6.1",
         throttle_low: Some("linux-6.1-low"),
         iocost: "reset",
-        iostats: "sampling-v2",
+        iostats: "inflight",
         hz: 250,
     },
     KernelProfile {

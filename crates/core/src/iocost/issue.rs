@@ -222,8 +222,9 @@ impl IoCost {
             return false;
         }
         let now = self.snapshot(ns);
-        let hwi = self.current_hweight(g).1;
-        let cost = abs_cost_to_cost(abs_cost, hwi);
+        // priced like a submitted bio: a group that donated takes its
+        // weight back when it has no margin left
+        let cost = self.adjust_inuse_and_calc_cost(g, abs_cost, &now);
         // a back merge into the request ending at the cursor moves it
         let bio_end = io.sector().wrapping_add(io.sectors());
         let (rq_start, rq_end) = (rq.sector(), rq.sector().wrapping_add(rq.sectors()));

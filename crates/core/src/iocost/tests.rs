@@ -747,6 +747,45 @@ fn a_merge_within_budget_pays_the_size_cost_only() {
     c.invariants().unwrap();
 }
 
+/// `ioc_rqos_merge` prices a merged bio through
+/// `adjust_inuse_and_calc_cost`: a group that donated (inuse < active) and
+/// has too little margin first takes its weight back, so a merge that the
+/// full weight's budget covers is committed rather than turned into debt.
+#[test]
+fn a_merge_of_a_donating_group_takes_its_weight_back() {
+    let t = tree(&["/a", "/b"]);
+    let (a, b) = (t.get("/a").unwrap(), t.get("/b").unwrap());
+    let mut c = enabled(&t, "hold");
+    let first = io(1, a, IoOp::Write, 1);
+    assert_eq!(c.on_submit(&first, Instant::ZERO), Verdict::Dispatch);
+    assert_eq!(c.on_submit(&io(2, b, IoOp::Write, 1), Instant::ZERO), Verdict::Dispatch);
+    let g = a.idx();
+    let now = c.snapshot(0);
+    let active = c.groups[g].active;
+    let full_hwi = c.current_hweight(g).1;
+    // donate nine tenths of the weight
+    c.propagate_weights(g, active, active / 10, true, &now);
+    let donated_hwi = c.current_hweight(g).1;
+    assert!(donated_hwi < full_hwi / 5, "{donated_hwi} vs {full_hwi}");
+    let mut next = io(3, a, IoOp::Write, 64);
+    next.offset = first.offset + first.len;
+    let abs = c.params.vtime_cost(&next, c.groups[g].cursor, true);
+    let (at_full, at_donated) = (abs_cost_to_cost(abs, full_hwi), abs_cost_to_cost(abs, donated_hwi));
+    assert!(at_full < at_donated);
+    // budget for the full-weight price, not for the donated one
+    let target = now.vnow.plus_signed(-(((at_full + at_donated) / 2) as i64));
+    let shift = target.since(c.groups[g].vtime);
+    c.groups[g].vtime = target;
+    c.groups[g].done_vtime = c.groups[g].done_vtime.plus_signed(shift);
+    let vtime0 = c.groups[g].vtime;
+    assert!(!c.merge(&next, &first, Instant::ZERO));
+    assert_eq!(c.groups[g].abs_vdebt, 0, "committed, not debt");
+    assert!(c.groups[g].inuse > active / 10, "inuse snapped back");
+    let charged = c.groups[g].vtime.since(vtime0) as u64;
+    assert!(charged < at_donated && charged >= at_full, "{charged}");
+    c.invariants().unwrap();
+}
+
 /// Over budget (or into a request without a cost) a merge cannot wait: it
 /// is charged as debt, which pushes the group into issuer delay once the
 /// overage is large enough.

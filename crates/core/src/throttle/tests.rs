@@ -20,7 +20,7 @@ pub(super) fn cfg(name: &str) -> ThrottleConfig {
         rotational: false,
         flat: false,
         jiffies_at_start: 0,
-            tick_phase_ns: 0,
+        tick_phase_ns: 0,
     }
 }
 
@@ -179,6 +179,40 @@ fn bps_limit_and_parent_bound() {
     let from_a = first_half.iter().filter(|x| x.0 % 2 == 0).count();
     let from_b = first_half.len() - from_a;
     assert!(from_a.abs_diff(from_b) <= 8, "{from_a} vs {from_b}");
+}
+
+/// Adding `rbps` to a group limited only by `riops`, with bios queued:
+/// `__tg_update_carryover` restarts the byte counter of the formerly
+/// unlimited dimension at 0 (it must not charge the ~8 MB the group moved
+/// while bytes were unlimited), so the group keeps its 100 IOPS; keeping
+/// the old counter stalled it for seconds. Every kernel with carryover.
+#[test]
+fn adding_rbps_to_an_iops_group_does_not_stall_it() {
+    let t = tree(&["/cg1"]);
+    let g = t.get("/cg1").unwrap();
+    for v in ["linux-6.1", "linux-6.12", "mainline"] {
+        let mut c = cfg(v);
+        c.hz = 250;
+        let mut th = Throttle::new(c, &t);
+        th.set_limits(g, limits("8:0 riops=100"), Instant::ZERO);
+        th.schedule_limits(Instant::from_ms(2000), g, limits("8:0 riops=100 rbps=1048576"));
+        // QD-like flood: an IO every ms, far over the limit
+        let subs: Vec<Io> = (0..6000)
+            .map(|i| io(i, g, IoOp::Read, 4096, Instant::from_us(i * 1000)))
+            .collect();
+        let out = drive(&mut th, &subs, Instant::from_ms(4000));
+        let count = |a: u64, b: u64| {
+            out.iter()
+                .filter(|x| x.1 >= Instant::from_ms(a) && x.1 < Instant::from_ms(b))
+                .count() as f64
+        };
+        let before = count(1000, 2000);
+        let after = count(2000, 3000);
+        assert!((95.0..=105.0).contains(&before), "{v}: {before} IOPS before");
+        // 1 MiB/s admits 256 4 KiB IOs/s: riops still binds
+        assert!((90.0..=110.0).contains(&after), "{v}: {after} IOPS after adding rbps");
+        th.invariants().unwrap();
+    }
 }
 
 #[test]
