@@ -344,6 +344,7 @@ def main():
     ap.add_argument("--matrix", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--jobs", default="")
+    ap.add_argument("--also", default="")
     ap.add_argument("--blkqos", default="")
     a = ap.parse_args()
     with open(a.matrix, "rb") as f:
@@ -351,7 +352,7 @@ def main():
     mdir = os.path.join(os.path.dirname(os.path.abspath(a.matrix)), "matrix")
     for job in matrix["job"]:
         name = job["name"]
-        if a.jobs and not re.search(a.jobs, name):
+        if (a.jobs and not re.search(a.jobs, name)) or (a.also and not re.search(a.also, name)):
             continue
         path = os.path.join(mdir, name + ".toml")
         with open(path, "rb") as f:

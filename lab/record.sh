@@ -8,8 +8,8 @@
 # KVER under QEMU and runs a bash script inside it as root, with this
 # machine's root file system visible read-only at the same paths and a
 # results directory mounted read-write at /mnt (see lab/README.md). Each
-# (kernel, run) is one fresh boot running every job of lab/matrix.toml in
-# order; runs alternate between kernels so that a change in the host's load
+# (kernel, run) is a few fresh boots (BOOTS) running the jobs of
+# lab/matrix.toml in order; runs alternate between kernels so that a change in the host's load
 # spreads over all of them. Results go to lab/fixtures/KVER/runN/JOB/.
 # Record on an otherwise idle machine: the guest is emulated, and CPU
 # contention shows up as latency.
@@ -25,8 +25,16 @@ BLKQOS=${BLKQOS:-$root/target/release/blkqos}
 export KLAB_TIMEOUT=${KLAB_TIMEOUT:-1800}
 
 [ -x "$BLKQOS" ] || (cd "$root" && cargo build --release -q -p blkqos)
+# Jobs that share a boot (regexes over job names): the io.max jobs, and each
+# iocost job alone (6.1 can lock up when a device that had iocost enabled
+# goes away and the next one enables it).
+BOOTS=${BOOTS:-'^t0 ^c01 ^c02 ^c03 ^c04 ^c05 ^c06 ^c07 ^c08 ^c09 ^[ah] ^w'}
 for rep in $(seq 1 "$REPS"); do
   for kver in $KERNELS; do
+   for boot in $BOOTS; do
+    # the boot's jobs, narrowed by JOBS when given
+    n=$(python3 -c 'import re,sys,tomllib; m=tomllib.load(open(sys.argv[1],"rb")); print(sum(1 for j in m["job"] if re.search(sys.argv[2], j["name"]) and re.search(sys.argv[3], j["name"])))' "$here/matrix.toml" "$boot" "${JOBS:-.}")
+    [ "$n" -gt 0 ] || continue
     work=$(mktemp -d /tmp/blkqos-lab.XXXXXX)
     # the guest runs a copy: rebuilding blkqos during a recording cannot change it
     cp "$BLKQOS" "$work/blkqos"
@@ -34,14 +42,15 @@ for rep in $(seq 1 "$REPS"); do
     case " $REAL_ON " in *" $kver "*) real="--blkqos /mnt/blkqos" ;; esac
     cat > "$work/guest.sh" <<EOF
 set -e
-python3 "$here/guest_run.py" --matrix "$here/matrix.toml" --out /mnt/out --jobs '$JOBS' $real
+python3 "$here/guest_run.py" --matrix "$here/matrix.toml" --out /mnt/out --jobs '$boot' --also '${JOBS:-.}' $real
 EOF
-    echo "== $kver run $rep"
+    echo "== $kver run $rep: $boot"
     # a failed boot keeps what it recorded; the console shows why
     "$KLAB" run "$kver" "$work/guest.sh" "$work" || echo "== $kver run $rep: exit $? (see $work/.klab-console)"
     dest=$here/fixtures/$kver/run$rep
     mkdir -p "$dest"
     cp -r "$work/out/." "$dest/"
     [ -f "$work/.klab-rc" ] && [ "$(cat "$work/.klab-rc")" = 0 ] && rm -rf "$work"
+   done
   done
 done

@@ -10,6 +10,14 @@
 //! budget negative is not served; the queue stays stopped until the next
 //! tick restarts it. Unused budget does not carry over.
 //!
+//! The ticks fall on a grid fixed when the device powered on
+//! (`hrtimer_forward_now` keeps it), at a phase drawn from the device's
+//! seed: a run starts at an arbitrary point of it. The timer stops at the
+//! first tick that finds the budget full; the next request restarts it
+//! (`hrtimer_restart` at the past expiry fires at once) and the refill
+//! lands after that request took its bytes, so the first request after an
+//! idle tick is free.
+//!
 //! Ignores: CPU cost, memory-backed mode, zones, bad blocks, fault injection.
 
 use super::{DeviceModel, EIO};
@@ -31,6 +39,11 @@ pub struct NullBlk {
     /// Requests wait for budget in FIFO order: the earliest tick the next
     /// throttled request may be served in.
     next_free_tick: u64,
+    /// Offset of the tick grid (ns, below one tick).
+    phase_ns: u64,
+    /// The bandwidth timer runs through this tick interval (it stops at the
+    /// start of the next one unless a request consumed budget meanwhile).
+    active_until: Option<u64>,
 }
 
 impl NullBlk {
@@ -40,8 +53,16 @@ impl NullBlk {
         queue_depth: u32,
         mbps: Option<u32>,
         capacity: u64,
+        seed: u64,
     ) -> Self {
+        // splitmix64: a phase in [0, tick)
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
         NullBlk {
+            phase_ns: z % TICK_NS,
+            active_until: None,
             completion_ns,
             hw_queues: hw_queues.max(1),
             queue_depth: queue_depth.max(1),
@@ -79,7 +100,18 @@ impl DeviceModel for NullBlk {
             return (now + lat, 0);
         };
         let per_tick = Self::per_tick(mbps);
-        let mut tick = (now.as_ns() / TICK_NS).max(self.next_free_tick);
+        let arrival_tick = (now.as_ns() + self.phase_ns) / TICK_NS;
+        if arrival_tick >= self.next_free_tick
+            && self.active_until.is_none_or(|a| arrival_tick > a)
+        {
+            // timer stopped with a full budget: this request restarts it
+            // and the immediate refill makes it free
+            self.tick = arrival_tick;
+            self.budget = per_tick;
+            self.active_until = Some(arrival_tick);
+            return (now + lat, 0);
+        }
+        let mut tick = arrival_tick.max(self.next_free_tick);
         loop {
             if tick != self.tick {
                 self.tick = tick;
@@ -90,7 +122,8 @@ impl DeviceModel for NullBlk {
                 // when the budget is full (it drives it negative once)
                 self.budget -= io.len as i64;
                 self.next_free_tick = tick;
-                let start = now.max(Instant(tick * TICK_NS));
+                self.active_until = Some(self.active_until.map_or(tick + 1, |a| a.max(tick + 1)));
+                let start = now.max(Instant((tick * TICK_NS).saturating_sub(self.phase_ns)));
                 return (start + lat, 0);
             }
             tick += 1;
@@ -128,12 +161,15 @@ mod tests {
     #[test]
     fn mbps_cap_is_per_20ms_tick() {
         // 4 MB/s: 20971*4 = 83884 bytes per tick = 20 x 4 KiB
-        let mut d = NullBlk::new(2_000, 1, 64, Some(4), 1 << 40);
+        let mut d = NullBlk::new(2_000, 1, 64, Some(4), 1 << 40, 1);
+        d.phase_ns = 0;
+        // the first request restarts the stopped timer and is free: 21
+        // go in the first tick
         let mut last = Instant::ZERO;
-        for i in 0..41 {
+        for i in 0..42 {
             let (t, e) = d.service(&io(4096), Instant::ZERO);
             assert_eq!(e, 0);
-            let expect_tick = i / 20;
+            let expect_tick = if i == 0 { 0 } else { (i - 1) / 20 };
             assert_eq!(t, Instant(expect_tick * TICK_NS + 2_000), "io {i}");
             last = t;
         }
@@ -141,8 +177,27 @@ mod tests {
     }
 
     #[test]
+    fn ticks_follow_the_seeded_grid_and_stop_when_idle() {
+        let mut d = NullBlk::new(0, 1, 64, Some(4), 1 << 40, 7);
+        d.phase_ns = 5_000_000;
+        // 21 requests at t = 0: the 22nd waits for the next grid tick, at
+        // 20 ms - 5 ms = 15 ms of run time
+        for _ in 0..21 {
+            assert_eq!(d.service(&io(4096), Instant::ZERO).0, Instant::ZERO);
+        }
+        assert_eq!(d.service(&io(4096), Instant::ZERO).0, Instant::from_ms(15));
+        // idle for two ticks: the timer stopped, the next request is free
+        // and the following 20 fit the refilled budget
+        let t = Instant::from_ms(100);
+        for _ in 0..21 {
+            assert_eq!(d.service(&io(4096), t).0, t);
+        }
+        assert!(d.service(&io(4096), t).0 > t);
+    }
+
+    #[test]
     fn beyond_capacity_is_eio() {
-        let mut d = NullBlk::new(1_000, 1, 64, None, 8192);
+        let mut d = NullBlk::new(1_000, 1, 64, None, 8192, 1);
         let mut x = io(4096);
         x.offset = 8192;
         assert_eq!(d.service(&x, Instant::ZERO).1, EIO);

@@ -361,6 +361,7 @@ impl DeviceSpec {
                 g("queue_depth") as u32,
                 (g("mbps") > 0).then(|| g("mbps") as u32),
                 self.capacity,
+                self.seed,
             )),
             ModelKind::Ssd => Box::new(Ssd::new(
                 g("channels") as u32,
