@@ -30,6 +30,10 @@ NULLB_ROOT = "/sys/kernel/config/nullb"
 # the device of the job running now: configfs item and /sys/block name
 NULLB = None
 DEV = "nullb1"
+# configfs items are named nullb1, nullb2, ... (one per job and boot): 6.1
+# names the disk after the item, and mounting a file system from a disk
+# named after a job failed
+ITEMS = 0
 CG = "/sys/fs/cgroup"
 FSDIR = "/tmp/labfs"
 
@@ -75,8 +79,9 @@ def setup_nullb(dev, fs, item):
     removed: on 6.1 removing an item crashes (badblocks_exit after the
     device is gone), and powering one on again with other parameters
     crashes too (the bandwidth timer of an earlier mbps)."""
-    global NULLB, DEV
-    NULLB = f"{NULLB_ROOT}/{item}"
+    global NULLB, DEV, ITEMS
+    ITEMS += 1
+    NULLB = f"{NULLB_ROOT}/nullb{ITEMS}"
     before = set(os.listdir("/sys/block"))
     os.mkdir(NULLB)
     wr(f"{NULLB}/size", parse_size(dev.get("size", "4g")) // (1 << 20))
@@ -279,10 +284,21 @@ def run_kernel(job, sc, scenario_dir, out, fs):
         sh = f"echo $$ > {CG}{cg if cg != '/' else ''}/cgroup.procs; exec {shlex.join(argv)}"
         procs.append(subprocess.Popen(["sh", "-c", sh], cwd=workdir,
                                       stdout=subprocess.DEVNULL, stderr=open(f"{out}/fio{i}.err", "w")))
-    for w in sc.get("write", []):
-        at = parse_time_ns(w.get("at", "0"))
-        if at:
-            t = threading.Timer(at / 1e9 - (time.monotonic() - t0), apply, [w])
+    # timed writes count from the first IO, as a simulated run's time does
+    # (fio's own start-up takes a second or two in the emulated guest)
+    timed = [w for w in sc.get("write", []) if parse_time_ns(w.get("at", "0"))]
+    if timed:
+        def ios():
+            f = diskstats_line().split()
+            return int(f[3]) + int(f[7]) if len(f) > 7 else 0
+        base = ios()
+        while ios() == base and any(p.poll() is None for p in procs):
+            time.sleep(0.0005)
+        io_start = time.monotonic()
+        meta["io_start_s"] = round(io_start - t0, 6)
+        for w in timed:
+            at = parse_time_ns(w["at"])
+            t = threading.Timer(max(0.0, at / 1e9 - (time.monotonic() - io_start)), apply, [w])
             t.start()
             timers.append(t)
     meta["fio_exit"] = [p.wait() for p in procs]

@@ -3,6 +3,7 @@
 #
 #   lab/record.sh                       # every kernel in lab/kernels, 5 runs each
 #   REPS=2 KERNELS="7.2.13+deb14-amd64" JOBS='^t0[16]' lab/record.sh
+#   RUNS="3 4" lab/record.sh            # only runs 3 and 4 (added to what is there)
 #
 # Needs a kernel lab: a `klab` command (KLAB=path) that boots Debian's kernel
 # KVER under QEMU and runs a bash script inside it as root, with this
@@ -18,20 +19,25 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 KLAB=${KLAB:-klab}
 REPS=${REPS:-5}
+RUNS=${RUNS:-$(seq 1 "$REPS")}
 KERNELS=${KERNELS:-$(grep -v '^#' "$here/kernels" | awk '{print $1}')}
 JOBS=${JOBS:-}
-REAL_ON=${REAL_ON:-$(grep -v '^#' "$here/kernels" | awk '$2=="real"{print $1}')}
+REAL_ON=${REAL_ON:-$(grep -v '^#' "$here/kernels" | awk '/ real/{print $1}')}
 BLKQOS=${BLKQOS:-$root/target/release/blkqos}
 export KLAB_TIMEOUT=${KLAB_TIMEOUT:-1800}
 
 [ -x "$BLKQOS" ] || (cd "$root" && cargo build --release -q -p blkqos)
-# Jobs that share a boot (regexes over job names): the io.max jobs, and each
-# iocost job alone (6.1 can lock up when a device that had iocost enabled
-# goes away and the next one enables it).
-BOOTS=${BOOTS:-'^t0 ^c01 ^c02 ^c03 ^c04 ^c05 ^c06 ^c07 ^c08 ^c09 ^[ah] ^w'}
-for rep in $(seq 1 "$REPS"); do
+# Jobs that share a boot (regexes over job names). On kernels marked
+# `iocost-alone` in lab/kernels each iocost job boots alone: 6.1 locked up
+# when a device that had iocost enabled went away and the next one enabled it.
+ALONE=$(grep -v '^#' "$here/kernels" | awk '/iocost-alone/{print $1}')
+for rep in $RUNS; do
   for kver in $KERNELS; do
-   for boot in $BOOTS; do
+   case " $ALONE " in
+     *" $kver "*) boots=${BOOTS:-'^t0 ^c01 ^c02 ^c03 ^c04 ^c05 ^c06 ^c07 ^c08 ^c09 ^[ah] ^w'} ;;
+     *) boots=${BOOTS:-'^t0 ^c0 ^[ah] ^w'} ;;
+   esac
+   for boot in $boots; do
     # the boot's jobs, narrowed by JOBS when given
     n=$(python3 -c 'import re,sys,tomllib; m=tomllib.load(open(sys.argv[1],"rb")); print(sum(1 for j in m["job"] if re.search(sys.argv[2], j["name"]) and re.search(sys.argv[3], j["name"])))' "$here/matrix.toml" "$boot" "${JOBS:-.}")
     [ "$n" -gt 0 ] || continue

@@ -138,6 +138,7 @@ Compare blkqos with real kernels.
 
   blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N]
                      [--expect=FILE] [--markdown] [--real-engine]
+                     [--throttle=V] [--iocost=V] [--hz=N] [--summary]
 
 DIR (default: lab) holds matrix.toml, the scenarios in matrix/ and the real
 kernels' runs in fixtures/KVER/runN/JOB/ (lab/record.sh records them). Each
@@ -148,7 +149,9 @@ real runs' range: rates +-3%, latencies +-max(10%, one jiffy), shares +-5
 points, %util +-2 points. --expect: the misses must be exactly those FILE
 lists ([[miss]] kernel, job, metric, why); exit 1 otherwise.
 --real-engine compares blkqos's real engine in the lab with the kernel's
-own enforcement instead.";
+own enforcement instead. --throttle, --iocost and --hz replace one choice of
+the kernel's profile (what-if comparisons). --summary: one line per kernel
+and job (matched metrics, and each miss with both ranges).";
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

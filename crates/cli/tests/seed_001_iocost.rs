@@ -3,17 +3,20 @@
 //! example profiles, with the kernel before (`reset`) and after (`hold`)
 //! f91ffe89b201 "blk-iocost: fix busy_level reset when no IOs complete".
 //!
-//! * Azure-like disk (credit released on grant ticks, most 7 ms periods
-//!   complete nothing under saturation): `reset` starves cgB (≤ 10 IOPS,
-//!   ≥ 100 ms average completion latency; the seed: 4–6 IOPS, 170–225 ms);
-//!   `hold` protects it (≥ 190 IOPS, ≤ 5 ms; the seed: 199–200 IOPS,
-//!   1.95–4.01 ms) and leaves cgA within 25% of the seed's "after" IOPS.
+//! * From first principles (the examples as they are: vrate starts at the
+//!   kernel's 100%): this model of the disk is never saturated by cgA at
+//!   the vrate iocost keeps, so `reset` and `hold` give the same table and
+//!   cgB is protected; the seed's starvation is *not* reproduced
+//!   (docs/fidelity.md, "Seed 001").
+//! * Started where the seed's trace shows the pre-fix kernel (vrate
+//!   127.50%, stated explicitly here as the what-if it is): on the
+//!   Azure-like disk (credit released on grant ticks, most 7 ms periods
+//!   complete nothing under saturation) `reset` starves cgB (≤ 10 IOPS,
+//!   ≥ 100 ms average completion latency; the seed: 4–6 IOPS, 170–225 ms)
+//!   and `hold` protects it (≥ 190 IOPS, ≤ 5 ms; the seed: 199–200 IOPS,
+//!   1.95–4.01 ms), leaving cgA within 25% of the seed's "after" IOPS.
 //! * GCP-like disk (same limits, credit granted continuously): even
 //!   `reset` protects cgB.
-//!
-//! Both profiles start iocost at vrate 127.50%, where the seed's trace
-//! shows the pre-fix kernel, above what the disk can take in 1 MiB IO: the
-//! question is whether iocost brings it down (see azure.toml).
 //!
 //! Each case simulates 10 s; the tables are printed (`--nocapture`).
 
@@ -47,13 +50,22 @@ fn mixed(dir: &Path, file: &str) -> Value {
 
 /// One seed-001 run: `profile`.toml with cgB at `bs`, in a fresh
 /// directory (kept alive by the returned guard) that holds the reports.
-fn run_case(profile: &str, variant: &str, bs: &str) -> (tempfile::TempDir, Value, Value) {
+fn run_case(
+    profile: &str,
+    variant: &str,
+    bs: &str,
+    vrate: Option<&str>,
+) -> (tempfile::TempDir, Value, Value) {
     let src = std::fs::read_to_string(example(&format!("seed-001-iocost/{profile}.toml")))
         .expect("example profile");
     assert!(src.contains("--bs=4k ") && src.contains("cgB_4k.json"));
-    let text = src
+    assert!(!src.contains("iocost_vrate"), "the example states no vrate");
+    let mut text = src
         .replace("--bs=4k ", &format!("--bs={bs} "))
         .replace("cgB_4k.json", &format!("cgB_{bs}.json"));
+    if let Some(v) = vrate {
+        text += &format!("\n[controllers]\niocost_vrate = {v}\n");
+    }
     let dir = tempfile::tempdir().unwrap();
     write_file(dir.path(), "scenario.toml", &text);
     blkqos(
@@ -78,11 +90,11 @@ struct Case {
 
 /// The three block sizes of one profile and variant, run in parallel, and
 /// the seed's table printed from their reports.
-fn run_all(profile: &str, variant: &str) -> Vec<Case> {
+fn run_all(profile: &str, variant: &str, vrate: Option<&'static str>) -> Vec<Case> {
     let cases: Vec<Case> = std::thread::scope(|s| {
         let hs: Vec<_> = SIZES
             .iter()
-            .map(|&bs| s.spawn(move || (bs, run_case(profile, variant, bs))))
+            .map(|&bs| s.spawn(move || (bs, run_case(profile, variant, bs, vrate))))
             .collect();
         hs.into_iter()
             .map(|h| {
@@ -110,13 +122,39 @@ fn run_all(profile: &str, variant: &str) -> Vec<Case> {
     }
     let table = blkqos(&files, None);
     table.ok();
-    println!("\n{profile}, iocost={variant}:\n\n{}", table.stdout_str());
+    println!(
+        "\n{profile}, iocost={variant}, vrate at start {}:\n\n{}",
+        vrate.unwrap_or("100 (the kernel's)"),
+        table.stdout_str()
+    );
     cases
 }
 
+/// The seed's trace: the pre-fix kernel at vrate 127.50%.
+const SEED_VRATE: Option<&str> = Some("127.50");
+
+/// From the kernel's own start (100%), the model of the seed's disk does
+/// not starve cgB with either rule: the seed's "before" table is not
+/// reproduced from first principles.
 #[test]
-fn azure_reset_starves_cgb() {
-    for c in run_all("azure", "reset") {
+fn azure_from_first_principles_protects_cgb_either_way() {
+    let reset = run_all("azure", "reset", None);
+    let hold = run_all("azure", "hold", None);
+    for (r, h) in reset.iter().zip(&hold) {
+        assert_eq!((r.a_iops, r.b_iops), (h.a_iops, h.b_iops), "cgB-{}", r.bs);
+        assert!(
+            r.b_iops >= 190.0 && r.b_clat <= 5.0,
+            "cgB-{}: {:.1} IOPS, {:.2} ms",
+            r.bs,
+            r.b_iops,
+            r.b_clat
+        );
+    }
+}
+
+#[test]
+fn azure_at_the_seeds_vrate_reset_starves_cgb() {
+    for c in run_all("azure", "reset", SEED_VRATE) {
         assert!(
             c.b_iops <= 10.0 && c.b_clat >= 100.0,
             "cgB-{}: {:.1} IOPS, {:.2} ms average clat; the seed without the fix: 4-6 IOPS, 170-225 ms",
@@ -135,8 +173,8 @@ fn azure_reset_starves_cgb() {
 }
 
 #[test]
-fn azure_hold_protects_cgb() {
-    for c in run_all("azure", "hold") {
+fn azure_at_the_seeds_vrate_hold_protects_cgb() {
+    for c in run_all("azure", "hold", SEED_VRATE) {
         assert!(
             c.b_iops >= 190.0 && c.b_clat <= 5.0,
             "cgB-{}: {:.1} IOPS, {:.2} ms average clat; the seed with the fix: 199-200 IOPS, 1.95-4.01 ms",
@@ -156,7 +194,7 @@ fn azure_hold_protects_cgb() {
 
 #[test]
 fn gcp_reset_does_not_starve_cgb() {
-    for c in run_all("gcp", "reset") {
+    for c in run_all("gcp", "reset", SEED_VRATE) {
         assert!(
             c.b_iops >= 190.0 && c.b_clat <= 5.0,
             "cgB-{} on the smooth disk without the fix: {:.1} IOPS, {:.2} ms average clat",

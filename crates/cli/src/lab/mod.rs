@@ -8,8 +8,9 @@
 //! every metric against the real runs' spread (docs/fidelity.md):
 //!
 //! ```text
-//! blkqos lab compare [--lab DIR] [--kernel K]... [--job SUBSTR]... [--seeds N]
-//!                    [--expect FILE] [--markdown] [--real-engine]
+//! blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N]
+//!                    [--expect=FILE] [--markdown] [--real-engine]
+//!                    [--throttle=V] [--iocost=V] [--hz=N] [--summary]
 //! ```
 //!
 //! With `--expect`, the metrics that miss must be exactly those the file
@@ -21,7 +22,7 @@ use crate::experiment::Experiment;
 use crate::kernel::KernelProfile;
 use anyhow::{bail, Context, Result};
 use metrics::{Kind, RunMetrics};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A metric's values over runs (real) or seeds (blkqos).
@@ -57,6 +58,72 @@ pub struct LabJob {
     pub scenario: PathBuf,
     /// The cgroups the scenario's fio processes run in.
     pub groups: Vec<String>,
+    /// Measures the guest host rather than a controller ([`LabHost`]).
+    pub calibration: bool,
+}
+
+/// The guest host's timing, measured on each kernel by the calibration
+/// jobs (no controller, a 20 µs null_blk, 4 KiB random reads):
+///
+/// * `h03-qd32-pipelined`: one fio process with 32 IOs in flight; the
+///   guest's CPU sets the pace, so 1/IOPS is the host's cost per IO when
+///   submissions overlap completions. The simulated submit call takes
+///   that long (`submit_ns`). Without h03 runs, the h02 cycle's host
+///   share stands in (`1/IOPS − 20 µs`, an upper bound).
+/// * `h01-qd1-thinktime`: QD1 with `thinktime=4ms`. A cycle (1/IOPS) minus
+///   4 ms minus what the simulator already accounts for one IO (`submit_ns`
+///   + 20 µs) is how much later, on average, the next IO goes out than a
+///   simulated host would send it: the sleep's lateness plus the part of
+///   the QD1 round trip the submit cost does not cover (the interrupt, the
+///   reap, fio's bookkeeping; `h02-qd1-roundtrip` measures that round trip
+///   alone). The simulated sleep wakes up late by a uniform `[0, 2 × that]`
+///   (`wake_jitter_ns`), which has that mean.
+///
+/// Means over the kernel's recorded runs. Nothing here looks at a
+/// controller's result.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LabHost {
+    pub submit_ns: u64,
+    pub wake_jitter_ns: u64,
+}
+
+/// The device latency of the calibration jobs (`completion_ns` there).
+const CALIBRATION_COMPLETION_NS: f64 = 20_000.0;
+/// `thinktime` of `h01-qd1-thinktime`.
+const CALIBRATION_THINK_NS: f64 = 4_000_000.0;
+
+fn mean_iops(lab: &Path, kernel: &str, job: &str) -> Result<Option<f64>> {
+    let j = LabJob {
+        name: job.to_string(),
+        scenario: PathBuf::new(),
+        groups: vec!["/".into()],
+        calibration: true,
+    };
+    let (s, n) = real_spreads(lab, kernel, &j, false)?;
+    Ok(s.get("r.read.iops")
+        .filter(|_| n > 0)
+        .map(|x| x.values.iter().sum::<f64>() / x.values.len() as f64))
+}
+
+impl LabHost {
+    /// From the kernel's calibration runs; None if they were not recorded.
+    pub fn measure(lab: &Path, kernel: &str) -> Result<Option<LabHost>> {
+        let (Some(rt), Some(tt)) = (
+            mean_iops(lab, kernel, "h02-qd1-roundtrip")?,
+            mean_iops(lab, kernel, "h01-qd1-thinktime")?,
+        ) else {
+            return Ok(None);
+        };
+        let submit = match mean_iops(lab, kernel, "h03-qd32-pipelined")? {
+            Some(pipelined) => 1e9 / pipelined,
+            None => (1e9 / rt - CALIBRATION_COMPLETION_NS).max(0.0),
+        };
+        let late = (1e9 / tt - CALIBRATION_THINK_NS - submit - CALIBRATION_COMPLETION_NS).max(0.0);
+        Ok(Some(LabHost {
+            submit_ns: submit.round() as u64,
+            wake_jitter_ns: (2.0 * late).round() as u64,
+        }))
+    }
 }
 
 /// The jobs of `lab/matrix.toml`.
@@ -83,10 +150,12 @@ pub fn load_matrix(lab: &Path) -> Result<Vec<LabJob>> {
                 groups.push(g.to_string());
             }
         }
+        let calibration = j.get("calibration").and_then(|c| c.as_bool()).unwrap_or(false);
         jobs.push(LabJob {
             name: name.to_string(),
             scenario,
             groups,
+            calibration,
         });
     }
     Ok(jobs)
@@ -164,12 +233,28 @@ pub fn real_spreads(lab: &Path, kernel: &str, job: &LabJob, engine: bool) -> Res
 }
 
 /// blkqos's simulated spread for one job under a kernel profile.
-pub fn sim_spreads(job: &LabJob, profile: &KernelProfile, seeds: u64) -> Result<Spreads> {
+pub fn sim_spreads(
+    job: &LabJob,
+    profile: &KernelProfile,
+    overrides: &[(String, String)],
+    host: Option<LabHost>,
+    seeds: u64,
+) -> Result<Spreads> {
     let mut spreads = Spreads::new();
     for seed in 1..=seeds {
         let mut exp = Experiment::from_scenario(&job.scenario)?;
         exp.seed = seed;
+        if let Some(h) = host {
+            exp.host.submit_ns = h.submit_ns;
+            exp.host.wake_jitter_ns = h.wake_jitter_ns;
+        }
+        exp.host.seed = seed;
         profile.apply(&mut exp.controllers, &mut exp.accounting);
+        for (k, v) in overrides {
+            exp.controllers
+                .set(k, v)
+                .map_err(|m| anyhow::anyhow!("--{m}"))?;
+        }
         for inv in &mut exp.invocations {
             inv.formats = vec![blkqos_fio::parse::OutputFormat::Json];
             inv.output = None;
@@ -223,6 +308,7 @@ pub fn compare_job(
     lab: &Path,
     kernel: &str,
     job: &LabJob,
+    overrides: &[(String, String)],
     seeds: u64,
     engine: bool,
 ) -> Result<Vec<Row>> {
@@ -232,14 +318,14 @@ pub fn compare_job(
     if n == 0 {
         return Ok(Vec::new());
     }
-    let sim = if engine {
-        // the real engine's lab runs against the same kernel's (knobs in
-        // the kernel) runs: engine = "sim" side
+    if engine {
+        // blkqos's real engine in the lab against the same kernel's own
+        // enforcement: the kernel's runs are the reference
         let (k, _) = real_spreads(lab, kernel, job, false)?;
         return Ok(rows(kernel, job, &k, &real, profile.jiffy_ns()));
-    } else {
-        sim_spreads(job, &profile, seeds)?
-    };
+    }
+    let host = LabHost::measure(lab, kernel)?;
+    let sim = sim_spreads(job, &profile, overrides, host, seeds)?;
     Ok(rows(kernel, job, &real, &sim, profile.jiffy_ns()))
 }
 
@@ -296,10 +382,42 @@ fn fmt_range(kind: Kind, r: (f64, f64)) -> String {
     }
 }
 
-/// The known misses: `[[miss]] kernel job metric why`.
+/// The known misses: `[[miss]] kernel job metric why`. `kernel` is a
+/// release directory name, a profile name (`6.12`) or `*`; `job` and
+/// `metric` may hold `*` wildcards (`c0*`, `*.max`). An entry must still
+/// cover at least one miss, or it is stale.
 #[derive(Clone, Debug, Default)]
 pub struct Expected {
-    pub misses: BTreeMap<(String, String, String), String>,
+    pub misses: Vec<ExpectedMiss>,
+}
+
+/// One `[[miss]]` entry.
+#[derive(Clone, Debug)]
+pub struct ExpectedMiss {
+    pub kernel: String,
+    pub job: String,
+    pub metric: String,
+    pub why: String,
+}
+
+/// `*` matches any run of characters.
+fn glob(pattern: &str, s: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == s;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !s.starts_with(first) || !s[first.len()..].ends_with(last) || s.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &s[first.len()..s.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
 }
 
 impl Expected {
@@ -308,7 +426,7 @@ impl Expected {
             .with_context(|| format!("cannot read {}", path.display()))?;
         let v: toml::Value =
             toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
-        let mut misses = BTreeMap::new();
+        let mut misses = Vec::new();
         for (i, m) in v.get("miss").and_then(|m| m.as_array()).into_iter().flatten().enumerate() {
             let get = |k: &str| -> Result<String> {
                 m.get(k)
@@ -316,44 +434,56 @@ impl Expected {
                     .map(str::to_string)
                     .with_context(|| format!("{}: [[miss]] #{} has no `{k}`", path.display(), i + 1))
             };
-            misses.insert((get("kernel")?, get("job")?, get("metric")?), get("why")?);
+            misses.push(ExpectedMiss {
+                kernel: get("kernel")?,
+                job: get("job")?,
+                metric: get("metric")?,
+                why: get("why")?,
+            });
         }
         Ok(Expected { misses })
     }
-    fn covers(&self, row: &Row) -> Option<&String> {
-        let short = KernelProfile::for_release(&row.kernel).map(|p| p.name.to_string());
-        [row.kernel.clone(), short.unwrap_or_default(), "*".into()]
-            .iter()
-            .find_map(|k| {
-                self.misses
-                    .get(&(k.clone(), row.job.clone(), row.metric.clone()))
-            })
+
+    /// The entry that lists this row's metric, if any.
+    fn covers(&self, row: &Row) -> Option<usize> {
+        let short = KernelProfile::for_release(&row.kernel).map(|p| p.name);
+        self.misses.iter().position(|m| {
+            (m.kernel == "*" || m.kernel == row.kernel || Some(m.kernel.as_str()) == short)
+                && glob(&m.job, &row.job)
+                && glob(&m.metric, &row.metric)
+        })
     }
 }
 
 struct Args {
     lab: PathBuf,
+    /// Controller choices over the kernel's profile (`--throttle=V`,
+    /// `--iocost=V`, `--hz=N`): what-if comparisons.
+    overrides: Vec<(String, String)>,
     kernels: Vec<String>,
     jobs: Vec<String>,
     seeds: u64,
     expect: Option<PathBuf>,
     markdown: bool,
+    summary: bool,
     engine: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args> {
     let mut a = Args {
         lab: PathBuf::from("lab"),
+        overrides: Vec::new(),
         kernels: Vec::new(),
         jobs: Vec::new(),
         seeds: 5,
         expect: None,
         markdown: false,
+        summary: false,
         engine: false,
     };
     let mut it = args.iter();
     if it.next().map(String::as_str) != Some("compare") {
-        bail!("usage: blkqos lab compare [--lab DIR] [--kernel K]... [--job SUBSTR]... [--seeds N] [--expect FILE] [--markdown] [--real-engine]");
+        bail!("usage: blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N] [--expect=FILE] [--markdown] [--summary] [--real-engine] [--throttle=V] [--iocost=V] [--hz=N]");
     }
     for arg in it {
         let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
@@ -370,7 +500,14 @@ fn parse_args(args: &[String]) -> Result<Args> {
             }
             "--expect" => a.expect = Some(PathBuf::from(v)),
             "--markdown" => a.markdown = true,
+            "--summary" => a.summary = true,
             "--real-engine" => a.engine = true,
+            "--throttle" | "--iocost" | "--hz" => {
+                crate::controllers::ControllerOptions::default()
+                    .set(&k[2..], v)
+                    .map_err(|m| anyhow::anyhow!("--{m}"))?;
+                a.overrides.push((k[2..].to_string(), v.to_string()));
+            }
             _ => bail!("blkqos lab compare: unknown option `{arg}`"),
         }
     }
@@ -399,19 +536,41 @@ pub fn run(args: &[String]) -> Result<bool> {
     };
     let mut all = Vec::new();
     for k in &kernels {
+        match LabHost::measure(&a.lab, k)? {
+            Some(h) => eprintln!(
+                "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]",
+                h.submit_ns as f64 / 1e3,
+                h.wake_jitter_ns as f64 / 1e3
+            ),
+            None => eprintln!("lab: {k}: no calibration runs: the scenarios' own host model"),
+        }
         for job in &matrix {
-            if !a.jobs.is_empty() && !a.jobs.iter().any(|s| job.name.contains(s.as_str())) {
+            if job.calibration
+                || (!a.jobs.is_empty() && !a.jobs.iter().any(|s| job.name.contains(s.as_str())))
+            {
                 continue;
             }
-            all.extend(compare_job(&a.lab, k, job, a.seeds, a.engine)?);
+            all.extend(compare_job(&a.lab, k, job, &a.overrides, a.seeds, a.engine)?);
         }
     }
-    print!("{}", render(&all, a.markdown, a.engine));
+    if a.summary {
+        print!("{}", render_summary(&all, a.markdown));
+    } else {
+        print!("{}", render(&all, a.markdown, a.engine));
+    }
     let mut ok = true;
     if let Some(exp) = &expected {
-        let mut seen = BTreeSet::new();
+        let mut used = vec![0usize; exp.misses.len()];
+        let mut exact_ok: Vec<(usize, &Row)> = Vec::new();
         for r in &all {
-            match (r.ok, exp.covers(r)) {
+            let cover = exp.covers(r);
+            if let (false, Some(i)) = (r.ok, cover) {
+                used[i] += 1;
+            }
+            if let (true, Some(i)) = (r.ok, cover) {
+                exact_ok.push((i, r));
+            }
+            match (r.ok, cover) {
                 (false, None) => {
                     ok = false;
                     eprintln!(
@@ -423,22 +582,87 @@ pub fn run(args: &[String]) -> Result<bool> {
                         fmt_range(r.kind, r.real)
                     );
                 }
-                (true, Some(_)) => {
-                    ok = false;
-                    eprintln!(
-                        "lab: {} {} {}: now matches; remove it from the expected misses",
-                        r.kernel, r.job, r.metric
-                    );
-                }
                 _ => {}
             }
-            if !r.ok {
-                seen.insert((r.job.clone(), r.metric.clone()));
+        }
+        // an entry without wildcards that now matches, or any entry that
+        // covers no miss at all, is stale
+        for (i, r) in exact_ok {
+            let m = &exp.misses[i];
+            if !m.job.contains('*') && !m.metric.contains('*') {
+                ok = false;
+                eprintln!(
+                    "lab: {} {} {}: now matches; remove it from the expected misses",
+                    r.kernel, r.job, r.metric
+                );
             }
         }
-        let _ = seen;
+        let compared: Vec<&str> = all.iter().map(|r| r.kernel.as_str()).collect();
+        for (m, &u) in exp.misses.iter().zip(&used) {
+            if u > 0 {
+                eprintln!(
+                    "lab: expected: {} {} {} ({u} metric{}): {}",
+                    m.kernel,
+                    m.job,
+                    m.metric,
+                    if u == 1 { "" } else { "s" },
+                    m.why
+                );
+            }
+            let in_scope = all.iter().any(|r| {
+                let short = KernelProfile::for_release(&r.kernel).map(|p| p.name);
+                (m.kernel == "*" || m.kernel == r.kernel || Some(m.kernel.as_str()) == short)
+                    && glob(&m.job, &r.job)
+            });
+            if in_scope && u == 0 && !compared.is_empty() {
+                ok = false;
+                eprintln!(
+                    "lab: expected miss {} {} {} covers no miss any more; remove it",
+                    m.kernel, m.job, m.metric
+                );
+            }
+        }
     }
     Ok(ok)
+}
+
+/// Per kernel and job: how many metrics match, and which miss (with the
+/// real and blkqos ranges).
+pub fn render_summary(rows: &[Row], markdown: bool) -> String {
+    let mut out = String::new();
+    if markdown {
+        out += "| kernel | job | match | misses (real → blkqos) |\n|---|---|---|---|\n";
+    }
+    let mut i = 0;
+    while i < rows.len() {
+        let (k, j) = (&rows[i].kernel, &rows[i].job);
+        let n = rows[i..]
+            .iter()
+            .take_while(|r| &r.kernel == k && &r.job == j)
+            .count();
+        let group = &rows[i..i + n];
+        let ok = group.iter().filter(|r| r.ok).count();
+        let misses: Vec<String> = group
+            .iter()
+            .filter(|r| !r.ok)
+            .map(|r| {
+                format!(
+                    "{} {} → {}",
+                    r.metric,
+                    fmt_range(r.kind, r.real),
+                    fmt_range(r.kind, r.sim)
+                )
+            })
+            .collect();
+        let short = KernelProfile::for_release(k).map_or(k.as_str(), |p| p.name);
+        if markdown {
+            out += &format!("| {short} | {j} | {ok}/{n} | {} |\n", misses.join("; "));
+        } else {
+            out += &format!("{short:<6} {j:<24} {ok:>3}/{n:<3} {}\n", misses.join("; "));
+        }
+        i += n;
+    }
+    out
 }
 
 /// The comparison as a text or markdown table.
@@ -473,4 +697,44 @@ pub fn render(rows: &[Row], markdown: bool, engine: bool) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_stars_anywhere() {
+        assert!(glob("c0*", "c06-seed001-4k"));
+        assert!(glob("*.max", "cgA.mixed.max"));
+        assert!(glob("*.read.p9*", "a.read.p99.9"));
+        assert!(glob("t01-riops-seed000", "t01-riops-seed000"));
+        assert!(!glob("t01", "t01-riops-seed000"));
+        assert!(!glob("*.max", "cgA.mixed.p99"));
+        assert!(!glob("a*a", "a"));
+        assert!(glob("*", ""));
+    }
+
+    #[test]
+    fn tolerances_widen_the_real_range() {
+        let s = Spread {
+            kind: Some(Kind::Latency),
+            values: vec![50e6, 60e6],
+        };
+        // 10% of 50 ms is more than a 4 ms jiffy; 10% of 60 ms too
+        assert_eq!(accepted(Kind::Latency, &s, 4e6), (45e6, 66e6));
+        let s = Spread {
+            kind: Some(Kind::Latency),
+            values: vec![20e3, 30e3],
+        };
+        // a jiffy is more than 10% of 30 us
+        assert_eq!(accepted(Kind::Latency, &s, 4e6), (0.0, 4.03e6));
+        let r = Spread {
+            kind: Some(Kind::Rate),
+            values: vec![100.0],
+        };
+        assert_eq!(accepted(Kind::Rate, &r, 4e6), (97.0, 103.0));
+        assert_eq!(accepted(Kind::Share, &r, 4e6), (95.0, 105.0));
+        assert_eq!(accepted(Kind::Util, &r, 4e6), (98.0, 102.0));
+    }
 }

@@ -1,0 +1,77 @@
+//! blkqos against real kernels: every job of the lab matrix
+//! (`lab/matrix/`), simulated under each recorded kernel's profile, against
+//! that kernel's recorded runs (`lab/fixtures/`). The misses must be
+//! exactly those `lab/expected.toml` lists, each with its reason: a profile
+//! that drifts, or a fix that makes a listed miss match, fails here.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_blkqos");
+
+fn lab() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab")
+}
+
+fn compare(extra: &[&str]) -> (Option<i32>, String, String) {
+    let lab = lab();
+    let out = Command::new(BIN)
+        .arg("lab")
+        .arg("compare")
+        .arg(format!("--lab={}", lab.display()))
+        .arg("--seeds=3")
+        .args(extra)
+        .output()
+        .expect("run blkqos");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+fn kernel_matches_its_recording(kernel: &str) {
+    let expect = lab().join("expected.toml");
+    let (code, stdout, stderr) = compare(&[
+        &format!("--kernel={kernel}"),
+        &format!("--expect={}", expect.display()),
+    ]);
+    let rows = stdout.lines().filter(|l| l.contains(" ok") || l.contains("MISS")).count();
+    assert!(rows >= 100, "{kernel}: only {rows} compared metrics\n{stdout}");
+    assert_eq!(code, Some(0), "{kernel}:\n{stderr}\n{stdout}");
+}
+
+#[test]
+fn linux_6_1_matches_its_recording() {
+    kernel_matches_its_recording("6.1");
+}
+
+#[test]
+fn linux_6_12_matches_its_recording() {
+    kernel_matches_its_recording("6.12");
+}
+
+#[test]
+fn linux_7_2_matches_its_recording() {
+    kernel_matches_its_recording("7.2");
+}
+
+/// The comparison bites: seed 000's job under THROTTLING_LOW's 20 ms slice
+/// (what the `linux-6.1` profile used to be) is not the 6.1 that
+/// distributions ship.
+#[test]
+fn a_wrong_profile_misses() {
+    let (code, stdout, _) = compare(&[
+        "--kernel=6.1",
+        "--job=t01-riops-seed000",
+        "--throttle=linux-6.1-low",
+    ]);
+    assert_eq!(code, Some(0), "no --expect: the table only");
+    let misses: Vec<&str> = stdout.lines().filter(|l| l.contains("MISS")).collect();
+    assert!(
+        misses.iter().any(|l| l.contains("r.read.p99")),
+        "the 20 ms slice's 12 ms tail is not 6.1's 60 ms one:\n{stdout}"
+    );
+}
