@@ -60,6 +60,10 @@ pub struct LabJob {
     pub groups: Vec<String>,
     /// Measures the guest host rather than a controller ([`LabHost`]).
     pub calibration: bool,
+    /// Also compare each group's steady writeback rate (`writeback = true`):
+    /// bytes charged to the group per second over [`WRITEBACK_WINDOW_S`]
+    /// from its first writeback.
+    pub writeback: bool,
 }
 
 /// The guest host's timing, measured on each kernel by the calibration
@@ -87,6 +91,9 @@ pub struct LabHost {
     pub wake_jitter_ns: u64,
 }
 
+/// Seconds of steady writeback a writeback job's rates are taken over.
+pub const WRITEBACK_WINDOW_S: f64 = 20.0;
+
 /// The device latency of the calibration jobs (`completion_ns` there).
 const CALIBRATION_COMPLETION_NS: f64 = 20_000.0;
 /// `thinktime` of `h01-qd1-thinktime`.
@@ -98,6 +105,7 @@ fn mean_iops(lab: &Path, kernel: &str, job: &str) -> Result<Option<f64>> {
         scenario: PathBuf::new(),
         groups: vec!["/".into()],
         calibration: true,
+        writeback: false,
     };
     let (s, n) = real_spreads(lab, kernel, &j, false)?;
     Ok(s.get("r.read.iops")
@@ -151,11 +159,13 @@ pub fn load_matrix(lab: &Path) -> Result<Vec<LabJob>> {
             }
         }
         let calibration = j.get("calibration").and_then(|c| c.as_bool()).unwrap_or(false);
+        let writeback = j.get("writeback").and_then(|c| c.as_bool()).unwrap_or(false);
         jobs.push(LabJob {
             name: name.to_string(),
             scenario,
             groups,
             calibration,
+            writeback,
         });
     }
     Ok(jobs)
@@ -203,6 +213,11 @@ fn metrics_of_dir(dir: &Path, job: &LabJob) -> Result<Option<RunMetrics>> {
     }
     if let Ok(text) = std::fs::read_to_string(dir.join("io.stat")) {
         metrics::shares_from_io_stat(&text, &job.groups, &mut m);
+    }
+    if job.writeback {
+        if let Ok(text) = std::fs::read_to_string(dir.join("samples.jsonl")) {
+            metrics::writeback_rates_from_samples(&text, &job.groups, WRITEBACK_WINDOW_S, &mut m);
+        }
     }
     Ok(Some(m))
 }
@@ -271,7 +286,13 @@ pub fn sim_spreads(
                 .with_context(|| format!("{}: blkqos's own fio JSON", job.name))?;
             metrics::from_fio_json(&v, i == 0, &mut m);
         }
-        metrics::shares_from_io_stat(&crate::output::format_io_stat(&ran), &job.groups, &mut m);
+        let io_stat = crate::output::format_io_stat(&ran);
+        metrics::shares_from_io_stat(&io_stat, &job.groups, &mut m);
+        if let (true, Some(report)) = (job.writeback, &ran.result.pagecache) {
+            let groups = |g| ran.tree.path(g).to_string();
+            let v = crate::pagecache::render_json(report, &groups, &[]);
+            metrics::writeback_rates_from_series(&v["series"], &job.groups, WRITEBACK_WINDOW_S, &mut m);
+        }
         add_run(&mut spreads, m);
     }
     Ok(spreads)
