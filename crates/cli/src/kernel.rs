@@ -73,26 +73,35 @@ impl KernelProfile {
         let ver = it.next().unwrap_or("");
         let mut p = Self::for_release(ver).ok_or_else(|| {
             let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
-            format!("kernel `{ver}`: blkqos has profiles for {}", names.join(", "))
+            format!(
+                "kernel `{ver}`: blkqos has profiles for {}",
+                names.join(", ")
+            )
         })?;
         let mut low = false;
         for kv in it {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| format!("kernel option `{kv}`: expected key=value (hz=250, throttling_low=y)"))?;
+            let (k, v) = kv.split_once('=').ok_or_else(|| {
+                format!("kernel option `{kv}`: expected key=value (hz=250, throttling_low=y)")
+            })?;
             match k {
                 "hz" => {
                     p.hz = v
                         .parse()
                         .ok()
                         .filter(|h| VALID_HZ.contains(h))
-                        .ok_or_else(|| format!("kernel option hz `{v}`: expected 100, 250, 300 or 1000"))?
+                        .ok_or_else(|| {
+                            format!("kernel option hz `{v}`: expected 100, 250, 300 or 1000")
+                        })?
                 }
                 "throttling_low" => {
                     low = match v {
                         "y" | "1" => true,
                         "n" | "0" => false,
-                        _ => return Err(format!("kernel option throttling_low `{v}`: expected y or n")),
+                        _ => {
+                            return Err(format!(
+                                "kernel option throttling_low `{v}`: expected y or n"
+                            ))
+                        }
                     };
                     if low && p.throttle_low.is_none() {
                         return Err(format!(
@@ -124,10 +133,13 @@ impl KernelProfile {
         } else {
             self.throttle
         };
-        c.set("throttle", throttle).expect("profiles name known variants");
-        c.set("iocost", self.iocost).expect("profiles name known variants");
+        c.set("throttle", throttle)
+            .expect("profiles name known variants");
+        c.set("iocost", self.iocost)
+            .expect("profiles name known variants");
         c.hz = self.hz;
-        a.set("iostats", self.iostats).expect("profiles name known modes");
+        a.set("iostats", self.iostats)
+            .expect("profiles name known modes");
         a.hz = self.hz;
     }
 }
@@ -138,9 +150,22 @@ mod tests {
 
     #[test]
     fn releases_map_to_profiles() {
-        assert_eq!(KernelProfile::for_release("6.1.0-50-amd64").unwrap().name, "6.1");
-        assert_eq!(KernelProfile::for_release("6.12.117+deb13-amd64").unwrap().name, "6.12");
-        assert_eq!(KernelProfile::for_release("7.2.13+deb14-amd64").unwrap().name, "7.2");
+        assert_eq!(
+            KernelProfile::for_release("6.1.0-50-amd64").unwrap().name,
+            "6.1"
+        );
+        assert_eq!(
+            KernelProfile::for_release("6.12.117+deb13-amd64")
+                .unwrap()
+                .name,
+            "6.12"
+        );
+        assert_eq!(
+            KernelProfile::for_release("7.2.13+deb14-amd64")
+                .unwrap()
+                .name,
+            "7.2"
+        );
         assert!(KernelProfile::for_release("5.4").is_none());
     }
 
@@ -160,7 +185,9 @@ mod tests {
     fn options_parse_and_refuse() {
         let (p, low) = KernelProfile::parse("6.1,hz=1000,throttling_low=y").unwrap();
         assert_eq!((p.hz, low), (1000, true));
-        assert!(KernelProfile::parse("6.12,throttling_low=y").unwrap_err().contains("6.10"));
+        assert!(KernelProfile::parse("6.12,throttling_low=y")
+            .unwrap_err()
+            .contains("6.10"));
         assert!(KernelProfile::parse("6.1,hz=123").is_err());
         assert!(KernelProfile::parse("4.9").is_err());
     }

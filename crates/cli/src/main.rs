@@ -8,8 +8,8 @@ mod controllers;
 mod experiment;
 mod iostat_cmd;
 mod kernel;
-mod lab;
 mod knobs;
+mod lab;
 mod lat_report;
 mod output;
 mod pagecache;
@@ -175,7 +175,9 @@ fn main() -> ExitCode {
             Ok(true) => Ok(()),
             Ok(false) => Err(output::Failure {
                 code: 1,
-                err: anyhow::anyhow!("lab: blkqos misses the real kernel where it is not expected to (above)"),
+                err: anyhow::anyhow!(
+                    "lab: blkqos misses the real kernel where it is not expected to (above)"
+                ),
             }),
             Err(err) => Err(output::Failure { code: 2, err }),
         },

@@ -38,8 +38,14 @@ fn kernel_matches_its_recording(kernel: &str) {
         &format!("--kernel={kernel}"),
         &format!("--expect={}", expect.display()),
     ]);
-    let rows = stdout.lines().filter(|l| l.contains(" ok") || l.contains("MISS")).count();
-    assert!(rows >= 100, "{kernel}: only {rows} compared metrics\n{stdout}");
+    let rows = stdout
+        .lines()
+        .filter(|l| l.contains(" ok") || l.contains("MISS"))
+        .count();
+    assert!(
+        rows >= 100,
+        "{kernel}: only {rows} compared metrics\n{stdout}"
+    );
     assert_eq!(code, Some(0), "{kernel}:\n{stderr}\n{stdout}");
 }
 

@@ -89,7 +89,7 @@ fn throttled(variant: &str, line: &str) -> (ControllerStack, GroupId) {
         rotational: false,
         flat: false,
         jiffies_at_start: 0,
-            tick_phase_ns: 0,
+        tick_phase_ns: 0,
     };
     let mut th = Throttle::new(cfg, &tree);
     th.set_limits(g, limits(line), Instant::ZERO);

@@ -84,8 +84,16 @@ pub fn shares_from_io_stat(text: &str, groups: &[String], out: &mut RunMetrics) 
 /// The lab's per-second samples (`samples.jsonl`: `t` and each group's
 /// io.stat): each listed group's `wbytes` charged per second over `window`
 /// seconds from the first sample that shows writeback from it.
-pub fn writeback_rates_from_samples(text: &str, groups: &[String], window: f64, out: &mut RunMetrics) {
-    let samples: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+pub fn writeback_rates_from_samples(
+    text: &str,
+    groups: &[String],
+    window: f64,
+    out: &mut RunMetrics,
+) {
+    let samples: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
     for g in groups {
         let series: Vec<(f64, f64)> = samples
             .iter()
@@ -100,11 +108,16 @@ pub fn writeback_rates_from_samples(text: &str, groups: &[String], window: f64, 
                 Some((t, w))
             })
             .collect();
-        let Some(i0) = series.iter().position(|&(_, w)| w > 0.0) else { continue };
+        let Some(i0) = series.iter().position(|&(_, w)| w > 0.0) else {
+            continue;
+        };
         // the sample before the first writeback is the window's start
         let (t0, w0) = series[i0.saturating_sub(1)];
         if let Some(&(t1, w1)) = series.iter().find(|&&(t, _)| t >= t0 + window) {
-            out.insert(format!("{g}.writeback/s"), (Kind::Rate, (w1 - w0) / (t1 - t0)));
+            out.insert(
+                format!("{g}.writeback/s"),
+                (Kind::Rate, (w1 - w0) / (t1 - t0)),
+            );
         }
     }
 }
@@ -112,14 +125,21 @@ pub fn writeback_rates_from_samples(text: &str, groups: &[String], window: f64, 
 /// The simulator's per-second writeback series (`[pagecache] report`'s
 /// `series`): each listed group's bytes per second over the first
 /// `window` seconds from its first writeback.
-pub fn writeback_rates_from_series(series: &Value, groups: &[String], window: f64, out: &mut RunMetrics) {
+pub fn writeback_rates_from_series(
+    series: &Value,
+    groups: &[String],
+    window: f64,
+    out: &mut RunMetrics,
+) {
     let rows = series.as_array().map(Vec::as_slice).unwrap_or(&[]);
     for g in groups {
         let per_s: Vec<f64> = rows
             .iter()
             .map(|r| r["writeback_bytes"][g.as_str()].as_f64().unwrap_or(0.0))
             .collect();
-        let Some(i0) = per_s.iter().position(|&b| b > 0.0) else { continue };
+        let Some(i0) = per_s.iter().position(|&b| b > 0.0) else {
+            continue;
+        };
         let n = window as usize;
         if per_s.len() >= i0 + n {
             let sum: f64 = per_s[i0..i0 + n].iter().sum();

@@ -758,7 +758,10 @@ fn a_merge_of_a_donating_group_takes_its_weight_back() {
     let mut c = enabled(&t, "hold");
     let first = io(1, a, IoOp::Write, 1);
     assert_eq!(c.on_submit(&first, Instant::ZERO), Verdict::Dispatch);
-    assert_eq!(c.on_submit(&io(2, b, IoOp::Write, 1), Instant::ZERO), Verdict::Dispatch);
+    assert_eq!(
+        c.on_submit(&io(2, b, IoOp::Write, 1), Instant::ZERO),
+        Verdict::Dispatch
+    );
     let g = a.idx();
     let now = c.snapshot(0);
     let active = c.groups[g].active;
@@ -770,7 +773,10 @@ fn a_merge_of_a_donating_group_takes_its_weight_back() {
     let mut next = io(3, a, IoOp::Write, 64);
     next.offset = first.offset + first.len;
     let abs = c.params.vtime_cost(&next, c.groups[g].cursor, true);
-    let (at_full, at_donated) = (abs_cost_to_cost(abs, full_hwi), abs_cost_to_cost(abs, donated_hwi));
+    let (at_full, at_donated) = (
+        abs_cost_to_cost(abs, full_hwi),
+        abs_cost_to_cost(abs, donated_hwi),
+    );
     assert!(at_full < at_donated);
     // budget for the full-weight price, not for the donated one
     let target = now.vnow.plus_signed(-(((at_full + at_donated) / 2) as i64));

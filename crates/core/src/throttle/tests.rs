@@ -195,7 +195,11 @@ fn adding_rbps_to_an_iops_group_does_not_stall_it() {
         c.hz = 250;
         let mut th = Throttle::new(c, &t);
         th.set_limits(g, limits("8:0 riops=100"), Instant::ZERO);
-        th.schedule_limits(Instant::from_ms(2000), g, limits("8:0 riops=100 rbps=1048576"));
+        th.schedule_limits(
+            Instant::from_ms(2000),
+            g,
+            limits("8:0 riops=100 rbps=1048576"),
+        );
         // QD-like flood: an IO every ms, far over the limit
         let subs: Vec<Io> = (0..6000)
             .map(|i| io(i, g, IoOp::Read, 4096, Instant::from_us(i * 1000)))
@@ -208,9 +212,15 @@ fn adding_rbps_to_an_iops_group_does_not_stall_it() {
         };
         let before = count(1000, 2000);
         let after = count(2000, 3000);
-        assert!((95.0..=105.0).contains(&before), "{v}: {before} IOPS before");
+        assert!(
+            (95.0..=105.0).contains(&before),
+            "{v}: {before} IOPS before"
+        );
         // 1 MiB/s admits 256 4 KiB IOs/s: riops still binds
-        assert!((90.0..=110.0).contains(&after), "{v}: {after} IOPS after adding rbps");
+        assert!(
+            (90.0..=110.0).contains(&after),
+            "{v}: {after} IOPS after adding rbps"
+        );
         th.invariants().unwrap();
     }
 }

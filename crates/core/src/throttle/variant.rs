@@ -259,17 +259,46 @@ mod tests {
         ] {
             assert_eq!(split(n), SplitCharge::PerFragment, "{n}");
         }
-        // apart from splits, the 5.15 and 6.1 profiles are slice-remainder
-        for n in ["linux-5.15"] {
-            let v = Variant::by_name(n).unwrap();
-            assert_eq!(
-                Variant {
-                    name: "slice-remainder",
-                    split: SplitCharge::Bypass,
-                    ..v
-                },
-                SLICE_REMAINDER
-            );
-        }
+        // apart from splits, 5.15 is slice-remainder; 6.1 adds carryover
+        // and, as distributions build it, the 100 ms slice
+        let v = Variant::by_name("linux-5.15").unwrap();
+        assert_eq!(
+            Variant {
+                name: "slice-remainder",
+                split: SplitCharge::Bypass,
+                ..v
+            },
+            SLICE_REMAINDER
+        );
+        let v = Variant::by_name("linux-6.1").unwrap();
+        assert_eq!(
+            Variant {
+                name: "slice-remainder",
+                split: SplitCharge::Bypass,
+                slice: SliceRule::SsdHz50,
+                carryover: false,
+                ..v
+            },
+            SLICE_REMAINDER
+        );
+        assert_eq!(v.slice_jiffies(250, false), 25);
+        assert_eq!(
+            Variant::by_name("linux-6.1-low")
+                .unwrap()
+                .slice_jiffies(250, false),
+            5
+        );
+        assert_eq!(
+            Variant::by_name("linux-6.12")
+                .unwrap()
+                .slice_jiffies(250, false),
+            25
+        );
+        assert_eq!(
+            Variant::by_name("linux-6.12.0")
+                .unwrap()
+                .slice_jiffies(250, false),
+            5
+        );
     }
 }

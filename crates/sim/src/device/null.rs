@@ -101,8 +101,7 @@ impl DeviceModel for NullBlk {
         };
         let per_tick = Self::per_tick(mbps);
         let arrival_tick = (now.as_ns() + self.phase_ns) / TICK_NS;
-        if arrival_tick >= self.next_free_tick
-            && self.active_until.is_none_or(|a| arrival_tick > a)
+        if arrival_tick >= self.next_free_tick && self.active_until.is_none_or(|a| arrival_tick > a)
         {
             // timer stopped with a full budget: this request restarts it
             // and the immediate refill makes it free
