@@ -22,8 +22,11 @@ pub enum ThrottleChoice {
 /// Controller selection, from `[controllers]` or flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControllerOptions {
-    /// `jiffies` when the run starts (blk-throttle's absolute slice rounding).
+    /// `jiffies` when the run starts (blk-throttle's absolute slice rounding);
+    /// drawn from the run's seed unless `jiffies_at_start` is set.
     pub jiffies_at_start: u64,
+    /// `jiffies_at_start` was given explicitly.
+    pub jiffies_explicit: bool,
     /// Where in its jiffy the run starts (ns, below one jiffy); the
     /// experiment draws it from the run's seed unless `tick_phase_ns` is set.
     pub tick_phase_ns: u64,
@@ -44,6 +47,7 @@ impl Default for ControllerOptions {
     fn default() -> Self {
         ControllerOptions {
             jiffies_at_start: 0,
+            jiffies_explicit: false,
             tick_phase_ns: 0,
             tick_phase_explicit: false,
             throttle: ThrottleChoice::Kernel(blkqos_core::throttle::variant::MAINLINE),
@@ -94,7 +98,8 @@ impl ControllerOptions {
             "jiffies_at_start" => {
                 self.jiffies_at_start = value
                     .parse()
-                    .map_err(|_| format!("jiffies_at_start `{value}`: expected an unsigned integer"))?
+                    .map_err(|_| format!("jiffies_at_start `{value}`: expected an unsigned integer"))?;
+                self.jiffies_explicit = true;
             }
             "tick_phase_ns" => {
                 self.tick_phase_ns = value

@@ -667,11 +667,18 @@ impl Experiment {
         // splitmix64 of the seed (well spread for consecutive seeds), below
         // one second: each jiffy user puts its boundaries at multiples of
         // its own tick of (run time + phase)
-        let mut z = self.seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        z % 1_000_000_000
+        splitmix64(self.seed) % 1_000_000_000
+    }
+
+    /// `jiffies` when the simulated run starts: the explicit
+    /// `jiffies_at_start`, else drawn from the seed (a real machine's
+    /// jiffies depend on its uptime; blk-throttle rounds slice ends to
+    /// absolute multiples of the slice).
+    pub fn jiffies_at_start(&self) -> u64 {
+        if self.controllers.jiffies_explicit {
+            return self.controllers.jiffies_at_start;
+        }
+        splitmix64(self.seed ^ 0x6A09_E667_F3BC_C908) % (3600 * self.controllers.hz)
     }
 
     /// Run on the simulator.
@@ -688,6 +695,7 @@ impl Experiment {
         let model = dev.build();
         let mut controllers = self.controllers;
         controllers.tick_phase_ns = self.tick_phase_ns() % (1_000_000_000 / controllers.hz);
+        controllers.jiffies_at_start = self.jiffies_at_start();
         let mut stack = build_stack(
             &controllers,
             &tree,
@@ -722,6 +730,14 @@ impl Experiment {
             devid: self.device.devid,
         })
     }
+}
+
+/// splitmix64: a well-spread value for consecutive seeds.
+fn splitmix64(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The stack's per-period trace in the form `out` asks for: JSON lines

@@ -288,3 +288,35 @@ fn seed_000_legacy_vs_slice_remainder() {
     let ideal = seed000("legacy", true);
     assert!(ideal.p99 < 13e6, "legacy, ideal host: p99 {}", ideal.p99);
 }
+
+/// HZ changes results where the kernel's formulas count whole jiffies.
+/// Seed 000's job under the legacy wait, `(io_disp + 1)·HZ/iops + 1 −
+/// elapsed` jiffies: the `+ 1` is 10 ms at HZ=100 and 1 ms at HZ=1000, so
+/// the waiting IO's class moves from ~28 ms to ~12 ms. With the 2018
+/// rest-of-slice wait (a 100 ms slice at any HZ, the wait ends on the
+/// slice's edge) the closed loop re-anchors on that edge and HZ does not
+/// show, as on a real kernel.
+#[test]
+fn hz_changes_results_where_the_kernel_counts_jiffies() {
+    let p99 = |hz: u32, throttle: &str| {
+        let r = blkqos(
+            &[
+                "run",
+                &example("../lab/matrix/t01-riops-seed000.toml")
+                    .display()
+                    .to_string(),
+                &format!("--kernel=6.1,hz={hz}"),
+                &format!("--throttle={throttle}"),
+                "--output-format=json",
+            ],
+            None,
+        );
+        r.ok();
+        num(&r.json(), "/jobs/0/read/clat_ns/percentile/99.000000")
+    };
+    let (legacy_100, legacy_1000) = (p99(100, "legacy"), p99(1000, "legacy"));
+    assert!(legacy_100 > 25e6, "legacy at HZ=100: p99 {legacy_100}");
+    assert!(legacy_1000 < 13e6, "legacy at HZ=1000: p99 {legacy_1000}");
+    let (fixed_250, fixed_1000) = (p99(250, "linux-6.1"), p99(1000, "linux-6.1"));
+    assert_eq!(fixed_250, fixed_1000);
+}
