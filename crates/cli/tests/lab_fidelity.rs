@@ -19,7 +19,7 @@ fn compare(extra: &[&str]) -> (Option<i32>, String, String) {
         .arg("lab")
         .arg("compare")
         .arg(format!("--lab={}", lab.display()))
-        .arg("--seeds=3")
+        .arg("--seeds=5")
         .args(extra)
         .output()
         .expect("run blkqos");
