@@ -102,9 +102,13 @@ impl ControllerOptions {
                 self.jiffies_explicit = true;
             }
             "tick_phase_ns" => {
-                self.tick_phase_ns = value
+                // below the longest jiffy (HZ=100); taken modulo the run's own
+                let ns: u64 = value
                     .parse()
-                    .map_err(|_| format!("tick_phase_ns `{value}`: expected nanoseconds below one jiffy"))?;
+                    .ok()
+                    .filter(|&n| n < 10_000_000)
+                    .ok_or_else(|| format!("tick_phase_ns `{value}`: expected nanoseconds into a jiffy, 0 to 9999999"))?;
+                self.tick_phase_ns = ns;
                 self.tick_phase_explicit = true;
             }
             "hz" => {

@@ -485,3 +485,31 @@ fn bad_pagecache_values_name_line_key_and_value() {
         bad_scenario(&text, line, tokens);
     }
 }
+
+#[test]
+fn tick_phase_beyond_a_jiffy() {
+    let text = scenario(
+        "",
+        "tick_phase_ns = 20000000",
+        "/sys/fs/cgroup/cg1/io.max",
+        "253:1 riops=100",
+        &default_fio(),
+    );
+    bad_scenario(&text, "tick_phase_ns", &["tick_phase_ns", "20000000"]);
+}
+
+#[test]
+fn unknown_kernel_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, tokens) in [
+        ("--kernel=5.4", &["--kernel", "5.4", "6.1, 6.12, 7.2"][..]),
+        (
+            "--kernel=6.12,throttling_low=y",
+            &["throttling_low", "6.10"][..],
+        ),
+        ("--kernel=6.1,hz=7", &["hz", "7"][..]),
+    ] {
+        let err = bad(dir.path(), &["--name=j", "--rw=read", "--size=1m", flag]);
+        assert_mentions(&err, tokens);
+    }
+}

@@ -511,12 +511,18 @@ impl Expected {
 
     /// The entry that lists this row's metric, if any.
     fn covers(&self, row: &Row) -> Option<usize> {
+        self.misses
+            .iter()
+            .position(|m| m.applies_to(row) && glob(&m.metric, &row.metric))
+    }
+}
+
+impl ExpectedMiss {
+    /// Same kernel (release, profile name or `*`) and a matching job.
+    fn applies_to(&self, row: &Row) -> bool {
         let short = KernelProfile::for_release(&row.kernel).map(|p| p.name);
-        self.misses.iter().position(|m| {
-            (m.kernel == "*" || m.kernel == row.kernel || Some(m.kernel.as_str()) == short)
-                && glob(&m.job, &row.job)
-                && glob(&m.metric, &row.metric)
-        })
+        (self.kernel == "*" || self.kernel == row.kernel || Some(self.kernel.as_str()) == short)
+            && glob(&self.job, &row.job)
     }
 }
 
@@ -680,11 +686,7 @@ pub fn run(args: &[String]) -> Result<bool> {
                     m.why
                 );
             }
-            let in_scope = all.iter().any(|r| {
-                let short = KernelProfile::for_release(&r.kernel).map(|p| p.name);
-                (m.kernel == "*" || m.kernel == r.kernel || Some(m.kernel.as_str()) == short)
-                    && glob(&m.job, &r.job)
-            });
+            let in_scope = all.iter().any(|r| m.applies_to(r));
             if in_scope && u == 0 && !compared.is_empty() {
                 ok = false;
                 eprintln!(

@@ -116,7 +116,8 @@
 //! # 5. Divergences from Linux (6.9+ / 7.1)
 //! * One device per instance; per-CPU counters are single counters; no
 //!   locks, so the kernel's races (activation vs. timer) do not exist.
-//! * `ioc_rqos_merge` is [`IoCost::merge`] (size cost only, debt and
+//! * `ioc_rqos_merge` is [`IoCost::merge`] (size cost only, priced through
+//!   `adjust_inuse_and_calc_cost` as the kernel does, debt and
 //!   issuer delay over budget, cursor on back merges), reached through
 //!   `Controller::on_merge` when the driver merges a bio into the request
 //!   last added to its submitter's plug; a charged merged bio's cost joins

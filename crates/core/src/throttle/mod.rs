@@ -6,7 +6,8 @@
 //!
 //! # 2. Model
 //! Time is cut into *slices* of `HZ/10` jiffies (or `HZ/50` on SSDs in
-//! 2017–6.17 kernels). Within a slice that has run `e` jiffies, a group may
+//! THROTTLING_LOW builds 2017–6.9 and every build 6.10 – 6.18, except 6.12.63+
+//! where the 2025 fix was backported; see `variant::SliceRule`). Within a slice that has run `e` jiffies, a group may
 //! have dispatched the budget of `roundup(e, slice)` jiffies: `bps · t / HZ`
 //! bytes and `iops · t / HZ` IOs — budgets are granted per whole rounded-up
 //! slice, which is where "temporary bursts are allowed" comes from.
@@ -51,6 +52,14 @@
 //!   driver does the splitting; this controller only sees the rests.
 //! * A zero wait under the 2018 rule busy-loops in the kernel until the next
 //!   jiffy; here the dispatcher re-arms for the next jiffy.
+//! * Carryover is kept folded into `bytes_disp`/`io_disp` for every kernel
+//!   (6.15+). 6.1 – 6.14 keep it in `carryover_*` fields that a limit write
+//!   with `clear=false` does not reset; that stale carry (and 6.1's unsigned
+//!   wrap) is not modelled: a 6.1 stall it likely caused in the lab
+//!   (docs/fidelity.md, t08) does not happen here.
+//! * The run starts at a jiffy phase and `jiffies` value the caller gives
+//!   (`tick_phase_ns`, `jiffies_at_start`; the simulator draws them from
+//!   the seed).
 //!
 //! # 7. Source map (our function ↔ `block/blk-throttle.c`)
 //! | here | kernel |
