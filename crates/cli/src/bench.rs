@@ -2,7 +2,8 @@
 //!
 //! * `sim`: simulator throughput — simulated IOs completed per wall-clock
 //!   second on one core for a QD32 4 KiB random-read job on the `ssd` model
-//!   (pass-through controller stack), and the process's peak memory for the
+//!   widened to 64 channels at 25 µs reads (`ssd,channels=64,read_ns=25000`,
+//!   so the device is not the bottleneck) (pass-through controller stack), and the process's peak memory for the
 //!   run (10 simulated seconds at ≈0.84M IOPS by default; `--seconds=N`,
 //!   `--case=0` norandommap only, `--case=1` random map only).
 //! * `accounting`: disk statistics cost per IO per busy-time mode, and
@@ -37,8 +38,11 @@ fn peak_rss_kib() -> Option<u64> {
         .ok()
 }
 
+/// The simulated device of `bench sim`: an `ssd` with 64 channels.
+pub(crate) const SIM_DEVICE: &str = "ssd,channels=64,read_ns=25000,jitter_pct=10,size=64g";
+
 /// The simulator benchmark's job: QD32 4 KiB random reads on the `ssd`
-/// model for `seconds` of simulated time. Returns (IOs, wall seconds).
+/// model with 64 channels and 25 µs reads ([`SIM_DEVICE`]) for `seconds` of simulated time. Returns (IOs, wall seconds).
 pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(u64, f64)> {
     let mut spec = JobSpec::new("bench");
     spec.rw = RwMode::RandRead;
@@ -47,8 +51,7 @@ pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(
     spec.time_based = true;
     spec.runtime = Some(blkqos_core::Duration::from_secs(seconds));
     spec.norandommap = !randommap;
-    let dev =
-        DeviceSpec::parse("ssd,channels=64,read_ns=25000,jitter_pct=10,size=64g").expect("valid");
+    let dev = DeviceSpec::parse(SIM_DEVICE).expect("valid");
     let mut backend = dev.backend();
     let mut stack = ControllerStack::pass_through();
     let setup = JobSetup {
@@ -79,13 +82,13 @@ pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(
 /// Simulator throughput.
 fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
     let (ios, wall) = sim_job(seconds, randommap, false)?;
-    println!(
-        "sim: ssd QD32 4k randread ({}), {seconds} s simulated: {ios} IOs ({:.0} IOPS simulated) in {wall:.3} s wall = {:.2} M IOs/s; peak RSS {} KiB",
+    crate::outln!(
+        "sim: {SIM_DEVICE} QD32 4k randread ({}), {seconds} s simulated: {ios} IOs ({:.0} IOPS simulated) in {wall:.3} s wall = {:.2} M IOs/s; peak RSS {} KiB",
         if randommap { "random map" } else { "norandommap" },
         ios as f64 / seconds as f64,
         ios as f64 / wall / 1e6,
         peak_rss_kib().map_or("?".into(), |k| k.to_string())
-    );
+    )?;
     Ok(())
 }
 
@@ -105,7 +108,13 @@ fn io(id: u64, g: GroupId, at: Instant) -> Io {
 /// Controller cost per IO: `n` IOs offered round-robin over `groups`, one
 /// every `gap_ns`; each group keeps at most `depth` IOs outstanding (like a
 /// job's iodepth), and every released IO completes at once.
-fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns: u64) {
+fn throttle_cost(
+    label: &str,
+    groups: usize,
+    limit: Option<&str>,
+    n: u64,
+    gap_ns: u64,
+) -> Result<()> {
     const DEPTH: u32 = 8;
     let mut tree = CgroupTree::new();
     let ids: Vec<GroupId> = (0..groups)
@@ -159,15 +168,16 @@ fn throttle_cost(label: &str, groups: usize, limit: Option<&str>, n: u64, gap_ns
         }
     }
     let ns = t0.elapsed().as_nanos() as f64 / offered.max(1) as f64;
-    println!(
+    crate::outln!(
         "throttle: {label:<30} {groups:>3} groups: {ns:>7.1} ns per offered IO ({offered} offered, {passed} released, {:.1} s simulated)",
         now.as_ns() as f64 / 1e9
-    );
+    )?;
+    Ok(())
 }
 
 /// Accounting cost per IO: one `start` and one `done` on the disk stats,
 /// with timestamps the driver already has (no clock read), per mode.
-fn accounting_cost(n: u64) {
+fn accounting_cost(n: u64) -> Result<()> {
     use blkqos_driver::{DiskStats, TicksMode};
     let mut base = 0.0;
     for mode in [
@@ -196,7 +206,7 @@ fn accounting_cost(n: u64) {
         if mode.is_none() {
             base = ns;
         }
-        println!(
+        crate::outln!(
             "accounting: {:<12} {ns:>6.2} ns per IO (start + done){}",
             mode.map_or("off", |m| m.name()),
             if mode.is_some() {
@@ -204,8 +214,9 @@ fn accounting_cost(n: u64) {
             } else {
                 String::new()
             }
-        );
+        )?;
     }
+    Ok(())
 }
 
 pub fn run(args: &[String]) -> Result<()> {
@@ -236,30 +247,30 @@ pub fn run(args: &[String]) -> Result<()> {
                 bench_sim(seconds, true)?;
             }
         }
-        "throttle" => run_throttle(case, ios),
+        "throttle" => run_throttle(case, ios)?,
         "accounting" => {
-            accounting_cost(ios * 10);
+            accounting_cost(ios * 10)?;
             crate::bench_lat::run(ios * 10)?;
         }
         "iocost" => run_iocost(
             ios,
             num("--groups=")?.map(|g| g.max(1) as usize),
             num("--depth=")?.map(|d| d.max(1)),
-        ),
+        )?,
         "all" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
-            run_throttle(None, ios);
-            accounting_cost(ios * 10);
+            run_throttle(None, ios)?;
+            accounting_cost(ios * 10)?;
             crate::bench_lat::run(ios * 10)?;
-            run_iocost(ios, None, None);
+            run_iocost(ios, None, None)?;
         }
         other => bail!("unknown benchmark `{other}`: use sim, throttle, accounting, iocost or all"),
     }
     Ok(())
 }
 
-fn run_throttle(only: Option<usize>, n: u64) {
+fn run_throttle(only: Option<usize>, n: u64) -> Result<()> {
     // (label, groups, limit, ns between offered IOs)
     let cases: [(&str, usize, Option<&str>, u64); 4] = [
         ("no limit configured", 1, None, 1_000),
@@ -280,9 +291,10 @@ fn run_throttle(only: Option<usize>, n: u64) {
     ];
     for (k, (label, groups, limit, gap)) in cases.iter().enumerate() {
         if only.is_none_or(|o| o == k) {
-            throttle_cost(label, *groups, *limit, n, *gap);
+            throttle_cost(label, *groups, *limit, n, *gap)?;
         }
     }
+    Ok(())
 }
 
 /// iocost cost per IO with `groups` active groups (equal weights, 4 KiB
@@ -291,7 +303,7 @@ fn run_throttle(only: Option<usize>, n: u64) {
 /// group with that many IOs outstanding (waiting or in flight) is skipped
 /// in the round (a job at its iodepth); without, nothing limits the wait
 /// queues (most of the 2M IOs are still queued at the end).
-fn iocost_cost(groups: usize, n: u64, gap_ns: u64, depth: Option<u64>) {
+fn iocost_cost(groups: usize, n: u64, gap_ns: u64, depth: Option<u64>) -> Result<()> {
     use blkqos_core::iocost::knob::parse_qos;
     use blkqos_core::iocost::{IoCost, IoCostConfig};
     use std::collections::VecDeque;
@@ -347,19 +359,21 @@ fn iocost_cost(groups: usize, n: u64, gap_ns: u64, depth: Option<u64>) {
     let per_io = (total - timer_ns as f64) / offered.max(1) as f64;
     let periods = now.as_ns() / (c.period_us() * 1000).max(1);
     let limit = depth.map_or(String::new(), |d| format!(" depth {d}, {offered} offered,"));
-    println!(
+    crate::outln!(
         "iocost: {groups:>5} groups:{limit} {per_io:>7.1} ns per IO outside timers; timers {:.1} us per period ({} calls, {periods} periods, {completed} completions, vrate {:.2}%)",
         timer_ns as f64 / 1000.0 / periods.max(1) as f64,
         timer_calls,
         c.vrate() as f64 * 100.0 / 137_438.0
-    );
+    )?;
+    Ok(())
 }
 
 /// `blkqos bench iocost`: 2, 64 and 1024 groups, or `--groups=N` only;
 /// `--depth=N`: at most N IOs outstanding per group.
-pub fn run_iocost(n: u64, only: Option<usize>, depth: Option<u64>) {
+pub fn run_iocost(n: u64, only: Option<usize>, depth: Option<u64>) -> Result<()> {
     let all = [2, 64, 1024];
     for groups in only.as_ref().map_or(&all[..], std::slice::from_ref) {
-        iocost_cost(*groups, n, 2_000, depth);
+        iocost_cost(*groups, n, 2_000, depth)?;
     }
+    Ok(())
 }

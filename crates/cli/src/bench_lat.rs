@@ -53,11 +53,11 @@ pub fn run(n: u64) -> Result<()> {
         let mut h = LatHists::new(groups as usize);
         let on = micro(n, groups, Some(&mut h));
         std::hint::black_box(&h);
-        println!(
+        crate::outln!(
             "lat-hist: micro, {groups:>2} groups: {off:>6.2} ns per IO off, {on:>6.2} on: {:+.2} ns ({:.2}x)",
             on - off,
             on / off
-        );
+        )?;
     }
     // alternating pairs; the per-pair ratio cancels slow drifts in load
     let (mut off, mut on, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
@@ -72,9 +72,9 @@ pub fn run(n: u64) -> Result<()> {
         ratio.push(b / a);
     }
     let (off, on, ratio) = (median(off), median(on), median(ratio));
-    println!(
+    crate::outln!(
         "lat-hist: simulator (bench sim job, 1 s simulated, {PAIRS} pairs, medians): {off:.1} ns per IO off, {on:.1} on: {:+.1} ns; on/off per pair {ratio:.3}",
         on - off
-    );
+    )?;
     Ok(())
 }

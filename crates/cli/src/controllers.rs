@@ -184,7 +184,7 @@ pub fn build_stack(
             "io.max (cgroup v2) and blkio.throttle.* (cgroup v1) cannot be mixed on one hierarchy"
         );
     }
-    let mut cost_writes: Vec<(u64, Reconfig)> = Vec::new();
+    let mut cost_writes: Vec<(u64, Reconfig, &KnobWrite)> = Vec::new();
     // replay writes in time order to know each group's limits after each write
     let mut current: BTreeMap<String, Limits> = BTreeMap::new();
     let mut changes: Vec<(u64, String, Limits)> = Vec::new();
@@ -261,7 +261,11 @@ pub fn build_stack(
 }
 
 /// Parse an io.weight / io.cost.* write into an iocost reconfiguration.
-fn parse_cost_write(w: &KnobWrite, dev: DevId, tree: &CgroupTree) -> Result<(u64, Reconfig)> {
+fn parse_cost_write<'w>(
+    w: &'w KnobWrite,
+    dev: DevId,
+    tree: &CgroupTree,
+) -> Result<(u64, Reconfig, &'w KnobWrite)> {
     let e = |err: blkqos_core::iocost::KnobError| anyhow::anyhow!("{}: {err}", w.origin);
     let r = match w.knob {
         KnobFile::IoCostQos => {
@@ -286,7 +290,7 @@ fn parse_cost_write(w: &KnobWrite, dev: DevId, tree: &CgroupTree) -> Result<(u64
             Reconfig::Weight(g, ww)
         }
     };
-    Ok((w.at_ns, r))
+    Ok((w.at_ns, r, w))
 }
 
 /// Add iocost below the throttle when any of its knobs was written.
@@ -296,31 +300,41 @@ fn push_iocost(
     tree: &CgroupTree,
     rotational: bool,
     nr_requests: u32,
-    writes: Vec<(u64, Reconfig)>,
+    writes: Vec<(u64, Reconfig, &KnobWrite)>,
 ) -> Result<()> {
     if writes.is_empty() {
         return Ok(());
     }
-    let mut c = IoCost::new(
-        IoCostConfig {
-            hz: opts.hz,
-            tick_phase_ns: opts.tick_phase_ns,
-            rotational,
-            queue_depth: nr_requests,
-            variant: opts.iocost,
-        },
-        tree,
-    );
-    for (at, r) in writes {
+    let cfg = IoCostConfig {
+        hz: opts.hz,
+        tick_phase_ns: opts.tick_phase_ns,
+        rotational,
+        queue_depth: nr_requests,
+        variant: opts.iocost,
+    };
+    let mut c = IoCost::new(cfg, tree);
+    // the kernel refuses a write when it happens (`ioc_qos_write`: min >
+    // max after the write); replay every write in time order on a scratch
+    // controller so a later refusal is reported now, with its origin
+    let mut scratch = IoCost::new(cfg, tree);
+    let mut in_order: Vec<&(u64, Reconfig, &KnobWrite)> = writes.iter().collect();
+    in_order.sort_by_key(|(at, _, _)| *at);
+    for (_, r, w) in in_order {
+        let refused = |e: blkqos_core::iocost::KnobError| {
+            anyhow::anyhow!("{}: {e}; the write was `{}`", w.origin, w.value.trim())
+        };
+        match r {
+            Reconfig::Qos(q) => scratch.apply_qos(q).map_err(refused)?,
+            Reconfig::Model(m) => scratch.apply_model(m),
+            Reconfig::Weight(g, ww) => scratch.set_weight(*g, *ww).map_err(refused)?,
+        }
+    }
+    for (at, r, _) in writes {
         if at == 0 {
             match r {
-                Reconfig::Qos(q) => c
-                    .apply_qos(&q)
-                    .map_err(|e| anyhow::anyhow!("io.cost.qos: {e}"))?,
+                Reconfig::Qos(q) => c.apply_qos(&q).expect("validated above"),
                 Reconfig::Model(m) => c.apply_model(&m),
-                Reconfig::Weight(g, w) => c
-                    .set_weight(g, w)
-                    .map_err(|e| anyhow::anyhow!("io.weight: {e}"))?,
+                Reconfig::Weight(g, w) => c.set_weight(g, w).expect("validated above"),
             }
         } else {
             c.schedule(Instant(at), r);

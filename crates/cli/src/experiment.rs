@@ -177,17 +177,10 @@ impl Experiment {
                         format!("[accounting] `{k}`: expected a string or a number"),
                     )
                 })?;
-                // paths are relative to the scenario (an empty file name
-                // stays empty, for `set` to reject)
-                let value = match k.as_str() {
-                    "diskstats_dir" => src.resolve(&s).display().to_string(),
-                    "lat_hist" | "request_trace" if !s.trim().is_empty() => {
-                        src.resolve(&s).display().to_string()
-                    }
-                    _ => s,
-                };
+                // outputs: relative to the current directory, like fio's
+                // (and [[fio]] output=); never next to the scenario
                 accounting
-                    .set(k, &value)
+                    .set(k, &s)
                     .map_err(|m| src.err(v.span().start, format!("[accounting] {m}")))?;
             }
         }
@@ -200,13 +193,8 @@ impl Experiment {
                         format!("[pagecache] `{k}`: expected a string or a number"),
                     )
                 })?;
-                let value = if k == "report" {
-                    src.resolve(&s).display().to_string()
-                } else {
-                    s
-                };
                 pagecache
-                    .set(k, &value)
+                    .set(k, &s)
                     .map_err(|m| src.err(v.span().start, format!("[pagecache] {m}")))?;
             }
         }
@@ -255,6 +243,7 @@ impl Experiment {
                 .map(|s| s.span().start)
                 .or(f.job.as_ref().map(|s| s.span().start))
                 .or(f.args.as_ref().map(|s| s.span().start))
+                .or_else(|| src.table_header("fio", i))
                 .unwrap_or(0);
             if given.iter().filter(|g| **g).count() != 1 {
                 bail!(src.err(
@@ -516,6 +505,15 @@ impl Source {
     }
 }
 
+/// `file:line` of a job's section (`<command line>` for options).
+fn origin(spec: &JobSpec) -> String {
+    if spec.origin.line == 0 {
+        spec.origin.file.clone()
+    } else {
+        format!("{}:{}", spec.origin.file, spec.origin.line)
+    }
+}
+
 /// Where each job clone lives on the device: a file gets its own extent, a
 /// device path covers the device.
 struct Layout {
@@ -545,7 +543,22 @@ impl Layout {
             SizeSpec::Percent(p) => cap / 100 * u64::from(p),
         };
         if is_device {
-            let len = size.unwrap_or(cap.saturating_sub(offset));
+            // fio: "you need to specify valid offset=" (setup_files)
+            if offset >= cap {
+                bail!(
+                    "job `{}` ({}): offset={offset} is at or past the end of `{name}` ({cap} bytes)",
+                    spec.name,
+                    origin(spec)
+                );
+            }
+            let len = size.unwrap_or(cap - offset);
+            if len > cap - offset {
+                bail!(
+                    "job `{}` ({}): offset={offset} + size={len} runs past the end of `{name}` ({cap} bytes)",
+                    spec.name,
+                    origin(spec)
+                );
+            }
             return Ok((offset, len));
         }
         let Some(size) = size else {
@@ -555,7 +568,14 @@ impl Layout {
             );
         };
         if let Some((_, start, len)) = self.files.iter().find(|(n, _, _)| *n == name) {
-            return Ok((start + offset, size.min(len.saturating_sub(offset))));
+            if offset >= *len {
+                bail!(
+                    "job `{}` ({}): offset={offset} is at or past the end of file `{name}` ({len} bytes, laid out by an earlier job)",
+                    spec.name,
+                    origin(spec)
+                );
+            }
+            return Ok((start + offset, size.min(len - offset)));
         }
         let start = self.next_free;
         let extent = offset + size;

@@ -131,8 +131,7 @@ fn read_live() -> Result<Sample, Error> {
 
 pub fn run(args: &[String]) -> Result<(), Failure> {
     if args.iter().any(|a| a == "--help") {
-        println!("{HELP}");
-        return Ok(());
+        return crate::stdout::write_out(&format!("{HELP}\n")).map_err(|e| fail(1, e));
     }
     let (dirs, rest) = split_proc_args(args)?;
     let opts: Options = parse_args_env(&rest, |k| std::env::var(k).ok()).map_err(|e| fail(2, e))?;

@@ -17,6 +17,7 @@ mod progress;
 mod real;
 mod request_trace;
 mod scenario;
+mod stdout;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -96,6 +97,15 @@ blkqos flags:
   --allow-destructive            real engine: write to a block device even if it carries a
                                  partition table or filesystem signature
   --overwrite                    real engine: write to an existing file blkqos did not lay out
+  --pagecache=on|off             simulator: buffered (direct=0) jobs go through a simulated page
+                                 cache with writeback (on, default) or straight to the device (off);
+                                 real engine: on = blkqos's own write-back buffer (writeback under
+                                 the group's limits, drained and fsynced before the run ends)
+  --writeback=async|sync|root    how writeback meets the controllers: async (default; charged to
+                                 the dirtier's group, held IO released on its own, as Linux cgroup
+                                 writeback), sync (one flusher waits while its IO is held), root
+                                 (cgroup v1: charged to the root, the limits miss it)
+  --pagecache-report=FILE        per-second writeback per group and per task; FILE.json = JSON
   --io-max='MAJ:MIN key=val'   an io.max line for the job's cgroup (--cgroup=NAME)
   --throttle=VARIANT             io.max implementation: mainline (default), legacy,
                                  slice-remainder, linux-4.18 ... linux-6.18, or paced
@@ -165,8 +175,10 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Run { args } => output::run_command(&args),
         Cmd::Devices => {
-            print!("{}", blkqos_sim::DeviceSpec::help());
-            Ok(())
+            stdout::write_out(&blkqos_sim::DeviceSpec::help()).map_err(|e| output::Failure {
+                code: 1,
+                err: e.into(),
+            })
         }
         Cmd::Bench { args } => bench::run(&args).map_err(|err| output::Failure { code: 2, err }),
         Cmd::Iostat { args } => iostat_cmd::run(&args),
@@ -184,6 +196,7 @@ fn main() -> ExitCode {
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
+        Err(f) if stdout::is_broken_pipe(&f.err) => ExitCode::from(stdout::BROKEN_PIPE_STATUS),
         Err(f) => {
             eprintln!("blkqos: {:#}", f.err);
             ExitCode::from(f.code)

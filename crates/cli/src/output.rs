@@ -38,6 +38,7 @@ fn epoch_ms() -> u64 {
 
 pub fn run_command(args: &[String]) -> Result<(), Failure> {
     let exp = build(args).map_err(input)?;
+    check_outputs(&exp).map_err(input)?;
     let t0 = epoch_ms();
     let ran = match &exp.real {
         Some(r) => crate::real::run_real(&exp, r),
@@ -50,7 +51,15 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             input(e)
         }
     })?;
-    write_reports(&exp, &ran, t0).map_err(runtime)?;
+    warn_unapplied_writes(&exp, &ran);
+    // a closed stdout (`| head`) must not cost the files the user asked for
+    let mut stdout_closed = None;
+    if let Err(e) = write_reports(&exp, &ran, t0) {
+        if !crate::stdout::is_broken_pipe(&e) {
+            return Err(runtime(e));
+        }
+        stdout_closed = Some(e);
+    }
     if exp.accounting.wants_snapshots() {
         let mut out = String::new();
         crate::accounting::write_outputs(
@@ -61,7 +70,11 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             &mut out,
         )
         .map_err(runtime)?;
-        print!("{out}");
+        if stdout_closed.is_none() {
+            if let Err(e) = crate::stdout::write_out(&out) {
+                stdout_closed = Some(e.into());
+            }
+        }
     }
     if let Some(path) = &exp.trace_out {
         std::fs::write(path, &ran.trace)
@@ -105,7 +118,57 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
+    match stdout_closed {
+        Some(e) => Err(runtime(e)),
+        None => Ok(()),
+    }
+}
+
+/// Every file the run will write, checked before it runs (fio opens its
+/// `--output` first): a directory or a path that cannot be created is bad
+/// input, refused before any work that would be lost. A file that does not
+/// exist yet is created empty (as fio's `--output` is).
+fn check_outputs(exp: &Experiment) -> Result<()> {
+    let files = exp
+        .invocations
+        .iter()
+        .filter_map(|i| i.output.as_deref())
+        .chain(exp.io_stat_out.as_deref())
+        .chain(exp.trace_out.as_deref())
+        .chain(exp.accounting.lat_hist.as_deref())
+        .chain(exp.accounting.request_trace.as_deref())
+        .chain(exp.pagecache.report.as_deref());
+    for path in files {
+        if path.is_dir() {
+            bail!("cannot write {}: it is a directory", path.display());
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(dir) = &exp.accounting.diskstats_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
     Ok(())
+}
+
+/// A knob write scheduled after the run ended was never applied: say so
+/// (the run is still valid; the write just did not happen).
+fn warn_unapplied_writes(exp: &Experiment, ran: &Ran) {
+    let end_ns = ran.result.ended_at.as_ns();
+    for w in exp.writes.iter().filter(|w| w.at_ns > end_ns) {
+        eprintln!(
+            "blkqos: warning: {}: the write of `{}` to {}/{} at {:.3} s was never applied: the run ended at {:.3} s",
+            w.origin,
+            w.value,
+            w.cgroup.trim_end_matches('/'),
+            w.knob.name(),
+            w.at_ns as f64 / 1e9,
+            end_ns as f64 / 1e9
+        );
+    }
 }
 
 /// Every group's `io.stat` as the kernel prints it (`blkcg_print_one_stat`):

@@ -142,7 +142,8 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
         }
         r => r,
     }
-    .with_context(|| format!("target {}", path.display()))?;
+    // every engine error names the target already
+    .map_err(anyhow::Error::from)?;
     let capacity = backend.target().capacity;
     let (devid, dev_name) = target_identity(&path);
     // regions: lay the jobs out as on a device of the target's size

@@ -111,6 +111,24 @@ impl Source {
             .count()
             + 1
     }
+    /// Byte offset of the `n`-th (0-based) `[[name]]` table header, if the
+    /// text has that many (an empty table has no key to anchor errors on).
+    pub fn table_header(&self, name: &str, n: usize) -> Option<usize> {
+        let header = format!("[[{name}]]");
+        let mut at = 0;
+        let mut seen = 0;
+        for line in self.text.split_inclusive('\n') {
+            let t = line.trim_start();
+            if t.starts_with(&header) {
+                if seen == n {
+                    return Some(at + (line.len() - t.len()));
+                }
+                seen += 1;
+            }
+            at += line.len();
+        }
+        None
+    }
     pub fn err(&self, offset: usize, msg: impl Into<String>) -> ScenarioError {
         ScenarioError {
             file: self.path.display().to_string(),

@@ -176,8 +176,10 @@ pub fn table(rows: &[Row]) -> String {
 pub fn run(args: &[String]) -> Result<(), Failure> {
     let bad = |err: anyhow::Error| Failure { code: 2, err };
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{HELP}");
-        return Ok(());
+        return crate::stdout::write_out(&format!("{HELP}\n")).map_err(|e| Failure {
+            code: 1,
+            err: e.into(),
+        });
     }
     if args.is_empty() {
         return Err(bad(anyhow!(
@@ -196,8 +198,10 @@ pub fn run(args: &[String]) -> Result<(), Failure> {
             .map_err(bad)?;
         rows.push(r);
     }
-    print!("{}", table(&rows));
-    Ok(())
+    crate::stdout::write_out(&table(&rows)).map_err(|e| Failure {
+        code: 1,
+        err: e.into(),
+    })
 }
 
 #[cfg(test)]

@@ -513,3 +513,282 @@ fn unknown_kernel_profile() {
         assert_mentions(&err, tokens);
     }
 }
+
+/// Values fio or the kernel refuses, or that fio silently misreads, are
+/// refused with the key and value named (each was accepted with exit 0).
+#[test]
+fn silently_misread_values_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        // fio splits at `-`: bs=-4k would be "read unchanged, write 4k"
+        ("--bs=-4k", &["bs", "-4k", "negative"]),
+        ("--rate=-1", &["rate", "-1", "negative"]),
+        ("--rate_iops=100,-5", &["rate_iops", "negative"]),
+        // an unknown time unit: fio reads it as µs
+        ("--runtime=1x", &["runtime", "1x", "unknown time unit `x`"]),
+        ("--runtime=1sec", &["runtime", "unknown time unit `sec`"]),
+        // O_DIRECT on 1000-byte blocks: the kernel's EINVAL
+        ("--bs=1000", &["bs=1000", "direct=1", "512", "EINVAL"]),
+        ("--offset=1000", &["offset=1000", "direct=1"]),
+        // past the end of the device (fio: "you need to specify valid offset=")
+        ("--filename=/dev/nullb0", &[]),
+    ];
+    for (arg, tokens) in cases {
+        let mut args = vec!["--name=x", "--rw=read", "--size=4m", "--direct=1", arg];
+        if *arg == "--filename=/dev/nullb0" {
+            args.push("--offset=300g");
+            let err = bad(dir.path(), &args);
+            assert_mentions(&err, &["offset=322122547200", "past the end", "nullb0"]);
+            continue;
+        }
+        let err = bad(dir.path(), &args);
+        assert_mentions(&err, &["<command line>"]);
+        assert_mentions(&err, tokens);
+    }
+    // the same in a job file names file and line
+    bad_job_line("bs=-4k", &["bs", "negative"]);
+    bad_job_line("runtime=1x", &["runtime", "1x"]);
+}
+
+#[test]
+fn hdd_seek_min_above_seek_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = bad(
+        dir.path(),
+        &[
+            "--name=x",
+            "--rw=read",
+            "--size=4m",
+            "--direct=1",
+            "--device=hdd,seek_min_us=100000,seek_max_us=1",
+        ],
+    );
+    assert_mentions(&err, &["seek_min_us", "100000", "seek_max_us"]);
+}
+
+#[test]
+fn output_that_is_a_directory_or_unwritable() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--name=x", "--rw=read", "--size=1m", "--direct=1"];
+    let d = dir.path().display().to_string();
+    for flag in ["--output", "--io-stat", "--lat-hist", "--request-trace"] {
+        let out = format!("{flag}={d}");
+        let mut a = args.to_vec();
+        a.push(&out);
+        let err = bad(dir.path(), &a);
+        assert_mentions(&err, &[&d, "is a directory"]);
+    }
+    let missing = format!("--output={d}/no/such/dir/out.txt");
+    let mut a = args.to_vec();
+    a.push(&missing);
+    let err = bad(dir.path(), &a);
+    assert_mentions(&err, &["no/such/dir/out.txt", "No such file"]);
+}
+
+/// `io.cost.qos` whose min ends above max: the kernel's EINVAL, reported at
+/// the write's line with the value as written, once.
+#[test]
+fn io_cost_qos_min_above_max() {
+    let text = format!(
+        "cgroups = [\"/cg1\"]\n{}",
+        scenario(
+            "",
+            "",
+            "/sys/fs/cgroup/io.cost.qos",
+            "253:1 enable=1 min=90.00 max=50",
+            &default_fio(),
+        )
+    );
+    let err = bad_scenario(
+        &text,
+        "min=90.00",
+        &[
+            "min must not exceed max",
+            "`253:1 enable=1 min=90.00 max=50`",
+        ],
+    );
+    assert_eq!(err.matches("io.cost.qos").count(), 1, "{err}");
+    // a later write that makes min > max is refused too, at its line
+    let text = format!(
+        "cgroups = [\"/cg1\"]\n{}[[write]]\nfile = \"/sys/fs/cgroup/io.cost.qos\"\nvalue = \"253:1 max=20\"\nat = \"1s\"\n",
+        scenario(
+            "",
+            "",
+            "/sys/fs/cgroup/io.cost.qos",
+            "253:1 enable=1 min=50 max=100",
+            &default_fio()
+        )
+    );
+    bad_scenario(&text, "max=20", &["min must not exceed max"]);
+    // and on the command line, the flag is named
+    let dir = tempfile::tempdir().unwrap();
+    let err = bad(
+        dir.path(),
+        &[
+            "--name=x",
+            "--rw=read",
+            "--size=1m",
+            "--direct=1",
+            "--device=null,devid=253:1",
+            "--io-cost-qos=253:1 enable=1 min=90 max=50",
+        ],
+    );
+    assert_mentions(&err, &["--io-cost-qos", "min must not exceed max"]);
+}
+
+#[test]
+fn empty_fio_table_names_its_line() {
+    let text = "seed = 1\n[device]\nmodel = \"null\"\n\n[[fio]]\ncgroup = \"/a\"\n";
+    bad_scenario(
+        text,
+        "[[fio]]",
+        &["give exactly one of job_file, job or args"],
+    );
+    let text = "seed = 1\n[device]\nmodel = \"null\"\n\n[[fio]]\n";
+    bad_scenario(text, "[[fio]]", &["give exactly one of"]);
+}
+
+/// An OS error is printed once, not once per layer.
+#[test]
+fn os_errors_are_printed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("no-such-dir").join("f");
+    let t = format!("--filename={}", target.display());
+    let r = blkqos(
+        &[
+            "run",
+            "--name=x",
+            "--rw=write",
+            "--size=1m",
+            &t,
+            "--backend=real",
+        ],
+        Some(dir.path()),
+    );
+    assert_no_panic(&r);
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stderr.matches("os error 2").count(), 1, "{}", r.stderr);
+    assert_eq!(
+        r.stderr.matches(&*target.display().to_string()).count(),
+        1,
+        "{}",
+        r.stderr
+    );
+}
+
+/// blkqos's own flags take fio's `_` spelling too (`--allow_destructive`),
+/// and the safety refusal names the flag that exists.
+#[test]
+fn own_flags_accept_underscores() {
+    let dir = tempfile::tempdir().unwrap();
+    // accepted (then refused for the simulator: it only applies to the engine)
+    let err = bad(
+        dir.path(),
+        &["--name=x", "--rw=read", "--size=1m", "--allow_destructive"],
+    );
+    assert_mentions(&err, &["--allow-destructive", "--backend=real"]);
+    let r = blkqos(
+        &[
+            "run",
+            "--name=x",
+            "--rw=read",
+            "--size=1m",
+            "--direct=1",
+            "--io_stat=io.stat",
+        ],
+        Some(dir.path()),
+    );
+    r.ok();
+    assert!(dir.path().join("io.stat").exists());
+}
+
+/// A knob write scheduled after the run's end is reported, not dropped
+/// silently.
+#[test]
+fn knob_write_after_the_run_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "seed = 1\n[device]\nmodel = \"null\"\n[[write]]\nfile = \"/sys/fs/cgroup/a/io.max\"\nvalue = \"253:0 riops=100\"\nat = \"3600s\"\n[[fio]]\ncgroup = \"/a\"\nargs = \"--name=x --rw=read --bs=4k --size=1m --runtime=1 --time_based --direct=1\"\n";
+    write_file(dir.path(), "late.toml", text);
+    let r = blkqos(&["run", "late.toml"], Some(dir.path()));
+    r.ok();
+    assert_mentions(
+        &r.stderr,
+        &[
+            "late.toml:6",
+            "warning",
+            "253:0 riops=100",
+            "never applied",
+            "3600.000 s",
+        ],
+    );
+}
+
+#[test]
+fn iostat_count_without_interval_blames_the_interval() {
+    let r = blkqos(&["iostat", "-x", "0", "2"], None);
+    assert_no_panic(&r);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_mentions(&r.stderr, &["count (2) needs an interval"]);
+}
+
+/// A reader that goes away (`| head -1`) ends the program as SIGPIPE ends
+/// sysstat's: status 141, nothing on stderr.
+#[test]
+fn closed_stdout_exits_141_silently() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    for args in [
+        &["iostat", "-x", "1", "5"][..],
+        // 200 job reports: far more than a pipe holds
+        &[
+            "run",
+            "--name=x",
+            "--rw=read",
+            "--size=1m",
+            "--direct=1",
+            "--numjobs=200",
+        ][..],
+    ] {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut first).unwrap();
+        drop(out);
+        let r = run_bounded_child(child);
+        assert_eq!(r.code, Some(141), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.is_empty(), "{args:?}: {}", r.stderr);
+    }
+}
+
+/// Wait for a child (hang guard: 60 s) and collect its stderr.
+fn run_bounded_child(mut child: std::process::Child) -> Ran {
+    use std::io::Read;
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > TIMEOUT {
+            child.kill().ok();
+            panic!("still running after its reader left");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    Ran {
+        code: status.code(),
+        stdout: Vec::new(),
+        stderr,
+    }
+}

@@ -10,7 +10,9 @@
 //! fsync counts (fio's `sync.total_ios`) are equal; IO counts per
 //! direction, and the rate-limited IOPS, agree within ±2%
 //! (and the rate-limited IOPS are 500 ±2%); unthrottled IOPS are printed
-//! side by side, not asserted (they measure the machine).
+//! side by side, not asserted (they measure the machine). When fio itself
+//! misses its rate by more than 2% the host was too busy for fio to be a
+//! reference, and blkqos is held to the rate alone (said on stderr).
 
 mod engine_util;
 
@@ -126,6 +128,17 @@ fn same_job_file_as_fio() {
         let f = run_bounded(cmd, TIMEOUT);
         assert_eq!(f.code, Some(0), "{version} {}:\n{}", c.name, f.stderr);
         let fio = counts(&f.json_docs()[0]);
+        // fio behind its own rate means the host was too busy for fio to be
+        // a reference: blkqos is then held to the rate alone
+        let fio_missed = c
+            .rate
+            .is_some_and(|rate| (0..2).any(|d| fio[2 + d] > 0.0 && !within(fio[2 + d], rate, 2.0)));
+        if fio_missed {
+            eprintln!(
+                "{}: fio missed its own rate ({:.1}/{:.1} IOPS): host busy, blkqos compared with the rate only",
+                c.name, fio[2], fio[3]
+            );
+        }
         for (who, v) in &rows {
             table.push(format!(
                 "{:<11} {:<15} {:>8} {:>8} {:>10.0} {:>10.0} {:>7}",
@@ -135,14 +148,19 @@ fn same_job_file_as_fio() {
                 bad.push(format!("{} {who}: {} fsyncs, fio {}", c.name, v[4], fio[4]));
             }
             for (d, dir) in ["reads", "writes"].iter().enumerate() {
-                if !within(v[d], fio[d], 2.0) {
+                if !fio_missed && !within(v[d], fio[d], 2.0) {
                     bad.push(format!(
                         "{} {who}: {} {dir}, fio {} (±2%)",
                         c.name, v[d], fio[d]
                     ));
                 }
                 let Some(rate) = c.rate else { continue };
-                for (who2, iops) in [(who.as_str(), v[2 + d]), ("fio", fio[2 + d])] {
+                let judged = if fio_missed {
+                    vec![(who.as_str(), v[2 + d])]
+                } else {
+                    vec![(who.as_str(), v[2 + d]), ("fio", fio[2 + d])]
+                };
+                for (who2, iops) in judged {
                     if !within(iops, rate, 2.0) {
                         bad.push(format!(
                             "{} {who2}: {dir} at {iops:.1} IOPS, want {rate} ±2%",
@@ -150,7 +168,7 @@ fn same_job_file_as_fio() {
                         ));
                     }
                 }
-                if !within(v[2 + d], fio[2 + d], 2.0) {
+                if !fio_missed && !within(v[2 + d], fio[2 + d], 2.0) {
                     bad.push(format!(
                         "{} {who}: {dir} at {:.1} IOPS, fio {:.1} (±2%)",
                         c.name,

@@ -149,12 +149,12 @@ impl Default for EngineOptions {
 pub enum EngineError {
     #[error("refusing to write to `{}`: {reason}", path.display())]
     Refused { path: PathBuf, reason: Refusal },
-    #[error("`{}`: {op}: {source}", path.display())]
+    // the OS error is part of the message, not a `source`: printed once
+    #[error("`{}`: {op}: {error}", path.display())]
     Io {
         path: PathBuf,
         op: &'static str,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("`{}`: O_DIRECT is not supported on this target (direct=1); use direct=0", path.display())]
     DirectUnsupported { path: PathBuf },
@@ -166,11 +166,8 @@ pub enum EngineError {
     },
     #[error("`{}`: unsupported target: {what}", path.display())]
     Unsupported { path: PathBuf, what: String },
-    #[error("io_uring is unavailable: {source}")]
-    UringUnavailable {
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("io_uring is unavailable: {error}")]
+    UringUnavailable { error: std::io::Error },
     #[error("invalid engine option: {0}")]
     InvalidOption(String),
 }
@@ -302,10 +299,10 @@ pub fn open_backend(target: &Path, opts: EngineOptions) -> Result<RealBackend, E
     let mut b = open_backend_inner(target, opts)?;
     if store {
         // read-only handle for reading in partially written pages
-        let file = std::fs::File::open(&b.target().path).map_err(|source| EngineError::Io {
+        let file = std::fs::File::open(&b.target().path).map_err(|error| EngineError::Io {
             path: target.to_path_buf(),
             op: "open for the write-back buffer",
-            source,
+            error,
         })?;
         let s = wbuf::PageStore::new(file);
         match &mut b {
@@ -324,10 +321,10 @@ fn open_backend_inner(target: &Path, opts: EngineOptions) -> Result<RealBackend,
         BackendKind::IoUring => Ok(RealBackend::Uring(UringBackend::new(t, &opts)?)),
         BackendKind::Auto => {
             // the ring takes the fd; keep a duplicate for the fallback
-            let spare = t.file.try_clone().map_err(|source| EngineError::Io {
+            let spare = t.file.try_clone().map_err(|error| EngineError::Io {
                 path: t.info.path.clone(),
                 op: "dup",
-                source,
+                error,
             })?;
             let info = t.info.clone();
             match UringBackend::new(t, &opts) {

@@ -136,7 +136,7 @@ pub enum Refusal {
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const DESTRUCTIVE: &str = "set allow_destructive to write anyway";
+        const DESTRUCTIVE: &str = "pass --allow-destructive to write anyway";
         match self {
             Refusal::Mounted { dev, mountpoints } => write!(
                 f,
@@ -166,13 +166,13 @@ impl fmt::Display for Refusal {
             Refusal::ExistingFile { size } => write!(
                 f,
                 "it is an existing file ({size} bytes) that blkqos did not create or lay out \
-                 (no `user.blkqos.layout` xattr); pass the overwrite consent to write to it"
+                 (no `user.blkqos.layout` xattr); pass --overwrite to write to it"
             ),
             Refusal::WouldExtend { size, needed } => write!(
                 f,
                 "it is an existing file ({size} bytes) that blkqos did not lay out, smaller than \
-                 the {needed} bytes the job needs: laying it out would write to it; pass the \
-                 overwrite consent, or make the job fit"
+                 the {needed} bytes the job needs: laying it out would write to it; pass \
+                 --overwrite, or make the job fit"
             ),
         }
     }

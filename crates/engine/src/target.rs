@@ -64,10 +64,10 @@ pub(crate) struct Target {
 }
 
 fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> EngineError + 'a {
-    move |source| EngineError::Io {
+    move |error| EngineError::Io {
         path: path.to_path_buf(),
         op,
-        source,
+        error,
     }
 }
 
@@ -116,7 +116,7 @@ fn final_open(path: &Path, o: &EngineOptions, excl: bool) -> Result<File, Engine
                 EngineError::Io {
                     path: path.to_path_buf(),
                     op: "open",
-                    source: e,
+                    error: e,
                 }
             }
         })
@@ -249,8 +249,8 @@ fn open_block_device(path: &Path, o: &EngineOptions, rdev: u64) -> Result<Target
         safety::check_block_device_use(dev).map_err(|r| refuse(path, r))?;
     }
     let file = final_open(path, o, o.writes).map_err(|e| match e {
-        EngineError::Io { ref source, .. }
-            if o.writes && source.raw_os_error() == Some(libc::EBUSY) =>
+        EngineError::Io { ref error, .. }
+            if o.writes && error.raw_os_error() == Some(libc::EBUSY) =>
         {
             refuse(path, Refusal::Busy { dev })
         }

@@ -57,12 +57,12 @@ impl UringBackend {
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Result<Self, EngineError> {
         if std::env::var_os("BLKQOS_NO_IO_URING").is_some_and(|v| !v.is_empty() && v != "0") {
             return Err(EngineError::UringUnavailable {
-                source: io::Error::other("disabled by BLKQOS_NO_IO_URING"),
+                error: io::Error::other("disabled by BLKQOS_NO_IO_URING"),
             });
         }
         let depth = opts.depth;
         let entries = depth.next_power_of_two().max(8);
-        let unavailable = |source: io::Error| EngineError::UringUnavailable { source };
+        let unavailable = |error: io::Error| EngineError::UringUnavailable { error };
         let ring = IoUring::builder()
             .setup_cqsize(entries * 2)
             .setup_coop_taskrun()

@@ -179,11 +179,8 @@ fn mounted_device_is_refused() {
                 reason: Refusal::Busy { .. },
                 ..
             }) => {}
-            Err(EngineError::Io { source, .. })
-                if matches!(
-                    source.raw_os_error(),
-                    Some(libc::EPERM) | Some(libc::EACCES)
-                ) => {}
+            Err(EngineError::Io { error, .. })
+                if matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {}
             Err(e) => panic!("unexpected error: {e}"),
             Ok(b) => panic!(
                 "opened the mounted root device for writing: {:?}",

@@ -207,10 +207,13 @@ pub fn parse_args_env<S: AsRef<str>>(
             opt += 1;
         } else if it > 0 {
             let count = atol(a);
-            if count < 1 || o.interval == 0 {
+            if o.interval == 0 {
                 return Err(usage(format!(
-                    "bad count {a:?} (it must be ≥ 1, after an interval ≥ 1)"
+                    "a count ({a}) needs an interval of 1 s or more (interval 0 prints one report since boot)"
                 )));
+            }
+            if count < 1 {
+                return Err(usage(format!("bad count {a:?} (it must be 1 or more)")));
             }
             o.count = Some(count);
             it = -1;

@@ -635,11 +635,12 @@ pub fn run(args: &[String]) -> Result<bool> {
             )?);
         }
     }
-    if a.summary {
-        print!("{}", render_summary(&all, a.markdown));
+    let text = if a.summary {
+        render_summary(&all, a.markdown)
     } else {
-        print!("{}", render(&all, a.markdown, a.engine));
-    }
+        render(&all, a.markdown, a.engine)
+    };
+    crate::stdout::write_out(&text)?;
     let mut ok = true;
     if let Some(exp) = &expected {
         let mut used = vec![0usize; exp.misses.len()];

@@ -236,6 +236,13 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
 /// last piece also sets the directions after it; an empty piece keeps what
 /// was there (`__handle_option` with `first`, `more`, `curr`).
 fn apply_per_dir(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
+    // `-` also separates pieces (fio: `bs=4k-8k` is read 4k, write 8k), so
+    // fio reads `rate=-1` as "read unchanged, write 1 B/s": a minus sign
+    // where a number starts is a negative value, refused
+    let t = v.trim_start();
+    if t.starts_with('-') || [",-", ":-", "--"].iter().any(|p| t.contains(p)) {
+        return Err("negative values are not allowed".into());
+    }
     let parts = pieces(Kind::Ull, v);
     if parts.len() > 3 {
         return Err("at most three values (read,write,trim)".into());
@@ -558,6 +565,17 @@ mod tests {
         assert_eq!(iops("100"), Ok(pd(Some(100), Some(100), Some(100))));
         assert_eq!(iops("50,50"), Ok(pd(Some(50), Some(50), Some(50))));
         assert_eq!(iops("0,7"), Ok(pd(None, Some(7), Some(7))));
+        // `-` separates pieces, but a leading one is a negative number
+        assert_eq!(bs("4k-8k"), Ok(pd(4096, 8192, 8192)));
+        for neg in ["-4k", " -4k", "4k,-8k", "4k:-8k", "4k--8k"] {
+            assert_eq!(
+                bs(neg).unwrap_err(),
+                "negative values are not allowed",
+                "bs={neg}"
+            );
+        }
+        assert!(rate("-1").unwrap_err().contains("negative"));
+        assert!(iops("-1").unwrap_err().contains("negative"));
     }
 
     #[test]
@@ -649,9 +667,10 @@ mod tests {
         assert_eq!((st.spec.randseed, st.randseed_set), (0x1234, true));
         assert_eq!(st.spec.fsync_blocks, 8);
         assert_eq!(st.spec.fdatasync_blocks, 3);
-        // runtime=1sec: `sec` is not a unit fio knows -> 1 µs.
-        let st = with(&[("runtime", Some("1sec"))]).unwrap();
-        assert_eq!(st.spec.runtime, Some(Duration::from_us(1)));
+        // runtime=1sec: `sec` is not a unit fio knows (fio: 1 µs): refused
+        assert!(with(&[("runtime", Some("1sec"))])
+            .unwrap_err()
+            .contains("unknown time unit `sec`"));
         assert_eq!(with(&[("runtime", Some("0"))]).unwrap().spec.runtime, None);
         assert_eq!(
             with(&[("iodepth", Some("0"))]).unwrap_err(),

@@ -64,7 +64,7 @@ const FIO_CLI_ONLY: &[&str] = &[
 ];
 
 /// A caller flag: `name` takes a value (`--name=v` or `--name v`); `name?`
-/// is a switch (bare, or `--name=v`).
+/// is a switch (bare, or `--name=v`). `-` in its name may be written `_`.
 struct Foreign<'f> {
     name: &'f str,
     switch: bool,
@@ -77,7 +77,12 @@ fn find_foreign<'f>(foreign: &[&'f str], name: &str) -> Option<Foreign<'f>> {
             Some(n) => (n, true),
             None => (f, false),
         };
-        (n == name).then_some(Foreign { name: n, switch })
+        // fio spells its options with `_`: the caller's `a-b` is also `a_b`
+        let same = n.len() == name.len()
+            && n.bytes()
+                .zip(name.bytes())
+                .all(|(a, b)| a == b || (a == b'-' && b == b'_'));
+        same.then_some(Foreign { name: n, switch })
     })
 }
 

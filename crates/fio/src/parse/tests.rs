@@ -627,7 +627,7 @@ pub(crate) fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
 fn jobs_round_trip_through_fio_args() {
     let texts = [
         JOB_A,
-        "[global]\nkb_base=1000\nbs=4k,8k\nbsrange=1k-2k,\nsize=20%\noffset=5%\n[a]\nrate=1m,,2m\nstonewall\nignore_error=,EIO:7,ENOSPC\npercentile_list=99.99:1.5:50\nrandseed=99\n[b]\nrandrepeat=0\nrate_process=poisson\nthinktime=3ms\nthinktime_spin=1ms\nthinktime_blocks=4\nthinktime_blocks_type=issue\nramp_time=2\nruntime=1sec\ntime_based\ndescription=two words\ncgroup=x/y\nunified_rw_reporting=both\nlat_percentiles=1\nslat_percentiles=1\nclat_percentiles=0\nbwavgtime=250\niopsavgtime=125\nfsync=4\nend_fsync=1\n[c]\nnew_group\nrate_iops=5,6\nrw=trim\nfilename=a:b\n",
+        "[global]\nkb_base=1000\nbs=4k,8k\nbsrange=1k-2k,\nsize=20%\noffset=5%\n[a]\nrate=1m,,2m\nstonewall\nignore_error=,EIO:7,ENOSPC\npercentile_list=99.99:1.5:50\nrandseed=99\n[b]\nrandrepeat=0\nrate_process=poisson\nthinktime=3ms\nthinktime_spin=1ms\nthinktime_blocks=4\nthinktime_blocks_type=issue\nramp_time=2\nruntime=1500ms\ntime_based\ndescription=two words\ncgroup=x/y\nunified_rw_reporting=both\nlat_percentiles=1\nslat_percentiles=1\nclat_percentiles=0\nbwavgtime=250\niopsavgtime=125\nfsync=4\nend_fsync=1\n[c]\nnew_group\nrate_iops=5,6\nrw=trim\nfilename=a:b\n",
     ];
     for text in texts {
         let set = file(text).unwrap();

@@ -6,9 +6,9 @@
 //! silently misread (`4x`, `1.5k`, `4 k`, a suffix after a hex number): fio
 //! reads the leading integer and ignores such trailing text.
 //!
-//! One fio quirk is kept on purpose: an *alphabetic* time suffix fio does not
-//! know (`sec`, `min`, `hours`...) is a multiplier of 1, i.e. microseconds.
-//! fio 3.33 really runs `runtime=1sec` for 1 µs.
+//! An *alphabetic* time suffix fio does not know (`sec`, `min`, `x`...) is
+//! refused: fio 3.33 reads it as a multiplier of 1 (`runtime=1sec` runs for
+//! 1 µs, `runtime=1x` issues nothing and exits 0), a silent misreading.
 
 /// A value of a size-type option (`check_str_bytes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,22 +140,22 @@ pub(crate) fn parse_count(s: &str, kb_base: u32) -> Result<u64, String> {
     }
 }
 
-/// The multiplier (to µs) of an alphabetic time suffix (`get_mult_time`).
-/// Unknown suffixes are a multiplier of 1, as in fio.
-fn time_multiplier(suffix: &str) -> u64 {
+/// The multiplier (to µs) of an alphabetic time suffix (`get_mult_time`:
+/// `us`/`ms` as prefixes, so `usec`/`msec` too; `s m h d` exactly). None for
+/// a suffix fio does not know (fio would multiply by 1).
+fn time_multiplier(suffix: &str) -> Option<u64> {
     let lower = suffix.to_ascii_lowercase();
     if lower.starts_with("us") {
-        1
+        Some(1)
     } else if lower.starts_with("ms") {
-        1_000
+        Some(1_000)
     } else {
         match lower.as_str() {
-            "s" => 1_000_000,
-            "m" => 60 * 1_000_000,
-            "h" => 3_600 * 1_000_000,
-            "d" => 86_400 * 1_000_000,
-            // fio: `sec`, `min`, `hour`... are not recognised and multiply by 1.
-            _ => 1,
+            "s" => Some(1_000_000),
+            "m" => Some(60 * 1_000_000),
+            "h" => Some(3_600 * 1_000_000),
+            "d" => Some(86_400 * 1_000_000),
+            _ => None,
         }
     }
 }
@@ -181,7 +181,12 @@ pub(crate) fn parse_time_us(s: &str, default_seconds: bool) -> Result<u64, Strin
             1
         }
     } else if n.suffix.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        time_multiplier(n.suffix)
+        time_multiplier(n.suffix).ok_or_else(|| {
+            format!(
+                "unknown time unit `{}` (units are us, ms, s, m, h, d; fio would read it as µs)",
+                n.suffix
+            )
+        })?
     } else {
         return Err(format!(
             "malformed time value: unexpected `{}` (units are us, ms, s, m, h, d)",
@@ -324,9 +329,13 @@ mod tests {
         assert_eq!(parse_time_us("2m", true), Ok(120_000_000));
         assert_eq!(parse_time_us("1h", true), Ok(3_600_000_000));
         assert_eq!(parse_time_us("1d", true), Ok(86_400_000_000));
-        // fio 3.33 does not know `sec`: it is a multiplier of 1 (µs).
-        assert_eq!(parse_time_us("1sec", true), Ok(1));
-        assert_eq!(parse_time_us("10min", true), Ok(10));
+        // fio 3.33 reads units it does not know as µs: refused here
+        for bad in ["1sec", "1x", "2min", "1hours"] {
+            let e = parse_time_us(bad, true).unwrap_err();
+            assert!(e.contains("unknown time unit"), "{bad}: {e}");
+        }
+        assert_eq!(parse_time_us("3msec", true), Ok(3_000));
+        assert_eq!(parse_time_us("3usec", true), Ok(3));
         assert_eq!(parse_time_us("0x10", true), Ok(16), "hex is read as µs");
         for bad in ["1.5s", "1 s", "s", "-1", "(1+1)", "5%"] {
             assert!(parse_time_us(bad, true).is_err(), "{bad:?}");

@@ -108,7 +108,7 @@ impl ModelKind {
 /// Keys every model accepts.
 const COMMON: &[(&str, &str, &str)] = &[
     ("devid", "253:0", "MAJ:MIN the knob lines and diskstats use"),
-    ("name", "", "device name in reports (default per model)"),
+    ("name", "", "device name in reports"),
     (
         "size",
         "256g",
@@ -321,6 +321,14 @@ impl DeviceSpec {
                     why: "must be greater than 0",
                 });
             }
+        }
+        if self.kind == ModelKind::Hdd && self.get("seek_min_us") > self.get("seek_max_us") {
+            return Err(SpecError::BadValue {
+                model: self.kind.name(),
+                key: "seek_min_us".into(),
+                value: self.get("seek_min_us").to_string(),
+                why: "must not exceed seek_max_us (a full-stroke seek is the longest)",
+            });
         }
         if self.kind == ModelKind::Cloud && self.get("grant_jitter_pct") > 100 {
             return Err(SpecError::BadValue {
