@@ -481,7 +481,10 @@ fn job_cgroup(jobs: &[JobSpec]) -> Result<String> {
     let mut groups: Vec<&str> = jobs.iter().filter_map(|j| j.cgroup.as_deref()).collect();
     groups.dedup();
     match groups.as_slice() {
-        [one] if jobs.iter().all(|j| j.cgroup.is_some()) => Ok(CgroupTree::normalize(one)?),
+        [one] if jobs.iter().all(|j| j.cgroup.is_some()) => {
+            CgroupTree::normalize(one)
+                .map_err(|e| anyhow::anyhow!("--io-max/--io-weight: the job's cgroup `{one}`: {e}"))
+        }
         [] => bail!("--io-max/--io-weight need the job's group: add --cgroup=NAME to the job"),
         _ => bail!("--io-max/--io-weight apply to one group, but the jobs run in several: use a scenario file"),
     }
@@ -616,7 +619,8 @@ impl Experiment {
     pub fn plan(&self, layout_dev: &DeviceSpec, whole: Option<&str>) -> Result<Plan> {
         let mut tree = CgroupTree::new();
         for w in &self.writes {
-            tree.ensure(&w.cgroup)?;
+            tree.ensure(&w.cgroup)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", w.origin))?;
         }
         let mut layout = Layout {
             next_free: 0,
@@ -629,7 +633,9 @@ impl Experiment {
             for spec in &inv.jobs.jobs {
                 let cg = spec.cgroup.as_deref().or(inv.cgroup.as_deref());
                 let group = match cg {
-                    Some(p) => tree.ensure(p)?,
+                    Some(p) => tree.ensure(p).map_err(|e| {
+                        anyhow::anyhow!("job `{}` ({}): cgroup=`{p}`: {e}", spec.name, origin(spec))
+                    })?,
                     None => GroupId::ROOT,
                 };
                 let (start, len) = layout.region(spec, layout_dev)?;

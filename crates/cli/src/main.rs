@@ -6,6 +6,8 @@ mod bench;
 mod bench_lat;
 mod controllers;
 mod experiment;
+#[cfg(test)]
+mod fuzz_tests;
 mod iostat_cmd;
 mod kernel;
 mod knobs;

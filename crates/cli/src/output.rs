@@ -215,7 +215,7 @@ pub fn format_io_stat(ran: &Ran) -> String {
     out
 }
 
-fn build(args: &[String]) -> Result<Experiment> {
+pub(crate) fn build(args: &[String]) -> Result<Experiment> {
     let Some(first) = args.first() else {
         bail!("nothing to run: give a scenario (.toml), a job file, or fio options (see `blkqos run --help`)");
     };
