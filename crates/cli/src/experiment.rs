@@ -56,6 +56,10 @@ pub struct Experiment {
     pub real: Option<crate::real::RealOptions>,
     /// Write the controllers' per-period traces (iocost) here; `.jsonl` = JSON lines.
     pub trace_out: Option<PathBuf>,
+    /// `--parse-only`: check everything, run nothing.
+    pub parse_only: bool,
+    /// `--showcmd`: print fio's command-line form of the job files, run nothing.
+    pub showcmd: Option<String>,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -317,6 +321,8 @@ impl Experiment {
             bail!(src.err(0, "the scenario has no [[fio]] invocation: nothing to run"));
         }
         Ok(Experiment {
+            parse_only: false,
+            showcmd: None,
             device,
             controllers,
             seed: sc.seed.unwrap_or(1),
@@ -351,7 +357,7 @@ impl Experiment {
         let cli = parse_fio_args(args, FOREIGN_FLAGS, &env_lookup)?;
         // parse_fio_args already read the job files named on the command line
         let jobs = cli.jobs;
-        if jobs.jobs.is_empty() {
+        if jobs.jobs.is_empty() && cli.showcmd.is_none() {
             bail!("no jobs given: pass a scenario (.toml), a fio job file, or --name=... options");
         }
         let mut device = DeviceSpec::parse("null").expect("default device");
@@ -448,6 +454,8 @@ impl Experiment {
             bail!("--allow-destructive/--overwrite apply to the real engine: add --backend=real");
         }
         Ok(Experiment {
+            parse_only: cli.parse_only,
+            showcmd: cli.showcmd.clone(),
             device,
             controllers,
             seed,
@@ -708,6 +716,22 @@ impl Experiment {
     }
 
     /// Run on the simulator.
+    /// `--parse-only`: what a run checks before it starts (job layout on
+    /// the device, the knob writes replayed on the controllers), nothing run.
+    pub fn check(&self) -> Result<()> {
+        let plan = self.plan(&self.device, None)?;
+        let model = self.device.build();
+        build_stack(
+            &self.controllers,
+            &plan.tree,
+            self.device.devid,
+            model.rotational(),
+            model.nr_requests(),
+            &self.writes,
+        )?;
+        Ok(())
+    }
+
     pub fn run_sim(&self, stop: Option<Arc<AtomicBool>>) -> Result<Ran> {
         let Plan {
             tree,

@@ -38,6 +38,13 @@ fn epoch_ms() -> u64 {
 
 pub fn run_command(args: &[String]) -> Result<(), Failure> {
     let exp = build(args).map_err(input)?;
+    if let Some(text) = &exp.showcmd {
+        return crate::stdout::write_out(text).map_err(|e| runtime(e.into()));
+    }
+    if exp.parse_only {
+        // everything a run would refuse up front: layout, knob replay
+        return exp.check().map_err(input);
+    }
     check_outputs(&exp).map_err(input)?;
     let t0 = epoch_ms();
     let ran = match &exp.real {
@@ -222,6 +229,10 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
     Ok(if first.ends_with(".toml") {
         let mut e = Experiment::from_scenario(std::path::Path::new(first))?;
         for a in &args[1..] {
+            if a == "--parse-only" {
+                e.parse_only = true;
+                continue;
+            }
             match a.split_once('=') {
                 Some(("--seed", v)) => {
                     e.seed = v
@@ -280,7 +291,7 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta and --output-format are accepted"
+                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --output-format and --parse-only are accepted"
                 ),
             }
         }

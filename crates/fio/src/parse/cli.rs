@@ -17,7 +17,7 @@ use super::apply::JobState;
 use super::error::{Loc, ParseError};
 use super::ini::Fs;
 use super::job::{find_option, set_option, Builder};
-use super::options::{Kind, Opt};
+use super::options::{lookup, suggest, Kind, Lookup, Opt};
 use super::{CliParse, OutputFormat};
 
 /// fio's command-line-only options other than `--output` and
@@ -31,13 +31,11 @@ const FIO_CLI_ONLY: &[&str] = &[
     "help",
     "cmdhelp",
     "enghelp",
-    "showcmd",
     "readonly",
     "eta",
     "eta-interval",
     "eta-newline",
     "debug",
-    "parse-only",
     "section",
     "inflate-log",
     "alloc-size",
@@ -158,6 +156,8 @@ pub(crate) fn parse_args(
     let mut output_format = vec![OutputFormat::Normal];
     let mut job_files = Vec::new();
     let mut other = Vec::new();
+    let mut parse_only = false;
+    let mut showcmd = false;
     let mut it = Args { args, pos: 0 };
     let mut only_files = false;
 
@@ -192,6 +192,8 @@ pub(crate) fn parse_args(
         }
         match name {
             "output" => output = Some(it.value(inline, name, &loc)?.to_string()),
+            "parse-only" => parse_only = switch(name, inline, &loc)?,
+            "showcmd" => showcmd = switch(name, inline, &loc)?,
             "output-format" => {
                 let v = it.value(inline, name, &loc)?;
                 output_format =
@@ -205,6 +207,9 @@ pub(crate) fn parse_args(
                 ));
             }
             _ => {
+                if matches!(lookup(name), Lookup::Unknown) {
+                    return Err(unknown_flag(name, inline, foreign, &loc));
+                }
                 let def = find_option(name, (name, inline), &loc)?;
                 let value = match inline {
                     None if def.kind == Kind::StrSet => None,
@@ -251,8 +256,9 @@ pub(crate) fn parse_args(
         })?;
         b.add_file(path, &text, n > 0)?;
     }
+    let showcmd_text = showcmd.then(|| b.showcmd.concat());
     let jobs = b.finish();
-    if jobs.jobs.is_empty() {
+    if jobs.jobs.is_empty() && showcmd_text.is_none() {
         return Err(loc.error("No job(s) defined"));
     }
     Ok(CliParse {
@@ -261,5 +267,30 @@ pub(crate) fn parse_args(
         output_format,
         job_files,
         other,
+        parse_only,
+        showcmd: showcmd_text,
     })
+}
+
+/// A command-line switch: bare, or `=1`/`=0` (fio's `--parse-only` takes no
+/// value; a value other than a boolean is refused).
+fn switch(name: &str, inline: Option<&str>, loc: &Loc) -> Result<bool, ParseError> {
+    match inline {
+        None | Some("1") | Some("true") => Ok(true),
+        Some("0") | Some("false") => Ok(false),
+        Some(v) => Err(loc.option_error(name, Some(v), format!("--{name} takes no value"))),
+    }
+}
+
+/// An argument that is neither a fio option nor one of the caller's flags,
+/// with the closest of either as a suggestion.
+fn unknown_flag(name: &str, inline: Option<&str>, foreign: &[&str], loc: &Loc) -> ParseError {
+    let mut extra: Vec<&str> = foreign.to_vec();
+    extra.extend(["output", "output-format", "parse-only", "showcmd"]);
+    let hint = suggest(name, &extra).map_or(String::new(), |s| format!("; did you mean `--{s}`?"));
+    loc.option_error(
+        name,
+        inline,
+        format!("unknown option `--{name}` (neither a fio 3.33 option nor a blkqos flag){hint}"),
+    )
 }

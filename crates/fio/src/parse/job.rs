@@ -9,7 +9,7 @@ use blkqos_workload::spec::{JobSpec, Origin, PerDir, SizeSpec};
 use super::apply::{apply, JobState};
 use super::error::{Loc, ParseError};
 use super::ini::{read_sections, strip_blank_end, Fs, RawOpt, Section};
-use super::options::{lookup, prio, Lookup, OptDef};
+use super::options::{lookup, prio, suggest, Lookup, OptDef};
 use super::showcmd::render_opts;
 use super::subst::{expand_env, replace_keywords, Keywords};
 use super::JobSet;
@@ -26,9 +26,12 @@ pub(crate) fn find_option(
         Lookup::Unsupported(canonical) => Err(err(format!(
             "unsupported option `{canonical}` (a fio 3.33 option blkqos does not implement)"
         ))),
-        Lookup::Unknown => Err(err(format!(
-            "unknown option `{name}` (not a fio 3.33 option)"
-        ))),
+        Lookup::Unknown => Err(err(match suggest(name, &[]) {
+            Some(s) => {
+                format!("unknown option `{name}` (not a fio 3.33 option); did you mean `{s}`?")
+            }
+            None => format!("unknown option `{name}` (not a fio 3.33 option)"),
+        })),
     }
 }
 

@@ -82,6 +82,11 @@ pub struct CliParse {
     /// The caller's `foreign` flags, `(name, value)` in order (value `""`
     /// for a bare switch).
     pub other: Vec<(String, String)>,
+    /// `--parse-only`: parse (and check) everything, run nothing.
+    pub parse_only: bool,
+    /// `--showcmd`: what fio prints for the job files named (one line each,
+    /// see [`showcmd`]); nothing runs.
+    pub showcmd: Option<String>,
 }
 
 fn no_jobs(path: &str) -> ParseError {

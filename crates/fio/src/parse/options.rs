@@ -211,6 +211,30 @@ pub(crate) fn lookup(name: &str) -> Lookup {
     }
 }
 
+/// The option name closest to a misspelt `name` (fio's own options first,
+/// then `extra`, e.g. the caller's flags): within two edits (Damerau-
+/// Levenshtein) and less than half the name, as a "did you mean".
+pub(crate) fn suggest(name: &str, extra: &[&str]) -> Option<String> {
+    let names = OPTIONS
+        .iter()
+        .flat_map(|d| std::iter::once(d.name).chain(d.alias))
+        .chain(CORE_OPTIONS.iter().map(|(n, _)| *n))
+        .chain(ENGINE_OPTIONS.iter().copied())
+        .chain(
+            extra
+                .iter()
+                .map(|f| f.trim_start_matches('-').trim_end_matches('?')),
+        );
+    let mut best: Option<(usize, &str)> = None;
+    for cand in names {
+        let d = strsim::damerau_levenshtein(name, cand);
+        if d <= 2 && d * 2 < name.len() && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, cand));
+        }
+    }
+    best.map(|(_, n)| n.to_string())
+}
+
 /// fio's sort priority of an option name (unknown names: 0).
 pub(crate) fn prio(name: &str) -> i32 {
     match lookup(name) {
@@ -277,6 +301,17 @@ mod tests {
                 d.name
             );
         }
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("iodpeth", &[]).as_deref(), Some("iodepth"));
+        assert_eq!(suggest("runtim", &[]).as_deref(), Some("runtime"));
+        assert_eq!(suggest("directt", &[]).as_deref(), Some("direct"));
+        assert_eq!(suggest("startdelya", &[]).as_deref(), Some("startdelay"));
+        assert_eq!(suggest("io-mx", &["io-max"]).as_deref(), Some("io-max"));
+        assert_eq!(suggest("xyzzy", &[]), None);
+        assert_eq!(suggest("bq", &[]), None, "too short to guess");
     }
 
     #[test]
