@@ -91,6 +91,7 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "lat-hist",
     "request-trace",
     "iocost-trace",
+    "blkcg-debug-stats",
     "allow-destructive?",
     "overwrite?",
     "eta",

@@ -207,3 +207,24 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every blkqos flag `run --help` lists is accepted on a fio command line.
+    #[test]
+    fn every_listed_run_flag_is_accepted() {
+        let flags: Vec<&str> = super::RUN_HELP
+            .lines()
+            .skip_while(|l| !l.starts_with("blkqos flags:"))
+            .filter_map(|l| l.strip_prefix("  --"))
+            .map(|l| l.split(['=', ' ']).next().unwrap_or(""))
+            .collect();
+        assert!(flags.len() > 20, "{flags:?}");
+        for f in flags {
+            let known = crate::experiment::FOREIGN_FLAGS
+                .iter()
+                .any(|k| k.trim_end_matches('?') == f);
+            assert!(known, "--{f} is in `run --help` but not accepted");
+        }
+    }
+}

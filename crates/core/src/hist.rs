@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn reported_values_from_fio_json() {
-        // values that appear in fio 3.33 JSON output (fio-interop.md §2.6)
+        // values that appear in fio 3.33 JSON output (fio 3.33's json+ `bins`)
         for v in [18048u64, 28032, 35072, 244736, 708608, 4620288, 823296] {
             assert_eq!(idx_to_val(val_to_idx(v)), v, "{v}");
         }

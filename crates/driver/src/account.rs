@@ -5,7 +5,7 @@
 //! # Busy time (`io_ticks`) generations — [`TicksMode`]
 //!
 //! The kernel keeps `io_ticks` in jiffies and has changed how it advances it
-//! (`update_io_ticks`, reference §D.3). Each generation is selectable:
+//! (`update_io_ticks` in block/blk-core.c; docs/accounting.md). Each generation is selectable:
 //!
 //! | mode | kernels | at start | at completion |
 //! |---|---|---|---|

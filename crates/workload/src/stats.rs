@@ -156,7 +156,7 @@ impl DirStats {
 }
 
 /// fio sums bw/iops sample stats field by field when it groups jobs or
-/// builds `mixed` (fio-interop §0.7, `sum_stat` with `pure_sum`): min+min,
+/// builds `mixed` (fio's stat.c `sum_stat` with `pure_sum`): min+min,
 /// max+max, mean+mean, N+N, and the sums of squared deviations add.
 fn sum_fieldwise(a: &mut LatStat, b: &LatStat) {
     if b.n == 0 {

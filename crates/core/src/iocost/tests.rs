@@ -1,4 +1,4 @@
-//! Unit tests: exact numbers from the reference (§C), knob syntax, and the
+//! Unit tests: exact numbers worked out from blk-iocost.c, knob syntax, and the
 //! controller's mechanics on hand-driven scenarios.
 
 use super::knob::*;
@@ -42,11 +42,11 @@ pub(super) fn io(id: u64, g: GroupId, op: IoOp, pages: u64) -> Io {
     }
 }
 
-// ---- §C.2/C.3: the cost model -------------------------------------------
+// ---- the cost model (calc_lcoefs, autop[]) -------------------------------------------
 
 #[test]
 fn coefficient_table_matches_reference() {
-    // (class, [rpage, rseqio, rrandio, wpage, wseqio, wrandio]) from §C.3
+    // (class, [rpage, rseqio, rrandio, wpage, wseqio, wrandio]) from blk-iocost.c's autop[] table
     let want = [
         (
             AutopClass::Hdd,
@@ -122,7 +122,7 @@ fn calc_lcoefs_edges() {
     assert_eq!(calc_lcoefs(0, 0, 0), (0, 0, 0));
 }
 
-// ---- §C.5: periods --------------------------------------------------------
+// ---- periods (ioc_timer_fn) --------------------------------------------------------
 
 #[test]
 fn period_lengths_per_class() {
@@ -190,7 +190,7 @@ fn period_timer_is_jiffy_quantised() {
     }
 }
 
-// ---- §C.6: weights ----------------------------------------------------------
+// ---- weights (propagate_weights, current_hweight) ----------------------------------------------------------
 
 #[test]
 fn hweight_example_a_b_a0_a1() {
@@ -256,7 +256,7 @@ fn weight_knob_changes_share_at_once() {
     c.invariants().unwrap();
 }
 
-// ---- §C.11 step 8: vrate ------------------------------------------------------
+// ---- vrate (ioc_adjust_base_vrate) ------------------------------------------------------
 
 /// Base vrate after `n` consecutive saturated periods from 100%.
 fn vrate_after(n: i32) -> u64 {
@@ -414,7 +414,7 @@ fn mul_div_ceil_u64(a: u64, b: u64, c: u64) -> u64 {
     (a * b).div_ceil(c)
 }
 
-// ---- §C.9: delay -----------------------------------------------------------
+// ---- delay (ioc_rqos_throttle, blkcg_set_delay) -----------------------------------------------------------
 
 #[test]
 fn delay_curve_endpoints() {
@@ -556,7 +556,7 @@ fn idle_group_deactivates_and_restarts_with_target_budget() {
     assert_eq!(c.vtime(a), c.vnow(t1).minus(target).plus(16_135_121));
 }
 
-// ---- §C.11 step 7: busy_level rules (seed 001) --------------------------------
+// ---- busy_level rules (ioc_timer_fn; seed 001) --------------------------------
 
 #[test]
 fn seed_001_busy_level_rules() {

@@ -289,7 +289,7 @@ fn fairness_holds_while_vrate_climbs() {
     );
 }
 
-/// §C.3 autop: on a device ~7.5× faster than the SSD_DFL model, base
+/// autop (`ioc_autop_idx`, `autop[]` in blk-iocost.c): on a device ~7.5× faster than the SSD_DFL model, base
 /// vrate settles above 500%; after 10 s of that the class steps up to
 /// SSD_FAST, vrate restarts at 100% and the period becomes 10 ms.
 #[test]

@@ -11,7 +11,7 @@
 //! have dispatched the budget of `roundup(e, slice)` jiffies: `bps · t / HZ`
 //! bytes and `iops · t / HZ` IOs — budgets are granted per whole rounded-up
 //! slice, which is where "temporary bursts are allowed" comes from.
-//! Worked example (§B.11 of the reference): HZ=1000, slice=100, iops=1000 →
+//! Worked example (tg_within_iops_limit): HZ=1000, slice=100, iops=1000 →
 //! 100 IOs per slice; IO #101 arriving 5 jiffies in waits 97 jiffies with the
 //! pre-2018 rule, 95 (the rest of the slice) after it.
 //!

@@ -283,7 +283,7 @@ mod tests {
         }
     }
 
-    /// Reference §B.11: HZ 1000, slice 100, iops 1000; IO #101 at elapsed 5.
+    /// The worked example of the module header: HZ 1000, slice 100, iops 1000; IO #101 at elapsed 5.
     #[test]
     fn b11_iops_1000() {
         let b = budget(100, 0);
@@ -303,7 +303,7 @@ mod tests {
         );
     }
 
-    /// §B.11: iops 10 (1 IO per 100 ms slice), second IO at t = 0.
+    /// iops 10 (1 IO per 100 ms slice), second IO at t = 0.
     #[test]
     fn b11_iops_10() {
         let b = budget(1, 0);

@@ -1,5 +1,5 @@
-//! Whole-file and command-line tests, including the three target jobs of
-//! fio-interop.md §1.8.
+//! Whole-file and command-line tests, including the three job files of the
+//! seeds (seed 000's r2.job, seed 001's fio lines, seed 004's job.fio).
 
 use blkqos_core::Duration;
 use blkqos_workload::spec::{
@@ -122,9 +122,9 @@ fn target_job_b_command_line() {
     want.time_based = true;
     want.group_reporting = true;
     want.unified_rw_reporting = UnifiedRw::Mixed;
-    // No comma: 100/s for reads *and* for writes (fio-interop §0.1).
+    // No comma: 100/s for reads *and* for writes (fio's `rate=` takes R,W,T and one value sets all three).
     want.rate_iops = PerDir::all(Some(100));
-    // As in the sample JSON of fio-interop §2.6: flags given bare are left out.
+    // As in fio 3.33's JSON (`json_object_add_value_string` skips a NULL value): flags given bare are left out.
     want.job_options = opts(&[
         ("name", "cgB"),
         ("filename", "F"),

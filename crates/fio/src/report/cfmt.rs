@@ -225,7 +225,7 @@ mod tests {
     #[test]
     fn ctime() {
         assert_eq!(ctime_utc(0), "Thu Jan  1 00:00:00 1970");
-        // fio-interop.md sample, rendered in UTC
+        // a fio 3.33 report's timestamp, rendered in UTC
         assert_eq!(ctime_utc(1795293556), "Sat Nov 21 20:39:16 2026");
         assert_eq!(ctime_utc(951_782_400), "Tue Feb 29 00:00:00 2000");
         assert_eq!(ctime_utc(4_102_444_799), "Thu Dec 31 23:59:59 2099");
