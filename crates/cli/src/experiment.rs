@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions, RunResult};
-use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat};
+use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat, MAX_JOBS};
 use blkqos_sim::{DeviceSpec, SimBackend};
 use blkqos_workload::{JobSpec, SizeSpec};
 use std::path::PathBuf;
@@ -247,6 +247,7 @@ impl Experiment {
             );
         }
         let mut invocations = Vec::new();
+        let mut run_clones = 0u64;
         for (i, f) in sc.fio.iter().enumerate() {
             let given = [f.job_file.is_some(), f.job.is_some(), f.args.is_some()];
             let anchor = f
@@ -317,6 +318,10 @@ impl Experiment {
                 }
                 None => None,
             };
+            run_clones += clones(&jobs);
+            if run_clones > u64::from(MAX_JOBS) {
+                bail!(src.err(anchor, too_many_clones(i, run_clones)));
+            }
             invocations.push(Invocation {
                 jobs,
                 cgroup,
@@ -485,6 +490,23 @@ impl Experiment {
             }],
         })
     }
+}
+
+/// The job clones of one invocation (`numjobs` each).
+fn clones(jobs: &JobSet) -> u64 {
+    jobs.jobs.iter().map(|j| u64::from(j.numjobs.max(1))).sum()
+}
+
+/// Why a scenario's `[[fio]]` #`i` (0-based) is refused: its invocations'
+/// job clones add up to `total`. Each fio process has the limit (the fio
+/// parser enforces it per invocation); blkqos runs all of them in one
+/// process and keeps the same limit for the whole run, so the memory of a
+/// run stays bounded.
+fn too_many_clones(i: usize, total: u64) -> String {
+    format!(
+        "[[fio]] #{}: maximum number of jobs reached: the scenario's invocations add up to {total} jobs (numjobs clones included); blkqos runs at most {MAX_JOBS} per run (fio 3.33's limit per invocation)",
+        i + 1
+    )
 }
 
 /// The group the one-off knob flags apply to: the jobs' `cgroup=`.
