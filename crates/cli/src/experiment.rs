@@ -5,6 +5,7 @@ use crate::accounting::AccountingOptions;
 use crate::controllers::{build_stack, ControllerOptions};
 use crate::knobs::{split_target, KnobFile};
 use crate::scenario::{parse_at, scalar_to_string, Source};
+use crate::streams::{ControllerTrace, SharedStreams, Streams};
 use anyhow::{bail, Context, Result};
 use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
@@ -56,6 +57,8 @@ pub struct Experiment {
     pub real: Option<crate::real::RealOptions>,
     /// Write the controllers' per-period traces (iocost) here; `.jsonl` = JSON lines.
     pub trace_out: Option<PathBuf>,
+    /// Outputs written during the run ([`Experiment::open_streams`]).
+    pub streams: Option<SharedStreams>,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -359,6 +362,7 @@ impl Experiment {
             pagecache,
             real,
             trace_out: None,
+            streams: None,
         })
     }
 
@@ -477,6 +481,7 @@ impl Experiment {
             pagecache,
             real,
             trace_out,
+            streams: None,
             writes,
             invocations: vec![Invocation {
                 jobs,
@@ -616,10 +621,7 @@ impl Experiment {
     /// The cgroup tree and the job clones of the run, laid out on a device
     /// of `capacity` bytes named `dev_name`.
     pub fn plan(&self, layout_dev: &DeviceSpec, whole: Option<&str>) -> Result<Plan> {
-        let mut tree = CgroupTree::new();
-        for w in &self.writes {
-            tree.ensure(&w.cgroup)?;
-        }
+        let mut tree = self.cgroup_tree()?;
         let mut layout = Layout {
             next_free: 0,
             files: Vec::new(),
@@ -655,6 +657,40 @@ impl Experiment {
         })
     }
 
+    /// The run's cgroups: those knobs are written to, then the jobs' (in
+    /// the order [`Experiment::plan`] meets them, so ids agree).
+    pub fn cgroup_tree(&self) -> Result<CgroupTree> {
+        let mut tree = CgroupTree::new();
+        for w in &self.writes {
+            tree.ensure(&w.cgroup)?;
+        }
+        for inv in &self.invocations {
+            for spec in &inv.jobs.jobs {
+                if let Some(p) = spec.cgroup.as_deref().or(inv.cgroup.as_deref()) {
+                    tree.ensure(p)?;
+                }
+            }
+        }
+        Ok(tree)
+    }
+
+    /// Open the outputs written while the run goes: the request trace and,
+    /// on the simulator, the controllers' trace (the real engine's device
+    /// name is known only once its target is open: its trace is written
+    /// after the run).
+    pub fn open_streams(&mut self) -> Result<()> {
+        let mut s = Streams::default();
+        if let Some(p) = &self.accounting.request_trace {
+            let trace = crate::request_trace::RequestTrace::create(p, self.cgroup_tree()?)?;
+            s.requests = Some(trace);
+        }
+        if let (Some(p), None) = (&self.trace_out, &self.real) {
+            s.controllers = Some(ControllerTrace::create(p, &self.device.name)?);
+        }
+        self.streams = (!s.is_empty()).then(|| Arc::new(std::sync::Mutex::new(s)));
+        Ok(())
+    }
+
     /// Driver options for this experiment with a given host model.
     pub fn run_options(&self, host: HostModel, stop: Option<Arc<AtomicBool>>) -> RunOptions {
         RunOptions {
@@ -670,7 +706,9 @@ impl Experiment {
             } else {
                 None
             },
-            trace_requests: self.accounting.request_trace.is_some(),
+            // the request trace streams to its file (open_streams)
+            trace_requests: false,
+            sink: self.streams.clone().map(|s| s as blkqos_driver::SharedSink),
             lat_hist: self.accounting.lat_hist.is_some(),
             // the real engine's buffered IO goes through the kernel's cache
             pagecache: None,
@@ -772,6 +810,14 @@ pub fn trace_for(
     let mut s = String::new();
     if let Some(p) = out {
         stack.drain_trace(dev, p.extension().is_some_and(|e| e == "jsonl"), &mut s);
+        let dropped = stack.trace_dropped();
+        if dropped > 0 {
+            eprintln!(
+                "blkqos: warning: {}: the trace holds the first {} periods; {dropped} later periods were not recorded",
+                p.display(),
+                blkqos_core::iocost::trace::TRACE_CAPACITY
+            );
+        }
     }
     s
 }

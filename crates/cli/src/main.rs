@@ -17,6 +17,7 @@ mod progress;
 mod real;
 mod request_trace;
 mod scenario;
+mod streams;
 mod summary;
 
 use clap::{Parser, Subcommand};

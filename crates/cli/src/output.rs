@@ -37,7 +37,8 @@ fn epoch_ms() -> u64 {
 }
 
 pub fn run_command(args: &[String]) -> Result<(), Failure> {
-    let exp = build(args).map_err(input)?;
+    let mut exp = build(args).map_err(input)?;
+    exp.open_streams().map_err(runtime)?;
     let t0 = epoch_ms();
     let ran = match &exp.real {
         Some(r) => crate::real::run_real(&exp, r),
@@ -50,20 +51,25 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             input(e)
         }
     })?;
+    if let Some(s) = &exp.streams {
+        crate::streams::Streams::finish(s).map_err(runtime)?;
+    }
     write_reports(&exp, &ran, t0).map_err(runtime)?;
     if exp.accounting.wants_snapshots() {
-        let mut out = String::new();
         crate::accounting::write_outputs(
             &exp.accounting,
             (&ran.dev_name, ran.devid),
-            &ran.result.diskstats,
+            &ran.result,
             (t0 / 1000) as i64,
-            &mut out,
+            &mut std::io::stdout().lock(),
         )
         .map_err(runtime)?;
-        print!("{out}");
     }
-    if let Some(path) = &exp.trace_out {
+    let streamed = exp
+        .streams
+        .as_ref()
+        .is_some_and(crate::streams::Streams::has_controller_trace);
+    if let (Some(path), false) = (&exp.trace_out, streamed) {
         std::fs::write(path, &ran.trace)
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
@@ -73,39 +79,49 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
-    if let Some(path) = &exp.accounting.request_trace {
-        std::fs::write(path, crate::request_trace::format_request_trace(&ran))
-            .with_context(|| format!("cannot write {}", path.display()))
-            .map_err(runtime)?;
-    }
     if let Some(path) = &exp.io_stat_out {
         std::fs::write(path, format_io_stat(&ran))
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
     if let (Some(path), Some(report)) = (&exp.pagecache.report, &ran.result.pagecache) {
-        let groups = |g| ran.tree.path(g).to_string();
-        let tasks: Vec<crate::pagecache::TaskName> = ran
-            .result
-            .jobs
-            .iter()
-            .map(|j| crate::pagecache::TaskName {
-                job: j.spec.name.clone(),
-                group: ran.tree.path(j.group).to_string(),
-            })
-            .collect();
-        let text = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::to_string_pretty(&crate::pagecache::render_json(report, &groups, &tasks))
-                .expect("JSON values serialize")
-                + "\n"
-        } else {
-            crate::pagecache::render_text(report, &groups, &tasks)
-        };
-        std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))
-            .map_err(runtime)?;
+        write_pagecache_report(path, report, &ran).map_err(runtime)?;
     }
     Ok(())
+}
+
+/// The writeback report (`--pagecache-report`), written as it is formatted.
+fn write_pagecache_report(
+    path: &std::path::Path,
+    report: &blkqos_driver::PageCacheReport,
+    ran: &Ran,
+) -> Result<()> {
+    let groups = |g| ran.tree.path(g).to_string();
+    let tasks: Vec<crate::pagecache::TaskName> = ran
+        .result
+        .jobs
+        .iter()
+        .map(|j| crate::pagecache::TaskName {
+            job: j.spec.name.clone(),
+            group: ran.tree.path(j.group).to_string(),
+        })
+        .collect();
+    if let Some(sec) = report.series.truncated_at() {
+        eprintln!(
+            "blkqos: warning: {}: {}",
+            path.display(),
+            crate::pagecache::truncation_note(sec)
+        );
+    }
+    let mut out = crate::streams::FileOut::create(path)?;
+    out.write_with(|o| {
+        if path.extension().is_some_and(|e| e == "json") {
+            crate::pagecache::render_json(report, &groups, &tasks, o)
+        } else {
+            crate::pagecache::render_text(report, &groups, &tasks, o)
+        }
+    });
+    out.finish()
 }
 
 /// Every group's `io.stat` as the kernel prints it (`blkcg_print_one_stat`):

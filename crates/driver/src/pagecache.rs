@@ -143,6 +143,9 @@ pub struct PageCacheConfig {
     /// under writeback: reads go to the target and the buffer's newer
     /// pages are laid over what it returns.
     pub cache_reads: bool,
+    /// Keep the per-second writeback series ([`PageCacheReport::series`]):
+    /// only a written report needs it.
+    pub series: bool,
     /// When the jobs are done (or stopped), write every dirty page back
     /// and flush before the run ends (the real engine's write-back buffer:
     /// nothing acknowledged is left behind). The simulator leaves dirty
@@ -173,6 +176,7 @@ impl Default for PageCacheConfig {
             copy_bytes_per_s: 8 << 30,
             cache_reads: true,
             drain_at_end: false,
+            series: true,
         }
     }
 }
@@ -262,7 +266,8 @@ pub struct PageCacheReport {
     pub mode: &'static str,
     pub thresh_pages: u64,
     pub bg_thresh_pages: u64,
-    pub series: Vec<SecondSample>,
+    /// One sample per second (empty when not kept: [`PageCacheConfig::series`]).
+    pub series: Series,
     /// Indexed by job slot.
     pub tasks: Vec<TaskStats>,
     /// Bytes dirtied and bytes written back, per owner group.
@@ -300,7 +305,7 @@ pub struct PageCache {
     /// `sync`: (wb, inode, bytes left) of the chunk being written.
     sync_chunk: Option<(usize, usize, u64)>,
     tasks: Vec<TaskStats>,
-    series: Vec<SecondSample>,
+    series: Series,
     dirtied_by_group: HashMap<GroupId, u64>,
     written_by_group: HashMap<GroupId, u64>,
     /// Pages whose writeback completed and that were not dirtied since.
@@ -337,7 +342,7 @@ impl PageCache {
             kupdate_due: false,
             sync_chunk: None,
             tasks: vec![TaskStats::default(); nr_tasks],
-            series: Vec::new(),
+            series: Series::default(),
             dirtied_by_group: HashMap::new(),
             written_by_group: HashMap::new(),
             written_clean: rangeset::PageRanges::default(),
@@ -852,7 +857,9 @@ impl PageCache {
         if let Some(wb) = wb_of_io.filter(|_| errno == 0) {
             let group = self.wbs[wb].group;
             *self.written_by_group.entry(group).or_default() += len;
-            self.sample(now).writeback_bytes_add(group, len);
+            if let Some(s) = self.sample(now) {
+                s.writeback_bytes_add(group, len);
+            }
             self.update_bw(wb, len, now);
         }
         self.evict();
@@ -881,23 +888,25 @@ impl PageCache {
 
     /// The device completed a write of `bytes` at `now` (any write).
     pub fn device_write_done(&mut self, bytes: u64, now: Instant) {
-        self.sample(now).device_write_bytes += bytes;
+        if let Some(s) = self.sample(now) {
+            s.device_write_bytes += bytes;
+        }
     }
 
-    /// The sample of the second `now` falls in, creating the ones before.
-    fn sample(&mut self, now: Instant) -> &mut SecondSample {
-        let sec = (now.0.saturating_sub(self.t0.0) / 1_000_000_000) as usize;
-        while self.series.len() <= sec {
-            // the pages at the end of a finished second are the current
-            // counts when the first event of a later second arrives
-            let (d, w) = (self.nr_dirty, self.nr_writeback);
-            if let Some(last) = self.series.last_mut() {
-                last.dirty_pages = d;
-                last.writeback_pages = w;
-            }
-            self.series.push(SecondSample::default());
+    /// The second `now` falls in, from the start.
+    fn second_of(&self, now: Instant) -> u64 {
+        now.0.saturating_sub(self.t0.0) / 1_000_000_000
+    }
+
+    /// The sample of the second `now` falls in, if the series is kept (the
+    /// pages at the end of a finished second are the current counts when
+    /// the first event of a later second arrives).
+    fn sample(&mut self, now: Instant) -> Option<&mut SecondSample> {
+        if !self.cfg.series {
+            return None;
         }
-        &mut self.series[sec]
+        let sec = self.second_of(now);
+        self.series.at(sec, (self.nr_dirty, self.nr_writeback))
     }
 
     /// `sync(2)`: every inode with dirty pages goes to writeback at the
@@ -940,11 +949,9 @@ impl PageCache {
     }
 
     pub fn report(mut self, now: Instant) -> PageCacheReport {
-        let (d, w) = (self.nr_dirty, self.nr_writeback);
-        self.sample(now);
-        if let Some(last) = self.series.last_mut() {
-            last.dirty_pages = d;
-            last.writeback_pages = w;
+        if self.cfg.series {
+            let sec = self.second_of(now);
+            self.series.finish(sec, (self.nr_dirty, self.nr_writeback));
         }
         let mut dirtied: Vec<_> = self.dirtied_by_group.into_iter().collect();
         dirtied.sort();
@@ -973,6 +980,9 @@ impl SecondSample {
 }
 
 mod rangeset;
+mod series;
+
+pub use series::{Series, MAX_SERIES_ENTRIES};
 
 #[cfg(test)]
 mod tests;
