@@ -246,3 +246,44 @@ fn failed_writeback_is_reported_once_to_fsync() {
     );
     assert_eq!(r.dirtied_bytes, vec![(GroupId(1), 8192)]);
 }
+
+/// Rewriting the same pages of a cache that never fills keeps the clean
+/// FIFO at the size of the cache, not of everything ever written back.
+#[test]
+fn clean_fifo_stays_bounded_by_the_cache() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(1));
+    for round in 0..200 {
+        pc.write(0, ino, 0, 1 << 20, t(round));
+        drain(&mut pc, &[ino], t(round));
+    }
+    assert_eq!(pc.nr_clean, 256);
+    assert!(
+        pc.clean_fifo.len() as u64 <= 2 * pc.nr_clean + 1024,
+        "{} entries for {} clean pages",
+        pc.clean_fifo.len(),
+        pc.nr_clean
+    );
+}
+
+/// A page's place in the eviction order is when it last became clean.
+#[test]
+fn eviction_goes_by_the_last_time_a_page_became_clean() {
+    let mut pc = PageCache::new(
+        PageCacheConfig {
+            memory_bytes: 4 * PAGE_BYTES,
+            ..cfg(WritebackMode::Async)
+        },
+        t(0),
+        1,
+    );
+    let ino = pc.inode(0, GroupId(1));
+    // pages 0..4 clean, in order; then page 0 is written again and cleaned
+    pc.insert_clean(ino, 0, 4 * PAGE_BYTES);
+    pc.write(0, ino, 0, PAGE_BYTES, t(1));
+    drain(&mut pc, &[ino], t(1));
+    // a fifth page evicts the oldest clean page: 1, not the rewritten 0
+    pc.insert_clean(ino, 4 * PAGE_BYTES, PAGE_BYTES);
+    assert!(pc.read_hit(0, PAGE_BYTES));
+    assert!(!pc.read_hit(PAGE_BYTES, PAGE_BYTES));
+}
