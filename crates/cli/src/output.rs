@@ -55,6 +55,7 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         crate::streams::Streams::finish(s).map_err(runtime)?;
     }
     write_reports(&exp, &ran, t0).map_err(runtime)?;
+    note_overrun(&exp, &ran);
     if exp.accounting.wants_snapshots() {
         crate::accounting::write_outputs(
             &exp.accounting,
@@ -88,6 +89,34 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         write_pagecache_report(path, report, &ran).map_err(runtime)?;
     }
     Ok(())
+}
+
+/// How long after the jobs' `runtime=` a run may end before
+/// [`note_overrun`] says why.
+const OVERRUN_NOTE_NS: u64 = 10_000_000_000;
+
+/// A job stops issuing at its `runtime=`, but IO it already submitted is
+/// waited for, as fio does (`cleanup_pending_aio`: a submitted block IO
+/// cannot be cancelled, so `io_u_queued_complete` waits for it): a limit
+/// holding that IO can make the run, and the report's `run=`, far longer
+/// than the runtime. Say so on stderr when it did.
+fn note_overrun(exp: &Experiment, ran: &Ran) {
+    let jobs = exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter());
+    let mut stop_ns = 0u64;
+    for j in jobs {
+        let Some(rt) = j.runtime else {
+            return;
+        };
+        stop_ns = stop_ns.max(j.ramp_time.as_ns().saturating_add(rt.as_ns()));
+    }
+    let ended_ns = ran.result.ended_at.as_ns();
+    if ended_ns > stop_ns.saturating_add(OVERRUN_NOTE_NS) {
+        eprintln!(
+            "blkqos: note: the jobs stopped issuing by {:.3} s (runtime=), but the run ended at {:.3} s: IO submitted before then is waited for, as fio waits for it (a submitted block IO cannot be cancelled), and a limit or the device held it that long",
+            stop_ns as f64 / 1e9,
+            ended_ns as f64 / 1e9
+        );
+    }
 }
 
 /// The writeback report (`--pagecache-report`), written as it is formatted.
