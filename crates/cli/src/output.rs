@@ -55,7 +55,7 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         crate::streams::Streams::finish(s).map_err(runtime)?;
     }
     write_reports(&exp, &ran, t0).map_err(runtime)?;
-    note_overrun(&exp, &ran);
+    note_overrun(&ran);
     if exp.accounting.wants_snapshots() {
         crate::accounting::write_outputs(
             &exp.accounting,
@@ -91,32 +91,40 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// How long after the jobs' `runtime=` a run may end before
-/// [`note_overrun`] says why.
-const OVERRUN_NOTE_NS: u64 = 10_000_000_000;
+/// How far past its `runtime=` a job may end before [`note_overrun`] says
+/// why.
+const OVERRUN_NOTE_MS: u64 = 10_000;
 
 /// A job stops issuing at its `runtime=`, but IO it already submitted is
 /// waited for, as fio does (`cleanup_pending_aio`: a submitted block IO
 /// cannot be cancelled, so `io_u_queued_complete` waits for it): a limit
-/// holding that IO can make the run, and the report's `run=`, far longer
-/// than the runtime. Say so on stderr when it did.
-fn note_overrun(exp: &Experiment, ran: &Ran) {
-    let jobs = exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter());
-    let mut stop_ns = 0u64;
-    for j in jobs {
-        let Some(rt) = j.runtime else {
-            return;
-        };
-        stop_ns = stop_ns.max(j.ramp_time.as_ns().saturating_add(rt.as_ns()));
-    }
-    let ended_ns = ran.result.ended_at.as_ns();
-    if ended_ns > stop_ns.saturating_add(OVERRUN_NOTE_NS) {
+/// holding that IO can make the job, and its report's `run=`, far longer
+/// than the runtime. Say so on stderr for the job that overran most
+/// (`end_fsync` jobs wait for their fsync by design and are left out).
+fn note_overrun(ran: &Ran) {
+    let worst = ran
+        .result
+        .jobs
+        .iter()
+        .filter_map(|j| overrun_ms(j).map(|o| (o, j)))
+        .max_by_key(|o| o.0 .0);
+    if let Some(((_, runtime_ms), j)) = worst {
         eprintln!(
-            "blkqos: note: the jobs stopped issuing by {:.3} s (runtime=), but the run ended at {:.3} s: IO submitted before then is waited for, as fio waits for it (a submitted block IO cannot be cancelled), and a limit or the device held it that long",
-            stop_ns as f64 / 1e9,
-            ended_ns as f64 / 1e9
+            "blkqos: note: job `{}` stopped issuing at {:.3} s (runtime=), but ran {:.3} s: IO it submitted before then is waited for, as fio waits for it (a submitted block IO cannot be cancelled), and a limit or the device held it that long",
+            j.spec.name,
+            runtime_ms as f64 / 1e3,
+            j.stats.job_runtime_ms as f64 / 1e3
         );
     }
+}
+
+/// How far past its runtime job `j` ran, beyond [`OVERRUN_NOTE_MS`], and
+/// its runtime (ms): None for a job within it, with no runtime, or with
+/// `end_fsync`.
+fn overrun_ms(j: &blkqos_driver::JobResult) -> Option<(u64, u64)> {
+    let runtime_ms = j.spec.runtime.filter(|_| !j.spec.end_fsync)?.as_ns() / 1_000_000;
+    let over_ms = j.stats.job_runtime_ms.checked_sub(runtime_ms)?;
+    (over_ms > OVERRUN_NOTE_MS).then_some((over_ms, runtime_ms))
 }
 
 /// The writeback report (`--pagecache-report`), written as it is formatted.

@@ -194,8 +194,9 @@ enum PageState {
 struct Page {
     inode: u32,
     state: PageState,
-    /// Its place in `clean_fifo`: when it last became clean.
-    clean_seq: u64,
+    /// It has a place in `clean_fifo` (the first time it became clean
+    /// since it entered the cache or since eviction passed it over).
+    in_fifo: bool,
 }
 
 struct Inode {
@@ -286,11 +287,9 @@ pub struct PageCache {
     thresh: u64,
     bg_thresh: u64,
     pages: HashMap<u64, Page>,
-    /// Clean pages in the order they became clean, (page, its
-    /// `clean_seq`): the eviction order.
-    clean_fifo: VecDeque<(u64, u64)>,
-    /// The next `clean_seq`.
-    next_clean_seq: u64,
+    /// Pages in the order they first became clean: the eviction order
+    /// (see `evict`).
+    clean_fifo: VecDeque<u64>,
     nr_clean: u64,
     nr_dirty: u64,
     nr_writeback: u64,
@@ -335,7 +334,6 @@ impl PageCache {
             bg_thresh,
             pages: HashMap::new(),
             clean_fifo: VecDeque::new(),
-            next_clean_seq: 0,
             nr_clean: 0,
             nr_dirty: 0,
             nr_writeback: 0,
@@ -422,51 +420,40 @@ impl PageCache {
                 e.insert(Page {
                     inode: inode as u32,
                     state: PageState::Clean,
-                    clean_seq: self.next_clean_seq,
+                    in_fifo: true,
                 });
                 self.nr_clean += 1;
-                self.clean_fifo.push_back((p, self.next_clean_seq));
-                self.next_clean_seq += 1;
+                self.clean_fifo.push_back(p);
             }
         }
         self.evict();
     }
 
     /// Drop clean pages, oldest first, while the cache exceeds memory.
+    ///
+    /// A page has one place in the FIFO, taken the first time it became
+    /// clean; writing it again and cleaning it keeps that place. A page
+    /// found dirty or under writeback when its place comes up loses it and
+    /// takes a new one when it is clean again. (Before, every time a page
+    /// became clean added an entry: the FIFO grew by one entry per 4 KiB
+    /// written back in a cache that never fills, 720 MB an hour at
+    /// 100 MB/s; now it holds at most one entry per cached page.)
     fn evict(&mut self) {
         let limit = self.cfg.memory_bytes / PAGE_BYTES;
         while self.nr_clean + self.nr_dirty + self.nr_writeback > limit {
-            let Some((p, seq)) = self.clean_fifo.pop_front() else {
+            let Some(p) = self.clean_fifo.pop_front() else {
                 return;
             };
-            if self.is_fifo_place(p, seq) {
+            let Some(pg) = self.pages.get_mut(&p) else {
+                continue;
+            };
+            if pg.state == PageState::Clean {
                 self.pages.remove(&p);
                 self.nr_clean -= 1;
+            } else {
+                pg.in_fifo = false;
             }
         }
-        self.compact_clean_fifo();
-    }
-
-    /// Is `(p, seq)` the place of clean page `p` in `clean_fifo` (not an
-    /// entry left from an earlier time it was clean)?
-    fn is_fifo_place(&self, p: u64, seq: u64) -> bool {
-        self.pages
-            .get(&p)
-            .is_some_and(|pg| pg.state == PageState::Clean && pg.clean_seq == seq)
-    }
-
-    /// A page is in `clean_fifo` once per time it became clean, and only
-    /// the last counts: drop the others once they outnumber the clean
-    /// pages, or the FIFO grows with every write back of a cache that
-    /// never fills (one entry per 4 KiB written: 720 MB an hour at
-    /// 100 MB/s).
-    fn compact_clean_fifo(&mut self) {
-        if self.clean_fifo.len() as u64 <= 2 * self.nr_clean + 1024 {
-            return;
-        }
-        let mut fifo = std::mem::take(&mut self.clean_fifo);
-        fifo.retain(|&(p, seq)| self.is_fifo_place(p, seq));
-        self.clean_fifo = fifo;
     }
 
     /// Task `task` wrote `[offset, offset+len)` of `inode` at `now`: dirty
@@ -530,7 +517,7 @@ impl PageCache {
                     Page {
                         inode: inode as u32,
                         state: PageState::Dirty,
-                        clean_seq: 0,
+                        in_fifo: false,
                     },
                 );
                 true
@@ -870,10 +857,11 @@ impl PageCache {
             match pg.state {
                 PageState::Writeback => {
                     pg.state = PageState::Clean;
-                    pg.clean_seq = self.next_clean_seq;
                     self.nr_clean += 1;
-                    self.clean_fifo.push_back((p, self.next_clean_seq));
-                    self.next_clean_seq += 1;
+                    if !pg.in_fifo {
+                        pg.in_fifo = true;
+                        self.clean_fifo.push_back(p);
+                    }
                     if errno == 0 && !self.written_clean.insert(p) {
                         self.double_writebacks += 1;
                     }
