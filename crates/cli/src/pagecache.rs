@@ -328,3 +328,59 @@ fn json_without_series(
     }
     doc
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blkqos_core::Instant;
+    use blkqos_driver::pagecache::PageCache;
+
+    /// A report whose series has seconds with and without writes.
+    fn report() -> PageCacheReport {
+        let s = |sec: u64| Instant(sec * 1_000_000_000);
+        let mut pc = PageCache::new(PageCacheConfig::default(), s(0), 1);
+        let ino = pc.inode(0, GroupId(1));
+        for (sec, off) in [(0, 0), (3, 1 << 20), (7, 2 << 20)] {
+            pc.write(0, ino, off, 1 << 20, s(sec));
+            pc.fsync(ino);
+            let mut out = Vec::new();
+            pc.poll(s(sec), &mut out);
+            pc.writeback_dispatched();
+            for io in out {
+                pc.device_write_done(io.len, s(sec + 1));
+                pc.writeback_done(io.offset, io.len, s(sec + 1));
+            }
+        }
+        pc.report(s(12))
+    }
+
+    #[test]
+    fn streamed_json_is_what_serde_pretty_prints() {
+        let r = report();
+        // seconds 1, 4 and 8 stored with writes, 12 the end; the rest rebuilt
+        assert_eq!(r.series.len(), 13);
+        assert_eq!(
+            r.series.iter().filter(|x| x.device_write_bytes > 0).count(),
+            3
+        );
+        let groups = |g: GroupId| format!("/g{}", g.idx());
+        let tasks = [TaskName {
+            job: "w".into(),
+            group: "/g1".into(),
+        }];
+        let mut whole = json_without_series(&r, &groups, &tasks);
+        whole["series"] = series_json(&r, &groups);
+        let want = serde_json::to_string_pretty(&whole).unwrap() + "\n";
+        let mut got = Vec::new();
+        render_json(&r, &groups, &tasks, &mut got).unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+        // and with no series
+        let empty = PageCacheReport::default();
+        let mut got = Vec::new();
+        render_json(&empty, &groups, &[], &mut got).unwrap();
+        let want = serde_json::to_string_pretty(&json_without_series(&empty, &groups, &[]))
+            .unwrap()
+            + "\n";
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+    }
+}
