@@ -7,7 +7,8 @@
 //! failed allocation: 100 million job clones (GBs in seconds), a request
 //! trace kept in memory (32 bytes per IO, plus the whole file as one
 //! string), and one 4 MiB IO at 1 byte/s (48 simulated days: the page
-//! cache's per-second series had 4 million empty seconds, 201 MB).
+//! cache's per-second series had 4 million empty seconds, 201 MB). What is
+//! kept up to a limit says so on stderr when the limit cuts it.
 //!
 //! The timeout is a hang guard only; nothing here is timed.
 
@@ -194,4 +195,64 @@ fn a_run_stretched_by_a_limit_completes_in_bounded_memory() {
         "the overrun is explained: {}",
         r.stderr
     );
+}
+
+#[test]
+fn diskstats_snapshots_beyond_the_cap_are_counted_not_kept() {
+    // 101 s at 1 ms: 101,000 snapshots, 100,000 kept
+    let d = tempfile::tempdir().unwrap();
+    let r = blkqos_limited(
+        &[
+            "run",
+            "--name=x",
+            "--rw=read",
+            "--size=1m",
+            "--rate_iops=10",
+            "--runtime=101",
+            "--time_based",
+            "--direct=1",
+            "--diskstats-every=1ms",
+            "--iostat=-d 1 1",
+        ],
+        d.path(),
+    );
+    r.ok();
+    assert!(
+        r.stderr.contains("warning: diskstats snapshots")
+            && r.stderr.contains("100000 were kept")
+            && r.stderr.contains("1000 later ones were not taken"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn writeback_series_beyond_the_cap_says_where_it_stops() {
+    // a write every second for 100,010 s: more seconds with writes than kept
+    let d = tempfile::tempdir().unwrap();
+    let r = blkqos_limited(
+        &[
+            "run",
+            "--name=x",
+            "--rw=write",
+            "--size=1m",
+            "--rate_iops=1",
+            "--runtime=100010",
+            "--time_based",
+            "--direct=1",
+            "--pagecache-report=wb.json",
+        ],
+        d.path(),
+    );
+    r.ok();
+    assert!(
+        r.stderr
+            .contains("warning: wb.json: writeback series truncated: seconds 100001"),
+        "{}",
+        r.stderr
+    );
+    let text = std::fs::read_to_string(d.path().join("wb.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["series"].as_array().map(Vec::len), Some(100_000));
+    assert_eq!(v["series_truncated_at_second"].as_u64(), Some(100_001));
 }
