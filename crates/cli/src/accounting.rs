@@ -4,10 +4,11 @@
 
 use anyhow::{Context, Result};
 use blkqos_core::{DevId, Instant};
-use blkqos_driver::TicksMode;
+use blkqos_driver::{RunResult, TicksMode, MAX_DISKSTATS_SNAPSHOTS};
 use blkqos_iostat::{
-    format_diskstats_line, parse_args, render, Banner, DiskCounters, DiskStatsLine, Sample,
+    format_diskstats_line, parse_args, Banner, DiskCounters, DiskStatsLine, Sample,
 };
+use std::io::Write;
 use std::path::PathBuf;
 
 /// What to account and what to write.
@@ -101,54 +102,63 @@ impl AccountingOptions {
     }
 }
 
-fn samples(dev: (&str, DevId), snaps: &[(Instant, [u64; 17])]) -> Vec<(String, String, Sample)> {
+/// One snapshot as a `/proc` copy: its diskstats line, its uptime file
+/// and the sample iostat reads.
+fn snapshot(dev: (&str, DevId), t: Instant, fields: [u64; 17]) -> (String, String, Sample) {
     let (name, devid) = dev;
-    snaps
-        .iter()
-        .map(|(t, f)| {
-            let counters = DiskCounters::from_fields(*f);
-            let line = format_diskstats_line(devid.major, devid.minor, name, &counters);
-            let cs = t.as_ns() / 10_000_000;
-            let uptime = format!(
-                "{}.{:02} {}.{:02}\n",
-                cs / 100,
-                cs % 100,
-                cs / 100,
-                cs % 100
-            );
-            let sample = Sample::new(
-                cs,
-                vec![DiskStatsLine {
-                    major: devid.major,
-                    minor: devid.minor,
-                    name: name.to_string(),
-                    counters,
-                    nr_counters: 17,
-                }],
-            );
-            (line, uptime, sample)
-        })
-        .collect()
+    let counters = DiskCounters::from_fields(fields);
+    let line = format_diskstats_line(devid.major, devid.minor, name, &counters);
+    let cs = t.as_ns() / 10_000_000;
+    let uptime = format!(
+        "{}.{:02} {}.{:02}\n",
+        cs / 100,
+        cs % 100,
+        cs / 100,
+        cs % 100
+    );
+    let sample = Sample::new(
+        cs,
+        vec![DiskStatsLine {
+            major: devid.major,
+            minor: devid.minor,
+            name: name.to_string(),
+            counters,
+            nr_counters: 17,
+        }],
+    );
+    (line, uptime, sample)
 }
 
-/// Write the snapshot directories and/or the iostat report.
+/// Write snapshot `k` as `dir/NNNN/{diskstats,uptime}`.
+fn write_snapshot_dir(dir: &std::path::Path, k: usize, line: &str, uptime: &str) -> Result<()> {
+    let d = dir.join(format!("{k:04}"));
+    std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+    std::fs::write(d.join("diskstats"), line)
+        .with_context(|| format!("cannot write {}/diskstats", d.display()))?;
+    std::fs::write(d.join("uptime"), uptime)
+        .with_context(|| format!("cannot write {}/uptime", d.display()))
+}
+
+/// Write the snapshot directories and/or the iostat report (to `out`),
+/// one snapshot at a time.
 pub fn write_outputs(
     opts: &AccountingOptions,
     dev: (&str, DevId),
-    snaps: &[(Instant, [u64; 17])],
+    run: &RunResult,
     epoch_s: i64,
-    out: &mut String,
+    out: &mut dyn std::io::Write,
 ) -> Result<()> {
-    let s = samples(dev, snaps);
+    let snaps = &run.diskstats;
+    if run.diskstats_dropped > 0 {
+        eprintln!(
+            "blkqos: warning: diskstats snapshots: the first {MAX_DISKSTATS_SNAPSHOTS} were kept and the end of the run; {} later ones were not taken (use a longer --diskstats-every)",
+            run.diskstats_dropped
+        );
+    }
     if let Some(dir) = &opts.diskstats_dir {
-        for (k, (line, uptime, _)) in s.iter().enumerate() {
-            let d = dir.join(format!("{k:04}"));
-            std::fs::create_dir_all(&d)
-                .with_context(|| format!("cannot create {}", d.display()))?;
-            std::fs::write(d.join("diskstats"), line)
-                .with_context(|| format!("cannot write {}/diskstats", d.display()))?;
-            std::fs::write(d.join("uptime"), uptime)
-                .with_context(|| format!("cannot write {}/uptime", d.display()))?;
+        for (k, (t, f)) in snaps.iter().enumerate() {
+            let (line, uptime, _) = snapshot(dev, *t, *f);
+            write_snapshot_dir(dir, k, &line, &uptime)?;
         }
     }
     if let Some(args) = &opts.iostat_args {
@@ -162,8 +172,11 @@ pub fn write_outputs(
             nr_cpus: 1,
             time: epoch_s,
         };
-        let samples: Vec<Sample> = s.into_iter().map(|x| x.2).collect();
-        out.push_str(&render(&o, &banner, &samples).map_err(|e| anyhow::anyhow!("iostat: {e}"))?);
+        let mut samples = snaps.iter().map(|(t, f)| Ok(snapshot(dev, *t, *f).2));
+        let mut w = std::io::BufWriter::new(out);
+        blkqos_iostat::run(&o, &banner, &mut samples, &mut w)
+            .map_err(|e| anyhow::anyhow!("iostat: {e}"))?;
+        w.flush().context("cannot write the iostat report")?;
     }
     Ok(())
 }

@@ -5,11 +5,12 @@ use crate::accounting::AccountingOptions;
 use crate::controllers::{build_stack, ControllerOptions};
 use crate::knobs::{split_target, KnobFile};
 use crate::scenario::{parse_at, scalar_to_string, Source};
+use crate::streams::{ControllerTrace, SharedStreams, Streams};
 use anyhow::{bail, Context, Result};
 use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions, RunResult};
-use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat};
+use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat, MAX_JOBS};
 use blkqos_sim::{DeviceSpec, SimBackend};
 use blkqos_workload::{JobSpec, SizeSpec};
 use std::path::PathBuf;
@@ -60,6 +61,8 @@ pub struct Experiment {
     pub parse_only: bool,
     /// `--showcmd`: print fio's command-line form of the job files, run nothing.
     pub showcmd: Option<String>,
+    /// Outputs written during the run ([`Experiment::open_streams`]).
+    pub streams: Option<SharedStreams>,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -240,6 +243,7 @@ impl Experiment {
             );
         }
         let mut invocations = Vec::new();
+        let mut run_clones = 0u64;
         for (i, f) in sc.fio.iter().enumerate() {
             let given = [f.job_file.is_some(), f.job.is_some(), f.args.is_some()];
             let anchor = f
@@ -311,6 +315,10 @@ impl Experiment {
                 }
                 None => None,
             };
+            run_clones += clones(&jobs);
+            if run_clones > u64::from(MAX_JOBS) {
+                bail!(src.err(anchor, too_many_clones(i, run_clones)));
+            }
             invocations.push(Invocation {
                 jobs,
                 cgroup,
@@ -350,6 +358,7 @@ impl Experiment {
             pagecache,
             real,
             trace_out: None,
+            streams: None,
         })
     }
 
@@ -470,6 +479,7 @@ impl Experiment {
             pagecache,
             real,
             trace_out,
+            streams: None,
             writes,
             invocations: vec![Invocation {
                 jobs,
@@ -483,6 +493,23 @@ impl Experiment {
             }],
         })
     }
+}
+
+/// The job clones of one invocation (`numjobs` each).
+fn clones(jobs: &JobSet) -> u64 {
+    jobs.jobs.iter().map(|j| u64::from(j.numjobs.max(1))).sum()
+}
+
+/// Why a scenario's `[[fio]]` #`i` (0-based) is refused: its invocations'
+/// job clones add up to `total`. Each fio process has the limit (the fio
+/// parser enforces it per invocation); blkqos runs all of them in one
+/// process and keeps the same limit for the whole run, so the memory of a
+/// run stays bounded.
+fn too_many_clones(i: usize, total: u64) -> String {
+    format!(
+        "[[fio]] #{}: maximum number of jobs reached: the scenario's invocations add up to {total} jobs (numjobs clones included); blkqos runs at most {MAX_JOBS} per run (fio 3.33's limit per invocation)",
+        i + 1
+    )
 }
 
 /// The group the one-off knob flags apply to: the jobs' `cgroup=`.
@@ -626,11 +653,7 @@ impl Experiment {
     /// The cgroup tree and the job clones of the run, laid out on a device
     /// of `capacity` bytes named `dev_name`.
     pub fn plan(&self, layout_dev: &DeviceSpec, whole: Option<&str>) -> Result<Plan> {
-        let mut tree = CgroupTree::new();
-        for w in &self.writes {
-            tree.ensure(&w.cgroup)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", w.origin))?;
-        }
+        let mut tree = self.cgroup_tree()?;
         let mut layout = Layout {
             next_free: 0,
             files: Vec::new(),
@@ -668,6 +691,43 @@ impl Experiment {
         })
     }
 
+    /// The run's cgroups: those knobs are written to, then the jobs' (in
+    /// the order [`Experiment::plan`] meets them, so ids agree).
+    pub fn cgroup_tree(&self) -> Result<CgroupTree> {
+        let mut tree = CgroupTree::new();
+        for w in &self.writes {
+            tree.ensure(&w.cgroup)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", w.origin))?;
+        }
+        for inv in &self.invocations {
+            for spec in &inv.jobs.jobs {
+                if let Some(p) = spec.cgroup.as_deref().or(inv.cgroup.as_deref()) {
+                    tree.ensure(p).map_err(|e| {
+                        anyhow::anyhow!("job `{}` ({}): cgroup=`{p}`: {e}", spec.name, origin(spec))
+                    })?;
+                }
+            }
+        }
+        Ok(tree)
+    }
+
+    /// Open the outputs written while the run goes: the request trace and,
+    /// on the simulator, the controllers' trace (the real engine's device
+    /// name is known only once its target is open: its trace is written
+    /// after the run).
+    pub fn open_streams(&mut self) -> Result<()> {
+        let mut s = Streams::default();
+        if let Some(p) = &self.accounting.request_trace {
+            let trace = crate::request_trace::RequestTrace::create(p, self.cgroup_tree()?)?;
+            s.requests = Some(trace);
+        }
+        if let (Some(p), None) = (&self.trace_out, &self.real) {
+            s.controllers = Some(ControllerTrace::create(p, &self.device.name)?);
+        }
+        self.streams = (!s.is_empty()).then(|| Arc::new(std::sync::Mutex::new(s)));
+        Ok(())
+    }
+
     /// Driver options for this experiment with a given host model.
     pub fn run_options(&self, host: HostModel, stop: Option<Arc<AtomicBool>>) -> RunOptions {
         RunOptions {
@@ -683,7 +743,9 @@ impl Experiment {
             } else {
                 None
             },
-            trace_requests: self.accounting.request_trace.is_some(),
+            // the request trace streams to its file (open_streams)
+            trace_requests: false,
+            sink: self.streams.clone().map(|s| s as blkqos_driver::SharedSink),
             lat_hist: self.accounting.lat_hist.is_some(),
             // the real engine's buffered IO goes through the kernel's cache
             pagecache: None,
@@ -801,6 +863,14 @@ pub fn trace_for(
     let mut s = String::new();
     if let Some(p) = out {
         stack.drain_trace(dev, p.extension().is_some_and(|e| e == "jsonl"), &mut s);
+        let dropped = stack.trace_dropped();
+        if dropped > 0 {
+            eprintln!(
+                "blkqos: warning: {}: the trace holds the first {} periods; {dropped} later periods were not recorded",
+                p.display(),
+                blkqos_core::iocost::trace::TRACE_CAPACITY
+            );
+        }
     }
     s
 }

@@ -20,6 +20,7 @@ mod real;
 mod request_trace;
 mod scenario;
 mod stdout;
+mod streams;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -137,12 +138,19 @@ blkqos flags:
   --lat-hist=FILE                after the run, write latency percentiles per device (request
                                  start -> completion) and per cgroup (submit -> completion, with
                                  io.max/iocost wait) to FILE; FILE.json = JSON
-  --request-trace=FILE           after the run, write every request (cgroup, direction, submit,
-                                 start and completion ns) to FILE, one line each
+  --request-trace=FILE           write every request (cgroup, direction, submit, start and
+                                 completion ns) to FILE, one line each, as the run goes
 
 A scenario file (TOML) holds a [device], cgroup knob writes ([[write]] file=...
 value=...) and fio invocations ([[fio]] with job_file=, job= or args=, cgroup=,
 output=, output_format=). See examples/ and docs/SCENARIOS.md.
+
+Memory stays bounded: at most 4088 job clones (numjobs included) per fio
+invocation and per run, as fio 3.33; --request-trace and the simulator's
+--iocost-trace are written as the run goes; diskstats snapshots and the
+writeback report's seconds keep at most 100,000 entries (the real engine's
+iocost trace 60,000 periods), with a warning on stderr when that cuts them
+(docs/SCENARIOS.md, \"Limits\").
 
 Same scenario + same seed gives byte-identical output; timestamps come from
 SOURCE_DATE_EPOCH when set. Exit status: 0 ok, 1 run failure, 2 bad input.";

@@ -37,7 +37,7 @@ fn epoch_ms() -> u64 {
 }
 
 pub fn run_command(args: &[String]) -> Result<(), Failure> {
-    let exp = build(args).map_err(input)?;
+    let mut exp = build(args).map_err(input)?;
     if let Some(text) = &exp.showcmd {
         return crate::stdout::write_out(text).map_err(|e| runtime(e.into()));
     }
@@ -46,6 +46,7 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         return exp.check().map_err(input);
     }
     check_outputs(&exp).map_err(input)?;
+    exp.open_streams().map_err(runtime)?;
     let t0 = epoch_ms();
     let ran = match &exp.real {
         Some(r) => crate::real::run_real(&exp, r),
@@ -58,6 +59,9 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             input(e)
         }
     })?;
+    if let Some(s) = &exp.streams {
+        crate::streams::Streams::finish(s).map_err(runtime)?;
+    }
     warn_unapplied_writes(&exp, &ran);
     // a closed stdout (`| head`) must not cost the files the user asked for
     let mut stdout_closed = None;
@@ -67,23 +71,26 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         }
         stdout_closed = Some(e);
     }
-    if exp.accounting.wants_snapshots() {
-        let mut out = String::new();
-        crate::accounting::write_outputs(
+    note_overrun(&ran);
+    if exp.accounting.wants_snapshots() && stdout_closed.is_none() {
+        if let Err(e) = crate::accounting::write_outputs(
             &exp.accounting,
             (&ran.dev_name, ran.devid),
-            &ran.result.diskstats,
+            &ran.result,
             (t0 / 1000) as i64,
-            &mut out,
-        )
-        .map_err(runtime)?;
-        if stdout_closed.is_none() {
-            if let Err(e) = crate::stdout::write_out(&out) {
-                stdout_closed = Some(e.into());
+            &mut std::io::stdout().lock(),
+        ) {
+            if !crate::stdout::is_broken_pipe(&e) {
+                return Err(runtime(e));
             }
+            stdout_closed = Some(e);
         }
     }
-    if let Some(path) = &exp.trace_out {
+    let streamed = exp
+        .streams
+        .as_ref()
+        .is_some_and(crate::streams::Streams::has_controller_trace);
+    if let (Some(path), false) = (&exp.trace_out, streamed) {
         std::fs::write(path, &ran.trace)
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
@@ -93,37 +100,13 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
-    if let Some(path) = &exp.accounting.request_trace {
-        std::fs::write(path, crate::request_trace::format_request_trace(&ran))
-            .with_context(|| format!("cannot write {}", path.display()))
-            .map_err(runtime)?;
-    }
     if let Some(path) = &exp.io_stat_out {
         std::fs::write(path, format_io_stat(&ran))
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
     if let (Some(path), Some(report)) = (&exp.pagecache.report, &ran.result.pagecache) {
-        let groups = |g| ran.tree.path(g).to_string();
-        let tasks: Vec<crate::pagecache::TaskName> = ran
-            .result
-            .jobs
-            .iter()
-            .map(|j| crate::pagecache::TaskName {
-                job: j.spec.name.clone(),
-                group: ran.tree.path(j.group).to_string(),
-            })
-            .collect();
-        let text = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::to_string_pretty(&crate::pagecache::render_json(report, &groups, &tasks))
-                .expect("JSON values serialize")
-                + "\n"
-        } else {
-            crate::pagecache::render_text(report, &groups, &tasks)
-        };
-        std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))
-            .map_err(runtime)?;
+        write_pagecache_report(path, report, &ran).map_err(runtime)?;
     }
     match stdout_closed {
         Some(e) => Err(runtime(e)),
@@ -176,6 +159,76 @@ fn warn_unapplied_writes(exp: &Experiment, ran: &Ran) {
             end_ns as f64 / 1e9
         );
     }
+}
+
+/// How far past its `runtime=` a job may end before [`note_overrun`] says
+/// why.
+const OVERRUN_NOTE_MS: u64 = 10_000;
+
+/// A job stops issuing at its `runtime=`, but IO it already submitted is
+/// waited for, as fio does (`cleanup_pending_aio`: a submitted block IO
+/// cannot be cancelled, so `io_u_queued_complete` waits for it): a limit
+/// holding that IO can make the job, and its report's `run=`, far longer
+/// than the runtime. Say so on stderr for the job that overran most
+/// (`end_fsync` jobs wait for their fsync by design and are left out).
+fn note_overrun(ran: &Ran) {
+    let worst = ran
+        .result
+        .jobs
+        .iter()
+        .filter_map(|j| overrun_ms(j).map(|o| (o, j)))
+        .max_by_key(|o| o.0 .0);
+    if let Some(((_, runtime_ms), j)) = worst {
+        eprintln!(
+            "blkqos: note: job `{}` stopped issuing at {:.3} s (runtime=), but ran {:.3} s: IO it submitted before then is waited for, as fio waits for it (a submitted block IO cannot be cancelled), and a limit or the device held it that long",
+            j.spec.name,
+            runtime_ms as f64 / 1e3,
+            j.stats.job_runtime_ms as f64 / 1e3
+        );
+    }
+}
+
+/// How far past its runtime job `j` ran, beyond [`OVERRUN_NOTE_MS`], and
+/// its runtime (ms): None for a job within it, with no runtime, or with
+/// `end_fsync`.
+fn overrun_ms(j: &blkqos_driver::JobResult) -> Option<(u64, u64)> {
+    let runtime_ms = j.spec.runtime.filter(|_| !j.spec.end_fsync)?.as_ns() / 1_000_000;
+    let over_ms = j.stats.job_runtime_ms.checked_sub(runtime_ms)?;
+    (over_ms > OVERRUN_NOTE_MS).then_some((over_ms, runtime_ms))
+}
+
+/// The writeback report (`--pagecache-report`), written as it is formatted.
+fn write_pagecache_report(
+    path: &std::path::Path,
+    report: &blkqos_driver::PageCacheReport,
+    ran: &Ran,
+) -> Result<()> {
+    let groups = |g| ran.tree.path(g).to_string();
+    let tasks: Vec<crate::pagecache::TaskName> = ran
+        .result
+        .jobs
+        .iter()
+        .map(|j| crate::pagecache::TaskName {
+            job: j.spec.name.clone(),
+            group: ran.tree.path(j.group).to_string(),
+        })
+        .collect();
+    if let Some(sec) = report.series.truncated_at() {
+        eprintln!(
+            "blkqos: warning: {}: {}",
+            path.display(),
+            crate::pagecache::truncation_note(sec)
+        );
+    }
+    let mut out = crate::streams::FileOut::create(path)?;
+    out.write_with(|o| {
+        if path.extension().is_some_and(|e| e == "json") {
+            crate::pagecache::render_json(report, &groups, &tasks, o)
+        } else {
+            crate::pagecache::render_text(report, &groups, &tasks, o)
+        }
+    });
+    out.finish()
 }
 
 /// Every group's `io.stat` as the kernel prints it (`blkcg_print_one_stat`):

@@ -5,7 +5,7 @@
 use blkqos_core::GroupId;
 use blkqos_driver::pagecache::{DirtyLimit, PAGE_BYTES};
 use blkqos_driver::{PageCacheConfig, PageCacheReport, WritebackMode};
-use std::fmt::Write as _;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Page cache settings of a run.
@@ -20,6 +20,8 @@ pub struct PageCacheOptions {
     pub cfg: PageCacheConfig,
     /// Write the writeback report here (JSON when it ends in `.json`).
     pub report: Option<PathBuf>,
+    /// Keep the per-second series without a report (lab compare reads it).
+    pub keep_series: bool,
 }
 
 pub const KEYS: &str = "enable, memory, dirty_ratio, dirty_background_ratio, dirty_bytes, \
@@ -84,8 +86,16 @@ impl PageCacheOptions {
         Ok(())
     }
 
+    /// The per-second series is kept only when something reads it.
+    fn wants_series(&self) -> bool {
+        self.report.is_some() || self.keep_series
+    }
+
     pub fn config(&self) -> Option<PageCacheConfig> {
-        (!self.disabled).then(|| self.cfg.clone())
+        (!self.disabled).then(|| PageCacheConfig {
+            series: self.wants_series(),
+            ..self.cfg.clone()
+        })
     }
 
     /// The real engine's write-back buffer, if asked for: the same model,
@@ -94,6 +104,7 @@ impl PageCacheOptions {
         self.enabled_explicitly.then(|| PageCacheConfig {
             cache_reads: false,
             drain_at_end: true,
+            series: self.wants_series(),
             ..self.cfg.clone()
         })
     }
@@ -109,59 +120,63 @@ const MB: f64 = 1_000_000.0;
 const MIB: f64 = 1_048_576.0;
 
 /// The report as text: the per-second series (device writes and each
-/// group's writeback in MB/s, dirty and writeback MiB) and per-task stats.
+/// group's writeback in MB/s, dirty and writeback MiB) and per-task stats,
+/// written as it is formatted (the series of a long run is long).
 pub fn render_text(
     r: &PageCacheReport,
     groups: &dyn Fn(GroupId) -> String,
     tasks: &[TaskName],
-) -> String {
-    let mut s = String::new();
+    s: &mut dyn Write,
+) -> std::io::Result<()> {
     let page_mib = |p: u64| (p * PAGE_BYTES) as f64 / MIB;
-    let _ = writeln!(
+    writeln!(
         s,
         "# blkqos writeback: mode={} dirty_thresh={:.1}MiB dirty_background_thresh={:.1}MiB",
         r.mode,
         page_mib(r.thresh_pages),
         page_mib(r.bg_thresh_pages)
-    );
+    )?;
     let mut owners: Vec<GroupId> = r.written_back_bytes.iter().map(|g| g.0).collect();
     owners.sort();
-    let _ = write!(s, "{:>5} {:>10}", "sec", "disk MB/s");
+    write!(s, "{:>5} {:>10}", "sec", "disk MB/s")?;
     for g in &owners {
-        let _ = write!(s, " {:>14}", format!("wb {} MB/s", groups(*g)));
+        write!(s, " {:>14}", format!("wb {} MB/s", groups(*g)))?;
     }
-    let _ = writeln!(s, " {:>10} {:>14}", "dirty MiB", "writeback MiB");
+    writeln!(s, " {:>10} {:>14}", "dirty MiB", "writeback MiB")?;
     for (i, x) in r.series.iter().enumerate() {
-        let _ = write!(s, "{:>5} {:>10.2}", i + 1, x.device_write_bytes as f64 / MB);
+        write!(s, "{:>5} {:>10.2}", i + 1, x.device_write_bytes as f64 / MB)?;
         for g in &owners {
             let b = x
                 .writeback_bytes
                 .iter()
                 .find(|w| w.0 == *g)
                 .map_or(0, |w| w.1);
-            let _ = write!(s, " {:>14.2}", b as f64 / MB);
+            write!(s, " {:>14.2}", b as f64 / MB)?;
         }
-        let _ = writeln!(
+        writeln!(
             s,
             " {:>10.1} {:>14.1}",
             page_mib(x.dirty_pages),
             page_mib(x.writeback_pages)
-        );
+        )?;
     }
-    let _ = writeln!(s, "# per group: dirtied vs written back (bytes)");
+    if let Some(sec) = r.series.truncated_at() {
+        writeln!(s, "# {}", truncation_note(sec))?;
+    }
+    writeln!(s, "# per group: dirtied vs written back (bytes)")?;
     for (g, d) in &r.dirtied_bytes {
         let w = r
             .written_back_bytes
             .iter()
             .find(|x| x.0 == *g)
             .map_or(0, |x| x.1);
-        let _ = writeln!(s, "{} dirtied={d} written_back={w}", groups(*g));
+        writeln!(s, "{} dirtied={d} written_back={w}", groups(*g))?;
     }
-    let _ = writeln!(
+    writeln!(
         s,
         "# per task: balance_dirty_pages pauses and fsync (io-throttle's per-task stats)"
-    );
-    let _ = writeln!(
+    )?;
+    writeln!(
         s,
         "{:<16} {:<12} {:>14} {:>8} {:>14} {:>12} {:>7} {:>10} {:>10}",
         "job",
@@ -173,9 +188,9 @@ pub fn render_text(
         "fsyncs",
         "fsync_ms",
         "dirty_end"
-    );
+    )?;
     for (t, n) in r.tasks.iter().zip(tasks) {
-        let _ = writeln!(
+        writeln!(
             s,
             "{:<16} {:<12} {:>14} {:>8} {:>14.1} {:>12.1} {:>7} {:>10.1} {:>10}",
             n.job,
@@ -187,37 +202,94 @@ pub fn render_text(
             t.fsyncs,
             t.fsync_ns_total as f64 / 1e6,
             t.dirty_pages_end
-        );
+        )?;
     }
-    s
+    Ok(())
 }
 
-/// The report as JSON.
+/// What a truncated series says (report and stderr): from which second
+/// (1-based, as the report counts them) nothing was recorded.
+pub fn truncation_note(first_missing_sec: u64) -> String {
+    format!(
+        "writeback series truncated: seconds {} and later are not recorded (at most {} seconds with writes are kept)",
+        first_missing_sec + 1,
+        blkqos_driver::pagecache::MAX_SERIES_ENTRIES
+    )
+}
+
+/// One second of the series as JSON.
+fn second_json(
+    i: usize,
+    x: &blkqos_driver::pagecache::SecondSample,
+    groups: &dyn Fn(GroupId) -> String,
+) -> serde_json::Value {
+    let wb: serde_json::Map<String, serde_json::Value> = x
+        .writeback_bytes
+        .iter()
+        .map(|(g, b)| (groups(*g), serde_json::json!(b)))
+        .collect();
+    serde_json::json!({
+        "second": i + 1,
+        "device_write_bytes": x.device_write_bytes,
+        "writeback_bytes": wb,
+        "dirty_pages": x.dirty_pages,
+        "writeback_pages": x.writeback_pages,
+    })
+}
+
+/// The series as a JSON array (short runs: lab compare).
+pub fn series_json(r: &PageCacheReport, groups: &dyn Fn(GroupId) -> String) -> serde_json::Value {
+    r.series
+        .iter()
+        .enumerate()
+        .map(|(i, x)| second_json(i, &x, groups))
+        .collect()
+}
+
+/// The report as pretty-printed JSON (and a newline), written as it is
+/// formatted: the document without its series, with the series' seconds
+/// spliced in one by one, indented as `serde_json::to_string_pretty`
+/// indents an array two levels deep.
 pub fn render_json(
+    r: &PageCacheReport,
+    groups: &dyn Fn(GroupId) -> String,
+    tasks: &[TaskName],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    const EMPTY: &str = "\"series\": []";
+    let doc = serde_json::to_string_pretty(&json_without_series(r, groups, tasks))
+        .expect("JSON values serialize");
+    // the first key holding user text comes after the series
+    let (head, tail) = doc.split_at(doc.find(EMPTY).unwrap_or(doc.len()));
+    out.write_all(head.as_bytes())?;
+    if r.series.is_empty() || !tail.starts_with(EMPTY) {
+        out.write_all(tail.as_bytes())?;
+        return out.write_all(b"\n");
+    }
+    out.write_all(b"\"series\": [")?;
+    for (i, x) in r.series.iter().enumerate() {
+        let one = serde_json::to_string_pretty(&second_json(i, &x, groups))
+            .expect("JSON values serialize");
+        out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
+        for (k, line) in one.lines().enumerate() {
+            if k > 0 {
+                out.write_all(b"\n")?;
+            }
+            write!(out, "    {line}")?;
+        }
+    }
+    out.write_all(b"\n  ]")?;
+    out.write_all(&tail.as_bytes()[EMPTY.len()..])?;
+    out.write_all(b"\n")
+}
+
+/// The report as JSON with an empty series (see [`render_json`]).
+fn json_without_series(
     r: &PageCacheReport,
     groups: &dyn Fn(GroupId) -> String,
     tasks: &[TaskName],
 ) -> serde_json::Value {
     use serde_json::json;
-    let series: Vec<_> = r
-        .series
-        .iter()
-        .enumerate()
-        .map(|(i, x)| {
-            let wb: serde_json::Map<String, serde_json::Value> = x
-                .writeback_bytes
-                .iter()
-                .map(|(g, b)| (groups(*g), json!(b)))
-                .collect();
-            json!({
-                "second": i + 1,
-                "device_write_bytes": x.device_write_bytes,
-                "writeback_bytes": wb,
-                "dirty_pages": x.dirty_pages,
-                "writeback_pages": x.writeback_pages,
-            })
-        })
-        .collect();
     let per_group = |v: &[(GroupId, u64)]| -> serde_json::Map<String, serde_json::Value> {
         v.iter().map(|(g, b)| (groups(*g), json!(b))).collect()
     };
@@ -235,15 +307,80 @@ pub fn render_json(
             })
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "mode": r.mode,
         "page_bytes": PAGE_BYTES,
         "dirty_thresh_pages": r.thresh_pages,
         "dirty_background_thresh_pages": r.bg_thresh_pages,
-        "series": series,
+        "series": [],
+    });
+    if let (Some(sec), Some(m)) = (r.series.truncated_at(), doc.as_object_mut()) {
+        m.insert("series_truncated_at_second".into(), json!(sec + 1));
+    }
+    let rest = json!({
         "dirtied_bytes": per_group(&r.dirtied_bytes),
         "written_back_bytes": per_group(&r.written_back_bytes),
         "double_writebacks": r.double_writebacks,
         "tasks": tasks,
-    })
+    });
+    if let (Some(m), serde_json::Value::Object(rest)) = (doc.as_object_mut(), rest) {
+        m.extend(rest);
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blkqos_core::Instant;
+    use blkqos_driver::pagecache::PageCache;
+
+    /// A report whose series has seconds with and without writes.
+    fn report() -> PageCacheReport {
+        let s = |sec: u64| Instant(sec * 1_000_000_000);
+        let mut pc = PageCache::new(PageCacheConfig::default(), s(0), 1);
+        let ino = pc.inode(0, GroupId(1));
+        for (sec, off) in [(0, 0), (3, 1 << 20), (7, 2 << 20)] {
+            pc.write(0, ino, off, 1 << 20, s(sec));
+            pc.fsync(ino);
+            let mut out = Vec::new();
+            pc.poll(s(sec), &mut out);
+            pc.writeback_dispatched();
+            for io in out {
+                pc.device_write_done(io.len, s(sec + 1));
+                pc.writeback_done(io.offset, io.len, s(sec + 1));
+            }
+        }
+        pc.report(s(12))
+    }
+
+    #[test]
+    fn streamed_json_is_what_serde_pretty_prints() {
+        let r = report();
+        // seconds 1, 4 and 8 stored with writes, 12 the end; the rest rebuilt
+        assert_eq!(r.series.len(), 13);
+        assert_eq!(
+            r.series.iter().filter(|x| x.device_write_bytes > 0).count(),
+            3
+        );
+        let groups = |g: GroupId| format!("/g{}", g.idx());
+        let tasks = [TaskName {
+            job: "w".into(),
+            group: "/g1".into(),
+        }];
+        let mut whole = json_without_series(&r, &groups, &tasks);
+        whole["series"] = series_json(&r, &groups);
+        let want = serde_json::to_string_pretty(&whole).unwrap() + "\n";
+        let mut got = Vec::new();
+        render_json(&r, &groups, &tasks, &mut got).unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+        // and with no series
+        let empty = PageCacheReport::default();
+        let mut got = Vec::new();
+        render_json(&empty, &groups, &[], &mut got).unwrap();
+        let want = serde_json::to_string_pretty(&json_without_series(&empty, &groups, &[]))
+            .unwrap()
+            + "\n";
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+    }
 }

@@ -10,30 +10,55 @@
 //! Times are ns since the start of the run. `submit` is when the IO
 //! entered the block layer (before io.max and iocost), `start` when its
 //! request started on the device (`blk_account_io_start`), `complete` its
-//! completion. Lines are in completion order. The trace grows by one
-//! record (32 bytes) per IO during the run: meant for short runs.
+//! completion. Lines are in completion order. They are written while the
+//! run goes (through a buffer), so a trace of any length takes constant
+//! memory.
 
-use crate::experiment::Ran;
+use crate::streams::FileOut;
+use anyhow::Result;
+use blkqos_core::CgroupTree;
 use blkqos_driver::lathist::DIR_NAMES;
-use std::fmt::Write;
+use blkqos_driver::RequestRecord;
+use std::io::Write;
+use std::path::Path;
 
-/// The trace file's text.
-pub fn format_request_trace(ran: &Ran) -> String {
-    let mut out = String::from("# group dir submit_ns start_ns complete_ns\n");
-    for r in &ran.result.request_trace {
-        let path = if r.group.idx() < ran.tree.len() {
-            ran.tree.path(r.group)
+/// The trace file, open for the run.
+#[derive(Debug)]
+pub struct RequestTrace {
+    out: FileOut,
+    /// Names the requests' groups.
+    tree: CgroupTree,
+}
+
+impl RequestTrace {
+    /// Create `path` and write the header line.
+    pub fn create(path: &Path, tree: CgroupTree) -> Result<Self> {
+        let mut out = FileOut::create(path)?;
+        out.write_with(|o| o.write_all(b"# group dir submit_ns start_ns complete_ns\n"));
+        Ok(RequestTrace { out, tree })
+    }
+
+    /// One request's line.
+    pub fn record(&mut self, r: &RequestRecord) {
+        let path = if r.group.idx() < self.tree.len() {
+            self.tree.path(r.group)
         } else {
             "?"
         };
-        let _ = writeln!(
-            out,
-            "{path} {} {} {} {}",
-            DIR_NAMES[r.op.stat_group()],
-            r.submitted_at.as_ns(),
-            r.started_at.as_ns(),
-            r.completed_at.as_ns()
-        );
+        self.out.write_with(|o| {
+            writeln!(
+                o,
+                "{path} {} {} {} {}",
+                DIR_NAMES[r.op.stat_group()],
+                r.submitted_at.as_ns(),
+                r.started_at.as_ns(),
+                r.completed_at.as_ns()
+            )
+        });
     }
-    out
+
+    /// Flush: the first error of the whole trace, if any.
+    pub fn finish(&mut self) -> Result<()> {
+        self.out.finish()
+    }
 }

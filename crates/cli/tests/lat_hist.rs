@@ -352,10 +352,10 @@ fn text_and_json_agree() {
     }
 }
 
-/// `[accounting] lat_hist` in a scenario: the path is relative to the
-/// scenario file, like `diskstats_dir`.
+/// `[accounting] lat_hist` in a scenario: an output, so relative to the
+/// current directory (as fio's `--output`), never next to the scenario.
 #[test]
-fn scenario_key_writes_next_to_the_scenario() {
+fn scenario_key_writes_to_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
     let sub = dir.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
@@ -363,11 +363,12 @@ fn scenario_key_writes_next_to_the_scenario() {
         "[host]",
         "[accounting]\nlat_hist = \"out/lat.json\"\n[host]",
     );
-    std::fs::create_dir(sub.join("out")).unwrap();
+    std::fs::create_dir(dir.path().join("out")).unwrap();
     write_file(&sub, "s.toml", &text);
     blkqos(&["run", "sub/s.toml"], Some(dir.path())).ok();
     let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(sub.join("out/lat.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/lat.json")).unwrap())
+            .unwrap();
     assert!(doc["groups"].as_array().is_some_and(|g| g.len() == 5));
-    assert!(!dir.path().join("out").exists());
+    assert!(!sub.join("out").exists());
 }

@@ -89,6 +89,12 @@ pub trait Controller {
     /// trace turns them off: the records cost memory and timer time.
     fn set_trace(&mut self, _on: bool) {}
 
+    /// Trace records not kept because the trace was not drained in time
+    /// (it holds a bounded number between drains).
+    fn trace_dropped(&self) -> u64 {
+        0
+    }
+
     /// Does this controller never hold, time or observe anything (every
     /// method a no-op, every IO dispatched)? The stack then skips it on
     /// the per-IO path. Must not change over the controller's lifetime.
@@ -433,6 +439,11 @@ impl ControllerStack {
         for s in &mut self.stages {
             s.drain_trace(dev, json, out);
         }
+    }
+
+    /// Every stage's trace records not kept ([`Controller::trace_dropped`]).
+    pub fn trace_dropped(&self) -> u64 {
+        self.stages.iter().map(|s| s.trace_dropped()).sum()
     }
 }
 

@@ -7,7 +7,10 @@
 //! first bucket whose cumulative count reaches `p/100 · N` (nearest rank),
 //! reported as the bucket's *midpoint* — so a percentile may exceed `max`.
 //!
-//! Recording is one array increment: no allocation per IO.
+//! Recording is one array increment: no allocation per IO. The buckets
+//! (14.5 KiB) are allocated at the first sample, so the many histograms a
+//! job keeps for directions and latency kinds it never records cost
+//! nothing (4088 job clones, fio's maximum, each keep ten).
 
 /// log2 of the buckets per power-of-two group.
 pub const PLAT_BITS: u32 = 6;
@@ -89,7 +92,8 @@ fn reaches(cum: u64, p: f64, n: u64) -> bool {
 /// A latency histogram with fio's buckets.
 #[derive(Clone)]
 pub struct LatHist {
-    buckets: Box<[u64; PLAT_NR]>,
+    /// None until the first sample (all zero).
+    buckets: Option<Box<[u64; PLAT_NR]>>,
     n: u64,
 }
 
@@ -108,32 +112,44 @@ impl std::fmt::Debug for LatHist {
 impl LatHist {
     pub fn new() -> Self {
         LatHist {
-            buckets: Box::new([0; PLAT_NR]),
+            buckets: None,
             n: 0,
         }
     }
+    /// The buckets, allocated (zero) on first use.
+    #[inline]
+    fn buckets_mut(&mut self) -> &mut [u64; PLAT_NR] {
+        self.buckets.get_or_insert_with(|| Box::new([0; PLAT_NR]))
+    }
     #[inline]
     pub fn record(&mut self, ns: u64) {
-        self.buckets[val_to_idx(ns)] += 1;
+        self.buckets_mut()[val_to_idx(ns)] += 1;
         self.n += 1;
     }
     pub fn count(&self) -> u64 {
         self.n
     }
     pub fn merge(&mut self, other: &LatHist) {
-        for (a, b) in self.buckets.iter_mut().zip(other.buckets.iter()) {
-            *a += *b;
+        if let Some(theirs) = &other.buckets {
+            for (a, b) in self.buckets_mut().iter_mut().zip(theirs.iter()) {
+                *a += *b;
+            }
         }
         self.n += other.n;
     }
     pub fn clear(&mut self) {
-        self.buckets.fill(0);
+        if let Some(b) = &mut self.buckets {
+            b.fill(0);
+        }
         self.n = 0;
+    }
+    /// Every bucket's count in order (none before the first sample).
+    fn counts(&self) -> impl Iterator<Item = &u64> + '_ {
+        self.buckets.iter().flat_map(|b| b.iter())
     }
     /// Non-empty buckets as (reported value, count): json+ `bins`.
     pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.buckets
-            .iter()
+        self.counts()
             .enumerate()
             .filter(|(_, &c)| c > 0)
             .map(|(i, &c)| (idx_to_val(i), c))
@@ -149,7 +165,7 @@ impl LatHist {
         }
         let mut cum = 0u64;
         let mut j = 0;
-        'outer: for (i, &c) in self.buckets.iter().enumerate() {
+        'outer: for (i, &c) in self.counts().enumerate() {
             cum += c;
             while reaches(cum, plist[j], self.n) {
                 out.push((plist[j], idx_to_val(i)));

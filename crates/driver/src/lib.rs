@@ -22,4 +22,7 @@ pub use account::{DiskStats, TicksMode};
 pub use backend::{Backend, Completion};
 pub use lathist::{LatDist, LatHists};
 pub use pagecache::{PageCacheConfig, PageCacheReport, WritebackMode};
-pub use run::{run, HostModel, JobResult, RequestRecord, RunError, RunOptions, RunResult};
+pub use run::{
+    run, HostModel, JobResult, RequestRecord, RunError, RunOptions, RunResult, RunSink, SharedSink,
+    MAX_DISKSTATS_SNAPSHOTS,
+};

@@ -143,6 +143,9 @@ pub struct PageCacheConfig {
     /// under writeback: reads go to the target and the buffer's newer
     /// pages are laid over what it returns.
     pub cache_reads: bool,
+    /// Keep the per-second writeback series ([`PageCacheReport::series`]):
+    /// only a written report needs it.
+    pub series: bool,
     /// When the jobs are done (or stopped), write every dirty page back
     /// and flush before the run ends (the real engine's write-back buffer:
     /// nothing acknowledged is left behind). The simulator leaves dirty
@@ -173,6 +176,7 @@ impl Default for PageCacheConfig {
             copy_bytes_per_s: 8 << 30,
             cache_reads: true,
             drain_at_end: false,
+            series: true,
         }
     }
 }
@@ -190,6 +194,9 @@ enum PageState {
 struct Page {
     inode: u32,
     state: PageState,
+    /// It has a place in `clean_fifo` (the first time it became clean
+    /// since it entered the cache or since eviction passed it over).
+    in_fifo: bool,
 }
 
 struct Inode {
@@ -262,7 +269,8 @@ pub struct PageCacheReport {
     pub mode: &'static str,
     pub thresh_pages: u64,
     pub bg_thresh_pages: u64,
-    pub series: Vec<SecondSample>,
+    /// One sample per second (empty when not kept: [`PageCacheConfig::series`]).
+    pub series: Series,
     /// Indexed by job slot.
     pub tasks: Vec<TaskStats>,
     /// Bytes dirtied and bytes written back, per owner group.
@@ -279,6 +287,8 @@ pub struct PageCache {
     thresh: u64,
     bg_thresh: u64,
     pages: HashMap<u64, Page>,
+    /// Pages in the order they first became clean: the eviction order
+    /// (see `evict`).
     clean_fifo: VecDeque<u64>,
     nr_clean: u64,
     nr_dirty: u64,
@@ -300,7 +310,7 @@ pub struct PageCache {
     /// `sync`: (wb, inode, bytes left) of the chunk being written.
     sync_chunk: Option<(usize, usize, u64)>,
     tasks: Vec<TaskStats>,
-    series: Vec<SecondSample>,
+    series: Series,
     dirtied_by_group: HashMap<GroupId, u64>,
     written_by_group: HashMap<GroupId, u64>,
     /// Pages whose writeback completed and that were not dirtied since.
@@ -337,7 +347,7 @@ impl PageCache {
             kupdate_due: false,
             sync_chunk: None,
             tasks: vec![TaskStats::default(); nr_tasks],
-            series: Vec::new(),
+            series: Series::default(),
             dirtied_by_group: HashMap::new(),
             written_by_group: HashMap::new(),
             written_clean: rangeset::PageRanges::default(),
@@ -410,6 +420,7 @@ impl PageCache {
                 e.insert(Page {
                     inode: inode as u32,
                     state: PageState::Clean,
+                    in_fifo: true,
                 });
                 self.nr_clean += 1;
                 self.clean_fifo.push_back(p);
@@ -419,19 +430,28 @@ impl PageCache {
     }
 
     /// Drop clean pages, oldest first, while the cache exceeds memory.
+    ///
+    /// A page has one place in the FIFO, taken the first time it became
+    /// clean; writing it again and cleaning it keeps that place. A page
+    /// found dirty or under writeback when its place comes up loses it and
+    /// takes a new one when it is clean again. (Before, every time a page
+    /// became clean added an entry: the FIFO grew by one entry per 4 KiB
+    /// written back in a cache that never fills, 720 MB an hour at
+    /// 100 MB/s; now it holds at most one entry per cached page.)
     fn evict(&mut self) {
         let limit = self.cfg.memory_bytes / PAGE_BYTES;
         while self.nr_clean + self.nr_dirty + self.nr_writeback > limit {
             let Some(p) = self.clean_fifo.pop_front() else {
                 return;
             };
-            if self
-                .pages
-                .get(&p)
-                .is_some_and(|pg| pg.state == PageState::Clean)
-            {
+            let Some(pg) = self.pages.get_mut(&p) else {
+                continue;
+            };
+            if pg.state == PageState::Clean {
                 self.pages.remove(&p);
                 self.nr_clean -= 1;
+            } else {
+                pg.in_fifo = false;
             }
         }
     }
@@ -497,6 +517,7 @@ impl PageCache {
                     Page {
                         inode: inode as u32,
                         state: PageState::Dirty,
+                        in_fifo: false,
                     },
                 );
                 true
@@ -837,7 +858,10 @@ impl PageCache {
                 PageState::Writeback => {
                     pg.state = PageState::Clean;
                     self.nr_clean += 1;
-                    self.clean_fifo.push_back(p);
+                    if !pg.in_fifo {
+                        pg.in_fifo = true;
+                        self.clean_fifo.push_back(p);
+                    }
                     if errno == 0 && !self.written_clean.insert(p) {
                         self.double_writebacks += 1;
                     }
@@ -852,7 +876,9 @@ impl PageCache {
         if let Some(wb) = wb_of_io.filter(|_| errno == 0) {
             let group = self.wbs[wb].group;
             *self.written_by_group.entry(group).or_default() += len;
-            self.sample(now).writeback_bytes_add(group, len);
+            if let Some(s) = self.sample(now) {
+                s.writeback_bytes_add(group, len);
+            }
             self.update_bw(wb, len, now);
         }
         self.evict();
@@ -881,23 +907,25 @@ impl PageCache {
 
     /// The device completed a write of `bytes` at `now` (any write).
     pub fn device_write_done(&mut self, bytes: u64, now: Instant) {
-        self.sample(now).device_write_bytes += bytes;
+        if let Some(s) = self.sample(now) {
+            s.device_write_bytes += bytes;
+        }
     }
 
-    /// The sample of the second `now` falls in, creating the ones before.
-    fn sample(&mut self, now: Instant) -> &mut SecondSample {
-        let sec = (now.0.saturating_sub(self.t0.0) / 1_000_000_000) as usize;
-        while self.series.len() <= sec {
-            // the pages at the end of a finished second are the current
-            // counts when the first event of a later second arrives
-            let (d, w) = (self.nr_dirty, self.nr_writeback);
-            if let Some(last) = self.series.last_mut() {
-                last.dirty_pages = d;
-                last.writeback_pages = w;
-            }
-            self.series.push(SecondSample::default());
+    /// The second `now` falls in, from the start.
+    fn second_of(&self, now: Instant) -> u64 {
+        now.0.saturating_sub(self.t0.0) / 1_000_000_000
+    }
+
+    /// The sample of the second `now` falls in, if the series is kept (the
+    /// pages at the end of a finished second are the current counts when
+    /// the first event of a later second arrives).
+    fn sample(&mut self, now: Instant) -> Option<&mut SecondSample> {
+        if !self.cfg.series {
+            return None;
         }
-        &mut self.series[sec]
+        let sec = self.second_of(now);
+        self.series.at(sec, (self.nr_dirty, self.nr_writeback))
     }
 
     /// `sync(2)`: every inode with dirty pages goes to writeback at the
@@ -940,11 +968,9 @@ impl PageCache {
     }
 
     pub fn report(mut self, now: Instant) -> PageCacheReport {
-        let (d, w) = (self.nr_dirty, self.nr_writeback);
-        self.sample(now);
-        if let Some(last) = self.series.last_mut() {
-            last.dirty_pages = d;
-            last.writeback_pages = w;
+        if self.cfg.series {
+            let sec = self.second_of(now);
+            self.series.finish(sec, (self.nr_dirty, self.nr_writeback));
         }
         let mut dirtied: Vec<_> = self.dirtied_by_group.into_iter().collect();
         dirtied.sort();
@@ -973,6 +999,9 @@ impl SecondSample {
 }
 
 mod rangeset;
+mod series;
+
+pub use series::{Series, MAX_SERIES_ENTRIES};
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,42 @@ use blkqos_core::{ControllerStack, Duration, GroupId, Instant, Io, IoFlags, IoId
 use blkqos_workload::job::Reaped;
 use blkqos_workload::{Job, JobAction, JobIo, JobSpec, JobStats};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// At most this many periodic diskstats snapshots are kept in
+/// [`RunResult::diskstats`] (144 bytes each: 14.4 MB; 27.7 hours of the
+/// default 1 s interval). Later periodic ones are counted in
+/// [`RunResult::diskstats_dropped`]; the end-of-run snapshot is always kept.
+pub const MAX_DISKSTATS_SNAPSHOTS: usize = 100_000;
+
+/// How often (run time) [`RunSink::controllers`] is called.
+const SINK_EVERY: Duration = Duration(1_000_000_000);
+
+/// Takes a run's records while the run produces them, so that a trace of
+/// any length costs constant memory (a buffered file writer, say).
+pub trait RunSink {
+    /// Does it want [`RunSink::request`] calls? Asked once, at the start.
+    fn wants_requests(&self) -> bool {
+        true
+    }
+    /// A request completed; called in completion order.
+    fn request(&mut self, r: &RequestRecord);
+    /// Called at the first pass of the loop after each second of run time
+    /// and once at the end: take what the controllers recorded since the
+    /// last call ([`ControllerStack::drain_trace`]).
+    fn controllers(&mut self, _stack: &mut ControllerStack) {}
+}
+
+/// In-process collection (tests, short runs): grows by one record per IO.
+impl RunSink for Vec<RequestRecord> {
+    fn request(&mut self, r: &RequestRecord) {
+        self.push(*r);
+    }
+}
+
+/// A [`RunSink`] shared by the caller, who creates it and finishes it
+/// after the run, and the run, which holds it locked while it runs.
+pub type SharedSink = Arc<Mutex<dyn RunSink + Send>>;
 
 /// CPU costs and scheduling noise of the issuing program (fio) that show
 /// in its latencies.
@@ -74,9 +109,14 @@ pub struct RunOptions {
     pub tick_phase_ns: u64,
     /// Take a `/proc/diskstats` snapshot every this often (and at the end).
     pub diskstats_every: Option<Duration>,
-    /// Record every request ([`RequestRecord`]: analysis and tests; grows
-    /// by one record per IO).
+    /// Keep every request in [`RunResult::request_trace`] (analysis and
+    /// tests; grows by one record per IO). Long runs stream them to a
+    /// [`RunOptions::sink`] instead.
     pub trace_requests: bool,
+    /// Where records go as the run produces them: every completed request
+    /// (if it [wants them](RunSink::wants_requests)) and, once a second, the
+    /// controllers' traces.
+    pub sink: Option<SharedSink>,
     /// Buffered (`direct=0`) jobs go through a simulated page cache with
     /// writeback (see [`crate::pagecache`]); None = buffered IO is issued
     /// to the device as if direct (the real engine: the kernel's cache).
@@ -105,9 +145,13 @@ pub struct RunResult {
     pub ended_at: Instant,
     /// The run was stopped early (signal).
     pub interrupted: bool,
-    /// Periodic diskstats snapshots: (time, the 17 counters).
+    /// Periodic diskstats snapshots: (time, the 17 counters), at most
+    /// [`MAX_DISKSTATS_SNAPSHOTS`] of them and the end-of-run one.
     pub diskstats: Vec<(Instant, [u64; 17])>,
-    /// Every completed request in completion order, when asked for.
+    /// Periodic snapshots not kept (beyond [`MAX_DISKSTATS_SNAPSHOTS`]).
+    pub diskstats_dropped: u64,
+    /// Every completed request in completion order, when asked for
+    /// ([`RunOptions::trace_requests`]).
     pub request_trace: Vec<RequestRecord>,
     /// Per-device and per-group latency histograms, when asked for.
     pub lat_hists: Option<LatHists>,
@@ -267,6 +311,10 @@ struct Loop<'a, B: Backend> {
     deferred: std::collections::VecDeque<(Instant, Io)>,
     rng: u64,
     trace: Option<Vec<RequestRecord>>,
+    /// The caller's sink, locked for the run ([`RunOptions::sink`]).
+    sink: Option<MutexGuard<'a, dyn RunSink + Send + 'static>>,
+    /// The sink takes every completed request.
+    sink_requests: bool,
     lat: Option<LatHists>,
     pc: Option<PageCache>,
     /// Buffered IO served by the page cache: (completes at, job, result).
@@ -597,14 +645,8 @@ impl<B: Backend> Loop<'_, B> {
         let now = c.at;
         self.disk.done(f.io.op, c.bytes, f.started_at, now);
 
-        if let Some(t) = &mut self.trace {
-            t.push(RequestRecord {
-                group: f.io.group,
-                op: f.io.op,
-                submitted_at: f.io.submitted_at,
-                started_at: f.started_at,
-                completed_at: now,
-            });
+        if self.trace.is_some() || self.sink_requests {
+            self.trace_request(&f, now);
         }
         if let Some(h) = &mut self.lat {
             // device: the diskstats interval; group: from submit_bio
@@ -633,6 +675,34 @@ impl<B: Backend> Loop<'_, B> {
         } else {
             self.finish_flight(f, c);
         }
+    }
+
+    /// The request of `f` completed at `now`: to the trace and the sink.
+    #[cold]
+    #[inline(never)]
+    fn trace_request(&mut self, f: &Flight, now: Instant) {
+        let r = RequestRecord {
+            group: f.io.group,
+            op: f.io.op,
+            submitted_at: f.io.submitted_at,
+            started_at: f.started_at,
+            completed_at: now,
+        };
+        if let Some(t) = &mut self.trace {
+            t.push(r);
+        }
+        if let (true, Some(s)) = (self.sink_requests, &mut self.sink) {
+            s.request(&r);
+        }
+    }
+
+    /// Hand the controllers' records to the sink (`now` is at or past
+    /// `next`): the next time to do it.
+    fn feed_sink(&mut self, now: Instant) -> Instant {
+        if let Some(s) = &mut self.sink {
+            s.controllers(self.stack);
+        }
+        now + SINK_EVERY
     }
 
     /// A job IO, writeback or flush completed as a whole (`c` sums its
@@ -712,6 +782,11 @@ pub fn run<B: Backend>(
         deferred: std::collections::VecDeque::new(),
         rng: opts.host.seed | 1,
         trace: opts.trace_requests.then(Vec::new),
+        sink: opts
+            .sink
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner)),
+        sink_requests: false,
         pc: None,
         pc_pending: Vec::new(),
         wb_ios: Vec::new(),
@@ -728,6 +803,7 @@ pub fn run<B: Backend>(
         max_segments: u32::MAX,
     };
     lp.max_segments = lp.backend.max_segments();
+    lp.sink_requests = lp.sink.as_ref().is_some_and(|s| s.wants_requests());
     lp.plug_merges = lp.backend.plug_merges();
     for s in &mut lp.jobs {
         let n = s.job.submit_batch();
@@ -742,6 +818,8 @@ pub fn run<B: Backend>(
         .clone()
         .map(|cfg| PageCache::new(cfg, t0, lp.jobs.len()));
     let mut snapshots = Vec::new();
+    let mut snapshots_dropped = 0;
+    let mut next_sink = t0 + SINK_EVERY;
     let mut next_snap = opts
         .diskstats_every
         .filter(|d| d.as_ns() > 0)
@@ -760,9 +838,13 @@ pub fn run<B: Backend>(
 
         if let (Some(t), Some(every)) = (next_snap, opts.diskstats_every) {
             if now >= t {
-                let mut d = lp.disk.clone();
-                d.sync(now);
-                snapshots.push((now, d.diskstats_fields()));
+                if snapshots.len() < MAX_DISKSTATS_SNAPSHOTS {
+                    let mut d = lp.disk.clone();
+                    d.sync(now);
+                    snapshots.push((now, d.diskstats_fields()));
+                } else {
+                    snapshots_dropped += 1;
+                }
                 next_snap = Some(t + every);
             }
         }
@@ -775,6 +857,9 @@ pub fn run<B: Backend>(
             }
         }
         lp.run_controller_timers(now);
+        if now >= next_sink {
+            next_sink = lp.feed_sink(now);
+        }
         lp.run_deferred(now);
         if lp.pc.is_some() {
             lp.run_pagecache(now);
@@ -824,6 +909,8 @@ pub fn run<B: Backend>(
         }
     }
     let ended_at = lp.backend.now();
+    lp.feed_sink(ended_at);
+    lp.sink = None;
     lp.disk.sync(ended_at);
     if opts.diskstats_every.is_some() {
         snapshots.push((ended_at, lp.disk.diskstats_fields()));
@@ -860,6 +947,7 @@ pub fn run<B: Backend>(
         ended_at,
         interrupted,
         diskstats: snapshots,
+        diskstats_dropped: snapshots_dropped,
         request_trace: lp.trace.unwrap_or_default(),
         pagecache,
         lat_hists: lp.lat,

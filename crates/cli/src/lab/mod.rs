@@ -302,6 +302,8 @@ pub fn sim_spreads(
             inv.formats = vec![blkqos_fio::parse::OutputFormat::Json];
             inv.output = None;
         }
+        // the writeback rates come from the per-second series
+        exp.pagecache.keep_series |= job.writeback;
         let ran = exp
             .run_sim(None)
             .with_context(|| format!("{}: seed {seed}", job.name))?;
@@ -318,9 +320,8 @@ pub fn sim_spreads(
         metrics::shares_from_io_stat(&io_stat, &job.groups, &mut m);
         if let (true, Some(report)) = (job.writeback, &ran.result.pagecache) {
             let groups = |g| ran.tree.path(g).to_string();
-            let v = crate::pagecache::render_json(report, &groups, &[]);
             metrics::writeback_rates_from_series(
-                &v["series"],
+                &crate::pagecache::series_json(report, &groups),
                 &job.groups,
                 WRITEBACK_WINDOW_S,
                 &mut m,

@@ -834,6 +834,9 @@ impl Controller for IoCost {
     fn set_trace(&mut self, on: bool) {
         self.trace_on = on;
     }
+    fn trace_dropped(&self) -> u64 {
+        IoCost::trace_dropped(self)
+    }
 
     fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
         let mut recs = Vec::new();

@@ -24,7 +24,9 @@ use crate::time::Instant;
 use std::fmt::Write as _;
 
 /// At most this many traces are kept between [`IoCost::take_trace`] calls
-/// (one per period: 10 minutes of 10 ms periods); more are counted as dropped.
+/// (one per period: 10 minutes of 10 ms periods); more are counted as
+/// dropped ([`IoCost::trace_dropped`], which blkqos warns about). The
+/// simulator drains the trace every simulated second.
 pub const TRACE_CAPACITY: usize = 60_000;
 
 /// The timer's per-period signals (the `iocost_ioc_vrate_adj` fields).

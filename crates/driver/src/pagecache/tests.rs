@@ -246,3 +246,49 @@ fn failed_writeback_is_reported_once_to_fsync() {
     );
     assert_eq!(r.dirtied_bytes, vec![(GroupId(1), 8192)]);
 }
+
+/// Rewriting the same pages of a cache that never fills keeps the clean
+/// FIFO at the size of the cache, not of everything ever written back.
+#[test]
+fn clean_fifo_stays_bounded_by_the_cache() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(1));
+    for round in 0..200 {
+        pc.write(0, ino, 0, 1 << 20, t(round));
+        drain(&mut pc, &[ino], t(round));
+    }
+    assert_eq!(pc.nr_clean, 256);
+    assert_eq!(pc.clean_fifo.len(), 256, "one entry per clean page");
+}
+
+/// A page keeps its place in the eviction order when it is written again
+/// and cleaned; passed over while dirty, it goes to the back.
+#[test]
+fn rewritten_pages_keep_their_place_until_passed_over() {
+    let mut pc = PageCache::new(
+        PageCacheConfig {
+            memory_bytes: 4 * PAGE_BYTES,
+            ..cfg(WritebackMode::Async)
+        },
+        t(0),
+        1,
+    );
+    let ino = pc.inode(0, GroupId(1));
+    // pages 0..4 clean, in order; page 0 written again and cleaned
+    pc.insert_clean(ino, 0, 4 * PAGE_BYTES);
+    pc.write(0, ino, 0, PAGE_BYTES, t(1));
+    drain(&mut pc, &[ino], t(1));
+    assert_eq!(pc.clean_fifo.len(), 4, "one place per page");
+    // a fifth page evicts the first in line: page 0
+    pc.insert_clean(ino, 4 * PAGE_BYTES, PAGE_BYTES);
+    assert!(!pc.read_hit(0, PAGE_BYTES));
+    assert!(pc.read_hit(PAGE_BYTES, PAGE_BYTES));
+    // page 1 dirty when its place comes up: passed over, page 2 goes
+    pc.write(0, ino, PAGE_BYTES, PAGE_BYTES, t(2));
+    pc.insert_clean(ino, 5 * PAGE_BYTES, PAGE_BYTES);
+    assert!(pc.read_hit(PAGE_BYTES, PAGE_BYTES));
+    assert!(!pc.read_hit(2 * PAGE_BYTES, PAGE_BYTES));
+    // cleaned again, page 1 is now behind pages 3, 4 and 5
+    drain(&mut pc, &[ino], t(3));
+    assert_eq!(pc.clean_fifo.back(), Some(&1));
+}

@@ -125,13 +125,13 @@ fn set_bool(st: &mut JobState, opt: Opt, on: bool) {
 
 /// `[min, max]` of an integer option; `FIO_OPT_INT` without a `maxval`
 /// stores into a 32-bit field. A few minimums are stricter than fio's (which
-/// has none) where 0 would hang or misbehave: `numjobs`, `bwavgtime`,
-/// `iopsavgtime`.
+/// has none) where 0 would hang or misbehave: `bwavgtime`, `iopsavgtime`
+/// (`numjobs`: [`super::limits::numjobs`]).
 fn int_range(opt: Opt) -> (u64, u64) {
     let max = u64::from(u32::MAX);
     match opt {
         Opt::RwMixRead | Opt::RwMixWrite => (0, 100),
-        Opt::IoDepth | Opt::NumJobs | Opt::BwAvgTime | Opt::IopsAvgTime => (1, max),
+        Opt::IoDepth | Opt::BwAvgTime | Opt::IopsAvgTime => (1, max),
         _ => (0, max),
     }
 }
@@ -185,6 +185,9 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 _ => s.thinktime_spin = d,
             }
         }
+        Kind::Int if def.opt == Opt::NumJobs => {
+            st.spec.numjobs = super::limits::numjobs(parse_count(piece, kb_base)?)?;
+        }
         Kind::Int => {
             let n = to_u32(check_range(
                 parse_count(piece, kb_base)?,
@@ -197,7 +200,6 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 Opt::RwMixWrite => s.rwmixread = 100 - n.min(100),
                 Opt::IoDepth => s.iodepth = n,
                 Opt::IoDepthBatch => s.iodepth_batch = n,
-                Opt::NumJobs => s.numjobs = n,
                 Opt::ThinktimeBlocks => s.thinktime_blocks = n,
                 Opt::BwAvgTime => s.bw_avg_time = Duration::from_ms(u64::from(n)),
                 Opt::IopsAvgTime => s.iops_avg_time = Duration::from_ms(u64::from(n)),

@@ -79,6 +79,8 @@ pub(crate) struct Builder<'a> {
     jobs: Vec<JobSpec>,
     groupid: u32,
     prev_group_jobs: u32,
+    /// Jobs so far, clones included (fio's `thread_number`).
+    clones: u32,
     /// `fio --showcmd` output, one line per job file.
     pub showcmd: Vec<String>,
 }
@@ -93,6 +95,7 @@ impl<'a> Builder<'a> {
             jobs: Vec::new(),
             groupid: 0,
             prev_group_jobs: 0,
+            clones: 0,
             showcmd: Vec::new(),
         }
     }
@@ -167,6 +170,10 @@ impl<'a> Builder<'a> {
     pub fn add_job(&mut self, st: JobState, loc: &Loc) -> Result<(), ParseError> {
         let new_group = st.stonewall || st.new_group;
         let mut spec = finalize(st, loc)?;
+        self.clones = super::limits::add_clones(self.clones, spec.numjobs).map_err(|m| {
+            let n = spec.numjobs.to_string();
+            loc.option_error("numjobs", Some(&n), format!("job `{}`: {m}", spec.name))
+        })?;
         if new_group && self.prev_group_jobs > 0 {
             self.prev_group_jobs = 0;
             self.groupid += 1;

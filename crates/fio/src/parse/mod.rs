@@ -27,6 +27,7 @@ mod error;
 mod ini;
 mod job;
 mod known;
+mod limits;
 mod options;
 mod render;
 mod showcmd;
@@ -41,6 +42,7 @@ mod tests;
 use blkqos_workload::spec::JobSpec;
 
 pub use error::{ParseError, COMMAND_LINE};
+pub use limits::MAX_JOBS;
 pub use render::to_fio_args;
 
 use error::Loc;

@@ -1,0 +1,134 @@
+//! Outputs written while a run goes, so that their size never shows in the
+//! memory of a run: the request trace (`--request-trace`) and, on the
+//! simulator, the controllers' per-period trace (`--iocost-trace`). The
+//! driver hands records to [`Streams`] (its [`RunSink`]) as it produces
+//! them; each output goes through a buffer to its file.
+
+use crate::request_trace::RequestTrace;
+use anyhow::{Context, Result};
+use blkqos_core::ControllerStack;
+use blkqos_driver::{RequestRecord, RunSink};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A file written through a buffer that keeps its first error (and writes
+/// nothing after it) until [`FileOut::finish`] reports it.
+#[derive(Debug)]
+pub struct FileOut {
+    path: PathBuf,
+    out: BufWriter<File>,
+    error: Option<std::io::Error>,
+}
+
+impl FileOut {
+    pub fn create(path: &Path) -> Result<Self> {
+        let file =
+            File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(FileOut {
+            path: path.to_path_buf(),
+            out: BufWriter::with_capacity(1 << 16, file),
+            error: None,
+        })
+    }
+
+    /// Write with `f` unless an earlier write failed.
+    pub fn write_with(&mut self, f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>) {
+        if self.error.is_none() {
+            if let Err(e) = f(&mut self.out) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Flush: the first error of the whole file, if any.
+    pub fn finish(&mut self) -> Result<()> {
+        self.write_with(|o| o.flush());
+        match self.error.take() {
+            Some(e) => Err(e).with_context(|| format!("cannot write {}", self.path.display())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The controllers' per-period trace of a simulated run, drained from the
+/// stack once a second of simulated time.
+#[derive(Debug)]
+pub struct ControllerTrace {
+    out: FileOut,
+    /// The device as the trace names it.
+    dev: String,
+    /// JSON lines (`.jsonl`) instead of text.
+    json: bool,
+    /// Reused for each drain.
+    buf: String,
+}
+
+impl ControllerTrace {
+    pub fn create(path: &Path, dev: &str) -> Result<Self> {
+        Ok(ControllerTrace {
+            out: FileOut::create(path)?,
+            dev: dev.to_string(),
+            json: path.extension().is_some_and(|e| e == "jsonl"),
+            buf: String::new(),
+        })
+    }
+
+    fn drain(&mut self, stack: &mut ControllerStack) {
+        self.buf.clear();
+        stack.drain_trace(&self.dev, self.json, &mut self.buf);
+        let text = self.buf.as_bytes();
+        self.out.write_with(|o| o.write_all(text));
+    }
+}
+
+/// The run's streamed outputs.
+#[derive(Debug, Default)]
+pub struct Streams {
+    pub requests: Option<RequestTrace>,
+    pub controllers: Option<ControllerTrace>,
+}
+
+/// [`Streams`] shared by the command (which opens and finishes them) and
+/// the run (which feeds them).
+pub type SharedStreams = Arc<Mutex<Streams>>;
+
+impl Streams {
+    /// Nothing to stream.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_none() && self.controllers.is_none()
+    }
+
+    /// Flush every output: the first error.
+    pub fn finish(shared: &SharedStreams) -> Result<()> {
+        let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let requests = s.requests.as_mut().map_or(Ok(()), RequestTrace::finish);
+        let controllers = s.controllers.as_mut().map_or(Ok(()), |c| c.out.finish());
+        requests.and(controllers)
+    }
+
+    /// The controllers' trace went to its file during the run.
+    pub fn has_controller_trace(shared: &SharedStreams) -> bool {
+        let s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        s.controllers.is_some()
+    }
+}
+
+impl RunSink for Streams {
+    fn wants_requests(&self) -> bool {
+        self.requests.is_some()
+    }
+
+    fn request(&mut self, r: &RequestRecord) {
+        if let Some(t) = &mut self.requests {
+            t.record(r);
+        }
+    }
+
+    fn controllers(&mut self, stack: &mut ControllerStack) {
+        if let Some(t) = &mut self.controllers {
+            t.drain(stack);
+        }
+    }
+}
