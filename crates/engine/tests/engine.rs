@@ -505,7 +505,7 @@ fn block_device_safety(kind: BackendKind) {
     .unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("ext2/3/4") && msg.contains("1080"), "{msg}");
-    assert!(msg.contains("allow_destructive"), "{msg}");
+    assert!(msg.contains("--allow-destructive"), "{msg}");
     // reading is always allowed
     open(kind, &lo.dev, EngineOptions::default()).expect("read-only open");
     // explicit consent
