@@ -9,12 +9,11 @@ use anyhow::{bail, Context, Result};
 use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions, RunResult};
+use blkqos_engine::StopOnSignal;
 use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat};
 use blkqos_sim::{DeviceSpec, SimBackend};
 use blkqos_workload::{JobSpec, SizeSpec};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// One knob write, with where it was written.
 #[derive(Clone, Debug)]
@@ -584,6 +583,12 @@ pub struct Ran {
     pub iostat_suffix: Vec<String>,
     /// Controllers' per-period trace (text, or JSON lines for `.jsonl`).
     pub trace: String,
+    /// What job offsets are offsets of (the real target's path, or the
+    /// simulated device), for messages.
+    pub target: String,
+    /// Acknowledged pages the real engine's write-back buffer could not
+    /// put on the target.
+    pub lost_pages: u64,
     /// The device as reports name it.
     pub dev_name: String,
     pub devid: blkqos_core::DevId,
@@ -634,10 +639,12 @@ impl Experiment {
     }
 
     /// Driver options for this experiment with a given host model.
-    pub fn run_options(&self, host: HostModel, stop: Option<Arc<AtomicBool>>) -> RunOptions {
+    /// The driver's options; `signals` sets its stop and abandon flags.
+    pub fn run_options(&self, host: HostModel, signals: Option<&StopOnSignal>) -> RunOptions {
         RunOptions {
             host,
-            stop,
+            stop: signals.map(StopOnSignal::flag),
+            abandon: signals.map(StopOnSignal::abandon_flag),
             ticks_mode: self.accounting.mode,
             hz: self.accounting.hz,
             tick_phase_ns: self.tick_phase_ns(),
@@ -682,7 +689,7 @@ impl Experiment {
     }
 
     /// Run on the simulator.
-    pub fn run_sim(&self, stop: Option<Arc<AtomicBool>>) -> Result<Ran> {
+    pub fn run_sim(&self, signals: Option<&StopOnSignal>) -> Result<Ran> {
         let Plan {
             tree,
             setups,
@@ -712,7 +719,7 @@ impl Experiment {
                 seed: self.seed,
                 ..self.host
             },
-            stop,
+            signals,
         );
         opts.pagecache = self.pagecache.config();
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
@@ -726,6 +733,8 @@ impl Experiment {
             iostat,
             iostat_suffix,
             trace,
+            target: format!("simulated device {}", self.device.name),
+            lost_pages: 0,
             dev_name: self.device.name.clone(),
             devid: self.device.devid,
         })

@@ -11,6 +11,7 @@ mod kernel;
 mod knobs;
 mod lab;
 mod lat_report;
+mod outcome;
 mod output;
 mod pagecache;
 mod progress;

@@ -3,6 +3,7 @@
 use crate::experiment::{Experiment, Ran};
 use anyhow::{bail, Context, Result};
 use blkqos_driver::RunError;
+use blkqos_engine::StopOnSignal;
 use blkqos_fio::parse::OutputFormat;
 use blkqos_fio::report::{write_json, write_normal, DiskUtil, ReportInput, ReportJob};
 use std::io::Write;
@@ -36,12 +37,19 @@ fn epoch_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// `blkqos run`: run, write every report, then exit as
+/// [`crate::outcome`] decides (signals, IO errors).
 pub fn run_command(args: &[String]) -> Result<(), Failure> {
     let exp = build(args).map_err(input)?;
+    // SIGINT/SIGTERM stop the run (simulated or real) and it still writes
+    // every report: armed until the process exits
+    let signals = StopOnSignal::install()
+        .context("cannot install the SIGINT/SIGTERM handler")
+        .map_err(runtime)?;
     let t0 = epoch_ms();
     let ran = match &exp.real {
-        Some(r) => crate::real::run_real(&exp, r),
-        None => exp.run_sim(None),
+        Some(r) => crate::real::run_real(&exp, r, &signals),
+        None => run_sim(&exp, &signals),
     }
     .map_err(|e| {
         if e.is::<RunError>() {
@@ -50,7 +58,20 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             input(e)
         }
     })?;
-    write_reports(&exp, &ran, t0).map_err(runtime)?;
+    write_outputs(&exp, &ran, t0)?;
+    crate::outcome::finish(&ran, signals)
+}
+
+/// A simulated run, stopped by `signals`.
+fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
+    let ran = exp.run_sim(Some(signals))?;
+    crate::outcome::say_interrupted(signals, &ran.result, false);
+    Ok(ran)
+}
+
+/// The reports and every other output the run was asked for.
+fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<(), Failure> {
+    write_reports(exp, ran, t0).map_err(runtime)?;
     if exp.accounting.wants_snapshots() {
         let mut out = String::new();
         crate::accounting::write_outputs(
@@ -69,17 +90,17 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             .map_err(runtime)?;
     }
     if let Some(path) = &exp.accounting.lat_hist {
-        std::fs::write(path, crate::lat_report::format_lat_hist(&ran, path))
+        std::fs::write(path, crate::lat_report::format_lat_hist(ran, path))
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
     if let Some(path) = &exp.accounting.request_trace {
-        std::fs::write(path, crate::request_trace::format_request_trace(&ran))
+        std::fs::write(path, crate::request_trace::format_request_trace(ran))
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
     if let Some(path) = &exp.io_stat_out {
-        std::fs::write(path, format_io_stat(&ran))
+        std::fs::write(path, format_io_stat(ran))
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
