@@ -615,9 +615,9 @@ impl<B: Backend> Loop<'_, B> {
 
     /// Give up the drain ([`RunOptions::abandon`]): wait for the IO the
     /// backend has, completing it as usual, and submit nothing more (no
-    /// controller timers, dispatch worker or flusher run again). Returns
-    /// how many IOs were dropped: flights never sent to the backend and
-    /// buffered writes still paused.
+    /// controller timers, dispatch worker or flusher run again); the jobs
+    /// reap what completed and end. Returns how many IOs were dropped:
+    /// flights never sent to the backend and buffered writes still paused.
     fn abandon(&mut self) -> u64 {
         self.abandoned = true;
         while self.backend.in_flight() > 0 {
@@ -628,6 +628,15 @@ impl<B: Backend> Loop<'_, B> {
                 self.complete(*c);
             }
             self.comps = comps;
+        }
+        // the jobs take what completed and end now
+        let now = self.backend.now();
+        for s in &mut self.jobs {
+            if !s.ring.is_empty() {
+                s.job.reap(&s.ring, now);
+                s.ring.clear();
+            }
+            s.job.abandon(now);
         }
         (self.flights.len() + self.pc_pending.len()) as u64
     }

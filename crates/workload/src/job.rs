@@ -800,6 +800,18 @@ impl Job {
         self.ramp_end = None;
     }
 
+    /// The run gave up waiting for the job's IO (an abandoned drain): the
+    /// job ends at `now` with what it reaped; what is still in flight
+    /// never completes for it. Like fio's threads when fio is terminated,
+    /// its runtime ends there.
+    pub fn abandon(&mut self, now: Instant) {
+        if self.phase != Phase::Done {
+            self.phase = Phase::Done;
+            self.end_at = Some(Instant::ZERO);
+            self.finish(now);
+        }
+    }
+
     /// Would [`Job::next_action`] just say `WaitCompletion` now, changing
     /// nothing? True for a full queue with nothing left to reap, the state
     /// a QD>1 job is in after nearly every submit: the driver can skip the
