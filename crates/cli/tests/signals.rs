@@ -155,3 +155,55 @@ fn sigint_then_sigterm(be: Be) {
 }
 
 on_every_backend!(sigint, sigterm, sigint_then_sigint, sigint_then_sigterm);
+
+/// SIGINT while the real engine lays out a 4 GiB file for a read job:
+/// the layout stops at its next 1 MiB chunk (the file keeps what was laid
+/// out, the next run goes on from there), the run stops before any IO and
+/// still writes its report, exit 130.
+#[test]
+fn sigint_during_layout() {
+    for be in [Be::Uring, Be::Threads] {
+        let s = Scratch::new();
+        let file = s.path("big.dat");
+        let args: Vec<String> = vec![
+            "run".into(),
+            "--name=r".into(),
+            format!("--filename={}", file.display()),
+            "--size=4g".into(),
+            "--rw=randread".into(),
+            "--bs=4k".into(),
+            "--output-format=json".into(),
+            be.flag(),
+        ];
+        let sg = signal_blkqos(
+            &args,
+            s.dir.path(),
+            // at once: the layout has not begun, or is under way
+            Duration::ZERO,
+            &["INT"],
+            Duration::ZERO,
+            Duration::from_secs(60),
+        );
+        let r = &sg.ran;
+        if let Some(why) = r.kernel_refusal().filter(|_| r.code != Some(130)) {
+            eprintln!("SKIP {}: {why}", be.name());
+            continue;
+        }
+        let len = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        eprintln!(
+            "{}: exit {:?} {:?} after SIGINT, file {len} bytes; stderr:\n{}",
+            be.name(),
+            r.code,
+            sg.after_first,
+            r.stderr.trim()
+        );
+        assert_eq!(r.code, Some(130), "{}", r.stderr);
+        assert!(r.stderr.contains("interrupted at"), "{}", r.stderr);
+        assert!(
+            len < 4 << 30 && len % (1 << 20) == 0,
+            "laid out in part: {len}"
+        );
+        let docs = r.json_docs();
+        assert_eq!(num(job(&docs, "r"), "/read/total_ios"), 0.0);
+    }
+}

@@ -73,6 +73,12 @@ fn on_signal(sig: i32) {
     f.stop.store(true, Ordering::SeqCst);
 }
 
+/// A guard is armed and a signal asked its run to stop: long set-up work
+/// (laying out a file) polls this to end early.
+pub fn stop_requested() -> bool {
+    ARMED.load(Ordering::SeqCst) > 0 && FLAGS.get().is_some_and(|f| f.stop.load(Ordering::SeqCst))
+}
+
 /// `SIGINT`, `SIGTERM`, or `signal N`.
 pub fn signal_name(sig: i32) -> String {
     match sig {
