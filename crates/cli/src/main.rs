@@ -146,7 +146,8 @@ Exit status (after every report is written):
   0        ok
   1        run failure: the run itself failed, a job ended with an IO error
            (stderr names the job, clone, errno, offset and failed IOs;
-           errors that ignore_error lists do not count, as in fio), or
+           errors that ignore_error or continue_on_error make non-fatal do
+           not count, as in fio), or
            write-back buffer pages could not reach the target
   2        bad input
   130/143  interrupted by SIGINT/SIGTERM (128 + the first signal)";

@@ -9,9 +9,9 @@
 //!   write-back buffer could not put acknowledged pages on the target: 1,
 //!   as fio exits non-zero when a job has `td->error` (`reap_threads`
 //!   counts them; blkqos keeps 1 because 2 means bad input).
-//! * Otherwise 0. Errors `ignore_error` lists leave the job's error at 0
-//!   (fio's `td_non_fatal_error`): they are counted in the report's
-//!   `total_err`, not here.
+//! * Otherwise 0. Errors `ignore_error` / `continue_on_error` make
+//!   non-fatal leave the job's error at 0 (fio's `td_non_fatal_error`):
+//!   they are counted in the report's `total_err`, not here.
 
 use crate::experiment::Ran;
 use crate::output::Failure;

@@ -8,8 +8,11 @@
 //! fio and blkqos (io_uring and the thread pool) both exit 1, report the
 //! same errno in the JSON `error` and the same bytes done before it;
 //! blkqos's stderr names the job, the error, the offset and the count of
-//! failed IOs. With `ignore_error` covering the error both exit 0. The
-//! simulator's own failure (reads past the device's end) exits 1 too.
+//! failed IOs. `continue_on_error=write` leaves ENOSPC fatal (its default
+//! non-fatal errors are EIO and EILSEQ): exit 1 again. When
+//! `ignore_error` or `continue_on_error` covers the error both exit 0 with
+//! the same `error`, `total_err` and `first_error`. The simulator's own
+//! failure (reads past the device's end) exits 1 too.
 //! Cases needing root, tmpfs or loop devices skip, saying why.
 
 mod engine_util;
@@ -105,13 +108,24 @@ fn like_fio(args: &[String], dir: &Path, fresh: &dyn Fn(), errno: i64, line: &st
     }
 }
 
-/// Both exit 0 when `ignore_error` covers the error.
+/// (error, total_err, first_error) of the one job.
+fn errors(r: &Ran) -> [i64; 3] {
+    let text = r.stdout_str();
+    let json = text.find("\n{").map_or(text.as_str(), |at| &text[at + 1..]);
+    let doc: Value = serde_json::from_str(json).expect("JSON report");
+    let j = &doc["jobs"][0];
+    ["error", "total_err", "first_error"].map(|k| j[k].as_i64().unwrap_or(-1))
+}
+
+/// Both exit 0, with the same error counts, when `ignore_error` /
+/// `continue_on_error` covers the error.
 fn ignored_like_fio(args: &[String], dir: &Path, fresh: &dyn Fn()) {
     fresh();
     let Some(f) = fio(args, dir) else {
         return;
     };
     assert_eq!(f.code, Some(0), "fio: {}", f.stderr);
+    let want = errors(&f);
     for be in [Be::Uring, Be::Threads] {
         fresh();
         let mut a = vec!["run".to_string()];
@@ -121,9 +135,16 @@ fn ignored_like_fio(args: &[String], dir: &Path, fresh: &dyn Fn()) {
         if r.kernel_refusal().is_some() {
             continue;
         }
-        eprintln!("blkqos {} ignoring: exit {:?}", be.name(), r.code);
+        let got = errors(&r);
+        eprintln!(
+            "{:?}: fio (error, total_err, first_error) {want:?}, blkqos {}: exit {:?} {got:?}",
+            args.last(),
+            be.name(),
+            r.code
+        );
         r.ok();
         assert!(!r.stderr.contains("IO error"), "{}", r.stderr);
+        assert_eq!(got, want, "{}: the same counts as fio", be.name());
     }
 }
 
@@ -149,8 +170,19 @@ fn enospc_on_a_full_tmpfs_exits_1_like_fio() {
         file.display()
     );
     like_fio(&args, fs.dir.path(), &fresh, 28, &line);
-    args.push("--ignore_error=,ENOSPC".into());
-    ignored_like_fio(&args, fs.dir.path(), &fresh);
+    let with = |extra: &str| {
+        let mut a = args.clone();
+        a.push(extra.into());
+        a
+    };
+    like_fio(
+        &with("--continue_on_error=write"),
+        fs.dir.path(),
+        &fresh,
+        28,
+        &line,
+    );
+    ignored_like_fio(&with("--ignore_error=,ENOSPC"), fs.dir.path(), &fresh);
 }
 
 #[test]
@@ -183,8 +215,11 @@ fn eio_on_a_cut_loop_device_exits_1_like_fio() {
         lo.dev.display()
     );
     like_fio(&args, s.dir.path(), &|| {}, 5, &line);
-    args.push("--ignore_error=EIO".into());
-    ignored_like_fio(&args, s.dir.path(), &|| {});
+    for extra in ["--ignore_error=EIO", "--continue_on_error=read"] {
+        let mut a = args.clone();
+        a.push(extra.into());
+        ignored_like_fio(&a, s.dir.path(), &|| {});
+    }
 }
 
 /// The simulator's jobs fail too: reads past the simulated device's end

@@ -200,7 +200,7 @@ fn sigint_during_layout() {
         assert_eq!(r.code, Some(130), "{}", r.stderr);
         assert!(r.stderr.contains("interrupted at"), "{}", r.stderr);
         assert!(
-            len < 4 << 30 && len % (1 << 20) == 0,
+            len < 4 << 30 && len.is_multiple_of(1 << 20),
             "laid out in part: {len}"
         );
         let docs = r.json_docs();

@@ -968,13 +968,10 @@ impl Job {
     }
 
     /// A completion with an error: counted, and it stops the job unless
-    /// `ignore_error` lists it.
+    /// `continue_on_error` / `ignore_error` make it non-fatal.
     fn reap_error(&mut self, r: &Reaped, in_ramp: bool) {
         let d = r.io.ddir;
-        let ignored = match d {
-            0 => self.spec.ignore_error.read.contains(&r.error),
-            _ => self.spec.ignore_error.write.contains(&r.error),
-        };
+        let ignored = self.spec.ignore_error.non_fatal(d == 0, r.error);
         if !in_ramp || ignored {
             self.stats.total_err += 1;
             if self.stats.first_error == 0 {
@@ -1033,9 +1030,9 @@ impl Job {
     /// The sync ended with `errno` (`EIO` for a failed writeback of the
     /// file, as `fsync(2)` reports it): counted as an error of the write
     /// direction (fio `td_error_type`), which stops the job unless
-    /// `ignore_error` lists it for writes.
+    /// `continue_on_error` / `ignore_error` make it non-fatal for writes.
     pub fn fsync_failed(&mut self, now: Instant, errno: i32) {
-        let ignored = self.spec.ignore_error.write.contains(&errno);
+        let ignored = self.spec.ignore_error.non_fatal(false, errno);
         if !self.in_ramp() || ignored {
             self.stats.total_err += 1;
             if self.stats.first_error == 0 {
