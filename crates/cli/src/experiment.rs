@@ -645,6 +645,8 @@ impl Experiment {
             host,
             stop: signals.map(StopOnSignal::flag),
             abandon: signals.map(StopOnSignal::abandon_flag),
+            // the simulator's waits take no wall time
+            poll_every: None,
             ticks_mode: self.accounting.mode,
             hz: self.accounting.hz,
             tick_phase_ns: self.tick_phase_ns(),

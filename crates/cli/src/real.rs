@@ -165,6 +165,8 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     let buffered = write_buffer.is_some();
     let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
     opts.pagecache = write_buffer;
+    // the thread pool's waits are not cut short by a signal
+    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
     let result = match crate::progress::Progress::start(&setups, ro.eta) {
         Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts),
         None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts),

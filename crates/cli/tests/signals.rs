@@ -207,3 +207,61 @@ fn sigint_during_layout() {
         assert_eq!(num(job(&docs, "r"), "/read/total_ios"), 0.0);
     }
 }
+
+/// A wait the next event puts far away still notices a signal: a job
+/// with `thinktime=30s` sleeps 30 s after its first read, and with
+/// `bwavgtime`/`iopsavgtime` at 60 s no sampling timer comes sooner, so
+/// the driver waits 30 s. SIGTERM wakes it (io_uring's wait is cut short
+/// by the signal; the thread pool's is not, and the driver wakes every
+/// 50 ms to look): the run ends at once with its report, exit 143. The
+/// 8 s limit is a hang guard (without the wake-ups the thread pool's run
+/// sleeps the 30 s).
+#[test]
+fn sigterm_ends_a_long_wait() {
+    for be in [Be::Uring, Be::Threads] {
+        let s = Scratch::new();
+        let args = |extra: &[&str]| {
+            let mut a: Vec<String> = vec![
+                "run".into(),
+                "--name=slow".into(),
+                format!("--filename={}", s.path("slow.dat").display()),
+                "--size=1m".into(),
+                "--rw=read".into(),
+                "--bs=64k".into(),
+                "--direct=1".into(),
+                "--output-format=json".into(),
+                be.flag(),
+            ];
+            a.extend(extra.iter().map(|x| x.to_string()));
+            a
+        };
+        let r = blkqos(&args(&["--runtime=1ms", "--time_based"]), s.dir.path());
+        if let Some(why) = r.kernel_refusal() {
+            eprintln!("SKIP {}: {why}", be.name());
+            continue;
+        }
+        r.ok();
+        let sg = signal_blkqos(
+            &args(&[
+                "--thinktime=30s",
+                "--bwavgtime=60000",
+                "--iopsavgtime=60000",
+            ]),
+            s.dir.path(),
+            Duration::from_millis(500),
+            &["TERM"],
+            Duration::ZERO,
+            Duration::from_secs(8),
+        );
+        eprintln!(
+            "{}: exit {:?} {:?} after SIGTERM",
+            be.name(),
+            sg.ran.code,
+            sg.after_first
+        );
+        assert_eq!(sg.ran.code, Some(143), "{}", sg.ran.stderr);
+        let docs = sg.ran.json_docs();
+        let reads = num(job(&docs, "slow"), "/read/total_ios");
+        assert_eq!(reads, 1.0, "the read before the thinktime");
+    }
+}

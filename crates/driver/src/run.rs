@@ -73,6 +73,14 @@ pub struct RunOptions {
     /// ([`RunResult::abandoned`]). Data the backend keeps (the real
     /// engine's write-back buffer) is the caller's to write out.
     pub abandon: Option<Arc<AtomicBool>>,
+    /// Wake up at least this often to look at `stop` and `abandon`: a
+    /// backend whose wait a signal does not cut short (the thread pool's
+    /// futex sleep) would otherwise notice one only at its next deadline:
+    /// usually within a job's bw/iops sampling period, but a thinktime or
+    /// rate sleep with long sampling periods can put it minutes away.
+    /// None: wait for the next event (the simulator: its waits take no
+    /// wall time).
+    pub poll_every: Option<Duration>,
     /// Busy-time accounting generation and the HZ its jiffies use.
     pub ticks_mode: TicksMode,
     pub hz: u64,
@@ -870,6 +878,7 @@ pub fn run<B: Backend>(
                 .unwrap_or_default();
             return Err(RunError::Stalled { job, at: now });
         }
+        let deadline = poll_by(deadline, now, opts);
         lp.comps.clear();
         lp.backend.wait(deadline, &mut lp.comps);
         for i in 0..lp.comps.len() {
@@ -925,6 +934,18 @@ pub fn run<B: Backend>(
 }
 
 mod buffered;
+
+/// `deadline`, brought forward to `now + poll_every` when the run has
+/// asynchronous flags to look at.
+#[inline]
+fn poll_by(deadline: Option<Instant>, now: Instant, opts: &RunOptions) -> Option<Instant> {
+    match opts.poll_every {
+        Some(p) if opts.stop.is_some() || opts.abandon.is_some() => {
+            Some(deadline.map_or(now + p, |d| d.min(now + p)))
+        }
+        _ => deadline,
+    }
+}
 
 /// An asynchronous flag that is there and set.
 #[inline]
