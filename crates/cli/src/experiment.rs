@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions, RunResult};
+use blkqos_engine::StopOnSignal;
 use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat, MAX_JOBS};
 use blkqos_sim::{DeviceSpec, SimBackend};
 use blkqos_workload::{JobSpec, SizeSpec};
@@ -643,6 +644,12 @@ pub struct Ran {
     pub iostat_suffix: Vec<String>,
     /// Controllers' per-period trace (text, or JSON lines for `.jsonl`).
     pub trace: String,
+    /// What job offsets are offsets of (the real target's path, or the
+    /// simulated device), for messages.
+    pub target: String,
+    /// Acknowledged pages the real engine's write-back buffer could not
+    /// put on the target.
+    pub lost_pages: u64,
     /// The device as reports name it.
     pub dev_name: String,
     pub devid: blkqos_core::DevId,
@@ -729,10 +736,14 @@ impl Experiment {
     }
 
     /// Driver options for this experiment with a given host model.
-    pub fn run_options(&self, host: HostModel, stop: Option<Arc<AtomicBool>>) -> RunOptions {
+    /// The driver's options; `signals` sets its stop and abandon flags.
+    pub fn run_options(&self, host: HostModel, signals: Option<&StopOnSignal>) -> RunOptions {
         RunOptions {
             host,
-            stop,
+            stop: signals.map(StopOnSignal::flag),
+            abandon: signals.map(StopOnSignal::abandon_flag),
+            // the simulator's waits take no wall time
+            poll_every: None,
             ticks_mode: self.accounting.mode,
             hz: self.accounting.hz,
             tick_phase_ns: self.tick_phase_ns(),
@@ -795,7 +806,21 @@ impl Experiment {
         Ok(())
     }
 
-    pub fn run_sim(&self, stop: Option<Arc<AtomicBool>>) -> Result<Ran> {
+    /// Run on the simulator, stopped (and its drain given up) by `signals`.
+    pub fn run_sim(&self, signals: Option<&StopOnSignal>) -> Result<Ran> {
+        self.run_sim_with(
+            signals.map(StopOnSignal::flag),
+            signals.map(StopOnSignal::abandon_flag),
+        )
+    }
+
+    /// Run on the simulator with explicit stop and abandon flags
+    /// ([`RunOptions::stop`], [`RunOptions::abandon`]).
+    pub fn run_sim_with(
+        &self,
+        stop: Option<Arc<AtomicBool>>,
+        abandon: Option<Arc<AtomicBool>>,
+    ) -> Result<Ran> {
         let Plan {
             tree,
             setups,
@@ -825,8 +850,10 @@ impl Experiment {
                 seed: self.seed,
                 ..self.host
             },
-            stop,
+            None,
         );
+        opts.stop = stop;
+        opts.abandon = abandon;
         opts.pagecache = self.pagecache.config();
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
@@ -839,6 +866,8 @@ impl Experiment {
             iostat,
             iostat_suffix,
             trace,
+            target: format!("simulated device {}", self.device.name),
+            lost_pages: 0,
             dev_name: self.device.name.clone(),
             devid: self.device.devid,
         })

@@ -122,7 +122,7 @@ fn run_briefly(exp: &Experiment) {
         s.store(true, Ordering::SeqCst);
     });
     // an error is fine (a run can fail); a panic is not
-    let _ = exp.run_sim(Some(stop));
+    let _ = exp.run_sim_with(Some(stop), None);
     watchdog.join().unwrap();
 }
 

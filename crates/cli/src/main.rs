@@ -13,6 +13,7 @@ mod kernel;
 mod knobs;
 mod lab;
 mod lat_report;
+mod outcome;
 mod output;
 mod pagecache;
 mod progress;
@@ -153,7 +154,25 @@ iocost trace 60,000 periods), with a warning on stderr when that cuts them
 (docs/SCENARIOS.md, \"Limits\").
 
 Same scenario + same seed gives byte-identical output; timestamps come from
-SOURCE_DATE_EPOCH when set. Exit status: 0 ok, 1 run failure, 2 bad input.";
+SOURCE_DATE_EPOCH when set.
+
+Signals (simulated and real runs): SIGINT stops issuing, waits for the IO in
+flight and drains the write-back buffer (--pagecache=on, real engine) under
+its limits; SIGTERM, or a second signal, gives up the drain (IO still held
+by io.max/iocost is dropped) and writes what the buffer holds to the target
+unthrottled, then fsyncs. Either way every report is written and stderr
+says what was done. Signals never end blkqos: only SIGKILL can lose
+acknowledged bytes or the report.
+
+Exit status (after every report is written):
+  0        ok
+  1        run failure: the run itself failed, a job ended with an IO error
+           (stderr names the job, clone, errno, offset and failed IOs;
+           errors that ignore_error or continue_on_error make non-fatal do
+           not count, as in fio), or
+           write-back buffer pages could not reach the target
+  2        bad input
+  130/143  interrupted by SIGINT/SIGTERM (128 + the first signal)";
 
 const LAB_HELP: &str = "\
 Compare blkqos with real kernels.

@@ -3,6 +3,7 @@
 use crate::experiment::{Experiment, Ran};
 use anyhow::{bail, Context, Result};
 use blkqos_driver::RunError;
+use blkqos_engine::StopOnSignal;
 use blkqos_fio::parse::OutputFormat;
 use blkqos_fio::report::{write_json, write_normal, DiskUtil, ReportInput, ReportJob};
 use std::io::Write;
@@ -36,6 +37,8 @@ fn epoch_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// `blkqos run`: run, write every report, then exit as
+/// [`crate::outcome`] decides (signals, IO errors).
 pub fn run_command(args: &[String]) -> Result<(), Failure> {
     let mut exp = build(args).map_err(input)?;
     if let Some(text) = &exp.showcmd {
@@ -47,10 +50,15 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
     }
     check_outputs(&exp).map_err(input)?;
     exp.open_streams().map_err(runtime)?;
+    // SIGINT/SIGTERM stop the run (simulated or real) and it still writes
+    // every report: armed until the process exits
+    let signals = StopOnSignal::install()
+        .context("cannot install the SIGINT/SIGTERM handler")
+        .map_err(runtime)?;
     let t0 = epoch_ms();
     let ran = match &exp.real {
-        Some(r) => crate::real::run_real(&exp, r),
-        None => exp.run_sim(None),
+        Some(r) => crate::real::run_real(&exp, r, &signals),
+        None => run_sim(&exp, &signals),
     }
     .map_err(|e| {
         if e.is::<RunError>() {
@@ -63,15 +71,34 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         crate::streams::Streams::finish(s).map_err(runtime)?;
     }
     warn_unapplied_writes(&exp, &ran);
-    // a closed stdout (`| head`) must not cost the files the user asked for
+    let stdout_closed = write_outputs(&exp, &ran, t0)?;
+    note_overrun(&ran);
+    // IO errors and signals decide the status; a reader that left ends it
+    // as SIGPIPE would (main: 141, silently)
+    crate::outcome::finish(&ran, signals)?;
+    match stdout_closed {
+        Some(e) => Err(runtime(e)),
+        None => Ok(()),
+    }
+}
+
+/// A simulated run, stopped by `signals`.
+fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
+    let ran = exp.run_sim(Some(signals))?;
+    crate::outcome::say_interrupted(signals, &ran.result, false);
+    Ok(ran)
+}
+
+/// The reports and every other output the run was asked for. A closed
+/// stdout (`| head`) must not cost the files: it is returned, not failed on.
+fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<Option<anyhow::Error>, Failure> {
     let mut stdout_closed = None;
-    if let Err(e) = write_reports(&exp, &ran, t0) {
+    if let Err(e) = write_reports(exp, ran, t0) {
         if !crate::stdout::is_broken_pipe(&e) {
             return Err(runtime(e));
         }
         stdout_closed = Some(e);
     }
-    note_overrun(&ran);
     if exp.accounting.wants_snapshots() && stdout_closed.is_none() {
         if let Err(e) = crate::accounting::write_outputs(
             &exp.accounting,
@@ -96,22 +123,19 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
             .map_err(runtime)?;
     }
     if let Some(path) = &exp.accounting.lat_hist {
-        std::fs::write(path, crate::lat_report::format_lat_hist(&ran, path))
+        std::fs::write(path, crate::lat_report::format_lat_hist(ran, path))
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
     if let Some(path) = &exp.io_stat_out {
-        std::fs::write(path, format_io_stat(&ran))
+        std::fs::write(path, format_io_stat(ran))
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
     }
     if let (Some(path), Some(report)) = (&exp.pagecache.report, &ran.result.pagecache) {
-        write_pagecache_report(path, report, &ran).map_err(runtime)?;
+        write_pagecache_report(path, report, ran).map_err(runtime)?;
     }
-    match stdout_closed {
-        Some(e) => Err(runtime(e)),
-        None => Ok(()),
-    }
+    Ok(stdout_closed)
 }
 
 /// Every file the run will write, checked before it runs (fio opens its

@@ -3,9 +3,9 @@
 
 use crate::controllers::build_stack;
 use crate::experiment::{Experiment, Plan, Ran};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use blkqos_core::DevId;
-use blkqos_engine::{open_backend, BackendKind, EngineOptions, StopOnSignal};
+use blkqos_engine::{open_backend, BackendKind, EngineOptions, RealBackend, StopOnSignal};
 use blkqos_sim::DeviceSpec;
 use blkqos_workload::{RwMode, SizeSpec};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -54,7 +54,8 @@ fn target_identity(path: &Path) -> (DevId, String) {
     (devid, name)
 }
 
-pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
+/// Run `exp` on the real target; `signals` stops it (SIGINT, SIGTERM).
+pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
     let jobs: Vec<_> = exp
         .invocations
         .iter()
@@ -162,9 +163,11 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
     } = exp.plan(&layout_dev, Some(&path.to_string_lossy()))?;
     let mut stack = build_stack(&exp.controllers, &tree, devid, false, depth, &exp.writes)?;
     stack.set_trace(exp.trace_out.is_some());
-    let stop = StopOnSignal::install().context("cannot install the SIGINT/SIGTERM handler")?;
-    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(stop.flag()));
+    let buffered = write_buffer.is_some();
+    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
     opts.pagecache = write_buffer;
+    // the thread pool's waits are not cut short by a signal
+    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
     let result = match crate::progress::Progress::start(&setups, ro.eta) {
         Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts),
         None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts),
@@ -172,35 +175,15 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
     let result = match result {
         Ok(r) => r,
         Err(e) => {
-            // acknowledged bytes must not be lost: no limits now
-            match backend.write_out_store() {
-                Some(Ok((0, 0))) | None => {}
-                Some(Ok((written, failed))) => eprintln!(
-                    "blkqos: the run failed before draining the write-back buffer: wrote its {written} pages to the target unthrottled ({failed} failed)"
-                ),
-                Some(Err(w)) => eprintln!(
-                    "blkqos: the run failed and the write-back buffer could not be written out: {}: {w}",
-                    path.display()
-                ),
-            }
+            write_out_after_failure(&mut backend, &path);
             return Err(e.into());
         }
     };
-    if result.interrupted {
-        eprintln!("blkqos: interrupted: stopped issuing, drained in-flight IO, writing the partial report");
+    crate::outcome::say_interrupted(signals, &result, buffered);
+    if result.abandoned {
+        write_out_after_abandon(&mut backend, &path);
     }
-    if let Some((s, held)) = backend.store_stats() {
-        eprintln!(
-            "blkqos: write-back buffer: {} bytes acknowledged, {} pages written back, peak {} pages held, {} left, {} failed writebacks",
-            s.bytes_written, s.pages_written_back, s.pages_peak, held, s.failed_writebacks
-        );
-        if held > 0 || s.missing > 0 {
-            eprintln!(
-                "blkqos: warning: write-back buffer: {held} pages not on the target ({} pages were missing)",
-                s.missing
-            );
-        }
-    }
+    let lost_pages = report_store(&backend);
     let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
     let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();
     let trace = crate::experiment::trace_for(&mut stack, &dev_name, exp.trace_out.as_deref());
@@ -211,9 +194,70 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions) -> Result<Ran> {
         iostat,
         iostat_suffix,
         trace,
+        target: path.display().to_string(),
+        lost_pages,
         dev_name,
         devid,
     })
+}
+
+/// The run failed before draining the write-back buffer: acknowledged
+/// bytes must not be lost, so write what it holds without limits.
+fn write_out_after_failure(backend: &mut RealBackend, path: &Path) {
+    match backend.write_out_store() {
+        Some(Ok((0, 0))) | None => {}
+        Some(Ok((written, failed))) => eprintln!(
+            "blkqos: the run failed before draining the write-back buffer: wrote its {written} pages to the target unthrottled ({failed} failed)"
+        ),
+        Some(Err(w)) => eprintln!(
+            "blkqos: the run failed and the write-back buffer could not be written out: {}: {w}",
+            path.display()
+        ),
+    }
+}
+
+/// The drain was given up (SIGTERM, or a second signal): every page the
+/// write-back buffer still holds goes to the target now, unthrottled, and
+/// the target is fsynced.
+fn write_out_after_abandon(backend: &mut RealBackend, path: &Path) {
+    let t0 = std::time::Instant::now();
+    match backend.write_out_store() {
+        None => {}
+        Some(Ok((written, failed))) => eprintln!(
+            "blkqos: wrote the write-back buffer's {written} remaining pages ({} bytes) to {} unthrottled and fsynced it in {:.3} s{}",
+            written * blkqos_engine::wbuf::PAGE,
+            path.display(),
+            t0.elapsed().as_secs_f64(),
+            if failed > 0 {
+                format!("; {failed} pages failed")
+            } else {
+                String::new()
+            }
+        ),
+        Some(Err(w)) => eprintln!(
+            "blkqos: the write-back buffer could not be written out: {}: {w}",
+            path.display()
+        ),
+    }
+}
+
+/// The write-back buffer's stderr line (and a warning for pages not on
+/// the target); returns how many acknowledged pages it still holds.
+fn report_store(backend: &RealBackend) -> u64 {
+    let Some((s, held)) = backend.store_stats() else {
+        return 0;
+    };
+    eprintln!(
+        "blkqos: write-back buffer: {} bytes acknowledged, {} pages written back, peak {} pages held, {} left, {} failed writebacks",
+        s.bytes_written, s.pages_written_back, s.pages_peak, held, s.failed_writebacks
+    );
+    if held > 0 || s.missing > 0 {
+        eprintln!(
+            "blkqos: warning: write-back buffer: {held} pages not on the target ({} pages were missing)",
+            s.missing
+        );
+    }
+    held as u64
 }
 
 fn path_file_name(p: &Path) -> String {

@@ -1,11 +1,13 @@
 //! Faults on the real engine, each body on both backends:
 //!
 //! * EIO: a loop device whose backing file was cut short after attaching
-//!   (reads past the new end fail with EIO). The run is not aborted: the
-//!   fio JSON carries the job's `error` (5) and, with `ignore_error=EIO`,
-//!   `total_err`/`first_error` — as fio 3.33 reports the same job.
+//!   (reads past the new end fail with EIO). The fio JSON carries the
+//!   job's `error` (5), stderr names the job, the error, the offset and
+//!   the failed IOs, and the run exits 1 after its report; with
+//!   `ignore_error=EIO` the job carries on, counts `total_err` /
+//!   `first_error` and the run exits 0 — as fio 3.33 does on the same job.
 //! * SIGINT after ~1 s of a 30 s run: the report on stdout is complete,
-//!   valid JSON with the partial numbers.
+//!   valid JSON with the partial numbers, and the run exits 130.
 //! * A write job on a mounted loop device (ext4 made with mkfs.ext4) is
 //!   refused: exit status ≠ 0 and a message saying it is mounted, with or
 //!   without --allow-destructive. Everything is unmounted and detached
@@ -56,12 +58,17 @@ fn eio(be: Be) {
         return;
     }
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
-    assert!(
-        matches!(r.code, Some(0 | 1)),
-        "an IO error is not a crash: {:?}\n{}",
+    assert_eq!(
+        r.code,
+        Some(1),
+        "an IO error fails the run: {:?}\n{}",
         r.code,
         r.stderr
     );
+    // the first failed read: 256 KiB in, where the backing file ends
+    let line = "job `eio` (clone 0): error 5 (Input/output error): read offset=262144, buflen=4096";
+    assert!(r.stderr.contains(line), "stderr names it:\n{}", r.stderr);
+    assert!(r.stderr.contains("failed IO"), "{}", r.stderr);
     let doc = &r.json_docs()[0];
     let j = &doc["jobs"][0];
     eprintln!(
@@ -172,8 +179,8 @@ fn sigint_leaves_a_report(be: Be) {
         status.code(),
         stderr.trim()
     );
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
     assert!(wall < Duration::from_secs(10), "{wall:?}");
     assert!(
         (300.0..=5000.0).contains(&ios),

@@ -12,7 +12,7 @@ use crate::slab::Slab;
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{ControllerStack, Duration, GroupId, Instant, Io, IoFlags, IoId, IoOp};
 use blkqos_workload::job::Reaped;
-use blkqos_workload::{Job, JobAction, JobIo, JobSpec, JobStats};
+use blkqos_workload::{Job, JobAction, JobFailure, JobIo, JobSpec, JobStats};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -101,6 +101,21 @@ pub struct RunOptions {
     pub host: HostModel,
     /// Set asynchronously (SIGINT/SIGTERM) to stop issuing and drain.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Set asynchronously (a second signal, or SIGTERM) to give up
+    /// draining: the run waits only for the IO the backend has (at the
+    /// device: a real backend's buffers must outlive it) and drops the IO
+    /// still held by controllers, the request queue and the page cache
+    /// ([`RunResult::abandoned`]). Data the backend keeps (the real
+    /// engine's write-back buffer) is the caller's to write out.
+    pub abandon: Option<Arc<AtomicBool>>,
+    /// Wake up at least this often to look at `stop` and `abandon`: a
+    /// backend whose wait a signal does not cut short (the thread pool's
+    /// futex sleep) would otherwise notice one only at its next deadline:
+    /// usually within a job's bw/iops sampling period, but a thinktime or
+    /// rate sleep with long sampling periods can put it minutes away.
+    /// None: wait for the next event (the simulator: its waits take no
+    /// wall time).
+    pub poll_every: Option<Duration>,
     /// Busy-time accounting generation and the HZ its jiffies use.
     pub ticks_mode: TicksMode,
     pub hz: u64,
@@ -135,6 +150,10 @@ pub struct JobResult {
     pub stats: JobStats,
     /// errno that ended the job, 0 if none.
     pub error: i32,
+    /// What failed with `error` (file offset, length, direction).
+    pub failure: Option<JobFailure>,
+    /// Failed IOs and syncs, counted whether or not they ended the job.
+    pub failed_ios: u64,
 }
 
 /// Everything a run produced.
@@ -145,6 +164,12 @@ pub struct RunResult {
     pub ended_at: Instant,
     /// The run was stopped early (signal).
     pub interrupted: bool,
+    /// The drain was given up ([`RunOptions::abandon`]).
+    pub abandoned: bool,
+    /// IOs dropped when the drain was given up: held by controllers or
+    /// queued for a request slot (job IO, writeback, flushes), and
+    /// buffered writes waiting out a dirty-page pause.
+    pub dropped_ios: u64,
     /// Periodic diskstats snapshots: (time, the 17 counters), at most
     /// [`MAX_DISKSTATS_SNAPSHOTS`] of them and the end-of-run one.
     pub diskstats: Vec<(Instant, [u64; 17])>,
@@ -340,6 +365,8 @@ struct Loop<'a, B: Backend> {
     merged: std::collections::BTreeMap<IoId, (u32, Vec<IoId>)>,
     /// `queue/max_segments` ([`Backend::max_segments`]).
     max_segments: u32,
+    /// The drain was given up: nothing more goes to the backend.
+    abandoned: bool,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -371,6 +398,10 @@ impl<B: Backend> Loop<'_, B> {
     /// The device starts serving `io` (it holds a request since `now`).
     #[inline]
     fn begin_service(&mut self, io: &Io, alloc_at: Instant, now: Instant) {
+        if self.abandoned {
+            // the run is giving up: the IO is dropped with its flight
+            return;
+        }
         self.stack.on_start(io, alloc_at, now);
         self.disk.start(io.op, now);
         self.backend.submit(io, now);
@@ -638,6 +669,34 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
+    /// Give up the drain ([`RunOptions::abandon`]): wait for the IO the
+    /// backend has, completing it as usual, and submit nothing more (no
+    /// controller timers, dispatch worker or flusher run again); the jobs
+    /// reap what completed and end. Returns how many IOs were dropped:
+    /// flights never sent to the backend and buffered writes still paused.
+    fn abandon(&mut self) -> u64 {
+        self.abandoned = true;
+        while self.backend.in_flight() > 0 {
+            let mut comps = std::mem::take(&mut self.comps);
+            comps.clear();
+            self.backend.wait(None, &mut comps);
+            for c in &comps {
+                self.complete(*c);
+            }
+            self.comps = comps;
+        }
+        // the jobs take what completed and end now
+        let now = self.backend.now();
+        for s in &mut self.jobs {
+            if !s.ring.is_empty() {
+                s.job.reap(&s.ring, now);
+                s.ring.clear();
+            }
+            s.job.abandon(now);
+        }
+        (self.flights.len() + self.pc_pending.len()) as u64
+    }
+
     fn complete(&mut self, c: Completion) {
         let Some(f) = self.flights.remove(c.id) else {
             return;
@@ -801,6 +860,7 @@ pub fn run<B: Backend>(
         to_plug: Vec::new(),
         merged: std::collections::BTreeMap::new(),
         max_segments: u32::MAX,
+        abandoned: false,
     };
     lp.max_segments = lp.backend.max_segments();
     lp.sink_requests = lp.sink.as_ref().is_some_and(|s| s.wants_requests());
@@ -825,16 +885,18 @@ pub fn run<B: Backend>(
         .filter(|d| d.as_ns() > 0)
         .map(|d| t0 + d);
     let mut interrupted = false;
+    let mut dropped_ios = None;
     // earliest job timer; job timers only move when the loop steps jobs
     // or runs their timers, so the value from the previous pass holds
     let mut next_job_timer = lp.jobs.iter().filter_map(|s| s.job.next_timer()).min();
     loop {
         let now = lp.backend.now();
-        let stopping = opts
-            .stop
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::Relaxed));
+        let stopping = flag_set(&opts.stop) || flag_set(&opts.abandon);
         interrupted |= stopping;
+        if stopping && flag_set(&opts.abandon) {
+            dropped_ios = Some(lp.abandon());
+            break;
+        }
 
         if let (Some(t), Some(every)) = (next_snap, opts.diskstats_every) {
             if now >= t {
@@ -901,6 +963,7 @@ pub fn run<B: Backend>(
                 .unwrap_or_default();
             return Err(RunError::Stalled { job, at: now });
         }
+        let deadline = poll_by(deadline, now, opts);
         lp.comps.clear();
         lp.backend.wait(deadline, &mut lp.comps);
         for i in 0..lp.comps.len() {
@@ -934,6 +997,8 @@ pub fn run<B: Backend>(
             stats.elapsed_s = elapsed_s;
             JobResult {
                 error: s.job.error(),
+                failure: s.job.failure(),
+                failed_ios: s.job.failed_ios(),
                 clone: s.job.clone_index(),
                 spec: s.job.spec().clone(),
                 group: s.group,
@@ -946,6 +1011,8 @@ pub fn run<B: Backend>(
         disk: lp.disk,
         ended_at,
         interrupted,
+        abandoned: dropped_ios.is_some(),
+        dropped_ios: dropped_ios.unwrap_or(0),
         diskstats: snapshots,
         diskstats_dropped: snapshots_dropped,
         request_trace: lp.trace.unwrap_or_default(),
@@ -955,6 +1022,24 @@ pub fn run<B: Backend>(
 }
 
 mod buffered;
+
+/// `deadline`, brought forward to `now + poll_every` when the run has
+/// asynchronous flags to look at.
+#[inline]
+fn poll_by(deadline: Option<Instant>, now: Instant, opts: &RunOptions) -> Option<Instant> {
+    match opts.poll_every {
+        Some(p) if opts.stop.is_some() || opts.abandon.is_some() => {
+            Some(deadline.map_or(now + p, |d| d.min(now + p)))
+        }
+        _ => deadline,
+    }
+}
+
+/// An asynchronous flag that is there and set.
+#[inline]
+fn flag_set(f: &Option<Arc<AtomicBool>>) -> bool {
+    f.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
+}
 
 /// The earlier of two optional times.
 #[inline]

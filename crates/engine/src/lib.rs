@@ -22,7 +22,8 @@
 //!   never panics; a short transfer shows in `Completion::bytes`. With
 //!   `verify`, writes carry [`pattern`] and reads are checked against it
 //!   (a mismatch is EILSEQ, as fio reports verify failures).
-//! * [`StopOnSignal`] turns SIGINT/SIGTERM into `RunOptions::stop`.
+//! * [`StopOnSignal`] turns SIGINT into `RunOptions::stop`, and SIGTERM or
+//!   a second signal into `RunOptions::abandon` too; it never exits.
 //!
 //! Run real backends with [`host_model`] (no modelled submit cost or wake
 //! jitter: the host's are real).
@@ -214,8 +215,10 @@ impl RealBackend {
         }
     }
     /// Write what the write-back buffer still holds straight to the target,
-    /// unthrottled (the run failed before its drain): (pages written,
-    /// pages that failed), or None when there is no buffer.
+    /// unthrottled, then fsync (the run failed before its drain, or gave
+    /// the drain up after a SIGTERM or a second signal): (pages written,
+    /// pages that failed), or None when there is no buffer. Call it with no
+    /// IO in flight (after `blkqos_driver::run` returned).
     pub fn write_out_store(&mut self) -> Option<std::io::Result<(u64, u64)>> {
         match self {
             RealBackend::Uring(b) => b.write_out_store(),

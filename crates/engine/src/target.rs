@@ -82,16 +82,20 @@ fn refuse(path: &Path, reason: Refusal) -> EngineError {
 const LAYOUT_CHUNK: usize = 1 << 20;
 
 /// Write blkqos's pattern over `[from, to)` of `f` (buffered), then fsync.
-fn lay_out(f: &File, from: u64, to: u64) -> io::Result<()> {
+/// A SIGINT/SIGTERM ([`crate::signal::stop_requested`]) ends it at a chunk
+/// boundary: the file then ends where the layout stopped, and the next
+/// run lays out the rest. Returns where it ended.
+fn lay_out(f: &File, from: u64, to: u64) -> io::Result<u64> {
     let mut buf = vec![0u8; LAYOUT_CHUNK];
     let mut off = from;
-    while off < to {
+    while off < to && !crate::signal::stop_requested() {
         let n = (to - off).min(LAYOUT_CHUNK as u64) as usize;
         pattern::fill(&mut buf[..n], off);
         f.write_all_at(&buf[..n], off)?;
         off += n as u64;
     }
-    f.sync_all()
+    f.sync_all()?;
+    Ok(off)
 }
 
 fn final_open(path: &Path, o: &EngineOptions, excl: bool) -> Result<File, EngineError> {
@@ -193,8 +197,15 @@ fn open_file(path: &Path, o: &EngineOptions, existing: Option<u64>) -> Result<Ta
                 path.display(),
                 needed.div_ceil(1 << 20)
             );
-            lay_out(&f, size, needed).map_err(io_err(path, "lay out"))?;
-            laid_out_bytes = needed - size;
+            let end = lay_out(&f, size, needed).map_err(io_err(path, "lay out"))?;
+            if end < needed {
+                let _ = writeln!(
+                    err,
+                    "blkqos: laying out `{}` interrupted at {end} bytes (the next run lays out the rest)",
+                    path.display()
+                );
+            }
+            laid_out_bytes = end - size;
         } else {
             // a write-only job: extend (sparse) to the size, as fio's ftruncate
             f.set_len(needed).map_err(io_err(path, "extend"))?;

@@ -188,9 +188,10 @@ impl PageStore {
         }
     }
 
-    /// Last resort when the run could not drain the buffer under its
-    /// limits (the driver failed): write every held page to `file` in
-    /// page order, unthrottled, then fsync it. Returns (pages written,
+    /// When the run did not drain the buffer under its limits (the driver
+    /// failed, or the drain was given up after a SIGTERM or a second
+    /// signal): write every held page to `file` in page order,
+    /// unthrottled, then fsync it. Returns (pages written,
     /// pages whose write failed); written pages leave the store.
     pub fn write_out(&mut self, file: &File) -> (u64, u64) {
         let mut idxs: Vec<u64> = self.pages.keys().copied().collect();

@@ -1,4 +1,6 @@
-//! SIGINT stops a real run early and the driver still returns its results.
+//! Signals stop a real run early and the driver still returns its results:
+//! SIGINT stops it gracefully; SIGINT then SIGTERM (or a second SIGINT)
+//! gives up the drain. The process is never ended by them.
 //! (One test in this binary: signals are process-wide.)
 
 mod util;
@@ -11,8 +13,15 @@ use blkqos_workload::{IoEngine, JobSpec, RwMode};
 
 #[test]
 fn sigint_stops_a_run_and_keeps_the_results() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
     let guard = StopOnSignal::install().unwrap();
-    for kind in [BackendKind::IoUring, BackendKind::Threads] {
+    let cases = [
+        (BackendKind::IoUring, &[SIGINT][..]),
+        (BackendKind::Threads, &[SIGINT][..]),
+        (BackendKind::IoUring, &[SIGINT, SIGTERM][..]),
+        (BackendKind::Threads, &[SIGINT, SIGINT][..]),
+    ];
+    for (kind, signals) in cases {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("stop.dat");
         let Some(mut b) = util::open(
@@ -39,9 +48,11 @@ fn sigint_stops_a_run_and_keeps_the_results() {
             region_len: 4 << 20,
             seed: 1,
         };
-        let sender = std::thread::spawn(|| {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            signal_hook::low_level::raise(signal_hook::consts::SIGINT).unwrap();
+        let sender = std::thread::spawn(move || {
+            for &sig in signals {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                signal_hook::low_level::raise(sig).unwrap();
+            }
         });
         let t0 = std::time::Instant::now();
         let r = blkqos_driver::run(
@@ -51,6 +62,7 @@ fn sigint_stops_a_run_and_keeps_the_results() {
             &RunOptions {
                 host: host_model(),
                 stop: Some(guard.flag()),
+                abandon: Some(guard.abandon_flag()),
                 ..RunOptions::default()
             },
         )
@@ -58,6 +70,12 @@ fn sigint_stops_a_run_and_keeps_the_results() {
         sender.join().unwrap();
         let wall = t0.elapsed();
         assert!(r.interrupted, "{kind}: run not marked interrupted");
+        assert_eq!(guard.signal(), Some(SIGINT));
+        assert_eq!(guard.exit_status(), Some(130), "the first signal decides");
+        assert_eq!(guard.count() as usize, signals.len());
+        // a lone SIGINT drains; the run (no controller holds IO) is over
+        // before a second signal could come
+        assert_eq!(guard.abandoned(), signals.len() > 1, "{kind} {signals:?}");
         assert!(
             wall < std::time::Duration::from_secs(10),
             "{kind}: took {wall:?}"
@@ -67,9 +85,7 @@ fn sigint_stops_a_run_and_keeps_the_results() {
             ios >= 100,
             "{kind}: the partial results are kept: {ios} IOs"
         );
-        // re-arm for the next backend
-        guard
-            .flag()
-            .store(false, std::sync::atomic::Ordering::SeqCst);
+        // re-arm for the next case
+        guard.reset();
     }
 }

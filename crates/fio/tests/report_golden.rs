@@ -288,6 +288,7 @@ fn group_pair() -> (JobSpec, JobStats, JobStats) {
     spec.group_reporting = true;
     spec.numjobs = 2;
     spec.ignore_error.read = vec![5];
+    spec.ignore_error.continue_on = blkqos_workload::spec::ERROR_TYPE_READ;
     spec.description = Some("pair".into());
     spec.ioengine = IoEngine::Psync;
     let mut a = JobStats::default();
@@ -439,6 +440,7 @@ fn clones_without_group_reporting_stay_separate() {
     let (mut spec, a, b) = group_pair();
     spec.group_reporting = false;
     spec.ignore_error.read.clear();
+    spec.ignore_error.continue_on = 0;
     let inp = input(
         vec![
             ReportJob {
@@ -551,6 +553,7 @@ fn no_io_job_prints_no_block_but_zero_objects() {
 fn ignored_errors_only_job_like_fio() {
     let mut spec = JobSpec::new("e");
     spec.ignore_error.read = vec![22];
+    spec.ignore_error.continue_on = blkqos_workload::spec::ERROR_TYPE_READ;
     let mut s = JobStats::default();
     s.dirs[0].total_ios = 531_867;
     s.depth_level[0] = 531_867;

@@ -230,6 +230,7 @@ fn structure_group_reporting_ignore_error_matches_fio() {
             s.group_reporting = true;
             s.numjobs = 2;
             s.ignore_error.read = vec![5];
+            s.ignore_error.continue_on = blkqos_workload::spec::ERROR_TYPE_READ;
             s.description = Some("two \"clones\"".into());
         },
     );
@@ -351,6 +352,7 @@ fn bytes_group_reporting_match_fio() {
             s.group_reporting = true;
             s.numjobs = 2;
             s.ignore_error.read = vec![5];
+            s.ignore_error.continue_on = blkqos_workload::spec::ERROR_TYPE_READ;
         },
     );
 }

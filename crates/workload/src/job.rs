@@ -46,6 +46,40 @@ pub struct JobIo {
     pub start_time: Instant,
 }
 
+/// What failed: an IO of a direction, or a sync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailedOp {
+    Read,
+    Write,
+    Trim,
+    /// `fsync=N` / `fdatasync=N` / `end_fsync`.
+    Sync,
+}
+
+impl FailedOp {
+    /// fio's name of the direction (`io_ddir_name`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FailedOp::Read => "read",
+            FailedOp::Write => "write",
+            FailedOp::Trim => "trim",
+            FailedOp::Sync => "sync",
+        }
+    }
+}
+
+/// The failure that ended a job: fio's `io_u_log_error` line (`io_u error
+/// on file F: ERR: DIR offset=O, buflen=L`) as data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobFailure {
+    pub errno: i32,
+    pub op: FailedOp,
+    /// Absolute byte offset in the target (0 for a sync).
+    pub offset: u64,
+    /// Bytes the IO asked for (0 for a sync).
+    pub len: u64,
+}
+
 /// What the job does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobAction {
@@ -169,6 +203,10 @@ pub struct Job {
     next_bw_sample: Instant,
     next_iops_sample: Instant,
     error: i32,
+    /// The failure that set `error`.
+    failure: Option<JobFailure>,
+    /// Every failed completion and sync, ramp and ignored ones included.
+    failed_ios: u64,
     finished_at: Option<Instant>,
 }
 
@@ -270,6 +308,8 @@ impl Job {
             next_bw_sample: Instant::MAX,
             next_iops_sample: Instant::MAX,
             error: 0,
+            failure: None,
+            failed_ios: 0,
             finished_at: None,
             spec,
         };
@@ -336,6 +376,15 @@ impl Job {
     /// Errno that stopped the job (0 if none).
     pub fn error(&self) -> i32 {
         self.error
+    }
+    /// What failed with the errno that stopped the job.
+    pub fn failure(&self) -> Option<JobFailure> {
+        self.failure
+    }
+    /// Failed IOs and syncs, counted whether or not they stopped the job
+    /// (ramp and `ignore_error` ones too).
+    pub fn failed_ios(&self) -> u64 {
+        self.failed_ios
     }
     /// When the job finished (after its last IO was reaped).
     pub fn finished_at(&self) -> Option<Instant> {
@@ -751,6 +800,18 @@ impl Job {
         self.ramp_end = None;
     }
 
+    /// The run gave up waiting for the job's IO (an abandoned drain): the
+    /// job ends at `now` with what it reaped; what is still in flight
+    /// never completes for it. Like fio's threads when fio is terminated,
+    /// its runtime ends there.
+    pub fn abandon(&mut self, now: Instant) {
+        if self.phase != Phase::Done {
+            self.phase = Phase::Done;
+            self.end_at = Some(Instant::ZERO);
+            self.finish(now);
+        }
+    }
+
     /// Would [`Job::next_action`] just say `WaitCompletion` now, changing
     /// nothing? True for a full queue with nothing left to reap, the state
     /// a QD>1 job is in after nearly every submit: the driver can skip the
@@ -907,21 +968,29 @@ impl Job {
     }
 
     /// A completion with an error: counted, and it stops the job unless
-    /// `ignore_error` lists it.
+    /// `continue_on_error` / `ignore_error` make it non-fatal.
     fn reap_error(&mut self, r: &Reaped, in_ramp: bool) {
         let d = r.io.ddir;
-        let ignored = match d {
-            0 => self.spec.ignore_error.read.contains(&r.error),
-            _ => self.spec.ignore_error.write.contains(&r.error),
-        };
+        let ignored = self.spec.ignore_error.non_fatal(d == 0, r.error);
         if !in_ramp || ignored {
             self.stats.total_err += 1;
             if self.stats.first_error == 0 {
                 self.stats.first_error = r.error;
             }
         }
+        self.failed_ios += 1;
         if !ignored && self.error == 0 {
             self.error = r.error;
+            self.failure = Some(JobFailure {
+                errno: r.error,
+                op: match d {
+                    0 => FailedOp::Read,
+                    1 => FailedOp::Write,
+                    _ => FailedOp::Trim,
+                },
+                offset: r.io.offset,
+                len: r.io.len,
+            });
         }
         if !in_ramp {
             // fio counts every issued IO in total_ios, failed ones too
@@ -961,17 +1030,24 @@ impl Job {
     /// The sync ended with `errno` (`EIO` for a failed writeback of the
     /// file, as `fsync(2)` reports it): counted as an error of the write
     /// direction (fio `td_error_type`), which stops the job unless
-    /// `ignore_error` lists it for writes.
+    /// `continue_on_error` / `ignore_error` make it non-fatal for writes.
     pub fn fsync_failed(&mut self, now: Instant, errno: i32) {
-        let ignored = self.spec.ignore_error.write.contains(&errno);
+        let ignored = self.spec.ignore_error.non_fatal(false, errno);
         if !self.in_ramp() || ignored {
             self.stats.total_err += 1;
             if self.stats.first_error == 0 {
                 self.stats.first_error = errno;
             }
         }
+        self.failed_ios += 1;
         if !ignored && self.error == 0 {
             self.error = errno;
+            self.failure = Some(JobFailure {
+                errno,
+                op: FailedOp::Sync,
+                offset: 0,
+                len: 0,
+            });
         }
         match self.phase {
             Phase::Fsync => {

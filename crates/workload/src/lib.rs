@@ -13,6 +13,6 @@ pub mod rng;
 pub mod spec;
 pub mod stats;
 
-pub use job::{Job, JobAction, JobIo};
+pub use job::{FailedOp, Job, JobAction, JobFailure, JobIo};
 pub use spec::{IoEngine, JobSpec, PerDir, RateProcess, RwMode, SizeSpec, UnifiedRw};
 pub use stats::{DirStats, JobStats};

@@ -146,17 +146,57 @@ pub enum SizeSpec {
     Percent(u32),
 }
 
-/// `ignore_error=READLIST,WRITELIST,VERIFYLIST`: errno values per list.
+/// fio's error types (`enum error_type_bit`) as `continue_on_error` bits.
+pub const ERROR_TYPE_READ: u8 = 1;
+pub const ERROR_TYPE_WRITE: u8 = 2;
+pub const ERROR_TYPE_VERIFY: u8 = 4;
+
+/// fio's default non-fatal errors of a type whose list is not given
+/// (`__NON_FATAL_ERR`: EIO, EILSEQ).
+pub const NON_FATAL_ERR: [i32; 2] = [5, 84];
+
+const EILSEQ: i32 = 84;
+
+/// `ignore_error=READLIST,WRITELIST,VERIFYLIST` (errno values per list)
+/// and `continue_on_error=` (the types whose errors may be non-fatal).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct IgnoreErrors {
     pub read: Vec<i32>,
     pub write: Vec<i32>,
     pub verify: Vec<i32>,
+    /// fio's `td->o.continue_on_error`: `ERROR_TYPE_*` bits, assigned by
+    /// `continue_on_error=` and or-ed in by `ignore_error` for every list
+    /// it gives (`ignore_error_type`).
+    pub continue_on: u8,
 }
 
 impl IgnoreErrors {
+    /// fio's `ts->continue_on_error`: the report shows `total_err` and
+    /// `first_error`.
     pub fn is_set(&self) -> bool {
-        !(self.read.is_empty() && self.write.is_empty() && self.verify.is_empty())
+        self.continue_on != 0
+    }
+
+    /// Does `errno` on a read (`read`) or a write/trim/sync leave the job
+    /// running? fio's `td_non_fatal_error(td, td_error_type(ddir, err),
+    /// err)`: EILSEQ is a verify error; a type not in `continue_on` is
+    /// always fatal; a type without its own list takes `NON_FATAL_ERR`.
+    pub fn non_fatal(&self, read: bool, errno: i32) -> bool {
+        let (bit, list) = if errno == EILSEQ {
+            (ERROR_TYPE_VERIFY, &self.verify)
+        } else if read {
+            (ERROR_TYPE_READ, &self.read)
+        } else {
+            (ERROR_TYPE_WRITE, &self.write)
+        };
+        if self.continue_on & bit == 0 {
+            return false;
+        }
+        if list.is_empty() {
+            NON_FATAL_ERR.contains(&errno)
+        } else {
+            list.contains(&errno)
+        }
     }
 }
 

@@ -464,3 +464,143 @@ macro_rules! on_real_backends {
         }
     };
 }
+
+/// Does `pid` catch both SIGINT and SIGTERM (`SigCgt` in
+/// `/proc/PID/status`)? Then its handler is installed and a signal can no
+/// longer kill it.
+pub fn catches_int_and_term(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))
+                .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        })
+        .is_some_and(|m| m & (1 << (2 - 1)) != 0 && m & (1 << (15 - 1)) != 0)
+}
+
+/// A process that was sent signals, and when it ended.
+#[derive(Debug)]
+pub struct Signalled {
+    pub ran: Ran,
+    /// From the first signal to the exit.
+    pub after_first: Duration,
+    /// From the last signal sent to the exit.
+    pub after_last: Duration,
+    /// Signals sent (fewer than asked for when it exited before the rest).
+    pub sent: usize,
+}
+
+/// `kill -SIG pid`.
+pub fn send(sig: &str, pid: u32) {
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill");
+    assert!(st.success(), "kill -{sig} {pid}");
+}
+
+/// `blkqos ARGS` in `dir`: once it catches SIGINT and SIGTERM, wait
+/// `settle`, then send `signals` (`INT`, `TERM`) `gap` apart. `gap` and
+/// `settle` only make it likely the signals land where the test means
+/// them to (in the run, during a drain); nothing is asserted on them.
+/// `limit` is a hang guard: still running then, it is killed (SIGKILL)
+/// and the test fails.
+pub fn signal_blkqos(
+    args: &[String],
+    dir: &Path,
+    settle: Duration,
+    signals: &[&str],
+    gap: Duration,
+    limit: Duration,
+) -> Signalled {
+    assert!(!signals.is_empty(), "no signal to send");
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().expect("spawn blkqos");
+    let (out, err) = drain(&mut child);
+    let pid = child.id();
+    let armed = loop {
+        if catches_int_and_term(pid) {
+            break true;
+        }
+        if child.try_wait().expect("wait").is_some() || t0.elapsed() > limit {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let mut sent = Vec::new();
+    // (exit status, when it was seen)
+    let mut exited = None;
+    if armed {
+        std::thread::sleep(settle);
+        for (i, sig) in signals.iter().enumerate() {
+            if i > 0 {
+                exited = exited.or_else(|| exit_within(&mut child, gap));
+            }
+            if exited.is_some() {
+                // reaped: its pid is no longer its own
+                break;
+            }
+            send(sig, pid);
+            sent.push(Instant::now());
+        }
+    }
+    let (status, end) = match exited {
+        Some(e) => e,
+        None => exit_within(&mut child, limit.saturating_sub(t0.elapsed())).unwrap_or_else(|| {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("{args:?} still running after {limit:?}: killed");
+        }),
+    };
+    let ran = Ran {
+        code: status.code(),
+        stdout: out.join().expect("stdout"),
+        stderr: String::from_utf8_lossy(&err.join().expect("stderr")).into_owned(),
+        wall: t0.elapsed(),
+    };
+    assert!(
+        armed,
+        "blkqos ended before catching SIGINT/SIGTERM: {:?}\n{}",
+        ran.code, ran.stderr
+    );
+    let last = *sent.last().expect("a signal");
+    Signalled {
+        after_first: end.saturating_duration_since(sent[0]),
+        after_last: end.saturating_duration_since(last),
+        sent: sent.len(),
+        ran,
+    }
+}
+
+/// The child's exit status and when it was seen, if it exits within `d`.
+fn exit_within(
+    child: &mut std::process::Child,
+    d: Duration,
+) -> Option<(std::process::ExitStatus, Instant)> {
+    let until = Instant::now() + d;
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return Some((s, Instant::now()));
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// FNV-1a, 64-bit.
+pub fn checksum(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}

@@ -367,6 +367,7 @@ fn apply_string(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
             }
         }
         Opt::IgnoreError => parse_ignore_error(v, &mut s.ignore_error)?,
+        Opt::ContinueOnError => s.ignore_error.continue_on = parse_continue_on_error(v)?,
         _ if v.is_empty() => return Err("empty value".into()),
         Opt::Name => s.name = v.to_string(),
         Opt::Description => s.description = Some(v.to_string()),
@@ -452,9 +453,33 @@ const ERRNO_NAMES: [&str; 34] = [
     "ESPIPE", "EROFS", "EMLINK", "EPIPE", "EDOM", "ERANGE",
 ];
 
+/// `continue_on_error=` (fio's posval table): the error types whose
+/// non-fatal errors let a job go on; it replaces the bits `ignore_error`
+/// set before it.
+fn parse_continue_on_error(v: &str) -> Result<u8, String> {
+    use blkqos_workload::spec::{
+        ERROR_TYPE_READ as R, ERROR_TYPE_VERIFY as V, ERROR_TYPE_WRITE as W,
+    };
+    Ok(match v {
+        "none" | "0" => 0,
+        "read" => R,
+        "write" => W,
+        "io" => R | W,
+        "verify" => V,
+        "all" | "1" => R | W | V,
+        _ => {
+            return Err(invalid(
+                v,
+                &["none", "read", "write", "io", "verify", "all", "0", "1"],
+            ))
+        }
+    })
+}
+
 /// `ignore_error=READLIST,WRITELIST,VERIFYLIST` (`str_ignore_error_cb`,
 /// `ignore_error_type`): `,` separates the lists, `:` the errors within one.
 /// Only the lists present are replaced; an empty list clears its direction.
+/// A list given turns on `continue_on_error` for its type, as in fio.
 fn parse_ignore_error(v: &str, out: &mut IgnoreErrors) -> Result<(), String> {
     let v = strip_blank_end(strip_blank_front(v));
     let lists: Vec<&str> = v.split(',').collect();
@@ -463,6 +488,9 @@ fn parse_ignore_error(v: &str, out: &mut IgnoreErrors) -> Result<(), String> {
     }
     for (i, list) in lists.iter().enumerate() {
         let errs = parse_error_list(list)?;
+        if !errs.is_empty() {
+            out.continue_on |= 1 << i;
+        }
         match i {
             0 => out.read = errs,
             1 => out.write = errs,
@@ -757,10 +785,12 @@ mod tests {
     fn ignore_error_lists() {
         let ie = |v| with(&[("ignore_error", Some(v))]).map(|s| s.spec.ignore_error);
         fn e(r: &[i32], w: &[i32], v: &[i32]) -> IgnoreErrors {
+            let bit = |l: &[i32], b: u8| if l.is_empty() { 0 } else { b };
             IgnoreErrors {
                 read: r.to_vec(),
                 write: w.to_vec(),
                 verify: v.to_vec(),
+                continue_on: bit(r, 1) | bit(w, 2) | bit(v, 4),
             }
         }
         assert_eq!(
@@ -786,5 +816,39 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(st.spec.ignore_error, e(&[1], &[5], &[]));
+    }
+
+    #[test]
+    fn continue_on_error_types() {
+        let coe =
+            |opts: &[(&'static str, Option<&'static str>)]| with(opts).map(|s| s.spec.ignore_error);
+        let bits = |v| coe(&[("continue_on_error", Some(v))]).map(|i| i.continue_on);
+        assert_eq!(bits("none"), Ok(0));
+        assert_eq!(bits("write"), Ok(2));
+        assert_eq!(bits("io"), Ok(3));
+        assert_eq!(bits("all"), Ok(7));
+        assert_eq!(bits("1"), Ok(7));
+        assert!(bits("sometimes").is_err());
+        // the default non-fatal errors: EIO and EILSEQ (a verify error)
+        let w = coe(&[("continue_on_error", Some("write"))]).unwrap();
+        assert!(w.non_fatal(false, 5) && !w.non_fatal(false, 28));
+        assert!(!w.non_fatal(true, 5), "reads are not covered");
+        assert!(!w.non_fatal(false, 84), "EILSEQ is a verify error");
+        // a list replaces the defaults of its type and turns the type on
+        let l = coe(&[
+            ("continue_on_error", Some("write")),
+            ("ignore_error", Some(",ENOSPC")),
+        ])
+        .unwrap();
+        assert!(l.non_fatal(false, 28) && !l.non_fatal(false, 5));
+        let r = coe(&[("ignore_error", Some("EIO"))]).unwrap();
+        assert!(r.non_fatal(true, 5) && !r.non_fatal(false, 5));
+        // continue_on_error=none after ignore_error: every error is fatal
+        let n = coe(&[
+            ("ignore_error", Some("EIO")),
+            ("continue_on_error", Some("none")),
+        ])
+        .unwrap();
+        assert!(!n.non_fatal(true, 5) && !n.is_set());
     }
 }

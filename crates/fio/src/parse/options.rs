@@ -71,6 +71,7 @@ pub(crate) enum Opt {
     SlatPercentiles,
     Cgroup,
     IgnoreError,
+    ContinueOnError,
     BwAvgTime,
     IopsAvgTime,
     KbBase,
@@ -163,6 +164,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("slat_percentiles", Kind::Bool, Opt::SlatPercentiles),
     def("cgroup", Kind::StrStore, Opt::Cgroup),
     def("ignore_error", Kind::Str, Opt::IgnoreError),
+    def("continue_on_error", Kind::Str, Opt::ContinueOnError),
     def("bwavgtime", Kind::Int, Opt::BwAvgTime),
     def("iopsavgtime", Kind::Int, Opt::IopsAvgTime),
     OptDef {

@@ -5,6 +5,7 @@
 
 use blkqos_workload::spec::{
     IgnoreErrors, JobSpec, PerDir, RateProcess, SizeSpec, ThinkBlocksType, UnifiedRw,
+    ERROR_TYPE_READ, ERROR_TYPE_VERIFY, ERROR_TYPE_WRITE, NON_FATAL_ERR,
 };
 
 fn size(s: SizeSpec) -> String {
@@ -18,9 +19,24 @@ fn per_dir<T: Copy>(p: &PerDir<T>, f: impl Fn(T) -> String) -> String {
     format!("{},{},{}", f(p.read), f(p.write), f(p.trim))
 }
 
+/// `ignore_error=` meaning what `e` means to fio on its own: a list for
+/// each type `continue_on_error` covers (its defaults, EIO and EILSEQ,
+/// when none was given), empty for the others.
 fn errors(e: &IgnoreErrors) -> String {
-    let list = |l: &[i32]| l.iter().map(i32::to_string).collect::<Vec<_>>().join(":");
-    format!("{},{},{}", list(&e.read), list(&e.write), list(&e.verify))
+    let list = |l: &[i32], bit: u8| {
+        let l: &[i32] = match (e.continue_on & bit != 0, l.is_empty()) {
+            (false, _) => &[],
+            (true, true) => &NON_FATAL_ERR,
+            (true, false) => l,
+        };
+        l.iter().map(i32::to_string).collect::<Vec<_>>().join(":")
+    };
+    format!(
+        "{},{},{}",
+        list(&e.read, ERROR_TYPE_READ),
+        list(&e.write, ERROR_TYPE_WRITE),
+        list(&e.verify, ERROR_TYPE_VERIFY)
+    )
 }
 
 fn flag(on: bool) -> &'static str {

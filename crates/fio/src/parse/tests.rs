@@ -179,6 +179,7 @@ filename=/dev/nvme0n1
         read: vec![5, 5],
         write: vec![],
         verify: vec![],
+        continue_on: 1,
     };
     want.job_options = opts(&[("filename", "/dev/nvme0n1")]);
     assert_eq!(set.jobs, [want]);

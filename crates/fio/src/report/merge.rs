@@ -51,7 +51,8 @@ impl Entry<'_> {
     pub fn group_id(&self) -> u32 {
         self.first.group_id
     }
-    /// `ts->continue_on_error`: any `ignore_error` list sets it.
+    /// `ts->continue_on_error`: `continue_on_error=`, or any `ignore_error`
+    /// list, sets it.
     pub fn continue_on_error(&self) -> bool {
         self.last.ignore_error.is_set()
     }
