@@ -648,6 +648,11 @@ pub struct Ran {
     /// The device as reports name it.
     pub dev_name: String,
     pub devid: blkqos_core::DevId,
+    /// A real run: the kernel's statistics of the disk under the target
+    /// (fio's `disk_util`; empty when it has none); blkqos's own
+    /// accounting is then reported apart. None: simulated, where blkqos's
+    /// accounting is the device's.
+    pub kernel_disks: Option<Vec<blkqos_fio::report::DiskUtil>>,
 }
 
 impl Experiment {
@@ -865,6 +870,7 @@ impl Experiment {
             lost_pages: 0,
             dev_name: self.device.name.clone(),
             devid: self.device.devid,
+            kernel_disks: None,
         })
     }
 }

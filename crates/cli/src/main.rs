@@ -18,6 +18,7 @@ mod output;
 mod pagecache;
 mod progress;
 mod real;
+mod real_report;
 mod request_trace;
 mod scenario;
 mod stdout;

@@ -23,12 +23,16 @@ fn runtime(err: anyhow::Error) -> Failure {
     Failure { code: 1, err }
 }
 
-/// The wall-clock anchor of a simulated run, in ms since the Unix epoch.
-fn epoch_ms() -> u64 {
-    if let Some(s) = std::env::var("SOURCE_DATE_EPOCH")
+/// `SOURCE_DATE_EPOCH`, if set to a number of seconds.
+fn source_date_epoch() -> Option<u64> {
+    std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
-    {
+}
+
+/// The wall-clock anchor of a simulated run, in ms since the Unix epoch.
+fn epoch_ms() -> u64 {
+    if let Some(s) = source_date_epoch() {
         return s * 1000;
     }
     std::time::SystemTime::now()
@@ -378,6 +382,41 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
     })
 }
 
+/// The local zone's offset from UTC at `secs`, in seconds east, which
+/// fio's `ctime_r` applies through glibc's `localtime_r`: the zone `TZ`
+/// names (an IANA name, a path or a POSIX rule), else /etc/localtime,
+/// else UTC. With `SOURCE_DATE_EPOCH` set, 0: a pinned run prints UTC
+/// whatever the machine's zone, so its bytes do not depend on it.
+fn utc_offset_s(secs: u64) -> i32 {
+    if source_date_epoch().is_some() {
+        return 0;
+    }
+    let Ok(at) = jiff::Timestamp::from_second(i64::try_from(secs).unwrap_or(i64::MAX)) else {
+        return 0;
+    };
+    jiff::tz::TimeZone::system().to_offset(at).seconds()
+}
+
+/// What the reports list as disks: on the simulator, blkqos's accounting
+/// under the device's name; on a real target, the kernel's numbers of the
+/// disks under it (as fio reads them), and blkqos's own accounting apart,
+/// named by the target's path.
+fn disk_utils(ran: &Ran) -> (Vec<DiskUtil>, Vec<DiskUtil>) {
+    let own = disk_util(ran);
+    match &ran.kernel_disks {
+        None => (vec![own], Vec::new()),
+        Some(kernel) => (
+            kernel.clone(),
+            vec![DiskUtil {
+                name: ran.target.clone(),
+                ..own
+            }],
+        ),
+    }
+}
+
+/// blkqos's own accounting of the requests it issued: diskstats-like
+/// counters and busy time under the run's `--iostats` rule.
 fn disk_util(ran: &Ran) -> DiskUtil {
     let d = &ran.result.disk;
     let elapsed_ns = ran.result.ended_at.as_ns().max(1);
@@ -391,6 +430,7 @@ fn disk_util(ran: &Ran) -> DiskUtil {
         write_ticks: d.nsecs[1] / 1_000_000,
         in_queue: (d.nsecs.iter().sum::<u64>()) / 1_000_000,
         util: d.busy_ns as f64 * 100.0 / elapsed_ns as f64,
+        agg: None,
     }
 }
 
@@ -398,7 +438,8 @@ fn disk_util(ran: &Ran) -> DiskUtil {
 /// print it, one string per invocation.
 pub fn render_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
     let ts = t0_ms + ran.result.ended_at.as_ns() / 1_000_000;
-    let du = disk_util(ran);
+    let utc_offset_s = utc_offset_s(ts / 1000);
+    let (disk_util, blkqos_disk_util) = disk_utils(ran);
     let mut outs = Vec::with_capacity(exp.invocations.len());
     for (i, inv) in exp.invocations.iter().enumerate() {
         let jobs: Vec<ReportJob> = ran
@@ -419,7 +460,9 @@ pub fn render_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
             jobs,
             global_options: &inv.jobs.global_options,
             timestamp_ms: ts,
-            disk_util: vec![du.clone()],
+            utc_offset_s,
+            disk_util: disk_util.clone(),
+            blkqos_disk_util: blkqos_disk_util.clone(),
             fio_version: "fio-3.33",
         };
         let mut out = String::new();

@@ -168,17 +168,24 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     opts.pagecache = write_buffer;
     // the thread pool's waits are not cut short by a signal
     opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
+    // fio reads the disk's stat before its jobs start and after they end
+    let disks = blkqos_engine::diskutil::DiskWatch::start(&path);
+    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
     let result = match crate::progress::Progress::start(&setups, ro.eta) {
         Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts),
         None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts),
     };
-    let result = match result {
+    let mut result = match result {
         Ok(r) => r,
         Err(e) => {
             write_out_after_failure(&mut backend, &path);
             return Err(e.into());
         }
     };
+    let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
+    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
+        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
+    }
     crate::outcome::say_interrupted(signals, &result, buffered);
     if result.abandoned {
         write_out_after_abandon(&mut backend, &path);
@@ -198,6 +205,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         lost_pages,
         dev_name,
         devid,
+        kernel_disks: Some(kernel_disks),
     })
 }
 

@@ -13,6 +13,11 @@ pub struct Completion {
     pub bytes: u64,
     /// Completion time.
     pub at: Instant,
+    /// When the submit call that handed the IO to the kernel returned: a
+    /// real backend's `io_uring_enter`, or its hand-off to a worker thread
+    /// (fio's `issue_time`, the end of `slat`). None: the driver's issue
+    /// time stands (the simulator models the call, `HostModel::submit_ns`).
+    pub issued: Option<Instant>,
 }
 
 /// What the driver needs from a device backend.

@@ -313,6 +313,22 @@ struct Flight {
     started_at: Instant,
 }
 
+/// When job IO `f`'s submit call returned (fio's `issue_time`; `slat`
+/// ends there, `clat` starts). An IO that went to the backend in the pass
+/// it was issued (nothing held it: a real backend hands it to the kernel in
+/// its next submit call) returns with that call, as fio's
+/// `fio_ioring_queued` stamps every IO of one `io_uring_enter` when the
+/// call returns. An IO a controller or the request queue held returned to
+/// its submitter when it was held: its later trip to the kernel is the
+/// block layer's, not the submitter's (blk-throttle's dispatch work).
+#[inline]
+fn issue_time(f: &Flight, c: &Completion) -> Instant {
+    match c.issued {
+        Some(t) if f.started_at == f.issue_time => t.clamp(f.issue_time, c.at.max(f.issue_time)),
+        _ => f.issue_time,
+    }
+}
+
 fn op_of(ddir: usize) -> IoOp {
     match ddir {
         0 => IoOp::Read,
@@ -794,7 +810,7 @@ impl<B: Backend> Loop<'_, B> {
         }
         self.jobs[f.job as usize].ring.push(Reaped {
             io: f.jio,
-            issue_time: f.issue_time,
+            issue_time: issue_time(&f, &c),
             error: c.error,
             bytes_done: if c.error == 0 { c.bytes } else { 0 },
         });

@@ -82,6 +82,9 @@ pub(crate) struct Slot {
     pub len: u64,
     /// Writeback from the userspace write-back buffer: data from the store.
     pub writeback: bool,
+    /// When the submit call that handed it to the kernel (or a worker)
+    /// returned; None until then.
+    pub issued: Option<Instant>,
 }
 
 /// Where `accept` put an IO.
@@ -164,6 +167,8 @@ impl Core {
                 error: libc::EINVAL,
                 bytes: 0,
                 at: Instant::ZERO,
+                // refused before any submit call
+                issued: None,
             });
             return Accepted::Rejected;
         }
@@ -186,7 +191,15 @@ impl Core {
             offset: io.offset,
             len: io.len,
             writeback: io.flags.contains(IoFlags::WRITEBACK),
+            issued: None,
         };
+    }
+
+    /// The submit call that carried slots `sent` returned at `at`.
+    pub fn mark_issued(&mut self, sent: &[u32], at: Instant) {
+        for &s in sent {
+            self.slots[s as usize].issued = Some(at);
+        }
     }
 
     /// A queued IO that can take a free slot now.
@@ -243,6 +256,7 @@ impl Core {
             error,
             bytes,
             at: Instant::ZERO,
+            issued: sl.issued,
         });
     }
 

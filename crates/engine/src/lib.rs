@@ -36,6 +36,7 @@
 
 pub mod buf;
 mod common;
+pub mod diskutil;
 pub mod pattern;
 pub mod safety;
 pub mod signal;
@@ -43,6 +44,7 @@ mod sys;
 pub mod target;
 pub mod threads;
 pub mod uring;
+pub mod usage;
 pub mod wbuf;
 
 pub use common::EngineStats;
@@ -189,6 +191,9 @@ pub fn host_model() -> HostModel {
 /// a sized `Backend`, so this enum (static dispatch) is what callers pass:
 /// `run(&mut backend, ...)`. (`impl Backend for Box<dyn Backend>` cannot be
 /// written outside the driver crate: the orphan rule forbids it.)
+// One per run, built once and passed by reference: the size difference of
+// the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum RealBackend {
     Uring(UringBackend),
     Threads(ThreadsBackend),

@@ -126,3 +126,13 @@ pub fn split_dev(dev: u64) -> (u32, u32) {
         libc::minor(dev as libc::dev_t),
     )
 }
+
+/// `getrusage(RUSAGE_SELF)`: the whole process, every thread (finished
+/// threads included).
+pub fn rusage_self() -> io::Result<libc::rusage> {
+    // SAFETY: `rusage` is plain old data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one `struct rusage` through a valid pointer.
+    cvt(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) })?;
+    Ok(ru)
+}

@@ -2,7 +2,8 @@
 //! `fallocate`, for kernels (or sandboxes) without io_uring.
 //!
 //! Same contract as the io_uring backend: `submit` queues, `wait` hands the
-//! queued IOs to the workers and blocks on the completion channel until the
+//! queued IOs to the workers (stamping them with the time the hand-off
+//! returned: their `slat` ends there) and blocks on the completion channel until the
 //! first completion or the deadline (`recv_timeout`: a futex sleep, no
 //! spinning), drains every completion there is, and stamps the batch with
 //! one clock read. A slot's buffer travels to the worker and back inside the
@@ -178,14 +179,17 @@ impl ThreadsBackend {
         self.workers.len()
     }
 
-    /// Hand every pending slot to the workers.
+    /// Hand every pending slot to the workers, and stamp them with the
+    /// time the hand-off returned: the thread pool's submit call (`slat`
+    /// ends there, as POSIX AIO's `aio_read` returns once glibc's thread
+    /// pool has the request; fio's `posixaio` engine counts it so).
     fn dispatch(&mut self) {
         if self.pending.is_empty() {
             return;
         }
         self.core.stats.submit_calls += 1;
         let Some(tx) = &self.tx else { return };
-        for s in self.pending.drain(..) {
+        for &s in &self.pending {
             let sl = self.core.slots[s as usize];
             let mut buf = self.bufs[s as usize].take().expect("slot buffer at home");
             let op = sl.op.expect("filled slot");
@@ -205,6 +209,9 @@ impl ThreadsBackend {
                 self.outstanding += 1;
             }
         }
+        let at = self.core.clock.read();
+        self.core.mark_issued(&self.pending, at);
+        self.pending.clear();
     }
 
     fn take(&mut self, mut d: Done, out: &mut Vec<Completion>) {

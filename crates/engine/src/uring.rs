@@ -2,10 +2,13 @@
 //!
 //! * `submit` fills a slot and queues its SQE in the submission ring: no
 //!   syscall, no allocation.
-//! * `wait` submits every queued SQE and waits in the same `io_uring_enter`
-//!   for the first completion, with the caller's deadline as the enter
-//!   timeout (`IORING_ENTER_EXT_ARG`, Linux 5.11+): a throttled IO is
-//!   released on time and nothing spins. Then it reaps every CQE that is
+//! * `wait` submits every queued SQE in one `io_uring_enter` that does not
+//!   wait, and stamps those IOs with the time it returned (their `slat` ends
+//!   there, as fio's `fio_ioring_commit` submits, then `fio_ioring_queued`
+//!   stamps `issue_time`). If no completion is there yet, a second
+//!   `io_uring_enter` waits for the first one, with the caller's deadline
+//!   as its timeout (`IORING_ENTER_EXT_ARG`, Linux 5.11+): a throttled IO
+//!   is released on time and nothing spins. Then it reaps every CQE that is
 //!   there, reads the clock once, and stamps the whole batch with it.
 //! * Buffers: one aligned buffer per slot, registered with the ring
 //!   (`READ_FIXED`/`WRITE_FIXED`) and the target registered as fixed file 0,
@@ -38,6 +41,9 @@ pub struct UringBackend {
     fixed_bufs: bool,
     /// SQEs pushed and not yet reaped.
     in_kernel: usize,
+    /// Slots whose SQEs are queued in the ring and not yet submitted, in
+    /// queue order.
+    unsent: Vec<u32>,
 }
 
 /// Build an SQE against the target, as fixed file 0 or as a plain fd.
@@ -111,6 +117,7 @@ impl UringBackend {
             fixed_file,
             fixed_bufs,
             in_kernel: 0,
+            unsent: Vec::with_capacity(depth as usize),
         })
     }
 
@@ -180,6 +187,7 @@ impl UringBackend {
                 .build()),
         };
         self.push(&sqe.user_data(user_data));
+        self.unsent.push(s);
     }
 
     fn push(&mut self, sqe: &squeue::Entry) {
@@ -193,37 +201,44 @@ impl UringBackend {
                 return;
             }
             // ring full (only with more than `depth` SQEs queued): flush it
-            self.enter(0, None);
+            self.submit_unsent();
         }
     }
 
-    /// One `io_uring_enter`: submit what is queued, wait for `want`
-    /// completions at most `timeout`. Timeouts, signals and transient
-    /// resource shortages just return.
-    fn enter(&mut self, want: usize, timeout: Option<std::time::Duration>) {
+    /// Submit the queued SQEs in one `io_uring_enter` that does not wait
+    /// (fio's `fio_ioring_commit`), and stamp the IOs it took with the time
+    /// it returned: their submit call ends there (`slat`).
+    fn submit_unsent(&mut self) {
+        if self.ring.submission().is_empty() {
+            return;
+        }
         self.core.stats.submit_calls += 1;
+        let r = self.ring.submitter().submit();
+        let at = self.core.clock.read();
+        match r {
+            Ok(n) => {
+                let n = n.min(self.unsent.len());
+                self.core.mark_issued(&self.unsent[..n], at);
+                self.unsent.drain(..n);
+            }
+            Err(e) => back_off(&e),
+        }
+    }
+
+    /// One `io_uring_enter` that waits for `want` completions, at most
+    /// `timeout`; it also submits whatever is still queued. Timeouts,
+    /// signals and transient resource shortages just return.
+    fn enter(&mut self, want: usize, timeout: Option<std::time::Duration>) {
         let r = match timeout {
             Some(t) => {
                 let ts = types::Timespec::from(t);
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(want, &args)
             }
-            None if want > 0 => self.ring.submitter().submit_and_wait(want),
-            None => self.ring.submitter().submit(),
+            None => self.ring.submitter().submit_and_wait(want),
         };
         if let Err(e) = r {
-            match e.raw_os_error() {
-                Some(libc::ETIME) | Some(libc::EINTR) => {}
-                // out of kernel resources, or CQ overflow pending: let
-                // completions drain and retry at the next wait
-                Some(libc::EAGAIN) | Some(libc::EBUSY) => {
-                    std::thread::sleep(std::time::Duration::from_micros(50))
-                }
-                _ => {
-                    // not an IO error: a misuse of the ring. Don't spin.
-                    std::thread::sleep(std::time::Duration::from_millis(1))
-                }
-            }
+            back_off(&e);
         }
     }
 
@@ -241,6 +256,41 @@ impl UringBackend {
                 out,
             );
         }
+    }
+}
+
+impl UringBackend {
+    /// Sleep in the kernel until the first completion or `deadline`; with
+    /// no deadline and nothing in the kernel, return at once.
+    fn wait_first(&mut self, deadline: Option<Instant>) {
+        match deadline {
+            None if self.in_kernel == 0 => {}
+            None => {
+                self.core.stats.sleeps += 1;
+                self.enter(1, None);
+            }
+            Some(d) => {
+                let now = self.core.clock.read();
+                if d > now {
+                    self.core.stats.sleeps += 1;
+                    self.enter(1, Some(std::time::Duration::from_nanos((d - now).0)));
+                }
+            }
+        }
+    }
+}
+
+/// After a failed `io_uring_enter`: timeouts and signals just return; out
+/// of kernel resources, or CQ overflow pending, let completions drain and
+/// retry at the next wait; anything else is a misuse of the ring, not an
+/// IO error: don't spin.
+fn back_off(e: &io::Error) {
+    match e.raw_os_error() {
+        Some(libc::ETIME) | Some(libc::EINTR) => {}
+        Some(libc::EAGAIN) | Some(libc::EBUSY) => {
+            std::thread::sleep(std::time::Duration::from_micros(50))
+        }
+        _ => std::thread::sleep(std::time::Duration::from_millis(1)),
     }
 }
 
@@ -275,28 +325,13 @@ impl Backend for UringBackend {
 
     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
         let start = out.len();
-        let queued = self.ring.submission().len();
-        let have = self.core.has_ready() || !self.ring.completion().is_empty();
-        if have || (deadline.is_none() && self.in_kernel == 0) {
-            if queued > 0 {
-                self.enter(0, None);
-            }
-        } else {
-            match deadline {
-                None => {
-                    self.core.stats.sleeps += 1;
-                    self.enter(1, None);
-                }
-                Some(d) => {
-                    let now = self.core.clock.read();
-                    if d > now {
-                        self.core.stats.sleeps += 1;
-                        self.enter(1, Some(std::time::Duration::from_nanos((d - now).0)));
-                    } else if queued > 0 {
-                        self.enter(0, None);
-                    }
-                }
-            }
+        self.submit_unsent();
+        // IO still queued (the kernel took part of it): retry at the next
+        // wait rather than sleep with it unsubmitted
+        let have =
+            self.core.has_ready() || !self.ring.completion().is_empty() || !self.unsent.is_empty();
+        if !have {
+            self.wait_first(deadline);
         }
         self.core.drain_ready(out);
         self.reap(out);

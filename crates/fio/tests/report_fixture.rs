@@ -517,6 +517,8 @@ fn replayed_fixture_matches_fio_output() {
         global_options: &[],
         timestamp_ms: doc["timestamp_ms"].as_u64().unwrap_or(0),
         disk_util: disk_utils(&doc),
+        utc_offset_s: 0,
+        blkqos_disk_util: vec![],
         fio_version: "fio-3.33",
     };
     let mut json = String::new();

@@ -57,6 +57,8 @@ fn input<'a>(jobs: Vec<ReportJob<'a>>, disk: Vec<DiskUtil>) -> ReportInput<'a> {
         global_options: &[],
         timestamp_ms: TS,
         disk_util: disk,
+        utc_offset_s: 0,
+        blkqos_disk_util: vec![],
         fio_version: "fio-3.33",
     }
 }
@@ -236,6 +238,7 @@ fn mixed_normal_block() {
         write_ticks: 12,
         in_queue: 20,
         util: 0.4,
+        agg: None,
     }];
     let inp = input(
         vec![ReportJob {

@@ -64,6 +64,8 @@ fn document(unified: UnifiedRw) -> String {
         global_options: &[],
         timestamp_ms: 0,
         disk_util: vec![],
+        utc_offset_s: 0,
+        blkqos_disk_util: vec![],
         fio_version: "fio-3.33",
     };
     let mut out = String::new();

@@ -219,6 +219,7 @@ pub fn disk_utils(doc: &Value) -> Vec<blkqos_fio::report::DiskUtil> {
                     write_ticks: d["write_ticks"].as_u64().unwrap_or(0),
                     in_queue: d["in_queue"].as_u64().unwrap_or(0),
                     util: d["util"].as_f64().unwrap_or(0.0),
+                    agg: None,
                 })
                 .collect()
         })

@@ -158,6 +158,8 @@ fn structure_case(tag: &str, fio_args: &[&str], nclones: usize, tweak: impl Fn(&
         global_options: &[],
         timestamp_ms: 1_795_293_556_978,
         disk_util: disk_utils(&run.doc),
+        utc_offset_s: 0,
+        blkqos_disk_util: vec![],
         fio_version: "fio-3.33",
     };
     let mut ours = String::new();
@@ -288,6 +290,8 @@ fn bytes_case(tag: &str, fio_args: &[&str], nclones: usize, tweak: impl Fn(&mut 
         global_options: &[],
         timestamp_ms: doc["timestamp_ms"].as_u64().unwrap_or(0),
         disk_util: disk_utils(doc),
+        utc_offset_s: 0,
+        blkqos_disk_util: vec![],
         fio_version: "fio-3.33",
     };
     let mut json = String::new();

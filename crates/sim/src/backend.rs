@@ -141,6 +141,7 @@ impl Backend for SimBackend {
                 error: e.error,
                 bytes: e.bytes,
                 at: e.at,
+                issued: None,
             });
         }
     }

@@ -173,6 +173,32 @@ fn sum_fieldwise(a: &mut LatStat, b: &LatStat) {
     a.n += b.n;
 }
 
+/// CPU time and scheduling counts charged to a job (fio's `thread_stat`
+/// `usr_time`, `sys_time` in ms, `ctx`, `majf`, `minf`, which
+/// `update_rusage_stat` takes from getrusage). The real engine fills them
+/// from the process's usage over the run; the simulator leaves them 0 (its
+/// run costs no modelled CPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuUsage {
+    pub usr_ms: u64,
+    pub sys_ms: u64,
+    /// Voluntary + involuntary context switches.
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+}
+
+impl CpuUsage {
+    /// Sum another job's (fio's `sum_thread_stats`).
+    pub fn add(&mut self, o: &CpuUsage) {
+        self.usr_ms += o.usr_ms;
+        self.sys_ms += o.sys_ms;
+        self.ctx += o.ctx;
+        self.majf += o.majf;
+        self.minf += o.minf;
+    }
+}
+
 /// fio's `iodepth_level` buckets: 1, 2, 4, 8, 16, 32, >=64.
 pub const DEPTH_LEVELS: usize = 7;
 /// fio's `iodepth_submit`/`iodepth_complete` buckets: 0, 4, 8, 16, 32, 64, >=64.
@@ -203,6 +229,8 @@ pub struct JobStats {
     pub sync_ios: u64,
     pub sync_lat: LatStat,
     pub sync_hist: LatHist,
+    /// CPU usage (real engine only).
+    pub cpu: CpuUsage,
 }
 
 impl JobStats {
@@ -250,6 +278,7 @@ impl JobStats {
         self.sync_ios += o.sync_ios;
         self.sync_lat.merge(&o.sync_lat);
         self.sync_hist.merge(&o.sync_hist);
+        self.cpu.add(&o.cpu);
     }
     /// The `mixed` direction: all directions summed as fio does for
     /// `unified_rw_reporting=mixed`.

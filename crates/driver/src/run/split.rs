@@ -199,6 +199,8 @@ impl<B: Backend> Loop<'_, B> {
             at: c.at,
             bytes: st.bytes_done,
             error: st.error,
+            // the pieces went to the backend at different times
+            issued: None,
         };
         Some((p, whole))
     }

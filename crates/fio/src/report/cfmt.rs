@@ -30,12 +30,19 @@ pub fn f6(v: f64) -> String {
 /// newline: `"Sat Nov 21 20:39:16 2026"` (glibc's
 /// `"%.3s %.3s%3d %.2d:%.2d:%.2d %d"`).
 pub fn ctime_utc(secs: u64) -> String {
+    ctime(secs, 0)
+}
+
+/// `ctime()` of `secs` since the epoch in a zone `utc_offset_s` seconds
+/// east of UTC (glibc's `localtime_r` then `asctime` layout).
+pub fn ctime(secs: u64, utc_offset_s: i32) -> String {
     const WDAY: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MON: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
+    let local = secs as i64 + i64::from(utc_offset_s);
+    let days = local.div_euclid(86_400);
+    let rem = local.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
     // 1970-01-01 was a Thursday
     let wday = (days + 4).rem_euclid(7) as usize;
@@ -223,12 +230,15 @@ mod tests {
     }
 
     #[test]
-    fn ctime() {
+    fn ctime_layout() {
         assert_eq!(ctime_utc(0), "Thu Jan  1 00:00:00 1970");
         // a fio 3.33 report's timestamp, rendered in UTC
         assert_eq!(ctime_utc(1795293556), "Sat Nov 21 20:39:16 2026");
         assert_eq!(ctime_utc(951_782_400), "Tue Feb 29 00:00:00 2000");
         assert_eq!(ctime_utc(4_102_444_799), "Thu Dec 31 23:59:59 2099");
+        // Asia/Tokyo (+9 h) and a zone west of UTC across a year boundary
+        assert_eq!(super::ctime(1795293556, 9 * 3600), "Sun Nov 22 05:39:16 2026");
+        assert_eq!(super::ctime(0, -5 * 3600), "Wed Dec 31 19:00:00 1969");
     }
 
     #[test]

@@ -9,8 +9,8 @@ use blkqos_workload::stats::DirStats;
 use super::cfmt;
 use super::jsonfmt::{print_root, Obj, Value};
 use super::merge::{
-    agg_percent, build_entries, calc_dist, calc_lat, calc_lat_dist, gen_mixed, group_runs, wsum,
-    Entry, GroupRun,
+    agg_percent, build_entries, calc_dist, calc_lat, calc_lat_dist, cpu_percent, gen_mixed,
+    group_runs, wsum, Entry, GroupRun,
 };
 use super::ReportInput;
 
@@ -31,7 +31,7 @@ pub fn json_tree(input: &ReportInput, plus: bool) -> Obj {
     root.str("fio version", input.fio_version);
     root.uint("timestamp", secs);
     root.uint("timestamp_ms", input.timestamp_ms);
-    root.str("time", &cfmt::ctime_utc(secs));
+    root.str("time", &cfmt::ctime(secs, input.utc_offset_s));
     if let Some(g) = job_opts(input.global_options) {
         root.obj("global options", g);
     }
@@ -41,26 +41,43 @@ pub fn json_tree(input: &ReportInput, plus: bool) -> Obj {
         .collect();
     root.arr("jobs", jobs);
     if !input.disk_util.is_empty() {
-        let arr = input
-            .disk_util
-            .iter()
-            .map(|du| {
-                let mut o = Obj::new();
-                o.str("name", &du.name);
-                o.uint("read_ios", du.read_ios);
-                o.uint("write_ios", du.write_ios);
-                o.uint("read_merges", du.read_merges);
-                o.uint("write_merges", du.write_merges);
-                o.uint("read_ticks", du.read_ticks);
-                o.uint("write_ticks", du.write_ticks);
-                o.uint("in_queue", du.in_queue);
-                o.float("util", du.util_capped());
-                Value::Obj(o)
-            })
-            .collect();
-        root.arr("disk_util", arr);
+        root.arr("disk_util", disk_util_json(&input.disk_util));
+    }
+    if !input.blkqos_disk_util.is_empty() {
+        root.arr("blkqos_disk_util", disk_util_json(&input.blkqos_disk_util));
     }
     root
+}
+
+/// `json_object_add_disk_utils`: one object per device
+/// (`json_array_add_disk_util`), with `aggr_*` for a stacked device.
+fn disk_util_json(list: &[super::DiskUtil]) -> Vec<Value> {
+    list.iter()
+        .map(|du| {
+            let mut o = Obj::new();
+            o.str("name", &du.name);
+            o.uint("read_ios", du.read_ios);
+            o.uint("write_ios", du.write_ios);
+            o.uint("read_merges", du.read_merges);
+            o.uint("write_merges", du.write_merges);
+            o.uint("read_ticks", du.read_ticks);
+            o.uint("write_ticks", du.write_ticks);
+            o.uint("in_queue", du.in_queue);
+            o.float("util", du.util_capped());
+            if let Some(a) = &du.agg {
+                o.uint("aggr_read_ios", a.read_ios);
+                o.uint("aggr_write_ios", a.write_ios);
+                o.uint("aggr_read_merges", a.read_merges);
+                // sic: fio 3.33 spells this one without the "s"
+                o.uint("aggr_write_merge", a.write_merges);
+                o.uint("aggr_read_ticks", a.read_ticks);
+                o.uint("aggr_write_ticks", a.write_ticks);
+                o.uint("aggr_in_queue", a.in_queue);
+                o.float("aggr_util", a.util);
+            }
+            Value::Obj(o)
+        })
+        .collect()
 }
 
 /// `json_add_job_opts`: nothing for an empty list; empty values dropped.
@@ -124,13 +141,14 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
         }
     }
 
-    // CPU usage: JobStats keeps none (a simulated run has no rusage).
+    // CPU usage: the real engine's getrusage share; 0 on the simulator
     o.uint("job_runtime", ts.job_runtime_ms);
-    o.float("usr_cpu", 0.0);
-    o.float("sys_cpu", 0.0);
-    o.int("ctx", 0);
-    o.int("majf", 0);
-    o.int("minf", 0);
+    let (usr, sys) = cpu_percent(ts);
+    o.float("usr_cpu", usr);
+    o.float("sys_cpu", sys);
+    o.uint("ctx", ts.cpu.ctx);
+    o.uint("majf", ts.cpu.majf);
+    o.uint("minf", ts.cpu.minf);
 
     let total = e.total_rw_ios();
     let level_keys = ["1", "2", "4", "8", "16", "32", ">=64"];

@@ -165,6 +165,20 @@ pub fn sum_thread_stats(dst: &mut JobStats, src: &JobStats, mixed: bool) {
     dst.job_runtime_ms += src.job_runtime_ms;
     dst.elapsed_s = dst.elapsed_s.max(src.elapsed_s);
     dst.total_err += src.total_err;
+    dst.cpu.add(&src.cpu);
+}
+
+/// `(usr_cpu, sys_cpu)` in percent of the entry's `total_run_time`, as
+/// `show_thread_status_normal` / `_json` compute them (0 without runtime).
+pub fn cpu_percent(ts: &JobStats) -> (f64, f64) {
+    if ts.job_runtime_ms == 0 {
+        return (0.0, 0.0);
+    }
+    let runt = ts.job_runtime_ms as f64;
+    (
+        ts.cpu.usr_ms as f64 * 100.0 / runt,
+        ts.cpu.sys_ms as f64 * 100.0 / runt,
+    )
 }
 
 /// `gen_mixed_ddir_stats_from_ts`: the `mixed` direction of an entry for

@@ -15,18 +15,19 @@
 //! Checked byte for byte against fio 3.33 by replaying a real run's per-IO
 //! logs (`tests/report_vs_fio.rs`, `tests/report_fixture.rs`). What cannot
 //! match, by design:
-//! * `usr_cpu`, `sys_cpu`, `ctx`, `majf`, `minf` are 0 (no rusage in
-//!   [`JobStats`]); `eta` is 0;
-//! * times are printed in UTC from [`ReportInput::timestamp_ms`] (fio: local
-//!   time, and the job header uses the time of printing);
+//! * `usr_cpu`, `sys_cpu`, `ctx`, `majf`, `minf` are what
+//!   [`JobStats::cpu`] holds (the real engine's share of the process's
+//!   getrusage; 0 on the simulator); `eta` is 0;
+//! * times are [`ReportInput::timestamp_ms`] in the zone
+//!   [`ReportInput::utc_offset_s`] says (the caller's local time, as fio
+//!   prints it; fio's job header uses the time of printing);
 //! * `percentile_precision` is derived from the values, so `99.50` in a job
 //!   file prints with 1 decimal where fio prints 2;
 //! * `td->verror` in the job header is fio's text for the engine's error
 //!   path (`engines/sync.c:126` for sync engines, `io_u.c:1876` otherwise);
 //! * not produced: terse output, `prios`, `cachehit`, `block`,
 //!   `steadystate`, `latency_target` runs, bit-based `unit_base`,
-//!   `significant_figures` other than 4, disk-util `aggr_*` of stacked
-//!   devices.
+//!   `significant_figures` other than 4.
 
 pub mod cfmt;
 pub mod json;
@@ -50,10 +51,17 @@ pub struct ReportInput<'a> {
     /// `[global]` options as given (JSON `"global options"`, omitted if empty).
     pub global_options: &'a [(String, String)],
     /// End of the run, ms since the Unix epoch (real or virtual clock).
-    /// Printed in UTC (fio prints local time).
     pub timestamp_ms: u64,
+    /// Offset of the local time zone from UTC at `timestamp_ms`, in
+    /// seconds east (fio prints `ctime()`: local time); 0 prints UTC.
+    pub utc_offset_s: i32,
     /// Per-device utilisation; `disk_util` / "Disk stats" only if non-empty.
     pub disk_util: Vec<DiskUtil>,
+    /// blkqos's own accounting of the requests it issued, when
+    /// `disk_util` holds the kernel's numbers (the real engine): JSON
+    /// `blkqos_disk_util` and a "blkqos request stats" section, each entry
+    /// named by the target's path; nothing if empty.
+    pub blkqos_disk_util: Vec<DiskUtil>,
     /// `"fio version"`; pass `"fio-3.33"` for compatibility.
     pub fio_version: &'a str,
 }
@@ -81,6 +89,23 @@ pub struct DiskUtil {
     pub write_ticks: u64,
     pub in_queue: u64,
     /// Percent busy (`100 * io_ticks / msec`); capped at 100 when printed.
+    pub util: f64,
+    /// A stacked device's (dm, md) components, summed: `aggr_*`.
+    pub agg: Option<DiskAgg>,
+}
+
+/// The components of a stacked device (fio's `struct disk_util_agg` after
+/// `aggregate_slaves_stats`), already divided by their count as printed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DiskAgg {
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    pub read_ticks: u64,
+    pub write_ticks: u64,
+    pub in_queue: u64,
+    /// The busiest component's util, capped at 100.
     pub util: f64,
 }
 

@@ -10,8 +10,8 @@ use blkqos_workload::stats::DirStats;
 
 use super::cfmt::{self, fixed_w};
 use super::merge::{
-    agg_percent, build_entries, calc_dist, calc_lat, calc_lat_dist, gen_mixed, group_runs, wsum,
-    Entry, GroupRun,
+    agg_percent, build_entries, calc_dist, calc_lat, calc_lat_dist, cpu_percent, gen_mixed,
+    group_runs, wsum, Entry, GroupRun,
 };
 use super::num2str::{num2str, N2sUnit};
 use super::{ReportInput, SIG_FIGS};
@@ -22,7 +22,7 @@ use super::{ReportInput, SIG_FIGS};
 pub fn write_normal(input: &ReportInput, out: &mut String) {
     let entries = build_entries(input);
     let rs = group_runs(&entries);
-    let time = cfmt::ctime_utc(input.timestamp_ms / 1000);
+    let time = cfmt::ctime(input.timestamp_ms / 1000, input.utc_offset_s);
     // "don't overwrite last signal output"
     out.push('\n');
     for e in &entries {
@@ -34,20 +34,49 @@ pub fn write_normal(input: &ReportInput, out: &mut String) {
     if !input.disk_util.is_empty() {
         out.push_str("\nDisk stats (read/write):\n");
         for du in &input.disk_util {
-            out.push_str(&format!(
-                "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={}%\n",
-                du.name,
-                du.read_ios,
-                du.write_ios,
-                du.read_merges,
-                du.write_merges,
-                du.read_ticks,
-                du.write_ticks,
-                du.in_queue,
-                fixed_w(du.util_capped(), 3, 2)
-            ));
+            disk_util_line(du, out);
         }
     }
+    if !input.blkqos_disk_util.is_empty() {
+        out.push_str("\nblkqos request stats (read/write):\n");
+        for du in &input.blkqos_disk_util {
+            disk_util_line(du, out);
+        }
+    }
+}
+
+/// `print_disk_util` (not terse): a stacked device's line is indented two
+/// more columns and ends with its components' `aggr*` (`show_agg_stats`).
+fn disk_util_line(du: &super::DiskUtil, out: &mut String) {
+    if du.agg.is_some() {
+        out.push_str("  ");
+    }
+    out.push_str(&format!(
+        "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={}%",
+        du.name,
+        du.read_ios,
+        du.write_ios,
+        du.read_merges,
+        du.write_merges,
+        du.read_ticks,
+        du.write_ticks,
+        du.in_queue,
+        fixed_w(du.util_capped(), 3, 2)
+    ));
+    if let Some(a) = &du.agg {
+        out.push_str(&format!(
+            ", aggrios={}/{}, aggrmerge={}/{}, aggrticks={}/{}, aggrin_queue={}, aggrutil={}%",
+            a.read_ios,
+            a.write_ios,
+            a.read_merges,
+            a.write_merges,
+            a.read_ticks,
+            a.write_ticks,
+            a.in_queue,
+            fixed_w(a.util, 3, 2)
+        ));
+    }
+    out.push('\n');
 }
 
 /// How `show_ddir_status` prints one direction.
@@ -118,7 +147,15 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
         clat_percentiles(e, &ts.sync_hist, "sync", out);
     }
 
-    out.push_str("  cpu          : usr=0.00%, sys=0.00%, ctx=0, majf=0, minf=0\n");
+    let (usr, sys) = cpu_percent(ts);
+    out.push_str(&format!(
+        "  cpu          : usr={}%, sys={}%, ctx={}, majf={}, minf={}\n",
+        fixed_w(usr, 3, 2),
+        fixed_w(sys, 3, 2),
+        ts.cpu.ctx,
+        ts.cpu.majf,
+        ts.cpu.minf
+    ));
     let total = e.total_rw_ios();
     let p = |v: &[f64]| -> Vec<String> { v.iter().map(|x| fixed_w(*x, 3, 1)).collect() };
     let d = p(&calc_dist(&ts.depth_level, total));
