@@ -130,11 +130,16 @@ impl DiskWatch {
     /// Start watching the disk under `target` (and its components).
     /// Empty when it has none.
     pub fn start(target: &Path) -> DiskWatch {
+        Self::start_in(Path::new("/sys"), target)
+    }
+
+    /// [`DiskWatch::start`] with sysfs mounted at `sys` (tests).
+    pub fn start_in(sys: &Path, target: &Path) -> DiskWatch {
         let mut w = DiskWatch {
             disks: Vec::new(),
             started: std::time::Instant::now(),
         };
-        if let Some(dir) = device_numbers(target).and_then(|(maj, min)| sysfs_dir(maj, min)) {
+        if let Some(dir) = device_numbers(target).and_then(|(maj, min)| sysfs_dir(sys, maj, min)) {
             w.add(&dir, 0);
         }
         w.started = std::time::Instant::now();
@@ -226,8 +231,8 @@ fn device_numbers(target: &Path) -> Option<(u32, u32)> {
 }
 
 /// The sysfs directory of block device `maj:min`, if the kernel has one.
-fn sysfs_dir(maj: u32, min: u32) -> Option<PathBuf> {
-    std::fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()
+fn sysfs_dir(sys: &Path, maj: u32, min: u32) -> Option<PathBuf> {
+    std::fs::canonicalize(sys.join(format!("dev/block/{maj}:{min}"))).ok()
 }
 
 /// `__init_per_file_disk_util`: a directory whose parent has `queue/` is
@@ -280,6 +285,61 @@ mod tests {
     fn no_disk_under_a_character_device_or_proc() {
         assert!(DiskWatch::start(Path::new("/dev/null")).is_empty());
         assert!(DiskWatch::start(Path::new("/proc/self/status")).is_empty());
+    }
+
+    /// A sysfs look-alike: `dm-0` stacked on `loop0` and on partition
+    /// `vda1` of `vda`; `dev/block/MAJ:MIN` of `target`'s filesystem
+    /// links to `dm-0`.
+    fn fake_sysfs(root: &Path, target: &Path) {
+        use std::os::unix::fs::symlink;
+        let blk = root.join("devices/virtual/block");
+        let vda = root.join("devices/pci0/virtio1/block/vda");
+        for d in [
+            blk.join("dm-0/slaves"),
+            blk.join("loop0/queue"),
+            vda.join("queue"),
+            vda.join("vda1"),
+            root.join("dev/block"),
+        ] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        let stat = |dir: &Path, line: &str| std::fs::write(dir.join("stat"), line).expect("stat");
+        stat(&blk.join("dm-0"), "100 0 800 50 10 0 80 5 0 40 55\n");
+        stat(&blk.join("loop0"), "60 1 480 30 6 0 48 3 0 20 33\n");
+        stat(&vda, "1000 9 8000 500 100 2 800 50 0 400 550\n");
+        stat(&vda.join("vda1"), "7 0 56 1 0 0 0 0 0 1 1\n");
+        symlink("../../loop0", blk.join("dm-0/slaves/loop0")).expect("link");
+        symlink(
+            "../../../../pci0/virtio1/block/vda/vda1",
+            blk.join("dm-0/slaves/vda1"),
+        )
+        .expect("link");
+        let (maj, min) = device_numbers(target).expect("a file has a device");
+        symlink(
+            "../../devices/virtual/block/dm-0",
+            root.join(format!("dev/block/{maj}:{min}")),
+        )
+        .expect("link");
+    }
+
+    #[test]
+    fn a_stacked_device_then_its_components_partitions_as_their_disk() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let target = tmp.path().join("target.dat");
+        std::fs::write(&target, b"x").expect("target");
+        let sys = tmp.path().join("sys");
+        fake_sysfs(&sys, &target);
+        let w = DiskWatch::start_in(&sys, &target);
+        let loop0 = sys.join("devices/virtual/block/loop0/stat");
+        std::fs::write(loop0, "75 1 600 41 6 0 48 3 0 29 44\n").expect("stat");
+        let got = w.finish();
+        let names: Vec<&str> = got.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["dm-0", "loop0", "vda"]);
+        assert_eq!(got[0].slaves, [1, 2]);
+        assert_eq!(got[1].stat.ios, [15, 0]);
+        assert_eq!(got[1].stat.ticks, [11, 0]);
+        assert_eq!(got[1].stat.io_ticks, 9);
+        assert_eq!(got[2].stat, DiskStat::default());
     }
 
     #[test]

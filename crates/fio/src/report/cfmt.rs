@@ -237,7 +237,10 @@ mod tests {
         assert_eq!(ctime_utc(951_782_400), "Tue Feb 29 00:00:00 2000");
         assert_eq!(ctime_utc(4_102_444_799), "Thu Dec 31 23:59:59 2099");
         // Asia/Tokyo (+9 h) and a zone west of UTC across a year boundary
-        assert_eq!(super::ctime(1795293556, 9 * 3600), "Sun Nov 22 05:39:16 2026");
+        assert_eq!(
+            super::ctime(1795293556, 9 * 3600),
+            "Sun Nov 22 05:39:16 2026"
+        );
         assert_eq!(super::ctime(0, -5 * 3600), "Wed Dec 31 19:00:00 1969");
     }
 
