@@ -155,7 +155,15 @@ iocost trace 60,000 periods), with a warning on stderr when that cuts them
 (docs/SCENARIOS.md, \"Limits\").
 
 Same scenario + same seed gives byte-identical output; timestamps come from
-SOURCE_DATE_EPOCH when set.
+SOURCE_DATE_EPOCH when set (and print in UTC then; otherwise in local time,
+TZ or /etc/localtime, as fio prints them).
+
+Real engine reports: slat ends when the submit call returns (io_uring_enter,
+or the thread pool's hand-off), cpu is the process's getrusage shared
+between the jobs by the IOs they completed, and \"Disk stats\" / disk_util
+are the kernel's numbers of the disk under the target, as fio reads them;
+blkqos's own accounting of its requests follows as \"blkqos request stats\"
+(JSON blkqos_disk_util).
 
 Signals (simulated and real runs): SIGINT stops issuing, waits for the IO in
 flight and drains the write-back buffer (--pagecache=on, real engine) under

@@ -397,6 +397,20 @@ fn utc_offset_s(secs: u64) -> i32 {
     jiff::tz::TimeZone::system().to_offset(at).seconds()
 }
 
+/// The reports' time (JSON `timestamp_ms`), ms since the epoch: a
+/// simulated run's end on its virtual clock from `t0_ms`; a real run's,
+/// the wall clock as the reports are written (fio: `gettimeofday` then),
+/// unless `SOURCE_DATE_EPOCH` pins it.
+fn report_time_ms(ran: &Ran, t0_ms: u64) -> u64 {
+    let virtual_end = t0_ms + ran.result.ended_at.as_ns() / 1_000_000;
+    if ran.kernel_disks.is_none() || source_date_epoch().is_some() {
+        return virtual_end;
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(virtual_end, |d| d.as_millis() as u64)
+}
+
 /// What the reports list as disks: on the simulator, blkqos's accounting
 /// under the device's name; on a real target, the kernel's numbers of the
 /// disks under it (as fio reads them), and blkqos's own accounting apart,
@@ -437,7 +451,7 @@ fn disk_util(ran: &Ran) -> DiskUtil {
 /// Each fio invocation's report (its `formats`, in order), as fio would
 /// print it, one string per invocation.
 pub fn render_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
-    let ts = t0_ms + ran.result.ended_at.as_ns() / 1_000_000;
+    let ts = report_time_ms(ran, t0_ms);
     let utc_offset_s = utc_offset_s(ts / 1000);
     let (disk_util, blkqos_disk_util) = disk_utils(ran);
     let mut outs = Vec::with_capacity(exp.invocations.len());
