@@ -122,7 +122,7 @@ impl Base {
         if device_changed {
             let kv = device_kv.iter().map(|(k, v)| (k.as_str(), v.as_str()));
             exp.device = DeviceSpec::new(&self.device_model, kv)
-                .map_err(|e| anyhow::anyhow!("--vary: [device] {e}"))?;
+                .map_err(|e| anyhow::anyhow!("[device] {e}"))?;
         }
         let lines = settings(&exp, knobs, values);
         Ok((exp, lines))

@@ -39,6 +39,7 @@ last --vary changing fastest). TARGET:
   io.cost.model:F      F = ctrl, rbps, rseqiops, rrandiops, wbps, wseqiops, wrandiops
   /CG/io.max:F         F = rbps, wbps, riops, wiops (a value may be max)
   /CG/io.weight        the group's weight on the scenario's device
+  /CG/blkio.throttle.read_bps_device (and the other v1 files): the limit
   device:K             a [device] parameter (see `blkqos devices`)
   controllers:K        a [controllers] option (iocost, throttle, hz, ...)
 VALUES: a list (25,50,75) or a range: LO..HI:N or LO..HI:lin:N (N values,

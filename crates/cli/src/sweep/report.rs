@@ -157,14 +157,20 @@ pub fn text(def: &SweepDef, results: &[PointResult]) -> String {
     let mut header = vec!["point".to_string()];
     header.extend(def.knobs.iter().map(|k| k.name.clone()));
     header.extend(def.columns.iter().cloned());
-    header.push("feasible".into());
+    // without an objective every point that ran is "feasible": no column
+    let judged = def.objective.is_some();
+    if judged {
+        header.push("feasible".into());
+    }
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|r| {
             let mut row = vec![r.index.to_string()];
             row.extend(def.values(r.index).into_iter().map(str::to_string));
             row.extend(def.columns.iter().map(|c| cell(r.value(def, c))));
-            row.push(status(def, r).into());
+            if judged {
+                row.push(status(def, r).into());
+            }
             row
         })
         .collect();
