@@ -72,7 +72,15 @@ impl SweepArgs {
             a.set(key, value)?;
         }
         if merge {
-            if a.shard.is_some() || !a.vary.is_empty() || a.objective.is_some() || a.dry_run {
+            let defining = a.shard.is_some()
+                || !a.vary.is_empty()
+                || a.objective.is_some()
+                || !a.show.is_empty()
+                || a.jobs.is_some()
+                || a.seed.is_some()
+                || a.kernel.is_some()
+                || a.dry_run;
+            if defining {
                 bail!("--merge joins shard files: it takes only --json, --out and the files (the sweep is defined by the shards)");
             }
             a.merge = Some(files);
@@ -164,6 +172,8 @@ mod tests {
             (&["s.toml", "--vary=x=1", "--jobs=0"][..], "--jobs=0"),
             (&["s.toml", "--json=1"][..], "takes no value"),
             (&["--merge", "a.json", "--vary=x=1"][..], "only --json"),
+            (&["--merge", "a.json", "--seed=2"][..], "only --json"),
+            (&["--merge", "a.json", "--show=util_pct"][..], "only --json"),
         ] {
             let e = parse(a).expect_err(&a.join(" ")).to_string();
             assert!(e.contains(needle), "{a:?}: {e}");

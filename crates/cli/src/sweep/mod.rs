@@ -65,7 +65,8 @@ limit). --json: all of it and every metric of every point as JSON.
 Every point runs with the scenario's seed (--seed=N changes it): results
 do not depend on --jobs (default: all cores) or on sharding.
 
---shard=I/N runs points I-1, I-1+N, ... and writes a shard file (JSON);
+--shard=I/N runs points I-1, I-1+N, ... and writes a shard file (always
+JSON);
 --merge checks the N shard files belong to one sweep and prints exactly
 what the sweep run on one machine prints. --dry-run checks everything
 and prints the points without running them. docs/SWEEP.md has a
