@@ -560,3 +560,46 @@ fn dry_run_counts_the_points() {
         r.stderr
     );
 }
+
+/// iocost knobs on a scenario that never enables iocost: a note says they
+/// change nothing; a real-engine scenario is refused (a sweep simulates).
+#[test]
+fn iocost_off_is_noted_and_real_scenarios_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = "[[fio]]\ncgroup = \"/a\"\nargs = \"--name=a --filename=/dev/nullb0 --rw=randread --bs=4k --direct=1 --runtime=1 --time_based\"\n";
+    write_file(
+        d,
+        "plain.toml",
+        &format!("cgroups = [\"/a\"]\n[device]\nmodel = \"null\"\n{job}"),
+    );
+    let r = blkqos(
+        &["sweep", "plain.toml", "--vary", "/a/io.weight=100,200"],
+        Some(d),
+    );
+    r.ok();
+    assert!(r.stderr.contains("iocost stays off"), "{}", r.stderr);
+    let r = blkqos(
+        &[
+            "sweep",
+            "plain.toml",
+            "--vary",
+            "/a/io.weight=100,200",
+            "--vary",
+            "io.cost.qos:enable=1",
+        ],
+        Some(d),
+    );
+    r.ok();
+    assert!(!r.stderr.contains("iocost stays off"), "{}", r.stderr);
+    write_file(
+        d,
+        "real.toml",
+        &format!("cgroups = [\"/a\"]\n[device]\npath = \"scratch\"\n{job}"),
+    );
+    let r = blkqos(
+        &["sweep", "real.toml", "--vary", "/a/io.weight=100,200"],
+        Some(d),
+    );
+    assert_bad(&r, "real.toml", &["real.toml", "real engine", "simulator"]);
+}
