@@ -15,6 +15,9 @@
 //!   active groups (`--groups=N`: that many only; `--ios=N` IOs each;
 //!   `--depth=N`: at most N IOs outstanding per group, as jobs at their
 //!   iodepth, instead of unbounded wait queues).
+//! * `sweep`: `blkqos sweep`'s wall time for 1,000 points of a 10 s
+//!   two-cgroup iocost scenario (`--scenario=FILE`, `--jobs=N`; run from
+//!   the repository root for the default scenario).
 
 use anyhow::{bail, Result};
 use blkqos_core::throttle::knob::{parse_io_max, Limits};
@@ -265,7 +268,16 @@ pub fn run(args: &[String]) -> Result<()> {
             crate::bench_lat::run(ios * 10)?;
             run_iocost(ios, None, None)?;
         }
-        other => bail!("unknown benchmark `{other}`: use sim, throttle, accounting, iocost or all"),
+        "sweep" => {
+            let scenario = args
+                .iter()
+                .find_map(|a| a.strip_prefix("--scenario="))
+                .unwrap_or(crate::sweep::BENCH_SCENARIO);
+            crate::sweep::bench(scenario, num("--jobs=")?.map(|j| j.max(1) as usize))?
+        }
+        other => bail!(
+            "unknown benchmark `{other}`: use sim, throttle, accounting, iocost, sweep or all"
+        ),
     }
     Ok(())
 }

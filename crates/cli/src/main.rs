@@ -24,6 +24,7 @@ mod scenario;
 mod stdout;
 mod streams;
 mod summary;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -49,6 +50,17 @@ enum Cmd {
         )]
         args: Vec<String>,
     },
+    /// Run a scenario over a grid of knob settings and pick the best one.
+    #[command(long_about = sweep::HELP)]
+    Sweep {
+        /// SCENARIO.toml and --vary/--objective/... options, or --merge and shard files.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "SCENARIO|--OPTION"
+        )]
+        args: Vec<String>,
+    },
     /// List the simulated device models and their parameters.
     Devices,
     /// Compare blkqos with real kernels' recorded runs (lab/, docs/fidelity.md).
@@ -58,7 +70,7 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Measure blkqos itself (see docs/BENCHMARKS.md): `sim`, `throttle` or `all`.
+    /// Measure blkqos itself (see docs/BENCHMARKS.md): `sim`, `throttle`, `sweep` or `all`.
     Bench {
         /// Which benchmark, then options such as --seconds=N.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -214,6 +226,7 @@ fn main() -> ExitCode {
     };
     let res = match cli.cmd {
         Cmd::Run { args } => output::run_command(&args),
+        Cmd::Sweep { args } => sweep::run_command(&args),
         Cmd::Devices => {
             stdout::write_out(&blkqos_sim::DeviceSpec::help()).map_err(|e| output::Failure {
                 code: 1,
