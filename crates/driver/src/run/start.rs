@@ -1,0 +1,99 @@
+//! Starting job clones: `stonewall` and `startdelay` hold a clone back
+//! until its gate opens (fio `run_threads`: a stonewalled job waits until
+//! no earlier job runs; a delayed one until `start_delay` has passed since
+//! fio started), and the `null` engine, whose IOs complete in the engine.
+
+use super::{JobSetup, JobSlot, Loop, SlotState};
+use crate::backend::Backend;
+use blkqos_core::{Duration, Instant};
+use blkqos_workload::job::Reaped;
+use blkqos_workload::{IoEngine, Job, JobIo};
+
+/// What a clone waits for before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Gate {
+    /// Every clone before this index must have ended (`stonewall`).
+    pub after: usize,
+    /// Not before this time (`startdelay`); cleared once passed.
+    pub at: Option<Instant>,
+}
+
+/// CPU time the null engine spends per IO on the simulator (fio 3.33's
+/// null engine measures 20–40 ns of clat+slat per IO on a current x86
+/// core): time has to pass for a time-based null job to end.
+const NULL_IO_NS: u64 = 40;
+
+/// The driver's slot of clone `j` made from `s` at `t0`.
+pub(super) fn slot(j: usize, s: JobSetup, t0: Instant) -> JobSlot {
+    let stonewall = s.spec.stonewall && j > s.clone as usize;
+    let null = s.spec.ioengine == IoEngine::Null;
+    let job = if s.files.is_empty() {
+        Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0)
+    } else {
+        Job::with_files(s.spec, s.clone, &s.files, s.seed, t0)
+    };
+    let delay = job.start_delay();
+    let gate = (stonewall || delay > Duration::ZERO).then(|| Gate {
+        after: if stonewall { j - job.clone_index() as usize } else { 0 },
+        at: (delay > Duration::ZERO).then(|| t0 + delay),
+    });
+    JobSlot {
+        buffered: !job.spec().direct,
+        file_key: s.region_start,
+        job,
+        group: s.group,
+        ring: Vec::with_capacity(64),
+        state: if gate.is_some() {
+            SlotState::Pending
+        } else {
+            SlotState::Runnable
+        },
+        batch: None,
+        gate,
+        null,
+    }
+}
+
+impl<B: Backend> Loop<'_, B> {
+    /// A pending clone starts at `now` if its gate is open; a stop ends
+    /// it unstarted (fio does not start jobs after it is told to stop).
+    /// Whether the clone runs now.
+    pub(super) fn try_start(&mut self, j: usize, now: Instant, stopping: bool) -> bool {
+        if stopping {
+            self.jobs[j].job.abandon(now);
+            self.jobs[j].state = SlotState::Runnable;
+            return false;
+        }
+        let Some(mut gate) = self.jobs[j].gate else {
+            return true;
+        };
+        if gate.at.is_some_and(|t| now < t) {
+            return false;
+        }
+        gate.at = None;
+        self.jobs[j].gate = Some(gate);
+        if !self.jobs[..gate.after].iter().all(|s| s.job.is_done()) {
+            return false;
+        }
+        let slot = &mut self.jobs[j];
+        slot.gate = None;
+        slot.job.begin(now);
+        slot.state = SlotState::Runnable;
+        true
+    }
+
+    /// `ioengine=null` (fio engines/null.c): the IO is done as soon as it
+    /// is queued; nothing goes to the controllers or the device. The job
+    /// finds it in its ring after the engine's CPU time.
+    pub(super) fn issue_null(&mut self, j: usize, jio: JobIo, now: Instant) {
+        let slot = &mut self.jobs[j];
+        slot.job.submitted(now);
+        slot.ring.push(Reaped {
+            io: jio,
+            issue_time: now,
+            error: 0,
+            bytes_done: jio.len,
+        });
+        slot.state = SlotState::Sleeping(now + Duration(NULL_IO_NS));
+    }
+}
