@@ -223,6 +223,8 @@ struct JobSlot {
     gate: Option<start::Gate>,
     /// `ioengine=null`: IOs complete in the engine, no block IO.
     null: bool,
+    /// `flow=`: the clone's flow group membership ([`start`]).
+    flow: Option<start::FlowSlot>,
 }
 
 /// What a job clone is doing, as the driver sees it.
@@ -249,6 +251,9 @@ enum SlotState {
     Flushing(Instant),
     /// Not started yet: waiting for its gate ([`JobSlot::gate`]).
     Pending,
+    /// Over its share of its flow group (`flow=`): stepped again when the
+    /// group's counts change.
+    FlowWait,
 }
 
 impl JobSlot {
@@ -275,6 +280,7 @@ impl JobSlot {
             | SlotState::Committing(t)
             | SlotState::Returning(t) => Some(t),
             SlotState::Pending => self.gate.and_then(|g| g.at),
+            SlotState::FlowWait => self.job.end_at(),
             _ => None,
         }
     }
@@ -296,7 +302,7 @@ impl JobSlot {
             | SlotState::Committing(t)
             | SlotState::Returning(t) => now >= t,
             SlotState::Blocked(_) | SlotState::Fsyncing(_) | SlotState::Flushing(_) => false,
-            SlotState::Pending => true,
+            SlotState::Pending | SlotState::FlowWait => true,
         }
     }
 }
@@ -378,6 +384,8 @@ struct Loop<'a, B: Backend> {
     max_segments: u32,
     /// The drain was given up: nothing more goes to the backend.
     abandoned: bool,
+    /// `flow_id` groups: (shared IO counter, total weight) (fio flow.c).
+    flows: std::collections::BTreeMap<u32, (u64, u64)>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -639,9 +647,16 @@ impl<B: Backend> Loop<'_, B> {
                     self.finish_commit(j, now);
                     continue;
                 }
-                SlotState::Sleeping(_) | SlotState::Waiting | SlotState::Runnable => {
+                SlotState::Sleeping(_)
+                | SlotState::Waiting
+                | SlotState::Runnable
+                | SlotState::FlowWait => {
                     slot.state = SlotState::Runnable;
                 }
+            }
+            if slot.flow.is_some() {
+                self.update_flow(j);
+                slot = &mut self.jobs[j];
             }
             let action = if slot.batch.is_some() {
                 let a = match self.batched_action(j, now, stopping) {
@@ -654,7 +669,16 @@ impl<B: Backend> Loop<'_, B> {
                 slot.own_action(now, stopping)
             };
             match action {
-                JobAction::Issue(jio) => self.issue(j, jio, now),
+                JobAction::Issue(jio) => {
+                    if self.jobs[j].flow.is_some() {
+                        self.count_flow_issue(j);
+                    }
+                    self.issue(j, jio, now)
+                }
+                JobAction::WaitFlow => {
+                    self.jobs[j].state = SlotState::FlowWait;
+                    return Ok(());
+                }
                 JobAction::WaitCompletion => {
                     if slot.ring.is_empty() {
                         if slot.job.in_flight() == 0 {
@@ -683,7 +707,12 @@ impl<B: Backend> Loop<'_, B> {
                     self.start_fsync(j, now);
                     return Ok(());
                 }
-                JobAction::Done => return Ok(()),
+                JobAction::Done => {
+                    if self.jobs[j].flow.is_some() {
+                        self.leave_flow(j);
+                    }
+                    return Ok(());
+                }
             }
         }
     }
@@ -873,7 +902,13 @@ pub fn run<B: Backend>(
         merged: std::collections::BTreeMap::new(),
         max_segments: u32::MAX,
         abandoned: false,
+        flows: std::collections::BTreeMap::new(),
     };
+    for j in 0..lp.jobs.len() {
+        if lp.jobs[j].state != SlotState::Pending {
+            lp.join_flow(j);
+        }
+    }
     lp.max_segments = lp.backend.max_segments();
     lp.sink_requests = lp.sink.as_ref().is_some_and(|s| s.wants_requests());
     lp.plug_merges = lp.backend.plug_merges();

@@ -93,6 +93,10 @@ pub enum JobAction {
     /// `end_fsync`: everything issued has completed; sync the file now and
     /// call [`Job::fsync_done`] when the sync returns.
     Fsync,
+    /// `flow=`: over its share of the flow group's IO; the driver steps
+    /// the job again when the group's counts change (fio
+    /// `flow_threshold_exceeded` without `flow_sleep`: the job retries).
+    WaitFlow,
     /// Finished: nothing in flight, nothing more to issue.
     Done,
 }
@@ -135,6 +139,8 @@ enum After {
     IssueDir(Ddir),
     /// A thinktime sleep: afterwards go to the top of the loop.
     Top { slept_from: Instant, ddir: Ddir },
+    /// A `flow_sleep`: afterwards go to the top of the loop.
+    Retry,
 }
 
 /// Per-direction rate state (fio `rate_bps`, `rate_io_issue_bytes`,
@@ -186,6 +192,10 @@ pub struct Job {
     files: Files,
     /// The seed the streams come from when `randrepeat=0`.
     seed: u64,
+    /// `flow=`: over its share of the group's IO (set by the driver).
+    flow_blocked: bool,
+    /// `rate_min`: completed bytes and time of the last check per direction.
+    rate_check: [(u64, Option<Instant>); 3],
     rng_offset: Stream,
     rng_mix: Stream,
     rng_bs: Stream,
@@ -298,6 +308,8 @@ impl Job {
             rate,
             files,
             seed,
+            flow_blocked: false,
+            rate_check: [(0, None); 3],
             rng_offset: Stream::new(base, clone, 1),
             rng_mix: Stream::new(base, clone, 2),
             rng_bs: Stream::new(base, clone, 3),
@@ -677,6 +689,7 @@ impl Job {
                             self.credit_thinktime(ddir, now - slept_from);
                             self.phase = Phase::Top;
                         }
+                        After::Retry => self.phase = Phase::Top,
                     }
                 }
                 Phase::Think => {
@@ -714,6 +727,22 @@ impl Job {
                         self.phase = Phase::Sync { started: now };
                         return JobAction::Fsync;
                     }
+                    if self.flow_blocked {
+                        // fio flow_threshold_exceeded: quiesce and sleep
+                        // flow_sleep, or retry at once
+                        let sleep = self.spec.flow.sleep;
+                        if sleep == Duration::ZERO {
+                            return JobAction::WaitFlow;
+                        }
+                        self.phase = Phase::Quiesce {
+                            until: now + sleep,
+                            after: After::Retry,
+                        };
+                        continue;
+                    }
+                    if self.rate_min_missed(now) {
+                        continue;
+                    }
                     let ddir = self.pick_mix_ddir();
                     if self.rate_limited() {
                         match self.rate_ddir(ddir, now) {
@@ -740,6 +769,69 @@ impl Job {
                 }
             }
         }
+    }
+
+    /// `flow=`: the driver says whether the job is over its share.
+    pub fn set_flow_blocked(&mut self, blocked: bool) {
+        self.flow_blocked = blocked;
+    }
+
+    /// When the job's runtime ends (None: not time-limited, or in ramp).
+    pub fn end_at(&self) -> Option<Instant> {
+        self.end_at.filter(|_| self.ramp_end.is_none())
+    }
+
+    /// `rate_min=` (fio `__check_min_rate`): after a 2 s settle period,
+    /// every `rate_cycle` the bytes completed in a direction since the last
+    /// check must reach `rate_min` per second; if not the job fails with
+    /// EIO ("rate_min not met"). True when it failed now.
+    fn rate_min_missed(&mut self, now: Instant) -> bool {
+        if self.in_ramp() || self.spec.rate_min == crate::spec::PerDir::all(None) {
+            return false;
+        }
+        if now - self.started < Duration::from_secs(2) {
+            return false;
+        }
+        for d in 0..3 {
+            let Some(min) = self.spec.rate_min.get(d) else {
+                continue;
+            };
+            let bytes = self.stats.dirs[d].io_bytes;
+            let (last_bytes, last_at) = self.rate_check[d];
+            let Some(at) = last_at else {
+                self.rate_check[d] = (bytes, Some(now));
+                continue;
+            };
+            let spent_ms = (now - at).as_ms();
+            if spent_ms < self.spec.rate_cycle.as_ms() {
+                continue;
+            }
+            let got = (bytes - last_bytes) * 1000 / spent_ms.max(1);
+            if got < min || bytes - last_bytes < min {
+                self.fail(crate::spec_ext::EIO, d, now);
+                return true;
+            }
+            self.rate_check[d] = (bytes, Some(now));
+        }
+        false
+    }
+
+    /// The job fails with `errno` outside an IO (fio `td_verror`).
+    fn fail(&mut self, errno: i32, ddir: Ddir, _now: Instant) {
+        if self.error == 0 {
+            self.error = errno;
+            self.failure = Some(JobFailure {
+                errno,
+                op: match ddir {
+                    0 => FailedOp::Read,
+                    1 => FailedOp::Write,
+                    _ => FailedOp::Trim,
+                },
+                offset: 0,
+                len: 0,
+            });
+        }
+        self.phase = Phase::Drain;
     }
 
     /// `rate_ignore_thinktime=1`: credit the pause to the rate schedule

@@ -90,7 +90,17 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
                 s.slat_percentiles = false;
             }
         }
-        Opt::CreateOnOpen => s.files.create_on_open = bool_value(v)?,
+        Opt::CreateOnOpen => {
+            s.files.create_on_open = bool_value(v)?;
+            if s.files.create_on_open {
+                s.notes.push(
+                    "create_on_open=1: files are made before the job starts either way \
+                     (on the simulator creating a file takes no time; the real engine \
+                     creates its target when it opens it)"
+                        .into(),
+                );
+            }
+        }
         _ => return apply_file_option(st, opt, v),
     }
     Ok(())
@@ -104,13 +114,27 @@ fn apply_file_option(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String>
         Opt::NrFiles => s.files.nrfiles = to_u32(int_in(v, kb, 1, u64::from(u32::MAX))?),
         Opt::FileSize => s.files.filesize = Some(size_range(v, kb)?),
         Opt::FilenameFormat => s.files.filename_format = non_empty(v)?.to_string(),
-        Opt::OpenFiles => s.files.openfiles = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?),
+        Opt::OpenFiles => {
+            s.files.openfiles = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?);
+            s.notes.push(format!(
+                "openfiles={}: every file stays open (opening costs nothing here); \
+                 the files take turns as file_service_type says",
+                s.files.openfiles
+            ));
+        }
         Opt::FileServiceType => {
             let (service, batch) = parse_file_service(v)?;
             s.files.service = service;
             s.files.service_batch = batch;
         }
-        Opt::Fallocate => s.files.fallocate = parse_fallocate(v)?,
+        Opt::Fallocate => {
+            s.files.fallocate = parse_fallocate(v)?;
+            s.notes.push(format!(
+                "fallocate={v}: on the simulator allocation is free and files are \
+                 laid out at once; the real engine lays its target out itself \
+                 (written for jobs that read, extended sparse for write-only jobs)"
+            ));
+        }
         Opt::Flow => s.flow.weight = parse_signed(v)?,
         Opt::FlowId => s.flow.id = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?),
         Opt::FlowWatermark => {

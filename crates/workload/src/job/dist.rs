@@ -214,7 +214,8 @@ mod tests {
             .map(|_| normal_rank(1000, 0, &mut rng))
             .filter(|r| (400..600).contains(r))
             .count();
-        assert!(mid > 8_000, "{mid}");
+        // sd of the mean of 12 uniforms over 1000: ~83 blocks, so ±100 holds ~77%
+        assert!(mid > 7_000, "{mid}");
     }
 
     #[test]
