@@ -865,7 +865,14 @@ pub fn run<B: Backend>(
     let jobs: Vec<JobSlot> = setups
         .into_iter()
         .enumerate()
-        .map(|(j, s)| start::slot(j, s, t0))
+        .scan(0, |wall, (j, s)| {
+            // fio run_threads stops starting jobs at a stonewall: every
+            // later job waits for the jobs before the last stonewall
+            if s.spec.stonewall && s.clone == 0 {
+                *wall = j;
+            }
+            Some(start::slot(j, s, t0, *wall))
+        })
         .collect();
     let mut lp = Loop {
         backend,

@@ -23,10 +23,13 @@ pub(super) struct Gate {
 /// core): time has to pass for a time-based null job to end.
 const NULL_IO_NS: u64 = 40;
 
-/// The driver's slot of clone `j` made from `s` at `t0`.
-pub(super) fn slot(j: usize, s: JobSetup, t0: Instant) -> JobSlot {
-    let stonewall = s.spec.stonewall && j > s.clone as usize;
+/// The driver's slot of clone `j` made from `s` at `t0`; `wall`: the
+/// first clone of the last stonewalled job at or before it (every clone
+/// before that must end first).
+pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
+    let stonewall = wall > 0;
     let null = s.spec.ioengine == IoEngine::Null;
+    debug_assert!(wall <= j);
     let job = if s.files.is_empty() {
         Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0)
     } else {
@@ -34,7 +37,7 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant) -> JobSlot {
     };
     let delay = job.start_delay();
     let gate = (stonewall || delay > Duration::ZERO).then(|| Gate {
-        after: if stonewall { j - job.clone_index() as usize } else { 0 },
+        after: wall,
         at: (delay > Duration::ZERO).then(|| t0 + delay),
     });
     JobSlot {

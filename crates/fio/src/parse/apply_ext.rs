@@ -135,7 +135,16 @@ fn apply_file_option(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String>
                  (written for jobs that read, extended sparse for write-only jobs)"
             ));
         }
-        Opt::Flow => s.flow.weight = parse_signed(v)?,
+        Opt::Flow => {
+            let w = parse_signed(v)?;
+            if w < 0 {
+                return Err(format!(
+                    "flow={w} is negative: fio 3.33 keeps the jobs' IO counts in the ratio \
+                     of their weights, which must be positive"
+                ));
+            }
+            s.flow.weight = w;
+        }
         Opt::FlowId => s.flow.id = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?),
         Opt::FlowWatermark => {
             s.flow.watermark = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?)
