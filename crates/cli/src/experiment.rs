@@ -647,7 +647,10 @@ impl Layout {
         let paths = spec
             .files
             .paths(spec.filename.as_deref(), &spec.name, clone);
-        if let Some(p) = paths.iter().find(|p| p.starts_with("/dev/") || **p == dev.name) {
+        if let Some(p) = paths
+            .iter()
+            .find(|p| p.starts_with("/dev/") || **p == dev.name)
+        {
             bail!(
                 "job `{}` ({}): `{p}` is a device among several files: blkqos runs one device, so a job's several files must be files",
                 spec.name,

@@ -61,7 +61,9 @@ fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<PathBuf> {
     let mut names = Vec::new();
     for j in jobs {
         let paths = j.files.paths(j.filename.as_deref(), &j.name, 0);
-        if paths.len() > 1 || j.numjobs > 1 && j.filename.is_none() && paths.len() == 1 && j.files.is_multi(None) {
+        if paths.len() > 1
+            || j.numjobs > 1 && j.filename.is_none() && paths.len() == 1 && j.files.is_multi(None)
+        {
             bail!(
                 "--backend=real runs on one target, but job `{}` has {} files (nrfiles, a filename list or a directory per clone): run it on the simulator",
                 j.name,

@@ -795,8 +795,14 @@ fn run_bounded_child(mut child: std::process::Child) -> Ran {
 
 #[test]
 fn bad_values_of_file_and_distribution_options() {
-    bad_job_line("random_distribution=zipf:1", &["random_distribution", "zipf:1", "theta"]);
-    bad_job_line("random_distribution=zoned:50/5:30/15", &["zoned:50/5:30/15", "100"]);
+    bad_job_line(
+        "random_distribution=zipf:1",
+        &["random_distribution", "zipf:1", "theta"],
+    );
+    bad_job_line(
+        "random_distribution=zoned:50/5:30/15",
+        &["zoned:50/5:30/15", "100"],
+    );
     bad_job_line("bssplit=4k/70:8k/70", &["bssplit", "more than 100"]);
     bad_job_line("rw=read:4q", &["rw", "read:4q", "postfix"]);
     bad_job_line("file_service_type=zipf", &["file_service_type", "zipf"]);

@@ -40,7 +40,10 @@ fn skip() -> bool {
         return true;
     }
     if std::env::var_os("BLKQOS_REQUIRE_SHARED").is_some_and(|v| v == "1") {
-        panic!("{} is missing and BLKQOS_REQUIRE_SHARED=1", fixtures().display());
+        panic!(
+            "{} is missing and BLKQOS_REQUIRE_SHARED=1",
+            fixtures().display()
+        );
     }
     eprintln!(
         "skipped: {} is not there (optional tier: other projects' fixtures beside the checkout)",
@@ -89,23 +92,24 @@ fn shrink(text: &str, scratch: Option<&Path>) -> String {
     let mut global_keys: Vec<String> = Vec::new();
     let mut section: Option<String> = None;
     let mut keys: Vec<String> = Vec::new();
-    let finish = |out: &mut Vec<String>, section: &Option<String>, keys: &[String], g: &[String]| {
-        let Some(name) = section else { return };
-        if name == "global" {
-            return;
-        }
-        let has = |k: &str| keys.iter().chain(g).any(|x| x == k);
-        if has("size") || !(has("filesize")) {
-            out.push("size=16m".to_string());
-        }
-        if has("filesize") {
-            out.push("filesize=4m".to_string());
-        }
-        if has("io_size") || has("io_limit") {
-            out.push("io_size=16m".to_string());
-        }
-        out.push("runtime=1".to_string());
-    };
+    let finish =
+        |out: &mut Vec<String>, section: &Option<String>, keys: &[String], g: &[String]| {
+            let Some(name) = section else { return };
+            if name == "global" {
+                return;
+            }
+            let has = |k: &str| keys.iter().chain(g).any(|x| x == k);
+            if has("size") || !(has("filesize")) {
+                out.push("size=16m".to_string());
+            }
+            if has("filesize") {
+                out.push("filesize=4m".to_string());
+            }
+            if has("io_size") || has("io_limit") {
+                out.push("io_size=16m".to_string());
+            }
+            out.push("runtime=1".to_string());
+        };
     for l in text.lines() {
         let t = l.trim();
         if t.starts_with('[') {
@@ -141,7 +145,9 @@ fn rewrite(k: &str, v: &str, scratch: Option<&Path>) -> Option<String> {
                 .map(|n| match n {
                     "/dev/null" | "/dev/zero" => n.to_string(),
                     _ => {
-                        let base = Path::new(n).file_name().map_or("f".into(), |b| b.to_string_lossy().into_owned());
+                        let base = Path::new(n)
+                            .file_name()
+                            .map_or("f".into(), |b| b.to_string_lossy().into_owned());
                         dir.join(base).display().to_string()
                     }
                 })
@@ -189,7 +195,8 @@ fn why(r: &common::Ran, dir: &Path) -> String {
 }
 
 fn scratch(tag: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fio-examples-{tag}-{}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fio-examples-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch");
     d
@@ -212,7 +219,11 @@ fn status_of(path: &Path) -> Status {
     let mut st = Status {
         sim: if sim.code == Some(0) { "ok" } else { "no" }.into(),
         real: "n/a".into(),
-        note: if sim.code == Some(0) { String::new() } else { why(&sim, &dir) },
+        note: if sim.code == Some(0) {
+            String::new()
+        } else {
+            why(&sim, &dir)
+        },
     };
     if names_files(&text) {
         let real_file = dir.join(format!("real-{name}"));
@@ -238,7 +249,10 @@ fn read_expected() -> BTreeMap<String, (String, String)> {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .filter_map(|l| {
             let mut w = l.split_whitespace();
-            Some((w.next()?.to_string(), (w.next()?.to_string(), w.next()?.to_string())))
+            Some((
+                w.next()?.to_string(),
+                (w.next()?.to_string(), w.next()?.to_string()),
+            ))
         })
         .collect()
 }
@@ -278,13 +292,21 @@ fn coverage() {
     let files = accepted(&dir);
     let all: BTreeMap<String, Status> = files
         .iter()
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), status_of(p)))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                status_of(p),
+            )
+        })
         .collect();
     let (sim, real) = (
         all.values().filter(|s| s.sim == "ok").count(),
         all.values().filter(|s| s.real == "ok").count(),
     );
-    eprintln!("{} example files fio accepts: {sim} run on the simulator, {real} on the real engine", all.len());
+    eprintln!(
+        "{} example files fio accepts: {sim} run on the simulator, {real} on the real engine",
+        all.len()
+    );
     if std::env::var_os("BLKQOS_WRITE_COVERAGE").is_some_and(|v| v == "1") {
         write_outputs(&all);
         return;
@@ -299,7 +321,11 @@ fn coverage() {
             lost.push(format!("{f}: expected sim={sim_want} real={real_want}, got sim={sim_got} real={real_got}: {note}"));
         }
     }
-    assert!(lost.is_empty(), "example files that ran no longer do:\n{}", lost.join("\n"));
+    assert!(
+        lost.is_empty(),
+        "example files that ran no longer do:\n{}",
+        lost.join("\n")
+    );
 }
 
 /// Per job entry: (IOs issued, bytes) per direction.
@@ -312,7 +338,12 @@ fn counts(doc: &Value) -> Vec<(String, [f64; 4])> {
                     let n = |d: &str, k: &str| j[d][k].as_f64().unwrap_or(0.0);
                     (
                         j["jobname"].as_str().unwrap_or("").to_string(),
-                        [n("read", "total_ios"), n("read", "io_bytes"), n("write", "total_ios"), n("write", "io_bytes")],
+                        [
+                            n("read", "total_ios"),
+                            n("read", "io_bytes"),
+                            n("write", "total_ios"),
+                            n("write", "io_bytes"),
+                        ],
                     )
                 })
                 .collect()
@@ -322,7 +353,10 @@ fn counts(doc: &Value) -> Vec<(String, [f64; 4])> {
 
 fn size_bound(text: &str) -> bool {
     !text.lines().filter_map(split_line).any(|(k, _)| {
-        matches!(k.as_str(), "time_based" | "rate" | "rate_iops" | "thinktime" | "ratemin" | "rate_min")
+        matches!(
+            k.as_str(),
+            "time_based" | "rate" | "rate_iops" | "thinktime" | "ratemin" | "rate_min"
+        )
     })
 }
 
@@ -349,7 +383,11 @@ fn job_differs(t: &[f64; 4], m: &[f64; 4]) -> bool {
 fn compare(name: &str, fio: &Value, ours: &Value) -> Vec<String> {
     let (theirs, mine) = (counts(fio), counts(ours));
     if theirs.len() != mine.len() {
-        return vec![format!("{name}: fio reports {} jobs, blkqos {}", theirs.len(), mine.len())];
+        return vec![format!(
+            "{name}: fio reports {} jobs, blkqos {}",
+            theirs.len(),
+            mine.len()
+        )];
     }
     let mut bad = Vec::new();
     for ((tn, t), (mn, m)) in theirs.iter().zip(&mine) {
@@ -382,8 +420,12 @@ fn proof_by_difference() {
             continue;
         }
         let mut cmd = Command::new("fio");
-        cmd.arg(&file).arg("--output-format=json").current_dir(&work);
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+        cmd.arg(&file)
+            .arg("--output-format=json")
+            .current_dir(&work);
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(Stdio::null());
         let theirs = run_bounded(cmd, Duration::from_secs(120));
         let parse = |b: &[u8]| -> Option<Value> {
             let s = String::from_utf8_lossy(b);
@@ -394,7 +436,10 @@ fn proof_by_difference() {
                 bad.extend(compare(&name, &f, &o));
                 compared.push(name);
             }
-            _ => bad.push(format!("{name}: no JSON (fio: {})", theirs.stderr.lines().next().unwrap_or(""))),
+            _ => bad.push(format!(
+                "{name}: no JSON (fio: {})",
+                theirs.stderr.lines().next().unwrap_or("")
+            )),
         }
         let _ = std::fs::remove_dir_all(&work);
     }

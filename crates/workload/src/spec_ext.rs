@@ -221,7 +221,6 @@ pub fn split_names(v: &str) -> Vec<String> {
     out
 }
 
-
 /// EIO: what a missed `rate_min` fails a job with (fio `td_verror(td, EIO,
 /// "check_min_rate")`).
 pub const EIO: i32 = 5;

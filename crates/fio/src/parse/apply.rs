@@ -460,7 +460,14 @@ fn parse_rw(v: &str, kb_base: u32) -> Result<(RwMode, RwSeq), String> {
     let n = parse_count(body, kb_base).map_err(bad)?;
     let n = i64::try_from(n).map_err(|_| bad("out of range".into()))?;
     let add = if neg { -n } else { n };
-    Ok((rw, if add == 0 { RwSeq::None } else { RwSeq::Add(add) }))
+    Ok((
+        rw,
+        if add == 0 {
+            RwSeq::None
+        } else {
+            RwSeq::Add(add)
+        },
+    ))
 }
 
 /// The errno names fio knows (`options.c: str2error`): EPERM (1) ... ERANGE (34).
@@ -784,7 +791,10 @@ mod tests {
         assert_eq!(eng("null"), Ok(IoEngine::Null));
         assert_eq!(eng("pvsync2"), Ok(IoEngine::Pvsync2));
         let e = eng("net").unwrap_err();
-        assert!(e.contains("unsupported ioengine `net`") && e.contains("network"), "{e}");
+        assert!(
+            e.contains("unsupported ioengine `net`") && e.contains("network"),
+            "{e}"
+        );
         assert!(eng("libaio:x").is_err());
         assert!(with(&[("name", Some(""))]).is_err());
         assert!(with(&[("filename", Some(&"f".repeat(5000)))]).is_err());

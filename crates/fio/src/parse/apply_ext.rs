@@ -4,9 +4,7 @@
 //! `zone_split_ddir`, `str_fst_cb`, `str_gtod_reduce_cb`...).
 
 use blkqos_core::Duration;
-use blkqos_workload::spec::{
-    BsSplit, Fallocate, FileService, RandomDist, Zone, ZoneSize,
-};
+use blkqos_workload::spec::{BsSplit, Fallocate, FileService, RandomDist, Zone, ZoneSize};
 
 use super::apply::JobState;
 use super::options::{pieces, Kind, Opt, OptDef};
@@ -146,9 +144,7 @@ fn apply_file_option(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String>
             s.flow.weight = w;
         }
         Opt::FlowId => s.flow.id = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?),
-        Opt::FlowWatermark => {
-            s.flow.watermark = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?)
-        }
+        Opt::FlowWatermark => s.flow.watermark = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?),
         Opt::FlowSleep => {
             let us = parse_time_us(one(v)?, false)?;
             s.flow.sleep = Duration::from_us(us);
@@ -324,11 +320,7 @@ fn fill_missing(pcts: &mut [Option<u32>]) -> Result<Vec<u32>, String> {
     if given > 100 {
         return Err(format!("percentages add to more than 100% ({given})"));
     }
-    let share = if missing > 0 {
-        (100 - given) / missing
-    } else {
-        0
-    };
+    let share = (100 - given).checked_div(missing).unwrap_or(0);
     Ok(pcts.iter().map(|p| p.unwrap_or(share)).collect())
 }
 
@@ -370,7 +362,7 @@ fn parse_bssplit(v: &str, kb: u32) -> Result<[Vec<BsSplit>; 3], String> {
             .zip(pcts)
             .map(|((bs, _), pct)| BsSplit { bs: *bs, pct })
             .collect();
-        split.sort_by(|a, b| b.pct.cmp(&a.pct));
+        split.sort_by_key(|e| std::cmp::Reverse(e.pct));
         out[d] = split;
     }
     Ok(out)

@@ -3,7 +3,8 @@
 
 /// What kind of engine `name` is, and what to run instead.
 fn category(name: &str) -> (&'static str, &'static str) {
-    const BLOCK: &str = "run the job on a file or block device with ioengine=libaio, io_uring, psync or sync";
+    const BLOCK: &str =
+        "run the job on a file or block device with ioengine=libaio, io_uring, psync or sync";
     match name {
         "net" | "netsplice" | "rdma" | "nbd" | "http" | "rbd" | "rados" | "gfapi"
         | "gfapi_async" | "libhdfs" | "nfs" | "dfs" | "libiscsi" | "ime_psync" | "ime_psyncv"
@@ -18,10 +19,9 @@ fn category(name: &str) -> (&'static str, &'static str) {
             "file system metadata operations",
             "blkqos models data IO; use rw= with ioengine=psync or libaio for IO on the files",
         ),
-        "mmap" | "page_fault" | "dev-dax" | "libpmem" | "pmemblk" | "splice" => (
-            "memory-mapped or persistent-memory IO",
-            BLOCK,
-        ),
+        "mmap" | "page_fault" | "dev-dax" | "libpmem" | "pmemblk" | "splice" => {
+            ("memory-mapped or persistent-memory IO", BLOCK)
+        }
         "sg" | "io_uring_cmd" | "libzbc" | "mtd" | "xnvme" | "libblkio" | "binject" => (
             "passthrough command interface",
             "use ioengine=io_uring or libaio on the block device",
@@ -56,7 +56,10 @@ mod tests {
     #[test]
     fn names_the_engine_and_the_way_forward() {
         let m = out_of_scope("rbd");
-        assert!(m.contains("`rbd`") && m.contains("network") && m.contains("libaio"), "{m}");
+        assert!(
+            m.contains("`rbd`") && m.contains("network") && m.contains("libaio"),
+            "{m}"
+        );
         let m = out_of_scope("cpuio");
         assert!(m.contains("no block IO"), "{m}");
         let m = out_of_scope("cpp_null");

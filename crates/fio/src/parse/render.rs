@@ -4,9 +4,9 @@
 //! result means the same to blkqos and to fio 3.33.
 
 use blkqos_workload::spec::{
-    BsSplit, Fallocate, FileService, IgnoreErrors, JobSpec, PerDir, RandomDist, RateProcess,
-    RwSeq, SizeSpec, ThinkBlocksType, UnifiedRw, ZoneSize,
-    ERROR_TYPE_READ, ERROR_TYPE_VERIFY, ERROR_TYPE_WRITE, NON_FATAL_ERR,
+    BsSplit, Fallocate, FileService, IgnoreErrors, JobSpec, PerDir, RandomDist, RateProcess, RwSeq,
+    SizeSpec, ThinkBlocksType, UnifiedRw, ZoneSize, ERROR_TYPE_READ, ERROR_TYPE_VERIFY,
+    ERROR_TYPE_WRITE, NON_FATAL_ERR,
 };
 
 fn size(s: SizeSpec) -> String {
@@ -180,7 +180,12 @@ fn ext_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
         };
         push(
             "bssplit",
-            format!("{},{},{}", list(&split[0]), list(&split[1]), list(&split[2])),
+            format!(
+                "{},{},{}",
+                list(&split[0]),
+                list(&split[1]),
+                list(&split[2])
+            ),
         );
     }
     if j.blockalign != d.blockalign {
@@ -190,7 +195,10 @@ fn ext_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
         push("random_distribution", random_dist(&j.random_dist));
     }
     if j.rate_min != d.rate_min {
-        push("rate_min", per_dir(&j.rate_min, |v| v.unwrap_or(0).to_string()));
+        push(
+            "rate_min",
+            per_dir(&j.rate_min, |v| v.unwrap_or(0).to_string()),
+        );
     }
     if j.rate_cycle != d.rate_cycle {
         push("rate_cycle", j.rate_cycle.as_ms().to_string());
@@ -260,7 +268,11 @@ fn random_dist(r: &RandomDist) -> String {
                     ZoneSize::Bytes(b) => format!("{}/{b}", z.access_pct),
                 })
                 .collect();
-            format!("{}:{}", if abs { "zoned_abs" } else { "zoned" }, list.join(":"))
+            format!(
+                "{}:{}",
+                if abs { "zoned_abs" } else { "zoned" },
+                list.join(":")
+            )
         }
     }
 }

@@ -110,7 +110,7 @@ fn zipf_rank(n: u64, theta: f64, zetan: f64, zeta2: f64, rng: &mut Stream) -> u6
 /// `dev` blocks around it (fio `gauss_next`, `gauss_dev`).
 fn normal_rank(n: u64, dev: u64, rng: &mut Stream) -> u64 {
     let sum: u64 = (0..GAUSS_ITERS).map(|_| rng.below(n + 1)).sum();
-    let mean = (sum + GAUSS_ITERS - 1) / GAUSS_ITERS;
+    let mean = sum.div_ceil(GAUSS_ITERS);
     let v = if dev > 0 {
         let jitter = rng.below(dev) as i64 - (dev / 2) as i64;
         (mean as i64 + jitter).clamp(0, n as i64 - 1) as u64

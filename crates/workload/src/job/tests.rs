@@ -295,7 +295,12 @@ fn rwmix_long_run_mix_is_rwmixread() {
 }
 
 fn ran(spec: JobSpec) -> Vec<JobIo> {
-    run(spec, Duration::from_us(100), Instant::ZERO + Duration::from_secs(60)).1
+    run(
+        spec,
+        Duration::from_us(100),
+        Instant::ZERO + Duration::from_secs(60),
+    )
+    .1
 }
 
 #[test]
