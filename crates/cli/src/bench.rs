@@ -64,6 +64,7 @@ pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(
         region_start: 0,
         region_len: dev.capacity,
         seed: 1,
+        files: Vec::new(),
     };
     let t0 = WallClock::now();
     let r = blkqos_driver::run(

@@ -602,7 +602,21 @@ impl Layout {
                 spec.name
             );
         };
-        if let Some((_, start, len)) = self.files.iter().find(|(n, _, _)| *n == name) {
+        self.place(spec, &name, offset, size, dev)
+    }
+
+    /// The file `name` of `size` bytes (IO from `offset` in it): where an
+    /// earlier job laid it out, else at the next free extent.
+    fn place(
+        &mut self,
+        spec: &JobSpec,
+        name: &str,
+        offset: u64,
+        size: u64,
+        dev: &DeviceSpec,
+    ) -> Result<(u64, u64)> {
+        let cap = dev.capacity;
+        if let Some((_, start, len)) = self.files.iter().find(|(n, _, _)| n == name) {
             if offset >= *len {
                 bail!(
                     "job `{}` ({}): offset={offset} is at or past the end of file `{name}` ({len} bytes, laid out by an earlier job)",
@@ -622,8 +636,41 @@ impl Layout {
             );
         }
         self.next_free = (start + extent).next_multiple_of(1 << 20);
-        self.files.push((name, start, extent));
+        self.files.push((name.to_string(), start, extent));
         Ok((start + offset, size))
+    }
+
+    /// Clone `clone`'s files when the job has several (`nrfiles`,
+    /// `filename=a:b`, `directory`, `filesize`; fio `setup_files`): each
+    /// laid out on the device like a file of its own.
+    fn files(&mut self, spec: &JobSpec, clone: u32, dev: &DeviceSpec) -> Result<Vec<(u64, u64)>> {
+        let paths = spec
+            .files
+            .paths(spec.filename.as_deref(), &spec.name, clone);
+        if let Some(p) = paths
+            .iter()
+            .find(|p| p.starts_with("/dev/") || **p == dev.name)
+        {
+            bail!(
+                "job `{}` ({}): `{p}` is a device among several files: blkqos runs one device, so a job's several files must be files",
+                spec.name,
+                origin(spec)
+            );
+        }
+        let sizes = crate::files::file_sizes(spec, paths.len(), clone, dev.capacity)?;
+        let offset = match spec.offset {
+            SizeSpec::Bytes(b) => b,
+            SizeSpec::Percent(p) => sizes.first().copied().unwrap_or(0) / 100 * u64::from(p),
+        };
+        paths
+            .iter()
+            .zip(sizes)
+            .map(|(name, size)| {
+                let (start, len) = self.place(spec, name, 0, size, dev)?;
+                let off = offset.min(len.saturating_sub(1));
+                Ok((start + off, len - off))
+            })
+            .collect()
     }
 }
 
@@ -677,15 +724,28 @@ impl Experiment {
                     })?,
                     None => GroupId::ROOT,
                 };
-                let (start, len) = layout.region(spec, layout_dev)?;
+                let multi = spec.files.is_multi(spec.filename.as_deref());
+                let (start, len) = if multi {
+                    (0, 0)
+                } else {
+                    layout.region(spec, layout_dev)?
+                };
+                let job_spec = crate::files::with_io_size(spec);
                 for clone in 0..spec.numjobs.max(1) {
+                    let files = if multi {
+                        layout.files(spec, clone, layout_dev)?
+                    } else {
+                        Vec::new()
+                    };
+                    let (start, len) = files.first().copied().unwrap_or((start, len));
                     setups.push(JobSetup {
-                        spec: spec.clone(),
+                        spec: job_spec.clone(),
                         clone,
                         group,
                         region_start: start,
                         region_len: len,
                         seed: self.seed ^ (setups.len() as u64).wrapping_mul(0x9E37_79B9),
+                        files,
                     });
                     invocation_of.push(i);
                 }

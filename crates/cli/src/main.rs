@@ -6,6 +6,7 @@ mod bench;
 mod bench_lat;
 mod controllers;
 mod experiment;
+mod files;
 #[cfg(test)]
 mod fuzz_tests;
 mod iostat_cmd;

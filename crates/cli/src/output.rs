@@ -53,6 +53,7 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         return exp.check().map_err(input);
     }
     check_outputs(&exp).map_err(input)?;
+    say_job_notes(&exp);
     exp.open_streams().map_err(runtime)?;
     // SIGINT/SIGTERM stop the run (simulated or real) and it still writes
     // every report: armed until the process exits
@@ -83,6 +84,16 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
     match stdout_closed {
         Some(e) => Err(runtime(e)),
         None => Ok(()),
+    }
+}
+
+/// What the parser noted about the jobs' options (options that change
+/// nothing here, as in fio): one stderr line each.
+fn say_job_notes(exp: &crate::experiment::Experiment) {
+    for spec in exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter()) {
+        for n in &spec.notes {
+            eprintln!("blkqos: note: job `{}`: {n}", spec.name);
+        }
     }
 }
 

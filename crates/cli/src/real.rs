@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use blkqos_core::DevId;
 use blkqos_engine::{open_backend, BackendKind, EngineOptions, RealBackend, StopOnSignal};
 use blkqos_sim::DeviceSpec;
-use blkqos_workload::{RwMode, SizeSpec};
+use blkqos_workload::{IoEngine, RwMode, SizeSpec};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -54,6 +54,43 @@ fn target_identity(path: &Path) -> (DevId, String) {
     (devid, name)
 }
 
+/// The one target the jobs name: their common file (in its `directory`);
+/// `/dev/null` when every job is `ioengine=null` and names none (no IO
+/// reaches it).
+fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<PathBuf> {
+    let mut names = Vec::new();
+    for j in jobs {
+        let paths = j.files.paths(j.filename.as_deref(), &j.name, 0);
+        if paths.len() > 1
+            || j.numjobs > 1 && j.filename.is_none() && paths.len() == 1 && j.files.is_multi(None)
+        {
+            bail!(
+                "--backend=real runs on one target, but job `{}` has {} files (nrfiles, a filename list or a directory per clone): run it on the simulator",
+                j.name,
+                paths.len().max(j.numjobs as usize)
+            );
+        }
+        if j.filename.is_some() || j.files.is_multi(None) {
+            names.push(paths[0].clone());
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    let all_named = names.len() == 1
+        && jobs
+            .iter()
+            .all(|j| j.filename.is_some() || j.files.is_multi(None));
+    match names.as_slice() {
+        [one] if all_named => Ok(PathBuf::from(one)),
+        [] if jobs.iter().all(|j| j.ioengine == IoEngine::Null) => Ok(PathBuf::from("/dev/null")),
+        [] | [_] => bail!("--backend=real needs filename= on every job (one target per run)"),
+        _ => bail!(
+            "--backend=real runs on one target, but the jobs name several files: {}",
+            names.join(", ")
+        ),
+    }
+}
+
 /// Run `exp` on the real target; `signals` stops it (SIGINT, SIGTERM).
 pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
     let jobs: Vec<_> = exp
@@ -63,21 +100,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .collect();
     let path = match &ro.path {
         Some(p) => p.clone(),
-        None => {
-            let mut names: Vec<&str> = jobs.iter().filter_map(|j| j.filename.as_deref()).collect();
-            names.sort_unstable();
-            names.dedup();
-            match (names.as_slice(), jobs.iter().all(|j| j.filename.is_some())) {
-                ([one], true) => PathBuf::from(one),
-                ([], _) | (_, false) => {
-                    bail!("--backend=real needs filename= on every job (one target per run)")
-                }
-                _ => bail!(
-                    "--backend=real runs on one target, but the jobs name several files: {}",
-                    names.join(", ")
-                ),
-            }
-        }
+        None => target_of(&jobs)?,
     };
     let write_buffer = exp.pagecache.engine_buffer();
     let direct = jobs.iter().any(|j| j.direct);
@@ -95,8 +118,9 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
                 SizeSpec::Bytes(b) => b,
                 SizeSpec::Percent(_) => 0,
             };
-            match j.size {
-                Some(SizeSpec::Bytes(b)) => off + b,
+            match (j.size, j.files.filesize) {
+                (_, Some((_, hi))) => off + hi,
+                (Some(SizeSpec::Bytes(b)), None) => off + b,
                 _ => 0,
             }
         })

@@ -792,3 +792,22 @@ fn run_bounded_child(mut child: std::process::Child) -> Ran {
         stderr,
     }
 }
+
+#[test]
+fn bad_values_of_file_and_distribution_options() {
+    bad_job_line(
+        "random_distribution=zipf:1",
+        &["random_distribution", "zipf:1", "theta"],
+    );
+    bad_job_line(
+        "random_distribution=zoned:50/5:30/15",
+        &["zoned:50/5:30/15", "100"],
+    );
+    bad_job_line("bssplit=4k/70:8k/70", &["bssplit", "more than 100"]);
+    bad_job_line("rw=read:4q", &["rw", "read:4q", "postfix"]);
+    bad_job_line("file_service_type=zipf", &["file_service_type", "zipf"]);
+    bad_job_line("nrfiles=0", &["nrfiles", "min value"]);
+    bad_job_line("filesize=0", &["filesize"]);
+    bad_job_line("ioengine=rbd", &["ioengine", "rbd", "network", "libaio"]);
+    bad_job_line("flow=-2", &["flow", "-2", "negative"]);
+}

@@ -94,6 +94,9 @@ pub struct JobSetup {
     pub region_start: u64,
     pub region_len: u64,
     pub seed: u64,
+    /// Every file of the clone as (start, length) on the target when it
+    /// has several (`nrfiles`, `filename=a:b`); empty: the one region.
+    pub files: Vec<(u64, u64)>,
 }
 
 #[derive(Clone, Default)]
@@ -216,6 +219,12 @@ struct JobSlot {
     /// `iodepth_batch_submit` > 1 (and not through the page cache): IOs
     /// are queued and committed in submit calls ([`plug`]).
     batch: Option<Box<plug::Batch>>,
+    /// `stonewall` / `startdelay`: when the job may start ([`start`]).
+    gate: Option<start::Gate>,
+    /// `ioengine=null`: IOs complete in the engine, no block IO.
+    null: bool,
+    /// `flow=`: the clone's flow group membership ([`start`]).
+    flow: Option<start::FlowSlot>,
 }
 
 /// What a job clone is doing, as the driver sees it.
@@ -240,6 +249,11 @@ enum SlotState {
     Fsyncing(Instant),
     /// In `end_fsync` since this time: the flush is in flight.
     Flushing(Instant),
+    /// Not started yet: waiting for its gate ([`JobSlot::gate`]).
+    Pending,
+    /// Over its share of its flow group (`flow=`): stepped again when the
+    /// group's counts change.
+    FlowWait,
 }
 
 impl JobSlot {
@@ -265,6 +279,8 @@ impl JobSlot {
             | SlotState::Submitting(t, _)
             | SlotState::Committing(t)
             | SlotState::Returning(t) => Some(t),
+            SlotState::Pending => self.gate.and_then(|g| g.at),
+            SlotState::FlowWait => self.job.end_at(),
             _ => None,
         }
     }
@@ -286,6 +302,7 @@ impl JobSlot {
             | SlotState::Committing(t)
             | SlotState::Returning(t) => now >= t,
             SlotState::Blocked(_) | SlotState::Fsyncing(_) | SlotState::Flushing(_) => false,
+            SlotState::Pending | SlotState::FlowWait => true,
         }
     }
 }
@@ -383,6 +400,8 @@ struct Loop<'a, B: Backend> {
     max_segments: u32,
     /// The drain was given up: nothing more goes to the backend.
     abandoned: bool,
+    /// `flow_id` groups: (shared IO counter, total weight) (fio flow.c).
+    flows: std::collections::BTreeMap<u32, (u64, u64)>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -427,6 +446,10 @@ impl<B: Backend> Loop<'_, B> {
     /// submit call returns after `submit_ns` (or enters the block layer at
     /// once when that is 0).
     fn issue(&mut self, j: usize, jio: JobIo, now: Instant) {
+        if self.jobs[j].null {
+            self.issue_null(j, jio, now);
+            return;
+        }
         if self.pc.is_some() && self.jobs[j].buffered && self.issue_buffered(j, jio, now) {
             return;
         }
@@ -605,6 +628,9 @@ impl<B: Backend> Loop<'_, B> {
 
     /// Let job `j` act until it waits.
     fn step_job(&mut self, j: usize, now: Instant, stopping: bool) -> Result<(), RunError> {
+        if self.jobs[j].state == SlotState::Pending && !self.try_start(j, now, stopping) {
+            return Ok(());
+        }
         let slot = &mut self.jobs[j];
         if matches!(slot.state, SlotState::Waiting) && !stopping && !slot.ring.is_empty() {
             // nothing changed for the job since it said WaitCompletion but
@@ -618,9 +644,10 @@ impl<B: Backend> Loop<'_, B> {
             let mut slot = &mut self.jobs[j];
             match slot.state {
                 SlotState::Sleeping(t) if now < t && !stopping => return Ok(()),
-                SlotState::Blocked(_) | SlotState::Fsyncing(_) | SlotState::Flushing(_) => {
-                    return Ok(())
-                }
+                SlotState::Blocked(_)
+                | SlotState::Fsyncing(_)
+                | SlotState::Flushing(_)
+                | SlotState::Pending => return Ok(()),
                 SlotState::Submitting(t, _) if now < t => return Ok(()),
                 SlotState::Submitting(_, id) => {
                     slot.state = SlotState::Runnable;
@@ -636,9 +663,16 @@ impl<B: Backend> Loop<'_, B> {
                     self.finish_commit(j, now);
                     continue;
                 }
-                SlotState::Sleeping(_) | SlotState::Waiting | SlotState::Runnable => {
+                SlotState::Sleeping(_)
+                | SlotState::Waiting
+                | SlotState::Runnable
+                | SlotState::FlowWait => {
                     slot.state = SlotState::Runnable;
                 }
+            }
+            if slot.flow.is_some() {
+                self.update_flow(j);
+                slot = &mut self.jobs[j];
             }
             let action = if slot.batch.is_some() {
                 let a = match self.batched_action(j, now, stopping) {
@@ -651,7 +685,16 @@ impl<B: Backend> Loop<'_, B> {
                 slot.own_action(now, stopping)
             };
             match action {
-                JobAction::Issue(jio) => self.issue(j, jio, now),
+                JobAction::Issue(jio) => {
+                    if self.jobs[j].flow.is_some() {
+                        self.count_flow_issue(j);
+                    }
+                    self.issue(j, jio, now)
+                }
+                JobAction::WaitFlow => {
+                    self.jobs[j].state = SlotState::FlowWait;
+                    return Ok(());
+                }
                 JobAction::WaitCompletion => {
                     if slot.ring.is_empty() {
                         if slot.job.in_flight() == 0 {
@@ -680,7 +723,12 @@ impl<B: Backend> Loop<'_, B> {
                     self.start_fsync(j, now);
                     return Ok(());
                 }
-                JobAction::Done => return Ok(()),
+                JobAction::Done => {
+                    if self.jobs[j].flow.is_some() {
+                        self.leave_flow(j);
+                    }
+                    return Ok(());
+                }
             }
         }
     }
@@ -832,14 +880,14 @@ pub fn run<B: Backend>(
     stack.set_max_io_bytes(max_io);
     let jobs: Vec<JobSlot> = setups
         .into_iter()
-        .map(|s| JobSlot {
-            buffered: !s.spec.direct,
-            file_key: s.region_start,
-            job: Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0),
-            group: s.group,
-            ring: Vec::with_capacity(64),
-            state: SlotState::Runnable,
-            batch: None,
+        .enumerate()
+        .scan(0, |wall, (j, s)| {
+            // fio run_threads stops starting jobs at a stonewall: every
+            // later job waits for the jobs before the last stonewall
+            if s.spec.stonewall && s.clone == 0 {
+                *wall = j;
+            }
+            Some(start::slot(j, s, t0, *wall))
         })
         .collect();
     let mut lp = Loop {
@@ -877,14 +925,21 @@ pub fn run<B: Backend>(
         merged: std::collections::BTreeMap::new(),
         max_segments: u32::MAX,
         abandoned: false,
+        flows: std::collections::BTreeMap::new(),
     };
+    for j in 0..lp.jobs.len() {
+        if lp.jobs[j].state != SlotState::Pending {
+            lp.join_flow(j);
+        }
+    }
     lp.max_segments = lp.backend.max_segments();
     lp.sink_requests = lp.sink.as_ref().is_some_and(|s| s.wants_requests());
     lp.plug_merges = lp.backend.plug_merges();
     for s in &mut lp.jobs {
         let n = s.job.submit_batch();
-        // a buffered job through the page cache completes into it
-        if n > 1 && !(s.buffered && opts.pagecache.is_some()) {
+        // a buffered job through the page cache completes into it; the
+        // null engine's IO never reaches a plug
+        if n > 1 && !(s.buffered && opts.pagecache.is_some()) && !s.null {
             s.batch = Some(plug::Batch::new(n));
         }
     }
@@ -929,7 +984,7 @@ pub fn run<B: Backend>(
         // job timers: ramp end, bw/iops samples
         if next_job_timer.is_some_and(|t| t <= now) {
             for s in &mut lp.jobs {
-                if s.job.next_timer().is_some_and(|t| t <= now) {
+                if s.state != SlotState::Pending && s.job.next_timer().is_some_and(|t| t <= now) {
                     s.job.on_timer(now);
                 }
             }
@@ -964,7 +1019,7 @@ pub fn run<B: Backend>(
         }
         next_job_timer = None;
         for s in &lp.jobs {
-            let timer = s.job.next_timer();
+            let timer = s.job.next_timer().filter(|_| s.state != SlotState::Pending);
             next_job_timer = earliest(next_job_timer, timer);
             deadline = earliest(earliest(deadline, s.wake()), timer);
         }
@@ -1038,6 +1093,7 @@ pub fn run<B: Backend>(
 }
 
 mod buffered;
+mod start;
 
 /// `deadline`, brought forward to `now + poll_every` when the run has
 /// asynchronous flags to look at.

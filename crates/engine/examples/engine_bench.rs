@@ -67,6 +67,7 @@ fn main() {
             region_start: 0,
             region_len: size,
             seed: 1,
+            files: Vec::new(),
         };
         let mut stack = ControllerStack::pass_through();
         let cpu0 = cpu_s();

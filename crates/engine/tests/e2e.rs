@@ -42,6 +42,7 @@ fn rate_iops_500(kind: BackendKind, direct: bool) {
         region_start: 0,
         region_len: size,
         seed: 7,
+        files: Vec::new(),
     };
     let mut stack = ControllerStack::pass_through();
     let wall = std::time::Instant::now();

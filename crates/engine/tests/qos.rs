@@ -101,6 +101,7 @@ fn io_max_dispatch_windows<B: Backend>(what: &str, backend: &mut B, host: HostMo
                 region_start: 0,
                 region_len: SIZE,
                 seed: k as u64 + 1,
+                files: Vec::new(),
             }
         })
         .collect();

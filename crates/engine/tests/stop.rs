@@ -47,6 +47,7 @@ fn sigint_stops_a_run_and_keeps_the_results() {
             region_start: 0,
             region_len: 4 << 20,
             seed: 1,
+            files: Vec::new(),
         };
         let sender = std::thread::spawn(move || {
             for &sig in signals {

@@ -84,6 +84,7 @@ fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
         .map(|j| JobSpec {
             origin: Origin::default(),
             job_options: Vec::new(),
+            notes: Vec::new(),
             ..j.clone()
         })
         .collect()

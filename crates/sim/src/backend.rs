@@ -179,6 +179,7 @@ mod tests {
                 region_start: 0,
                 region_len: dev.capacity,
                 seed: 7 + i as u64,
+                files: Vec::new(),
             })
             .collect();
         let r = blkqos_driver::run(&mut backend, &mut stack, setups, &RunOptions::default())

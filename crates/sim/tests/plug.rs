@@ -112,6 +112,7 @@ fn sixteen_writes_on(
         region_start: 0,
         region_len: 64 * KIB,
         seed: 1,
+        files: Vec::new(),
     }];
     let opts = RunOptions {
         hz: 1000,

@@ -41,6 +41,7 @@ fn the_sink_gets_what_the_in_process_trace_keeps() {
         region_start: 0,
         region_len: 64 << 20,
         seed: 1,
+        files: Vec::new(),
     };
     let rec = Arc::new(Mutex::new(Recorder::default()));
     let opts = RunOptions {

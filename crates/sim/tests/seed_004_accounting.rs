@@ -38,6 +38,7 @@ fn run(mode: TicksMode) -> (RunResult, u64) {
         region_start: 0,
         region_len: dev.capacity,
         seed: 1,
+        files: Vec::new(),
     };
     let opts = RunOptions {
         ticks_mode: mode,

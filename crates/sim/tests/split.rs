@@ -63,6 +63,7 @@ fn run_on(dev: &str, stack: &mut ControllerStack, specs: Vec<(JobSpec, GroupId)>
                 region_start: (i as u64 * len) % dev.capacity,
                 region_len: len,
                 seed: 1 + i as u64,
+                files: Vec::new(),
             }
         })
         .collect();

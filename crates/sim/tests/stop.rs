@@ -114,6 +114,7 @@ fn stopped_at_one_second(abandon: bool) -> RunResult {
         region_start: 0,
         region_len: 1 << 30,
         seed: 1,
+        files: Vec::new(),
     };
     let stop = Arc::new(AtomicBool::new(false));
     let abandon_flag = Arc::new(AtomicBool::new(false));

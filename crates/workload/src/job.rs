@@ -26,10 +26,10 @@
 //! rate/thinktime sleep never counts in slat/clat/lat.
 
 use crate::rng::Stream;
-use crate::spec::{JobSpec, RateProcess, RwMode, ThinkBlocksType};
+use crate::spec::{self, JobSpec, RateProcess, RwMode, ThinkBlocksType};
 use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
-use map::BlockMap;
+use files::Files;
 use std::collections::VecDeque;
 
 /// fio's direction index: 0 read, 1 write, 2 trim.
@@ -93,6 +93,10 @@ pub enum JobAction {
     /// `end_fsync`: everything issued has completed; sync the file now and
     /// call [`Job::fsync_done`] when the sync returns.
     Fsync,
+    /// `flow=`: over its share of the flow group's IO; the driver steps
+    /// the job again when the group's counts change (fio
+    /// `flow_threshold_exceeded` without `flow_sleep`: the job retries).
+    WaitFlow,
     /// Finished: nothing in flight, nothing more to issue.
     Done,
 }
@@ -135,6 +139,8 @@ enum After {
     IssueDir(Ddir),
     /// A thinktime sleep: afterwards go to the top of the loop.
     Top { slept_from: Instant, ddir: Ddir },
+    /// A `flow_sleep`: afterwards go to the top of the loop.
+    Retry,
 }
 
 /// Per-direction rate state (fio `rate_bps`, `rate_io_issue_bytes`,
@@ -152,12 +158,11 @@ struct RateDir {
 pub struct Job {
     spec: JobSpec,
     clone: u32,
-    /// First byte of the IO region.
-    region_start: u64,
-    /// Length of the IO region.
-    region_len: u64,
-    /// Bytes to issue before stopping (non time_based).
+    /// Bytes to issue before stopping (non time_based): `io_size` (else
+    /// the files' bytes) times `loops`.
     io_limit: u64,
+    /// `number_ios` × `loops` (0 = no limit).
+    ios_limit: u64,
     iodepth: u32,
     /// IOs per submit call ([`JobSpec::submit_batch`]); > 1: the driver
     /// commits them and reports each call with [`Job::count_submit_call`].
@@ -184,11 +189,13 @@ pub struct Job {
     rwmix_ddir: Ddir,
     rwmix_issues: u64,
     rate: [RateDir; 3],
-    seq_pos: [u64; 3],
-    map: Option<BlockMap>,
-    /// The random block the map's next IO starts from (drawn ahead).
-    next_want: Option<u64>,
-    map_unit: u64,
+    files: Files,
+    /// The seed the streams come from when `randrepeat=0`.
+    seed: u64,
+    /// `flow=`: over its share of the group's IO (set by the driver).
+    flow_blocked: bool,
+    /// `rate_min`: completed bytes and time of the last check per direction.
+    rate_check: [(u64, Option<Instant>); 3],
     rng_offset: Stream,
     rng_mix: Stream,
     rng_bs: Stream,
@@ -233,6 +240,18 @@ impl Job {
         seed: u64,
         now: Instant,
     ) -> Self {
+        Self::with_files(spec, clone, &[(region_start, region_len)], seed, now)
+    }
+
+    /// A job clone over several files, each `(start, length)` on the
+    /// target (`nrfiles`, `filename=a:b`, `directory`).
+    pub fn with_files(
+        spec: JobSpec,
+        clone: u32,
+        extents: &[(u64, u64)],
+        seed: u64,
+        now: Instant,
+    ) -> Self {
         let base = if spec.randrepeat { spec.randseed } else { seed };
         let min_bs_all = (0..3)
             .filter(|&d| dir_used(spec.rw, d))
@@ -240,14 +259,17 @@ impl Job {
             .min()
             .unwrap_or(4096)
             .max(1);
-        let map = if spec.rw.is_random() && !spec.norandommap && region_len >= min_bs_all {
-            Some(BlockMap::new(region_len / min_bs_all))
-        } else {
-            None
-        };
-        let io_limit = match spec.size {
-            Some(_) | None => region_len,
-        };
+        // fio aligns random offsets to `ba` (default: the minimum bs)
+        let unit = (0..3)
+            .filter(|&d| dir_used(spec.rw, d))
+            .filter_map(|d| spec.blockalign.get(d))
+            .min()
+            .unwrap_or(min_bs_all)
+            .max(1);
+        let files = Files::new(&spec, extents, unit);
+        let loops = u64::from(spec.loops.max(1));
+        let io_limit = spec.io_size.unwrap_or_else(|| files.total_len()) * loops;
+        let ios_limit = spec.number_ios * loops;
         let mut rate = [RateDir::default(); 3];
         for (d, r) in rate.iter_mut().enumerate() {
             r.bps = spec.rate_bytes_per_sec(d).unwrap_or(0);
@@ -264,9 +286,8 @@ impl Job {
         let iodepth = spec.effective_iodepth();
         let mut job = Job {
             clone,
-            region_start,
-            region_len,
             io_limit,
+            ios_limit,
             iodepth,
             submit_batch: spec.submit_batch(),
             phase: Phase::Top,
@@ -285,10 +306,10 @@ impl Job {
             rwmix_ddir: first_dir,
             rwmix_issues: 0,
             rate,
-            seq_pos: [0; 3],
-            map,
-            next_want: None,
-            map_unit: min_bs_all,
+            files,
+            seed,
+            flow_blocked: false,
+            rate_check: [(0, None); 3],
             rng_offset: Stream::new(base, clone, 1),
             rng_mix: Stream::new(base, clone, 2),
             rng_bs: Stream::new(base, clone, 3),
@@ -318,6 +339,34 @@ impl Job {
             job.end_at = None;
         }
         job
+    }
+
+    /// The job starts at `now` rather than when it was made (a `stonewall`
+    /// or `startdelay` held it back; fio `run_threads` starts it then): its
+    /// runtime, ramp and sample clocks begin here.
+    pub fn begin(&mut self, now: Instant) {
+        self.started = now;
+        self.ramp_end = (self.spec.ramp_time > Duration::ZERO).then(|| now + self.spec.ramp_time);
+        self.start_epoch(now);
+        if self.ramp_end.is_some() {
+            self.end_at = None;
+        }
+    }
+
+    /// `startdelay=LO-HI`: this clone's delay, drawn in the range from the
+    /// job's seed (fio draws it once per job).
+    pub fn start_delay(&self) -> Duration {
+        let (lo, hi) = self.spec.start_delay;
+        if hi <= lo {
+            return lo;
+        }
+        let base = if self.spec.randrepeat {
+            self.spec.randseed
+        } else {
+            self.seed
+        };
+        let span = hi.as_ns() - lo.as_ns();
+        Duration::from_ns(lo.as_ns() + Stream::new(base, self.clone, 7).below(span + 1))
     }
 
     fn start_epoch(&mut self, now: Instant) {
@@ -458,7 +507,8 @@ impl Job {
     }
 
     fn size_done(&self) -> bool {
-        !self.spec.time_based && self.issued_bytes_total >= self.io_limit
+        let ios_done = self.ios_limit > 0 && self.io_issues.iter().sum::<u64>() >= self.ios_limit;
+        ios_done || (!self.spec.time_based && self.issued_bytes_total >= self.io_limit)
     }
 
     /// fio `get_rw_ddir` (rwmix part): per-issue draw with fio's
@@ -561,6 +611,9 @@ impl Job {
 
     /// fio `get_next_buflen`.
     fn next_len(&mut self, ddir: Ddir) -> u64 {
+        if let Some(split) = &self.spec.bssplit {
+            return bssplit_len(&split[ddir], &mut self.rng_bs, self.spec.bs.get(ddir));
+        }
         match &self.spec.bsrange {
             Some(r) => {
                 let (lo, hi) = r.get(ddir);
@@ -578,36 +631,7 @@ impl Job {
     }
 
     fn next_offset(&mut self, ddir: Ddir, len: u64) -> u64 {
-        let region = self.region_len.max(len);
-        if self.spec.rw.is_random() {
-            let unit = self.map_unit;
-            let last_start = div_by_unit(region - len, unit); // inclusive block index
-            let b = if let Some(map) = &mut self.map {
-                // the offset stream is drawn one IO ahead (the same draws
-                // in the same order) so that the next block's bitmap word
-                // can be prefetched: otherwise every IO waits for a cache
-                // miss on a bitmap of megabytes
-                let want = match self.next_want.take() {
-                    Some(w) => w,
-                    None => self.rng_offset.below(map.nblocks()),
-                };
-                let got = map.take_near(want);
-                let next = self.rng_offset.below(map.nblocks());
-                map.prefetch(next);
-                self.next_want = Some(next);
-                got.min(last_start)
-            } else {
-                self.rng_offset.below(last_start + 1)
-            };
-            self.region_start + b * unit
-        } else {
-            let mut pos = self.seq_pos[ddir];
-            if pos + len > region {
-                pos = 0;
-            }
-            self.seq_pos[ddir] = pos + len;
-            self.region_start + pos
-        }
+        self.files.next_offset(ddir, len, &mut self.rng_offset)
     }
 
     /// What the job does at `now`.
@@ -665,6 +689,7 @@ impl Job {
                             self.credit_thinktime(ddir, now - slept_from);
                             self.phase = Phase::Top;
                         }
+                        After::Retry => self.phase = Phase::Top,
                     }
                 }
                 Phase::Think => {
@@ -702,6 +727,22 @@ impl Job {
                         self.phase = Phase::Sync { started: now };
                         return JobAction::Fsync;
                     }
+                    if self.flow_blocked {
+                        // fio flow_threshold_exceeded: quiesce and sleep
+                        // flow_sleep, or retry at once
+                        let sleep = self.spec.flow.sleep;
+                        if sleep == Duration::ZERO {
+                            return JobAction::WaitFlow;
+                        }
+                        self.phase = Phase::Quiesce {
+                            until: now + sleep,
+                            after: After::Retry,
+                        };
+                        continue;
+                    }
+                    if self.rate_min_missed(now) {
+                        continue;
+                    }
                     let ddir = self.pick_mix_ddir();
                     if self.rate_limited() {
                         match self.rate_ddir(ddir, now) {
@@ -728,6 +769,69 @@ impl Job {
                 }
             }
         }
+    }
+
+    /// `flow=`: the driver says whether the job is over its share.
+    pub fn set_flow_blocked(&mut self, blocked: bool) {
+        self.flow_blocked = blocked;
+    }
+
+    /// When the job's runtime ends (None: not time-limited, or in ramp).
+    pub fn end_at(&self) -> Option<Instant> {
+        self.end_at.filter(|_| self.ramp_end.is_none())
+    }
+
+    /// `rate_min=` (fio `__check_min_rate`): after a 2 s settle period,
+    /// every `rate_cycle` the bytes completed in a direction since the last
+    /// check must reach `rate_min` per second; if not the job fails with
+    /// EIO ("rate_min not met"). True when it failed now.
+    fn rate_min_missed(&mut self, now: Instant) -> bool {
+        if self.in_ramp() || self.spec.rate_min == crate::spec::PerDir::all(None) {
+            return false;
+        }
+        if now - self.started < Duration::from_secs(2) {
+            return false;
+        }
+        for d in 0..3 {
+            let Some(min) = self.spec.rate_min.get(d) else {
+                continue;
+            };
+            let bytes = self.stats.dirs[d].io_bytes;
+            let (last_bytes, last_at) = self.rate_check[d];
+            let Some(at) = last_at else {
+                self.rate_check[d] = (bytes, Some(now));
+                continue;
+            };
+            let spent_ms = (now - at).as_ms();
+            if spent_ms < self.spec.rate_cycle.as_ms() {
+                continue;
+            }
+            let got = (bytes - last_bytes) * 1000 / spent_ms.max(1);
+            if got < min || bytes - last_bytes < min {
+                self.fail(crate::spec_ext::EIO, d, now);
+                return true;
+            }
+            self.rate_check[d] = (bytes, Some(now));
+        }
+        false
+    }
+
+    /// The job fails with `errno` outside an IO (fio `td_verror`).
+    fn fail(&mut self, errno: i32, ddir: Ddir, _now: Instant) {
+        if self.error == 0 {
+            self.error = errno;
+            self.failure = Some(JobFailure {
+                errno,
+                op: match ddir {
+                    0 => FailedOp::Read,
+                    1 => FailedOp::Write,
+                    _ => FailedOp::Trim,
+                },
+                offset: 0,
+                len: 0,
+            });
+        }
+        self.phase = Phase::Drain;
     }
 
     /// `rate_ignore_thinktime=1`: credit the pause to the rate schedule
@@ -940,8 +1044,12 @@ impl Job {
         if in_ramp {
             return;
         }
+        if self.spec.gtod_reduce {
+            self.reap_untimed(&r);
+            return;
+        }
         let lat = now - r.io.start_time;
-        let (slat, clat) = if self.spec.ioengine.is_sync() {
+        let (slat, clat) = if self.no_slat() {
             (None, lat)
         } else {
             (Some(r.issue_time - r.io.start_time), now - r.issue_time)
@@ -965,6 +1073,25 @@ impl Job {
         self.stats.lat_buckets.mark(clat.as_ns());
         self.sample_bytes[d] += r.bytes_done;
         self.sample_ios[d] += 1;
+    }
+
+    /// `gtod_reduce=1`: fio takes no time stamps, so the IO counts and
+    /// bytes are all it records (no slat/clat/lat, no latency buckets, no
+    /// bw/iops samples).
+    fn reap_untimed(&mut self, r: &Reaped) {
+        let ds = &mut self.stats.dirs[r.io.ddir];
+        ds.io_bytes += r.bytes_done;
+        ds.total_ios += 1;
+        if r.bytes_done < r.io.len {
+            ds.short_ios += 1;
+        }
+    }
+
+    /// Engines whose IO completes inside the submit call record no slat:
+    /// sync engines, and `null` at iodepth 1 (`FIO_Q_COMPLETED`).
+    fn no_slat(&self) -> bool {
+        let e = self.spec.ioengine;
+        e.is_sync() || (e == crate::spec::IoEngine::Null && self.iodepth == 1)
     }
 
     /// A completion with an error: counted, and it stops the job unless
@@ -1085,6 +1212,24 @@ impl Job {
     }
 }
 
+/// A `bssplit` block size: a uniform draw against the cumulative shares,
+/// largest share first (fio `get_next_buflen`: `r / perc <= frand_max /
+/// 100`); shares adding to less than 100 leave the rest to the last entry
+/// with a share.
+fn bssplit_len(split: &[spec::BsSplit], rng: &mut Stream, default_bs: u64) -> u64 {
+    let r = rng.unit() * 100.0;
+    let mut cum = 0u32;
+    let mut last = default_bs;
+    for e in split.iter().filter(|e| e.pct > 0) {
+        cum += e.pct;
+        last = e.bs;
+        if r < f64::from(cum) {
+            return e.bs;
+        }
+    }
+    last
+}
+
 /// `x / unit` for a block size: a shift when `unit` is a power of two (the
 /// usual case), which spares a 64-bit division per IO.
 #[inline]
@@ -1104,6 +1249,8 @@ fn dir_used(rw: RwMode, d: Ddir) -> bool {
     }
 }
 
+mod dist;
+mod files;
 mod map;
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,10 @@
 
 use blkqos_core::Duration;
 
+pub use crate::spec_ext::{
+    BsSplit, Fallocate, FileService, FilesSpec, FlowSpec, RandomDist, RwSeq, Zone, ZoneSize,
+};
+
 /// Values given per direction (read, write, trim) as fio's `R[,W[,T]]` lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct PerDir<T> {
@@ -98,11 +102,25 @@ pub enum IoEngine {
     IoUring,
     Psync,
     Sync,
+    /// `pvsync`: preadv/pwritev, one IO per call.
+    Pvsync,
+    /// `pvsync2`: preadv2/pwritev2, one IO per call.
+    Pvsync2,
+    /// `posixaio`: aio_read/aio_write, queued up to iodepth.
+    Posixaio,
+    /// `null`: every IO completes at once, nothing reaches a device
+    /// (fio engines/null.c).
+    Null,
 }
 
 impl IoEngine {
+    /// Engines that do one IO per system call (`FIO_SYNCIO`): no queue,
+    /// no slat; fio warns that iodepth > 1 has no effect.
     pub fn is_sync(self) -> bool {
-        matches!(self, IoEngine::Psync | IoEngine::Sync)
+        matches!(
+            self,
+            IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2
+        )
     }
     pub fn fio_name(self) -> &'static str {
         match self {
@@ -110,6 +128,10 @@ impl IoEngine {
             IoEngine::IoUring => "io_uring",
             IoEngine::Psync => "psync",
             IoEngine::Sync => "sync",
+            IoEngine::Pvsync => "pvsync",
+            IoEngine::Pvsync2 => "pvsync2",
+            IoEngine::Posixaio => "posixaio",
+            IoEngine::Null => "null",
         }
     }
 }
@@ -268,6 +290,40 @@ pub struct JobSpec {
     pub fdatasync_blocks: u32,
     /// fsync the file when the job ends (`end_fsync=1`).
     pub end_fsync: bool,
+    /// `stonewall`: the job starts when every job before it has ended.
+    pub stonewall: bool,
+    /// `startdelay=LO[-HI]`: the job starts this long after the run
+    /// (a delay drawn in the range per job when `HI > LO`).
+    pub start_delay: (Duration, Duration),
+    /// `thread`: fio runs the job as a thread instead of a process. blkqos
+    /// runs every job in one loop of one process either way, so it changes
+    /// nothing that shows in the results.
+    pub thread: bool,
+    /// `loops=`: the whole workload is done this many times.
+    pub loops: u32,
+    /// `number_ios=`: stop after this many completed IOs (× loops), 0 = off.
+    pub number_ios: u64,
+    /// `io_size=` (`io_limit`): bytes of IO to do, wrapping in the region.
+    pub io_size: Option<u64>,
+    /// `bssplit=`: block sizes with weights, per direction.
+    pub bssplit: Option<[Vec<BsSplit>; 3]>,
+    /// `blockalign=` per direction (None: the minimum block size).
+    pub blockalign: PerDir<Option<u64>>,
+    pub random_dist: RandomDist,
+    /// `rw=MODE:N` postfix.
+    pub rw_seq: RwSeq,
+    /// `gtod_reduce=1`: no slat/clat/lat, no bw/iops samples, no
+    /// percentiles (fio's `str_gtod_reduce_cb` sets the `disable_*` flags).
+    pub gtod_reduce: bool,
+    pub files: FilesSpec,
+    pub flow: FlowSpec,
+    /// `rate_min=` (`ratemin`): bytes/s per direction below which the job
+    /// fails, checked every `rate_cycle`.
+    pub rate_min: PerDir<Option<u64>>,
+    /// `rate_cycle=` (`ratecycle`, fio default 1000 ms).
+    pub rate_cycle: Duration,
+    /// What the parser has to say about the job's options (stderr).
+    pub notes: Vec<String>,
     /// The options the job was given, canonical names, values verbatim:
     /// fio's JSON `"job options"` (globals excluded).
     pub job_options: Vec<(String, String)>,
@@ -324,12 +380,33 @@ impl JobSpec {
             fsync_blocks: 0,
             fdatasync_blocks: 0,
             end_fsync: false,
+            stonewall: false,
+            start_delay: (Duration::ZERO, Duration::ZERO),
+            thread: false,
+            loops: 1,
+            number_ios: 0,
+            io_size: None,
+            bssplit: None,
+            blockalign: PerDir::all(None),
+            random_dist: RandomDist::Random,
+            rw_seq: RwSeq::None,
+            gtod_reduce: false,
+            files: FilesSpec::default(),
+            flow: FlowSpec::default(),
+            rate_min: PerDir::all(None),
+            rate_cycle: Duration::from_ms(1000),
+            notes: Vec::new(),
             job_options: Vec::new(),
         }
     }
 
     /// Smallest block size of a direction (`min_bs`): what `rate_iops` multiplies.
     pub fn min_bs(&self, ddir: usize) -> u64 {
+        if let Some(split) = &self.bssplit {
+            if let Some(m) = split[ddir].iter().map(|e| e.bs).min() {
+                return m;
+            }
+        }
         match &self.bsrange {
             Some(r) => r.get(ddir).0,
             None => self.bs.get(ddir),
@@ -337,6 +414,11 @@ impl JobSpec {
     }
     /// Largest block size of a direction (`max_bs`).
     pub fn max_bs(&self, ddir: usize) -> u64 {
+        if let Some(split) = &self.bssplit {
+            if let Some(m) = split[ddir].iter().map(|e| e.bs).max() {
+                return m;
+            }
+        }
         match &self.bsrange {
             Some(r) => r.get(ddir).1,
             None => self.bs.get(ddir),

@@ -3,7 +3,8 @@
 
 use blkqos_core::Duration;
 use blkqos_workload::spec::{
-    IgnoreErrors, IoEngine, JobSpec, RateProcess, RwMode, SizeSpec, ThinkBlocksType, UnifiedRw,
+    IgnoreErrors, IoEngine, JobSpec, RateProcess, RwMode, RwSeq, SizeSpec, ThinkBlocksType,
+    UnifiedRw,
 };
 
 use super::ini::{strip_blank_end, strip_blank_front};
@@ -58,6 +59,9 @@ impl JobState {
 /// Applies `value` (`None` = the option given bare) for `def` to `st`.
 /// Errors are messages; the caller adds location, option and value.
 pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
+    if let Some(r) = super::apply_ext::apply(st, def, value) {
+        return r;
+    }
     let Some(v) = value else {
         return match def.kind {
             Kind::StrSet => {
@@ -336,7 +340,7 @@ fn apply_percentiles(st: &mut JobState, v: &str) -> Result<(), String> {
 fn apply_string(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
     let s = &mut st.spec;
     match opt {
-        Opt::Rw => s.rw = parse_rw(v)?,
+        Opt::Rw => (s.rw, s.rw_seq) = parse_rw(v, s.kb_base)?,
         Opt::RateProcess => {
             s.rate_process = match v {
                 "linear" => RateProcess::Linear,
@@ -394,15 +398,19 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "io_uring" => Ok(IoEngine::IoUring),
         "psync" => Ok(IoEngine::Psync),
         "sync" => Ok(IoEngine::Sync),
-        _ => Err(format!(
-            "unsupported ioengine `{v}` (blkqos implements libaio, io_uring, psync and sync)"
-        )),
+        "pvsync" => Ok(IoEngine::Pvsync),
+        "pvsync2" => Ok(IoEngine::Pvsync2),
+        "posixaio" => Ok(IoEngine::Posixaio),
+        "null" => Ok(IoEngine::Null),
+        _ => Err(super::engines::out_of_scope(v)),
     }
 }
 
 /// `rw=` (`str_rw_cb`). The value up to `:` must be one of fio's names; a
-/// `:N` postfix (`rw_sequencer`) is accepted only with its default meaning.
-fn parse_rw(v: &str) -> Result<RwMode, String> {
+/// `:N` postfix is `ddir_seq_nr` (random modes: a new random offset every N
+/// IOs) or `ddir_seq_add` (sequential modes: bytes added to each next
+/// offset, negative to go backwards).
+fn parse_rw(v: &str, kb_base: u32) -> Result<(RwMode, RwSeq), String> {
     const VALID: &[&str] = &[
         "read",
         "write",
@@ -435,14 +443,31 @@ fn parse_rw(v: &str) -> Result<RwMode, String> {
         }
         _ => return Err(invalid(v, VALID)),
     };
-    match postfix {
-        None => Ok(rw),
-        Some("1") if rw.is_random() => Ok(rw),
-        Some("0") if !rw.is_random() => Ok(rw),
-        Some(p) => Err(format!(
-            "unsupported rw postfix `:{p}` (offset sequencing, rw_sequencer)"
-        )),
+    let Some(p) = postfix else {
+        return Ok((rw, RwSeq::None));
+    };
+    let bad = |why: String| format!("rw postfix parsing failed: `:{p}`: {why}");
+    if rw.is_random() {
+        // atoi: 0 and 1 both mean a random offset for every IO
+        let n = super::units::parse_plain_int(p).map_err(bad)?;
+        let n = u32::try_from(n).map_err(|_| bad("out of range".into()))?;
+        return Ok((rw, if n > 1 { RwSeq::Every(n) } else { RwSeq::None }));
     }
+    let (neg, body) = match p.trim().strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, p),
+    };
+    let n = parse_count(body, kb_base).map_err(bad)?;
+    let n = i64::try_from(n).map_err(|_| bad("out of range".into()))?;
+    let add = if neg { -n } else { n };
+    Ok((
+        rw,
+        if add == 0 {
+            RwSeq::None
+        } else {
+            RwSeq::Add(add)
+        },
+    ))
 }
 
 /// The errno names fio knows (`options.c: str2error`): EPERM (1) ... ERANGE (34).
@@ -742,11 +767,17 @@ mod tests {
         assert_eq!(rw("randrw"), Ok(RwMode::RandRw));
         assert_eq!(rw("readwrite"), Ok(RwMode::ReadWrite));
         assert_eq!(rw("randread:1"), Ok(RwMode::RandRead));
+        let seq = |v| with(&[("rw", Some(v))]).map(|s| s.spec.rw_seq);
+        assert_eq!(seq("randread:8"), Ok(RwSeq::Every(8)));
+        assert_eq!(seq("read:-8k"), Ok(RwSeq::Add(-8192)));
+        assert_eq!(seq("write:112k"), Ok(RwSeq::Add(114_688)));
+        assert_eq!(seq("read:0"), Ok(RwSeq::None));
         for bad in [
             "bogus",
             "read,write",
             " read",
-            "randread:8",
+            "randread:x",
+            "read:4q",
             "trimwrite",
             "",
             "READ",
@@ -757,7 +788,13 @@ mod tests {
         let eng = |v| with(&[("ioengine", Some(v))]).map(|s| s.spec.ioengine);
         assert_eq!(eng("io_uring"), Ok(IoEngine::IoUring));
         assert_eq!(eng("sync"), Ok(IoEngine::Sync));
-        assert!(eng("null").unwrap_err().contains("unsupported ioengine"));
+        assert_eq!(eng("null"), Ok(IoEngine::Null));
+        assert_eq!(eng("pvsync2"), Ok(IoEngine::Pvsync2));
+        let e = eng("net").unwrap_err();
+        assert!(
+            e.contains("unsupported ioengine `net`") && e.contains("network"),
+            "{e}"
+        );
         assert!(eng("libaio:x").is_err());
         assert!(with(&[("name", Some(""))]).is_err());
         assert!(with(&[("filename", Some(&"f".repeat(5000)))]).is_err());

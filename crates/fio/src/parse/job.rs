@@ -278,6 +278,36 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
     if st.randseed_set {
         s.randrepeat = true;
     }
+    s.stonewall = st.stonewall;
+    if let Err(m) = fixup_files(&mut s) {
+        return Err(loc.error(format!("job `{}`: {m}", s.name)));
+    }
+    if s.ioengine.is_sync() && s.iodepth > 1 {
+        s.notes.push(format!(
+            "ioengine={} does one IO per system call: iodepth={} has no effect (as in fio)",
+            s.ioengine.fio_name(),
+            s.iodepth
+        ));
+    }
+    if s.flow.watermark != 1024 {
+        s.notes.push(
+            "flow_watermark has no effect in fio 3.33 (flow control keeps the jobs' IO \
+             counts in the ratio of their `flow` weights), nor here"
+                .into(),
+        );
+    }
     s.job_options = given_options(st.dump);
     Ok(s)
+}
+
+/// The files of a job (`setup_files`): `filename=a:b` gives one file per
+/// name (and `nrfiles` is how many there are), `filesize` must fit `size`.
+fn fixup_files(s: &mut JobSpec) -> Result<(), String> {
+    if let Some(f) = &s.filename {
+        let names = super::apply_ext::split_names(f);
+        if names.len() > 1 {
+            s.files.nrfiles = names.len() as u32;
+        }
+    }
+    Ok(())
 }

@@ -22,7 +22,9 @@
 //! names of all fio 3.33 options).
 
 mod apply;
+mod apply_ext;
 mod cli;
+mod engines;
 mod error;
 mod ini;
 mod job;

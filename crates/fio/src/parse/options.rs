@@ -80,6 +80,30 @@ pub(crate) enum Opt {
     EndFsync,
     Stonewall,
     NewGroup,
+    Thread,
+    ProfileThreads,
+    StartDelay,
+    Loops,
+    NumberIos,
+    IoSize,
+    BsSplit,
+    BlockAlign,
+    RandomDistribution,
+    GtodReduce,
+    Directory,
+    NrFiles,
+    FileSize,
+    FilenameFormat,
+    OpenFiles,
+    FileServiceType,
+    CreateOnOpen,
+    Fallocate,
+    Flow,
+    FlowId,
+    FlowWatermark,
+    FlowSleep,
+    RateMin,
+    RateCycle,
 }
 
 /// One supported option.
@@ -181,7 +205,37 @@ pub(crate) static OPTIONS: &[OptDef] = &[
         Opt::Stonewall,
     ),
     def("new_group", Kind::StrSet, Opt::NewGroup),
+    def("thread", Kind::StrSet, Opt::Thread),
+    def("startdelay", Kind::Time, Opt::StartDelay),
+    def("loops", Kind::Int, Opt::Loops),
+    def("number_ios", Kind::StrVal, Opt::NumberIos),
+    aliased("io_size", "io_limit", Kind::StrVal, Opt::IoSize),
+    def("bssplit", Kind::Str, Opt::BsSplit),
+    aliased("ba", "blockalign", Kind::Ull, Opt::BlockAlign),
+    def("random_distribution", Kind::Str, Opt::RandomDistribution),
+    def("gtod_reduce", Kind::Bool, Opt::GtodReduce),
+    def("directory", Kind::StrStore, Opt::Directory),
+    aliased("nrfiles", "nr_files", Kind::Int, Opt::NrFiles),
+    def("filesize", Kind::StrVal, Opt::FileSize),
+    OptDef {
+        prio: -1,
+        ..def("filename_format", Kind::StrStore, Opt::FilenameFormat)
+    },
+    def("openfiles", Kind::Int, Opt::OpenFiles),
+    def("file_service_type", Kind::Str, Opt::FileServiceType),
+    def("create_on_open", Kind::Bool, Opt::CreateOnOpen),
+    def("fallocate", Kind::Str, Opt::Fallocate),
+    def("flow", Kind::Int, Opt::Flow),
+    def("flow_id", Kind::Int, Opt::FlowId),
+    def("flow_watermark", Kind::Int, Opt::FlowWatermark),
+    def("flow_sleep", Kind::Int, Opt::FlowSleep),
+    aliased("rate_min", "ratemin", Kind::Ull, Opt::RateMin),
+    aliased("rate_cycle", "ratecycle", Kind::Int, Opt::RateCycle),
 ];
+
+/// Options of fio's profiles (`--profile=`): fio accepts them in any job
+/// and, without their profile, they change nothing.
+pub(crate) static PROFILE_OPTIONS: &[OptDef] = &[def("threads", Kind::Int, Opt::ProfileThreads)];
 
 /// What an option name refers to.
 #[derive(Debug)]
@@ -197,6 +251,7 @@ pub(crate) enum Lookup {
 pub(crate) fn lookup(name: &str) -> Lookup {
     if let Some(d) = OPTIONS
         .iter()
+        .chain(PROFILE_OPTIONS)
         .find(|d| d.name == name || d.alias == Some(name))
     {
         return Lookup::Supported(d);
@@ -242,7 +297,6 @@ pub(crate) fn prio(name: &str) -> i32 {
     match lookup(name) {
         Lookup::Supported(d) => d.prio,
         Lookup::Unsupported("lockfile" | "cpus_allowed_policy" | "unit_base") => 1,
-        Lookup::Unsupported("filename_format") => -1,
         _ => 0,
     }
 }
@@ -326,7 +380,7 @@ mod tests {
         );
         assert!(matches!(
             lookup("startdelay"),
-            Lookup::Unsupported("startdelay")
+            Lookup::Supported(d) if d.name == "startdelay"
         ));
         assert!(
             matches!(lookup("iodepth_batch_submit"), Lookup::Supported(d) if d.name == "iodepth_batch")
@@ -340,6 +394,8 @@ mod tests {
             Lookup::Unsupported("steadystate_duration")
         ));
         assert!(matches!(lookup("hipri"), Lookup::Unsupported("hipri")));
+        assert!(matches!(lookup("ratemin"), Lookup::Supported(d) if d.name == "rate_min"));
+        assert_eq!(prio("filename_format"), -1);
         assert!(matches!(lookup("BS"), Lookup::Unknown));
         assert!(matches!(lookup("bogus"), Lookup::Unknown));
         assert_eq!(prio("kb_base"), 1);

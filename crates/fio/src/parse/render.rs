@@ -4,8 +4,9 @@
 //! result means the same to blkqos and to fio 3.33.
 
 use blkqos_workload::spec::{
-    IgnoreErrors, JobSpec, PerDir, RateProcess, SizeSpec, ThinkBlocksType, UnifiedRw,
-    ERROR_TYPE_READ, ERROR_TYPE_VERIFY, ERROR_TYPE_WRITE, NON_FATAL_ERR,
+    BsSplit, Fallocate, FileService, IgnoreErrors, JobSpec, PerDir, RandomDist, RateProcess, RwSeq,
+    SizeSpec, ThinkBlocksType, UnifiedRw, ZoneSize, ERROR_TYPE_READ, ERROR_TYPE_VERIFY,
+    ERROR_TYPE_WRITE, NON_FATAL_ERR,
 };
 
 fn size(s: SizeSpec) -> String {
@@ -67,7 +68,12 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         push("size", size(s));
     }
     push("offset", size(j.offset));
-    push("rw", j.rw.fio_name().into());
+    let postfix = match j.rw_seq {
+        RwSeq::None => String::new(),
+        RwSeq::Every(n) => format!(":{n}"),
+        RwSeq::Add(a) => format!(":{a}"),
+    };
+    push("rw", format!("{}{postfix}", j.rw.fio_name()));
     push("rwmixread", j.rwmixread.to_string());
     push("bs", per_dir(&j.bs, |b| b.to_string()));
     if let Some(r) = &j.bsrange {
@@ -114,6 +120,9 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         push("randrepeat", flag(j.randrepeat).into());
     }
     push("group_reporting", flag(j.group_reporting).into());
+    if j.gtod_reduce {
+        push("gtod_reduce", "1".into());
+    }
     let unified = match j.unified_rw_reporting {
         UnifiedRw::None => "none",
         UnifiedRw::Mixed => "mixed",
@@ -136,7 +145,136 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     push("fsync", j.fsync_blocks.to_string());
     push("fdatasync", j.fdatasync_blocks.to_string());
     push("end_fsync", flag(j.end_fsync).into());
+    ext_args(j, &mut push);
     a
+}
+
+/// The options of several files, splits, distributions, start and flow.
+fn ext_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
+    let d = JobSpec::new("");
+    if j.stonewall {
+        push("stonewall", "1".into());
+    }
+    if j.start_delay != d.start_delay {
+        let (lo, hi) = j.start_delay;
+        push("startdelay", format!("{}us-{}us", lo.as_us(), hi.as_us()));
+    }
+    if j.thread {
+        push("thread", "1".into());
+    }
+    if j.loops != 1 {
+        push("loops", j.loops.to_string());
+    }
+    if j.number_ios != 0 {
+        push("number_ios", j.number_ios.to_string());
+    }
+    if let Some(n) = j.io_size {
+        push("io_size", n.to_string());
+    }
+    if let Some(split) = &j.bssplit {
+        let list = |l: &[BsSplit]| {
+            l.iter()
+                .map(|e| format!("{}/{}", e.bs, e.pct))
+                .collect::<Vec<_>>()
+                .join(":")
+        };
+        push(
+            "bssplit",
+            format!(
+                "{},{},{}",
+                list(&split[0]),
+                list(&split[1]),
+                list(&split[2])
+            ),
+        );
+    }
+    if j.blockalign != d.blockalign {
+        push("ba", per_dir(&j.blockalign, |v| v.unwrap_or(0).to_string()));
+    }
+    if j.random_dist != d.random_dist {
+        push("random_distribution", random_dist(&j.random_dist));
+    }
+    if j.rate_min != d.rate_min {
+        push(
+            "rate_min",
+            per_dir(&j.rate_min, |v| v.unwrap_or(0).to_string()),
+        );
+    }
+    if j.rate_cycle != d.rate_cycle {
+        push("rate_cycle", j.rate_cycle.as_ms().to_string());
+    }
+    file_args(j, &d, push);
+}
+
+fn file_args(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, String)) {
+    let (f, df) = (&j.files, &d.files);
+    if !f.directory.is_empty() {
+        let dirs: Vec<String> = f.directory.iter().map(|s| s.replace(':', "\\:")).collect();
+        push("directory", dirs.join(":"));
+    }
+    if f.nrfiles != df.nrfiles {
+        push("nrfiles", f.nrfiles.to_string());
+    }
+    if let Some((lo, hi)) = f.filesize {
+        push("filesize", format!("{lo}-{hi}"));
+    }
+    if f.filename_format != df.filename_format {
+        push("filename_format", f.filename_format.clone());
+    }
+    if f.openfiles != df.openfiles {
+        push("openfiles", f.openfiles.to_string());
+    }
+    if (f.service, f.service_batch) != (df.service, df.service_batch) {
+        let kind = match f.service {
+            FileService::Random => "random",
+            FileService::RoundRobin => "roundrobin",
+            FileService::Sequential => "sequential",
+        };
+        push("file_service_type", format!("{kind}:{}", f.service_batch));
+    }
+    if f.create_on_open {
+        push("create_on_open", "1".into());
+    }
+    if f.fallocate != df.fallocate {
+        let mode = match f.fallocate {
+            Fallocate::None => "none",
+            Fallocate::Posix => "posix",
+            Fallocate::Keep => "keep",
+            Fallocate::Native => "native",
+            Fallocate::Truncate => "truncate",
+        };
+        push("fallocate", mode.into());
+    }
+    if j.flow != d.flow {
+        push("flow", j.flow.weight.to_string());
+        push("flow_id", j.flow.id.to_string());
+        push("flow_watermark", j.flow.watermark.to_string());
+        push("flow_sleep", j.flow.sleep.as_us().to_string());
+    }
+}
+
+fn random_dist(r: &RandomDist) -> String {
+    match r {
+        RandomDist::Random => "random".into(),
+        RandomDist::Zipf(t) => format!("zipf:{t}"),
+        RandomDist::Pareto(h) => format!("pareto:{h}"),
+        RandomDist::Normal(dev) => format!("normal:{dev}"),
+        RandomDist::Zoned(zones) => {
+            let abs = zones.iter().any(|z| matches!(z.size, ZoneSize::Bytes(_)));
+            let list: Vec<String> = zones
+                .iter()
+                .map(|z| match z.size {
+                    ZoneSize::Percent(p) => format!("{}/{p}", z.access_pct),
+                    ZoneSize::Bytes(b) => format!("{}/{b}", z.access_pct),
+                })
+                .collect();
+            format!(
+                "{}:{}",
+                if abs { "zoned_abs" } else { "zoned" },
+                list.join(":")
+            )
+        }
+    }
 }
 
 /// A fio command line (without the program name) that defines `jobs`:

@@ -197,11 +197,11 @@ pub fn gen_mixed(ts: &JobStats) -> DirStats {
 fn verror(spec: &JobSpec, err: i32, ignored: bool) -> String {
     let msg = cfmt::strerror(err);
     match spec.ioengine {
-        IoEngine::Psync | IoEngine::Sync => {
+        IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2 => {
             format!("file:engines/sync.c:126, func=xfer, error={msg}")
         }
-        IoEngine::Libaio | IoEngine::IoUring if ignored => String::new(),
-        IoEngine::Libaio | IoEngine::IoUring => {
+        _ if ignored => String::new(),
+        _ => {
             format!("file:io_u.c:1876, func=io_u error, error={msg}")
         }
     }

@@ -1,3 +1,4 @@
+use super::map::BlockMap;
 use super::*;
 use crate::spec::{IoEngine, PerDir, SizeSpec};
 
@@ -39,6 +40,7 @@ fn run(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, Vec<JobIo>) {
             }
             JobAction::SleepUntil(t) => now = t,
             JobAction::Fsync => job.fsync_done(now),
+            JobAction::WaitFlow => panic!("no flow control in these tests"),
             JobAction::Done => break,
         }
     }
@@ -121,6 +123,7 @@ fn size_bound_job_covers_region_once() {
                 );
             }
             JobAction::Fsync => job.fsync_done(now),
+            JobAction::WaitFlow => panic!("no flow control in these tests"),
             JobAction::Done => break,
             a => panic!("unexpected {a:?}"),
         }
@@ -184,6 +187,7 @@ fn run_timed(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, [u64; 3]) 
                 now = job.next_timer().map_or(t, |tm| tm.min(t)).max(now);
             }
             JobAction::Fsync => job.fsync_done(now),
+            JobAction::WaitFlow => panic!("no flow control in these tests"),
             JobAction::Done => break,
         }
     }
@@ -288,4 +292,99 @@ fn rwmix_long_run_mix_is_rwmixread() {
     let reads = ios.iter().filter(|i| i.ddir == 0).count() as f64;
     let frac = reads / ios.len() as f64;
     assert!((0.88..0.92).contains(&frac), "{frac}");
+}
+
+fn ran(spec: JobSpec) -> Vec<JobIo> {
+    run(
+        spec,
+        Duration::from_us(100),
+        Instant::ZERO + Duration::from_secs(60),
+    )
+    .1
+}
+
+#[test]
+fn bssplit_shares() {
+    let mut spec = JobSpec::new("j");
+    spec.rw = RwMode::RandRead;
+    spec.norandommap = true;
+    spec.size = Some(SizeSpec::Bytes(1 << 30));
+    spec.number_ios = 10_000;
+    let split = vec![
+        spec::BsSplit { bs: 65536, pct: 70 },
+        spec::BsSplit { bs: 4096, pct: 30 },
+    ];
+    spec.bssplit = Some([split.clone(), split.clone(), split]);
+    let ios = ran(spec);
+    assert_eq!(ios.len(), 10_000, "number_ios stops the job");
+    let big = ios.iter().filter(|io| io.len == 65536).count();
+    assert!((6_700..7_300).contains(&big), "{big} of 10000 are 64k");
+    assert!(ios.iter().all(|io| io.offset % 4096 == 0));
+}
+
+#[test]
+fn backwards_sequential_postfix() {
+    let mut spec = JobSpec::new("j");
+    spec.rw_seq = spec::RwSeq::Add(-8192);
+    let mut job = Job::new(spec, 0, 0, 64 << 10, 1, Instant::ZERO);
+    let mut offs = Vec::new();
+    for _ in 0..4 {
+        match job.next_action(Instant::ZERO) {
+            JobAction::Issue(io) => {
+                offs.push(io.offset);
+                job.submitted(Instant::ZERO);
+                job.reap(
+                    &[Reaped {
+                        io,
+                        issue_time: Instant::ZERO,
+                        error: 0,
+                        bytes_done: io.len,
+                    }],
+                    Instant::ZERO,
+                );
+            }
+            a => panic!("{a:?}"),
+        }
+    }
+    // fio: 0, then from the end backwards one block at a time
+    assert_eq!(offs, [0, 56 << 10, 52 << 10, 48 << 10]);
+}
+
+#[test]
+fn loops_repeat_the_region_and_files_take_turns() {
+    let mut spec = JobSpec::new("j");
+    spec.loops = 3;
+    let mut job = Job::with_files(spec, 0, &[(0, 8192), (1 << 20, 8192)], 1, Instant::ZERO);
+    let mut offs = Vec::new();
+    while let JobAction::Issue(io) = job.next_action(Instant::ZERO) {
+        offs.push(io.offset);
+        job.submitted(Instant::ZERO);
+        job.reap(
+            &[Reaped {
+                io,
+                issue_time: Instant::ZERO,
+                error: 0,
+                bytes_done: io.len,
+            }],
+            Instant::ZERO,
+        );
+    }
+    let pass = [0, 1 << 20, 4096, (1 << 20) + 4096];
+    assert_eq!(offs, [pass, pass, pass].concat(), "round robin, 3 loops");
+}
+
+#[test]
+fn random_every_n_goes_sequential_between() {
+    let mut spec = JobSpec::new("j");
+    spec.rw = RwMode::RandRead;
+    spec.norandommap = true;
+    spec.rw_seq = spec::RwSeq::Every(4);
+    spec.number_ios = 400;
+    let ios = ran(spec);
+    let follow = ios
+        .windows(2)
+        .filter(|w| w[1].offset == w[0].offset + w[0].len)
+        .count();
+    // three of every four IOs follow on from the one before
+    assert!((280..=310).contains(&follow), "{follow}");
 }

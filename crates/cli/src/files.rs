@@ -1,0 +1,54 @@
+//! Several files per job (fio `setup_files`): each file's size from
+//! `filesize` (a range drawn per file) or `size` shared out, and the job's
+//! IO size when both are given.
+
+use anyhow::{bail, Result};
+use blkqos_workload::rng::Stream;
+use blkqos_workload::{JobSpec, SizeSpec};
+
+/// The sizes of `n` files of clone `clone` of `spec` on a device of
+/// `capacity` bytes: `filesize=LO-HI` draws each in the range (aligned
+/// down to the smallest block size, as fio does), else `size` is divided
+/// between them.
+pub fn file_sizes(spec: &JobSpec, n: usize, clone: u32, capacity: u64) -> Result<Vec<u64>> {
+    let min_bs = (0..3).map(|d| spec.min_bs(d)).min().unwrap_or(4096).max(1);
+    if let Some((lo, hi)) = spec.files.filesize {
+        let mut rng = Stream::new(spec.randseed, clone, 8);
+        return Ok((0..n)
+            .map(|_| {
+                if hi <= lo {
+                    lo
+                } else {
+                    let fs = lo + rng.below(hi - lo);
+                    (fs - fs % min_bs).max(min_bs)
+                }
+            })
+            .collect());
+    }
+    let total = match spec.size {
+        Some(SizeSpec::Bytes(b)) => b,
+        Some(SizeSpec::Percent(p)) => capacity / 100 * u64::from(p),
+        None => bail!(
+            "job `{}`: its {n} files need a size= or filesize= (a simulated file has no existing size)",
+            spec.name
+        ),
+    };
+    let each = total / n.max(1) as u64;
+    if each < min_bs {
+        bail!(
+            "job `{}`: size={total} over {n} files leaves {each} bytes a file, less than the block size {min_bs}",
+            spec.name
+        );
+    }
+    Ok(vec![each; n])
+}
+
+/// With `filesize` and `size` both given, the job does `size` bytes of IO
+/// over its files (fio: `io_size` defaults to `size`).
+pub fn with_io_size(spec: &JobSpec) -> JobSpec {
+    let mut s = spec.clone();
+    if let (Some(_), Some(SizeSpec::Bytes(b)), None) = (s.files.filesize, s.size, s.io_size) {
+        s.io_size = Some(b);
+    }
+    s
+}

@@ -1,0 +1,449 @@
+//! fio's own example job files, run (optional tier: they live in
+//! `../shared/fixtures/fio-examples`, beside the checkout; without it the
+//! tests skip and say so, `BLKQOS_REQUIRE_SHARED=1` makes that a failure).
+//!
+//! Every file fio 3.33 accepts (`fio --parse-only`) is made small — each job
+//! gets `runtime=1`, sizes become 16 MiB (file sizes 4 MiB), numeric
+//! `startdelay`s become milliseconds, and for the real engine files and
+//! directories move into a scratch directory — then:
+//!
+//! * `coverage`: run on the simulator and, when it names files or devices,
+//!   on the real engine. The statuses must not fall below
+//!   `tests/data/fio_coverage_expected.txt` (a file that ran must still
+//!   run); `BLKQOS_WRITE_COVERAGE=1` rewrites that list and
+//!   `docs/fio-coverage.md` from the run.
+//! * `proof_by_difference`: each file that runs on the real engine and is
+//!   bounded by size (not `time_based`, no rate) also runs under real fio on
+//!   the same scratch target; per job, IOs issued per direction and bytes
+//!   must agree within ±2%, and so must the mean block size (bssplit and
+//!   bsrange shares show there).
+
+mod common;
+
+use common::{run_bounded, BIN, EPOCH};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/fio-examples")
+}
+
+fn skip() -> bool {
+    if fixtures().is_dir() {
+        if Command::new("fio").arg("--version").output().is_ok() {
+            return false;
+        }
+        eprintln!("skipped: `fio` is not installed (apt-get install fio)");
+        return true;
+    }
+    if std::env::var_os("BLKQOS_REQUIRE_SHARED").is_some_and(|v| v == "1") {
+        panic!(
+            "{} is missing and BLKQOS_REQUIRE_SHARED=1",
+            fixtures().display()
+        );
+    }
+    eprintln!(
+        "skipped: {} is not there (optional tier: other projects' fixtures beside the checkout)",
+        fixtures().display()
+    );
+    true
+}
+
+/// The example files fio 3.33 accepts, sorted.
+fn accepted(scratch: &Path) -> Vec<PathBuf> {
+    let mut all: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .expect("fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "fio"))
+        .collect();
+    all.sort();
+    all.into_iter()
+        .filter(|p| {
+            Command::new("fio")
+                .arg("--parse-only")
+                .arg(p)
+                .current_dir(scratch)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .collect()
+}
+
+/// One `key=value` line: key and value (comments cut).
+fn split_line(l: &str) -> Option<(String, String)> {
+    let t = l.trim();
+    if t.is_empty() || t.starts_with(['#', ';', '[']) {
+        return None;
+    }
+    let (k, v) = t.split_once('=').unwrap_or((t, ""));
+    let v = v.split([';', '#']).next().unwrap_or("").trim();
+    Some((k.trim().to_string(), v.to_string()))
+}
+
+/// The example made small (see the module doc); `scratch`: move its files
+/// and directories there (real engine and fio runs).
+fn shrink(text: &str, scratch: Option<&Path>) -> String {
+    let mut out = Vec::new();
+    let mut global_keys: Vec<String> = Vec::new();
+    let mut section: Option<String> = None;
+    let mut keys: Vec<String> = Vec::new();
+    let finish =
+        |out: &mut Vec<String>, section: &Option<String>, keys: &[String], g: &[String]| {
+            let Some(name) = section else { return };
+            if name == "global" {
+                return;
+            }
+            let has = |k: &str| keys.iter().chain(g).any(|x| x == k);
+            if has("size") || !(has("filesize")) {
+                out.push("size=16m".to_string());
+            }
+            if has("filesize") {
+                out.push("filesize=4m".to_string());
+            }
+            if has("io_size") || has("io_limit") {
+                out.push("io_size=16m".to_string());
+            }
+            out.push("runtime=1".to_string());
+        };
+    for l in text.lines() {
+        let t = l.trim();
+        if t.starts_with('[') {
+            finish(&mut out, &section, &keys, &global_keys);
+            section = Some(t.trim_matches(['[', ']']).to_string());
+            keys.clear();
+            out.push(l.to_string());
+            continue;
+        }
+        let Some((k, v)) = split_line(l) else {
+            out.push(l.to_string());
+            continue;
+        };
+        if section.as_deref() == Some("global") {
+            global_keys.push(k.clone());
+        }
+        keys.push(k.clone());
+        out.push(rewrite(&k, &v, scratch).unwrap_or_else(|| l.to_string()));
+    }
+    finish(&mut out, &section, &keys, &global_keys);
+    out.join("\n") + "\n"
+}
+
+fn rewrite(k: &str, v: &str, scratch: Option<&Path>) -> Option<String> {
+    if k == "startdelay" && !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) {
+        return Some(format!("startdelay={v}ms"));
+    }
+    let dir = scratch?;
+    match k {
+        "filename" => {
+            let names: Vec<String> = v
+                .split(':')
+                .map(|n| match n {
+                    "/dev/null" | "/dev/zero" => n.to_string(),
+                    _ => {
+                        let base = Path::new(n)
+                            .file_name()
+                            .map_or("f".into(), |b| b.to_string_lossy().into_owned());
+                        dir.join(base).display().to_string()
+                    }
+                })
+                .collect();
+            Some(format!("filename={}", names.join(":")))
+        }
+        "directory" => Some(format!("directory={}", dir.display())),
+        _ => None,
+    }
+}
+
+fn names_files(text: &str) -> bool {
+    text.lines()
+        .filter_map(split_line)
+        .any(|(k, _)| k == "filename" || k == "directory")
+}
+
+fn blkqos_run(file: &Path, cwd: &Path, real: bool) -> common::Ran {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("run")
+        .arg(file)
+        .arg("--output-format=json")
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if real {
+        cmd.arg("--backend=real");
+    }
+    run_bounded(cmd, Duration::from_secs(120))
+}
+
+/// The first line of stderr that is not a note, scratch paths cut.
+fn why(r: &common::Ran, dir: &Path) -> String {
+    r.stderr
+        .lines()
+        .find(|l| !l.starts_with("blkqos: note"))
+        .unwrap_or("")
+        .replace(&format!("{}/", dir.display()), "")
+        .replace('|', "/")
+        .chars()
+        .take(160)
+        .collect()
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fio-examples-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch");
+    d
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Status {
+    sim: String,
+    real: String,
+    note: String,
+}
+
+fn status_of(path: &Path) -> Status {
+    let text = std::fs::read_to_string(path).expect("example");
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let dir = scratch(&name.replace('.', "_"));
+    let sim_file = dir.join(&name);
+    std::fs::write(&sim_file, shrink(&text, None)).unwrap();
+    let sim = blkqos_run(&sim_file, &dir, false);
+    let mut st = Status {
+        sim: if sim.code == Some(0) { "ok" } else { "no" }.into(),
+        real: "n/a".into(),
+        note: if sim.code == Some(0) {
+            String::new()
+        } else {
+            why(&sim, &dir)
+        },
+    };
+    if names_files(&text) {
+        let real_file = dir.join(format!("real-{name}"));
+        std::fs::write(&real_file, shrink(&text, Some(&dir))).unwrap();
+        let real = blkqos_run(&real_file, &dir, true);
+        st.real = if real.code == Some(0) { "ok" } else { "no" }.into();
+        if real.code != Some(0) && st.note.is_empty() {
+            st.note = format!("real: {}", why(&real, &dir));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    st
+}
+
+fn expected_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fio_coverage_expected.txt")
+}
+
+fn read_expected() -> BTreeMap<String, (String, String)> {
+    std::fs::read_to_string(expected_path())
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((
+                w.next()?.to_string(),
+                (w.next()?.to_string(), w.next()?.to_string()),
+            ))
+        })
+        .collect()
+}
+
+fn write_outputs(all: &BTreeMap<String, Status>) {
+    let mut list = String::from("# fio example file  simulator  real-engine (ok / no / n/a)\n");
+    let mut doc = String::from(
+        "# fio's example job files in blkqos\n\n\
+         Generated by `BLKQOS_WRITE_COVERAGE=1 cargo test -p blkqos --test fio_examples_run coverage`\n\
+         from the files fio 3.33 accepts (`fio --parse-only`), made small (each job: `runtime=1`,\n\
+         16 MiB sizes, 4 MiB file sizes, startdelay in ms). *real*: `--backend=real` with the\n\
+         files and directories moved to a scratch directory (n/a: the file names no file or device).\n\n\
+         | file | simulator | real engine | first refusal |\n|---|---|---|---|\n",
+    );
+    let (mut sim_ok, mut real_ok) = (0, 0);
+    for (f, s) in all {
+        list.push_str(&format!("{f} {} {}\n", s.sim, s.real));
+        doc.push_str(&format!("| {f} | {} | {} | {} |\n", s.sim, s.real, s.note));
+        sim_ok += usize::from(s.sim == "ok");
+        real_ok += usize::from(s.real == "ok");
+    }
+    doc.push_str(&format!(
+        "\n{} files accepted by fio: {sim_ok} run on the simulator, {real_ok} on the real engine.\n",
+        all.len()
+    ));
+    std::fs::write(expected_path(), list).unwrap();
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fio-coverage.md");
+    std::fs::write(docs, doc).unwrap();
+}
+
+#[test]
+fn coverage() {
+    let dir = scratch("parse");
+    if skip() {
+        return;
+    }
+    let files = accepted(&dir);
+    let all: BTreeMap<String, Status> = files
+        .iter()
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                status_of(p),
+            )
+        })
+        .collect();
+    let (sim, real) = (
+        all.values().filter(|s| s.sim == "ok").count(),
+        all.values().filter(|s| s.real == "ok").count(),
+    );
+    eprintln!(
+        "{} example files fio accepts: {sim} run on the simulator, {real} on the real engine",
+        all.len()
+    );
+    if std::env::var_os("BLKQOS_WRITE_COVERAGE").is_some_and(|v| v == "1") {
+        write_outputs(&all);
+        return;
+    }
+    let mut lost = Vec::new();
+    for (f, (sim_want, real_want)) in read_expected() {
+        let got = all.get(&f);
+        let sim_got = got.map_or("missing", |s| s.sim.as_str());
+        let real_got = got.map_or("missing", |s| s.real.as_str());
+        if sim_want == "ok" && sim_got != "ok" || real_want == "ok" && real_got != "ok" {
+            let note = got.map_or(String::new(), |s| s.note.clone());
+            lost.push(format!("{f}: expected sim={sim_want} real={real_want}, got sim={sim_got} real={real_got}: {note}"));
+        }
+    }
+    assert!(
+        lost.is_empty(),
+        "example files that ran no longer do:\n{}",
+        lost.join("\n")
+    );
+}
+
+/// Per job entry: (IOs issued, bytes) per direction.
+fn counts(doc: &Value) -> Vec<(String, [f64; 4])> {
+    doc["jobs"]
+        .as_array()
+        .map(|jobs| {
+            jobs.iter()
+                .map(|j| {
+                    let n = |d: &str, k: &str| j[d][k].as_f64().unwrap_or(0.0);
+                    (
+                        j["jobname"].as_str().unwrap_or("").to_string(),
+                        [
+                            n("read", "total_ios"),
+                            n("read", "io_bytes"),
+                            n("write", "total_ios"),
+                            n("write", "io_bytes"),
+                        ],
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn size_bound(text: &str) -> bool {
+    !text.lines().filter_map(split_line).any(|(k, _)| {
+        matches!(
+            k.as_str(),
+            "time_based" | "rate" | "rate_iops" | "thinktime" | "ratemin" | "rate_min"
+        )
+    })
+}
+
+/// `a` within `pct` percent of `b` (and one unit).
+fn close(a: f64, b: f64, pct: f64) -> bool {
+    (a - b).abs() <= b.abs() * pct / 100.0 + 1.0
+}
+
+/// One job entry of both runs: totals of IOs and bytes within ±2%; per
+/// direction too when the job goes one way, within ±5% when it mixes
+/// (each IO's direction is a random draw: a few percent is the draw's
+/// own spread at these sizes); the mean block size per direction within
+/// ±5% (a bssplit's sizes are drawn per IO too).
+fn job_differs(t: &[f64; 4], m: &[f64; 4]) -> bool {
+    let mixed = t[0] > 0.0 && t[2] > 0.0;
+    let dir_pct = if mixed { 5.0 } else { 2.0 };
+    let totals = close(m[0] + m[2], t[0] + t[2], 2.0) && close(m[1] + m[3], t[1] + t[3], 2.0);
+    let dirs = (0..4).all(|i| close(m[i], t[i], dir_pct));
+    let mean = |v: &[f64; 4], d: usize| if v[d] > 0.0 { v[d + 1] / v[d] } else { 0.0 };
+    let sizes = [0, 2].iter().all(|&d| close(mean(m, d), mean(t, d), 5.0));
+    !(totals && dirs && sizes)
+}
+
+fn compare(name: &str, fio: &Value, ours: &Value) -> Vec<String> {
+    let (theirs, mine) = (counts(fio), counts(ours));
+    if theirs.len() != mine.len() {
+        return vec![format!(
+            "{name}: fio reports {} jobs, blkqos {}",
+            theirs.len(),
+            mine.len()
+        )];
+    }
+    let mut bad = Vec::new();
+    for ((tn, t), (mn, m)) in theirs.iter().zip(&mine) {
+        if tn != mn || job_differs(t, m) {
+            bad.push(format!("{name}: job {tn}: fio [r ios, r bytes, w ios, w bytes] = {t:?}, blkqos ({mn}) = {m:?}"));
+        }
+    }
+    bad
+}
+
+#[test]
+fn proof_by_difference() {
+    let dir = scratch("diff-parse");
+    if skip() {
+        return;
+    }
+    let mut compared = Vec::new();
+    let mut bad = Vec::new();
+    for path in accepted(&dir) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !names_files(&text) || !size_bound(&text) {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let work = scratch(&format!("diff-{}", name.replace('.', "_")));
+        let file = work.join(&name);
+        std::fs::write(&file, shrink(&text, Some(&work))).unwrap();
+        let ours = blkqos_run(&file, &work, true);
+        if ours.code != Some(0) {
+            continue;
+        }
+        let mut cmd = Command::new("fio");
+        cmd.arg(&file)
+            .arg("--output-format=json")
+            .current_dir(&work);
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(Stdio::null());
+        let theirs = run_bounded(cmd, Duration::from_secs(120));
+        let parse = |b: &[u8]| -> Option<Value> {
+            let s = String::from_utf8_lossy(b);
+            serde_json::from_str(&s[s.find('{')?..]).ok()
+        };
+        match (parse(&theirs.stdout), parse(&ours.stdout)) {
+            (Some(f), Some(o)) => {
+                bad.extend(compare(&name, &f, &o));
+                compared.push(name);
+            }
+            _ => bad.push(format!(
+                "{name}: no JSON (fio: {})",
+                theirs.stderr.lines().next().unwrap_or("")
+            )),
+        }
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    eprintln!("compared with fio on the real engine: {compared:?}");
+    assert!(!compared.is_empty(), "nothing was compared");
+    assert!(bad.is_empty(), "blkqos and fio differ:\n{}", bad.join("\n"));
+}

@@ -1,0 +1,170 @@
+//! Starting job clones: `stonewall` and `startdelay` hold a clone back
+//! until its gate opens (fio `run_threads`: a stonewalled job waits until
+//! no earlier job runs; a delayed one until `start_delay` has passed since
+//! fio started), and the `null` engine, whose IOs complete in the engine.
+
+use super::{JobSetup, JobSlot, Loop, SlotState};
+use crate::backend::Backend;
+use blkqos_core::{Duration, Instant};
+use blkqos_workload::job::Reaped;
+use blkqos_workload::{IoEngine, Job, JobIo};
+
+/// What a clone waits for before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Gate {
+    /// Every clone before this index must have ended (`stonewall`).
+    pub after: usize,
+    /// Not before this time (`startdelay`); cleared once passed.
+    pub at: Option<Instant>,
+}
+
+/// CPU time the null engine spends per IO on the simulator (fio 3.33's
+/// null engine measures 20–40 ns of clat+slat per IO on a current x86
+/// core): time has to pass for a time-based null job to end.
+const NULL_IO_NS: u64 = 40;
+
+/// The driver's slot of clone `j` made from `s` at `t0`; `wall`: the
+/// first clone of the last stonewalled job at or before it (every clone
+/// before that must end first).
+pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
+    let stonewall = wall > 0;
+    let null = s.spec.ioengine == IoEngine::Null;
+    debug_assert!(wall <= j);
+    let job = if s.files.is_empty() {
+        Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0)
+    } else {
+        Job::with_files(s.spec, s.clone, &s.files, s.seed, t0)
+    };
+    let delay = job.start_delay();
+    let gate = (stonewall || delay > Duration::ZERO).then(|| Gate {
+        after: wall,
+        at: (delay > Duration::ZERO).then(|| t0 + delay),
+    });
+    JobSlot {
+        buffered: !job.spec().direct,
+        file_key: s.region_start,
+        job,
+        group: s.group,
+        ring: Vec::with_capacity(64),
+        state: if gate.is_some() {
+            SlotState::Pending
+        } else {
+            SlotState::Runnable
+        },
+        batch: None,
+        gate,
+        null,
+        flow: None,
+    }
+}
+
+/// A clone in a `flow_id` group: its weight and the IOs it issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FlowSlot {
+    id: u32,
+    weight: u64,
+    count: u64,
+    /// Still counted in its group (it leaves when it ends).
+    member: bool,
+}
+
+impl<B: Backend> Loop<'_, B> {
+    /// A pending clone starts at `now` if its gate is open; a stop ends
+    /// it unstarted (fio does not start jobs after it is told to stop).
+    /// Whether the clone runs now.
+    pub(super) fn try_start(&mut self, j: usize, now: Instant, stopping: bool) -> bool {
+        if stopping {
+            self.jobs[j].job.abandon(now);
+            self.jobs[j].state = SlotState::Runnable;
+            return false;
+        }
+        let Some(mut gate) = self.jobs[j].gate else {
+            return true;
+        };
+        if gate.at.is_some_and(|t| now < t) {
+            return false;
+        }
+        gate.at = None;
+        self.jobs[j].gate = Some(gate);
+        if !self.jobs[..gate.after].iter().all(|s| s.job.is_done()) {
+            return false;
+        }
+        let slot = &mut self.jobs[j];
+        slot.gate = None;
+        slot.job.begin(now);
+        slot.state = SlotState::Runnable;
+        self.join_flow(j);
+        true
+    }
+
+    /// fio `flow_init_job`: a starting clone with `flow=` adds its weight
+    /// to its group (a new group's counter starts at 1).
+    pub(super) fn join_flow(&mut self, j: usize) {
+        let f = self.jobs[j].job.spec().flow;
+        if f.weight <= 0 {
+            return;
+        }
+        let weight = f.weight as u64;
+        let g = self.flows.entry(f.id).or_insert((1, 0));
+        g.1 += weight;
+        self.jobs[j].flow = Some(FlowSlot {
+            id: f.id,
+            weight,
+            count: 0,
+            member: true,
+        });
+    }
+
+    /// fio `flow_threshold_exceeded`: the clone is over its share when its
+    /// part of the group's IOs exceeds its part of the group's weight.
+    pub(super) fn update_flow(&mut self, j: usize) {
+        let Some(f) = self.jobs[j].flow else {
+            return;
+        };
+        let (counter, total) = self.flows.get(&f.id).copied().unwrap_or((1, 1));
+        let blocked = f.member
+            && (f.count as f64 / counter.max(1) as f64) > (f.weight as f64 / total.max(1) as f64);
+        self.jobs[j].job.set_flow_blocked(blocked);
+    }
+
+    /// An IO of a flow clone: both counters go up.
+    pub(super) fn count_flow_issue(&mut self, j: usize) {
+        if let Some(f) = &mut self.jobs[j].flow {
+            f.count += 1;
+            if let Some(g) = self.flows.get_mut(&f.id) {
+                g.0 += 1;
+            }
+        }
+        self.update_flow(j);
+    }
+
+    /// fio `flow_exit_job`: an ended clone takes its IOs and weight out.
+    pub(super) fn leave_flow(&mut self, j: usize) {
+        let Some(f) = &mut self.jobs[j].flow else {
+            return;
+        };
+        if !f.member {
+            return;
+        }
+        f.member = false;
+        if let Some(g) = self.flows.get_mut(&f.id) {
+            g.0 = g.0.saturating_sub(f.count).max(1);
+            g.1 = g.1.saturating_sub(f.weight);
+        }
+    }
+
+    /// `ioengine=null` (fio engines/null.c): the IO is done as soon as it
+    /// is queued; nothing goes to the controllers or the device. The job
+    /// finds it in its ring after the engine's CPU time.
+    pub(super) fn issue_null(&mut self, j: usize, jio: JobIo, now: Instant) {
+        let slot = &mut self.jobs[j];
+        slot.job.submitted(now);
+        slot.ring.push(Reaped {
+            io: jio,
+            issue_time: now,
+            error: 0,
+            bytes_done: jio.len,
+        });
+        slot.state = SlotState::Sleeping(now + Duration(NULL_IO_NS));
+    }
+}

@@ -1,0 +1,228 @@
+//! The files of one job clone (fio's `td->files`): where each lies on the
+//! target, which file the next IO goes to (`file_service_type`, fio
+//! `get_next_file`), and each file's own offset state (`last_pos`, random
+//! map, distribution), as fio keeps per `struct fio_file`.
+
+use super::dist::BlockDist;
+use super::map::BlockMap;
+use super::{div_by_unit, Ddir};
+use crate::rng::Stream;
+use crate::spec::{FileService, JobSpec, RandomDist, RwSeq};
+
+/// One file: its extent on the target and its offset state.
+#[derive(Debug)]
+struct FileState {
+    start: u64,
+    len: u64,
+    /// fio `last_pos - file_offset` per direction.
+    seq_pos: [u64; 3],
+    map: Option<BlockMap>,
+    /// The random block the map's next IO starts from (drawn ahead).
+    next_want: Option<u64>,
+    dist: Option<BlockDist>,
+    /// Bytes issued to the file in this pass.
+    issued: u64,
+    /// The pass's IO on this file is done (fio `FIO_FILE_DONE`).
+    done: bool,
+}
+
+/// A job clone's files and the choice between them.
+#[derive(Debug)]
+pub(super) struct Files {
+    list: Vec<FileState>,
+    cur: usize,
+    /// IOs left on `cur` before switching (`file_service_type=X:N`).
+    left_in_batch: u32,
+    service: FileService,
+    batch: u32,
+    /// Random offsets are multiples of this (fio `ba`, default min_bs).
+    unit: u64,
+    random: bool,
+    rw_seq: RwSeq,
+    /// IOs until the next random offset with `rw=randX:N` (fio
+    /// `td->ddir_seq_nr`).
+    seq_countdown: u32,
+    /// Files never end their pass (time_based runs wrap).
+    wrap: bool,
+}
+
+impl Files {
+    /// The files at `extents` (start, length) for `spec`, random offsets
+    /// in units of `unit` bytes.
+    pub(super) fn new(spec: &JobSpec, extents: &[(u64, u64)], unit: u64) -> Self {
+        let random = spec.rw.is_random();
+        let list = extents
+            .iter()
+            .map(|&(start, len)| {
+                let nblocks = len / unit;
+                let uniform = matches!(spec.random_dist, RandomDist::Random);
+                let map = (random && uniform && !spec.norandommap && len >= unit)
+                    .then(|| BlockMap::new(nblocks));
+                FileState {
+                    start,
+                    len,
+                    seq_pos: [0; 3],
+                    map,
+                    next_want: None,
+                    dist: if random {
+                        BlockDist::new(&spec.random_dist, nblocks, unit)
+                    } else {
+                        None
+                    },
+                    issued: 0,
+                    done: false,
+                }
+            })
+            .collect();
+        let seq_countdown = match spec.rw_seq {
+            RwSeq::Every(n) => n,
+            _ => 0,
+        };
+        Files {
+            list,
+            cur: 0,
+            left_in_batch: spec.files.service_batch,
+            service: spec.files.service,
+            batch: spec.files.service_batch.max(1),
+            unit,
+            random,
+            rw_seq: spec.rw_seq,
+            seq_countdown,
+            wrap: spec.time_based,
+        }
+    }
+
+    /// Bytes in all the files.
+    pub(super) fn total_len(&self) -> u64 {
+        self.list.iter().map(|f| f.len).sum()
+    }
+
+    /// The absolute offset of the next IO of `len` bytes in `ddir`.
+    pub(super) fn next_offset(&mut self, ddir: Ddir, len: u64, rng: &mut Stream) -> u64 {
+        let idx = self.pick(rng);
+        let random = self.random && self.random_this_io();
+        let unit = self.unit;
+        let add = match self.rw_seq {
+            RwSeq::Add(a) => a,
+            _ => 0,
+        };
+        let f = &mut self.list[idx];
+        let rel = if random {
+            f.random_offset(len, unit, rng)
+        } else {
+            f.seq_offset(ddir, len, add)
+        };
+        f.seq_pos[ddir] = rel + len;
+        f.issued += len;
+        if !self.wrap && f.issued >= f.len {
+            f.done = true;
+        }
+        f.start + rel
+    }
+
+    /// `rw=randX:N`: a new random offset every N-th IO, sequential ones
+    /// in between (fio `__get_next_offset`'s `ddir_seq_nr` countdown).
+    fn random_this_io(&mut self) -> bool {
+        if self.seq_countdown == 0 {
+            return true;
+        }
+        self.seq_countdown -= 1;
+        if self.seq_countdown == 0 {
+            if let RwSeq::Every(n) = self.rw_seq {
+                self.seq_countdown = n;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// The file of the next IO (fio `get_next_file`): the current one until
+    /// its batch is used (`file_service_type=X:N`), then by the service
+    /// type; files whose pass is done are skipped, and when all are, a new
+    /// pass starts (the job still has IO to do: `io_size`, `loops`).
+    fn pick(&mut self, rng: &mut Stream) -> usize {
+        if self.list.len() == 1 {
+            self.renew_if_all_done();
+            return 0;
+        }
+        self.renew_if_all_done();
+        let cur_ok = !self.list[self.cur].done;
+        if cur_ok && (self.left_in_batch > 0 || self.service == FileService::Sequential) {
+            self.left_in_batch = self.left_in_batch.saturating_sub(1);
+            return self.cur;
+        }
+        let n = self.list.len();
+        self.cur = match self.service {
+            FileService::Random => {
+                let open: Vec<usize> = (0..n).filter(|&i| !self.list[i].done).collect();
+                open[rng.below(open.len() as u64) as usize]
+            }
+            FileService::RoundRobin | FileService::Sequential => (1..=n)
+                .map(|k| (self.cur + k) % n)
+                .find(|&i| !self.list[i].done)
+                .unwrap_or(self.cur),
+        };
+        self.left_in_batch = self.batch - 1;
+        self.cur
+    }
+
+    fn renew_if_all_done(&mut self) {
+        if self.list.iter().all(|f| f.done) {
+            for f in &mut self.list {
+                f.done = false;
+                f.issued = 0;
+            }
+        }
+    }
+}
+
+impl FileState {
+    /// fio `get_next_rand_block` within this file: the distribution's
+    /// block, or the random map's next free block near a uniform draw.
+    fn random_offset(&mut self, len: u64, unit: u64, rng: &mut Stream) -> u64 {
+        let region = self.len.max(len);
+        let last_start = div_by_unit(region - len, unit); // inclusive block index
+        let b = if let Some(d) = &self.dist {
+            d.next(rng).min(last_start)
+        } else if let Some(map) = &mut self.map {
+            // the offset stream is drawn one IO ahead (the same draws in
+            // the same order) so that the next block's bitmap word can be
+            // prefetched: otherwise every IO waits for a cache miss on a
+            // bitmap of megabytes
+            let want = match self.next_want.take() {
+                Some(w) => w,
+                None => rng.below(map.nblocks()),
+            };
+            let got = map.take_near(want);
+            let next = rng.below(map.nblocks());
+            map.prefetch(next);
+            self.next_want = Some(next);
+            got.min(last_start)
+        } else {
+            rng.below(last_start + 1)
+        };
+        b * unit
+    }
+
+    /// fio `get_next_seq_offset`: from the last position, plus the
+    /// `rw=X:±N` step (past the end: forward steps wrap to the start,
+    /// backward ones to the end); an IO that would cross the end wraps.
+    fn seq_offset(&mut self, ddir: Ddir, len: u64, add: i64) -> u64 {
+        let region = self.len.max(len);
+        let mut pos = self.seq_pos[ddir];
+        if pos > 0 && add != 0 {
+            let stepped = pos as i128 + i128::from(add);
+            pos = if stepped >= 0 && (stepped as u128) < u128::from(region) {
+                stepped as u64
+            } else if add > 0 {
+                0
+            } else {
+                (region as i128 + i128::from(add)).max(0) as u64
+            };
+        }
+        if pos + len > region {
+            pos = 0;
+        }
+        pos
+    }
+}
