@@ -314,6 +314,10 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                 e.parse_only = true;
                 continue;
             }
+            if a == "--live" {
+                e.live.set_every("")?;
+                continue;
+            }
             match a.split_once('=') {
                 Some(("--seed", v)) => {
                     e.seed = v
@@ -365,6 +369,8 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                         r.eta = eta;
                     }
                 }
+                Some(("--live", v)) => e.live.set_every(v)?,
+                Some(("--live-json", v)) => e.live.json = Some(std::path::PathBuf::from(v)),
                 Some(("--output-format", v)) => {
                     let f = crate::experiment::parse_formats(v).map_err(|m| anyhow::anyhow!("--{m}"))?;
                     for inv in &mut e.invocations {
@@ -372,7 +378,7 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --output-format and --parse-only are accepted"
+                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --output-format and --parse-only are accepted"
                 ),
             }
         }

@@ -38,6 +38,11 @@ pub trait RunSink {
     /// and once at the end: take what the controllers recorded since the
     /// last call ([`ControllerStack::drain_trace`]).
     fn controllers(&mut self, _stack: &mut ControllerStack) {}
+    /// The run starts at `at` (before any other call).
+    fn started(&mut self, _at: Instant) {}
+    /// Called with [`RunSink::controllers`], first: the run time now, and
+    /// the stack to read ([`ControllerStack::live`]).
+    fn tick(&mut self, _now: Instant, _stack: &ControllerStack) {}
 }
 
 /// In-process collection (tests, short runs): grows by one record per IO.
@@ -194,6 +199,8 @@ pub struct RequestRecord {
     /// Got a request slot and went to the device (`blk_account_io_start`).
     pub started_at: Instant,
     pub completed_at: Instant,
+    /// Bytes the request asked for (`Io::len`).
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -762,6 +769,7 @@ impl<B: Backend> Loop<'_, B> {
             submitted_at: f.io.submitted_at,
             started_at: f.started_at,
             completed_at: now,
+            bytes: f.io.len,
         };
         if let Some(t) = &mut self.trace {
             t.push(r);
@@ -775,6 +783,7 @@ impl<B: Backend> Loop<'_, B> {
     /// `next`): the next time to do it.
     fn feed_sink(&mut self, now: Instant) -> Instant {
         if let Some(s) = &mut self.sink {
+            s.tick(now, self.stack);
             s.controllers(self.stack);
         }
         now + SINK_EVERY
@@ -880,6 +889,9 @@ pub fn run<B: Backend>(
     };
     lp.max_segments = lp.backend.max_segments();
     lp.sink_requests = lp.sink.as_ref().is_some_and(|s| s.wants_requests());
+    if let Some(s) = &mut lp.sink {
+        s.started(t0);
+    }
     lp.plug_merges = lp.backend.plug_merges();
     for s in &mut lp.jobs {
         let n = s.job.submit_batch();
