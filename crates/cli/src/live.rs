@@ -7,10 +7,24 @@
 //! wait, and under iocost the group's hweight active/inuse, debt and delay.
 //!
 //! ```text
-//! live t=3.000s loop0 iocost RUN vrate= 87.50% busy= +2 total 1250 IOPS 4.9MiB/s
-//!   cgroup                r_iops w_iops      r_bw      w_bw  p99_ms held wait_ms hw_act% hw_inu% debt_ms delay_ms
-//!   /a                      1000      0  3.9MiB/s         -   1.233    0     0.0   75.00   75.00    0.00     0.00
+//! live t=2.000s nullb1 iocost RUN  vrate=100.00% busy= -4 total 2550 IOPS 10200KiB/s
+//!   cgroup               r_iops w_iops       r_bw       w_bw   p99_ms qwait_ms  held  wait_ms hw_act% hw_inu% debt_ms delay_ms
+//!   /a                      718      0  2872KiB/s          -   24.773      5.6     0      0.0   20.00   26.03    0.00     0.00
+//!   /b                     1832      0  7328KiB/s          -   20.054      0.0     0      0.0   80.00   73.97    0.00     0.00
 //! ```
+//!
+//! Per cgroup, over the interval: `r_iops`/`w_iops` and `r_bw`/`w_bw`
+//! (requests completed, per second), `p99_ms` (completion latency from
+//! block-layer entry, io.max and iocost waits included, as `--lat-hist`
+//! counts it per cgroup) and `qwait_ms` (the longest a completed request
+//! waited before the device: controllers and request slots). At the
+//! interval's end: `held` and `wait_ms`, the IOs io.max (blk-throttle or
+//! `paced`) holds for the cgroup now and how long the oldest has waited
+//! (`throtl_service_queue` contents by owner); under iocost the device
+//! line's `vrate` and `busy` and per cgroup `hw_act%`/`hw_inu%`
+//! (`hweight_active`/`hweight_inuse`), `debt_ms` (`abs_vdebt`) and
+//! `delay_ms` (issuer delay in effect), the columns iocost_monitor.py
+//! shows.
 //!
 //! Rows come from the requests the driver completes ([`RunSink::request`]:
 //! one per request as the device sees them, after splits, like `iostat`)
@@ -18,9 +32,9 @@
 //! driver's once-a-second sink calls, in run time: on the simulator the
 //! blocks come in simulated time and are deterministic. A cgroup has a row
 //! once it has completed IO or while controllers hold some of its IO.
-//! Latency is from block-layer entry to completion (io.max and iocost waits
-//! included), as `--lat-hist` counts it per cgroup; memory is one fio
-//! histogram per cgroup, cleared every interval.
+//! Memory is one fio histogram per cgroup, cleared every interval. The
+//! controllers are read at the first loop pass after each second, before
+//! that pass runs their due timers.
 //!
 //! On a terminal each block replaces the previous one; otherwise blocks
 //! follow each other (logs). `--live-json=FILE` writes the same data as
@@ -68,6 +82,9 @@ struct GroupInterval {
     ios: [u64; 2],
     bytes: [u64; 2],
     lat: LatHist,
+    /// Longest time a completed request spent between block-layer entry
+    /// and the device (io.max, iocost and request-slot waits), ns.
+    wait_max_ns: u64,
     /// Has completed IO at some point of the run.
     seen: bool,
 }
@@ -78,6 +95,7 @@ impl GroupInterval {
             ios: [0; 2],
             bytes: [0; 2],
             lat: LatHist::new(),
+            wait_max_ns: 0,
             seen: false,
         }
     }
@@ -91,6 +109,8 @@ pub struct Row {
     pub bytes: [u64; 2],
     /// p99 of the interval's completion latencies (ns), None without IO.
     pub p99_ns: Option<u64>,
+    /// Longest wait before the device among them (ns).
+    pub wait_max_ns: u64,
     pub state: blkqos_core::GroupLive,
 }
 
@@ -166,6 +186,7 @@ impl LiveView {
         g.ios[d] += 1;
         g.bytes[d] += r.bytes;
         g.lat.record((r.completed_at - r.submitted_at).as_ns());
+        g.wait_max_ns = g.wait_max_ns.max((r.started_at - r.submitted_at).as_ns());
         g.seen = true;
     }
 
@@ -220,10 +241,12 @@ impl LiveView {
                 ios: g.ios,
                 bytes: g.bytes,
                 p99_ns,
+                wait_max_ns: g.wait_max_ns,
                 state,
             });
             g.ios = [0; 2];
             g.bytes = [0; 2];
+            g.wait_max_ns = 0;
             if g.lat.count() > 0 {
                 g.lat.clear();
             }
@@ -283,8 +306,8 @@ pub fn format_block(b: &Block, dev: &str) -> String {
     let cost = b.iocost.is_some_and(|c| c.enabled);
     let _ = write!(
         s,
-        "  {:20} {:>6} {:>6} {:>10} {:>10} {:>8} {:>5} {:>8}",
-        "cgroup", "r_iops", "w_iops", "r_bw", "w_bw", "p99_ms", "held", "wait_ms"
+        "  {:20} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8} {:>5} {:>8}",
+        "cgroup", "r_iops", "w_iops", "r_bw", "w_bw", "p99_ms", "qwait_ms", "held", "wait_ms"
     );
     if cost {
         s += " hw_act% hw_inu% debt_ms delay_ms";
@@ -310,13 +333,14 @@ fn format_row(s: &mut String, r: &Row, len_ns: u64, cost: bool) {
     let t = r.state.throttled;
     let _ = write!(
         s,
-        "  {:20} {:>6} {:>6} {:>10} {:>10} {:>8} {:>5} {:>8.1}",
+        "  {:20} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8.1} {:>5} {:>8.1}",
         r.cgroup,
         crate::progress::fmt_iops(per_s(r.ios[0], len_ns)),
         crate::progress::fmt_iops(per_s(r.ios[1], len_ns)),
         bw(0),
         bw(1),
         p99,
+        r.wait_max_ns as f64 / 1e6,
         t.ios,
         t.oldest_wait_ns as f64 / 1e6
     );
@@ -355,6 +379,7 @@ pub fn json_line(b: &Block) -> String {
                 "ios": r.ios,
                 "bytes": r.bytes,
                 "p99_ns": r.p99_ns,
+                "queue_wait_max_ns": r.wait_max_ns,
                 "held_ios": t.ios,
                 "oldest_wait_ns": t.oldest_wait_ns,
                 "iocost": cost,
@@ -376,4 +401,97 @@ pub fn json_line(b: &Block) -> String {
         "cgroups": rows,
     })
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blkqos_core::{GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive};
+
+    fn row(cgroup: &str, ios: [u64; 2], state: GroupLive) -> Row {
+        Row {
+            cgroup: cgroup.into(),
+            ios,
+            bytes: [ios[0] * 4096, ios[1] * 65536],
+            p99_ns: (ios[0] + ios[1] > 0).then_some(1_234_567),
+            wait_max_ns: 99_900_000,
+            state,
+        }
+    }
+
+    #[test]
+    fn block_text_throttle_and_iocost() {
+        let held = GroupLive {
+            throttled: HeldLive {
+                ios: 4,
+                oldest_wait_ns: 12_500_000,
+            },
+            iocost: None,
+        };
+        let b = Block {
+            at_ns: 3_000_000_000,
+            len_ns: 1_000_000_000,
+            iocost: None,
+            rows: vec![row("/a", [200, 10], held), row("/b", [0, 0], held)],
+        };
+        assert_eq!(
+            format_block(&b, "nullb1"),
+            "live t=3.000s nullb1 total 210 IOPS 1440KiB/s\n\
+             \x20 cgroup               r_iops w_iops       r_bw       w_bw   p99_ms qwait_ms  held  wait_ms\n\
+             \x20 /a                      200     10   800KiB/s   640KiB/s    1.235     99.9     4     12.5\n\
+             \x20 /b                        0      0          -          -        -     99.9     4     12.5\n"
+        );
+        let cost = GroupLive {
+            throttled: HeldLive::default(),
+            iocost: Some(IocostGroupLive {
+                active: true,
+                hweight_active_ppm: 200_000,
+                hweight_inuse_ppm: 262_619,
+                debt_us: 1500,
+                delay_us: 0,
+                waiting_ios: 2,
+            }),
+        };
+        let b = Block {
+            iocost: Some(IocostDeviceLive {
+                enabled: true,
+                running: true,
+                vrate_ppm: 875_000,
+                busy_level: 2,
+            }),
+            rows: vec![row("/a", [100, 0], cost)],
+            ..b
+        };
+        let text = format_block(&b, "sda");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "live t=3.000s sda iocost RUN  vrate= 87.50% busy= +2 total 100 IOPS 400KiB/s"
+        );
+        assert!(
+            lines[1].ends_with(" hw_act% hw_inu% debt_ms delay_ms"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].ends_with("   20.00   26.26    1.50     0.00"),
+            "{}",
+            lines[2]
+        );
+        let j: serde_json::Value = serde_json::from_str(&json_line(&b)).unwrap();
+        assert_eq!(j["iocost"]["vrate_ppm"], 875_000);
+        assert_eq!(j["cgroups"][0]["iocost"]["waiting_ios"], 2);
+        assert_eq!(j["cgroups"][0]["ios"], serde_json::json!([100, 0]));
+    }
+
+    #[test]
+    fn live_option_values() {
+        let mut o = LiveOptions::default();
+        assert!(!o.is_on());
+        o.set_every("").unwrap();
+        assert_eq!(o.every_s, Some(1));
+        o.set_every("5").unwrap();
+        assert_eq!(o.every_s, Some(5));
+        assert!(o.set_every("0").is_err() && o.set_every("1s").is_err());
+    }
 }

@@ -40,7 +40,8 @@ pub trait RunSink {
     fn controllers(&mut self, _stack: &mut ControllerStack) {}
     /// The run starts at `at` (before any other call).
     fn started(&mut self, _at: Instant) {}
-    /// Called with [`RunSink::controllers`], first: the run time now, and
+    /// Called just before each [`RunSink::controllers`] call, before that
+    /// loop pass runs the controllers' due timers: the run time now, and
     /// the stack to read ([`ControllerStack::live`]).
     fn tick(&mut self, _now: Instant, _stack: &ControllerStack) {}
 }
@@ -779,11 +780,17 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
+    /// Show the sink the run time and the controllers' state.
+    fn tick_sink(&mut self, now: Instant) {
+        if let Some(s) = &mut self.sink {
+            s.tick(now, self.stack);
+        }
+    }
+
     /// Hand the controllers' records to the sink (`now` is at or past
     /// `next`): the next time to do it.
     fn feed_sink(&mut self, now: Instant) -> Instant {
         if let Some(s) = &mut self.sink {
-            s.tick(now, self.stack);
             s.controllers(self.stack);
         }
         now + SINK_EVERY
@@ -946,8 +953,15 @@ pub fn run<B: Backend>(
                 }
             }
         }
+        // the live view reads the controllers before this pass's timers
+        // release what was due: a limit's queue is seen full, not just
+        // emptied at a slice boundary that falls on the second
+        let sink_due = now >= next_sink;
+        if sink_due {
+            lp.tick_sink(now);
+        }
         lp.run_controller_timers(now);
-        if now >= next_sink {
+        if sink_due {
             next_sink = lp.feed_sink(now);
         }
         lp.run_deferred(now);
@@ -1000,6 +1014,7 @@ pub fn run<B: Backend>(
         }
     }
     let ended_at = lp.backend.now();
+    lp.tick_sink(ended_at);
     lp.feed_sink(ended_at);
     lp.sink = None;
     lp.disk.sync(ended_at);
