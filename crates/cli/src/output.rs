@@ -155,7 +155,8 @@ fn check_outputs(exp: &Experiment) -> Result<()> {
         .chain(exp.trace_out.as_deref())
         .chain(exp.accounting.lat_hist.as_deref())
         .chain(exp.accounting.request_trace.as_deref())
-        .chain(exp.pagecache.report.as_deref());
+        .chain(exp.pagecache.report.as_deref())
+        .chain(exp.live.json.as_deref());
     for path in files {
         if path.is_dir() {
             bail!("cannot write {}: it is a directory", path.display());
