@@ -46,6 +46,9 @@ use blkqos_driver::RequestRecord;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 
+/// A text block covers at least this much run time (ns).
+const MIN_TEXT_BLOCK_NS: u64 = 250_000_000;
+
 /// What `--live` and `--live-json` asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LiveOptions {
@@ -217,7 +220,9 @@ impl LiveView {
         let block = self.take_block(now);
         self.ticks = 0;
         self.from = now;
-        if self.text {
+        // only the end-of-run block can be this short: its rates over a
+        // sliver of time would mislead (the JSON line keeps its counts)
+        if self.text && block.len_ns >= MIN_TEXT_BLOCK_NS {
             self.print(&format_block(&block, &self.dev));
         }
         if let Some(j) = &mut self.json {

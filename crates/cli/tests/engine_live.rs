@@ -38,8 +38,8 @@ fn live_blocks_once_a_second(be: Be) {
         .filter(|l| l.starts_with("live t="))
         .collect();
     eprintln!("{}:\n{}", be.name(), r.stderr);
-    // 3 s: blocks at about 1, 2 and 3 s, and the end (layout not counted)
-    assert!((3..=5).contains(&heads.len()), "{heads:?}");
+    // 3 s: blocks at about 1, 2 and 3 s, and the end unless it is a sliver
+    assert!((2..=5).contains(&heads.len()), "{heads:?}");
     assert!(!r.stderr.contains("\x1b["), "no redraw off a terminal");
     assert!(
         !r.stderr.contains("blkqos: ["),
@@ -50,7 +50,7 @@ fn live_blocks_once_a_second(be: Be) {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(blocks.len(), heads.len());
+    assert!((heads.len()..=heads.len() + 1).contains(&blocks.len()));
     // whole seconds: each about 1 s long, /lim at 200 IOPS ±10%
     let full: Vec<&serde_json::Value> = blocks[..blocks.len() - 1].iter().skip(1).collect();
     assert!(!full.is_empty(), "{text}");
