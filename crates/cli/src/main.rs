@@ -147,8 +147,8 @@ blkqos flags:
                                  off (queue/iostats=0: no disk accounting)
   --eta=auto|always|never        real engine: a status line (elapsed, ETA, IOPS and bandwidth
                                  per job) on stderr every second; auto (default) = if a terminal
-  --live[=SECONDS]               a block on stderr every SECONDS (default 1) of run time (simulated
-                                 time on the simulator): device line (iocost vrate, busy_level,
+  --live=SECONDS                 a block on stderr every SECONDS of run time (bare --live: every
+                                 second; simulated time on the simulator): device line (iocost vrate, busy_level,
                                  total IOPS/bw), then per cgroup r/w IOPS and bandwidth, p99
                                  latency, IOs io.max holds and the longest wait, iocost hweight
                                  active/inuse%, debt and delay; redrawn in place on a terminal;
