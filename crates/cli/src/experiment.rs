@@ -64,6 +64,8 @@ pub struct Experiment {
     pub showcmd: Option<String>,
     /// Outputs written during the run ([`Experiment::open_streams`]).
     pub streams: Option<SharedStreams>,
+    /// `--live` / `--live-json`: per-interval rows per cgroup as the run goes.
+    pub live: crate::live::LiveOptions,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -99,6 +101,8 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "allow-destructive?",
     "overwrite?",
     "eta",
+    "live?",
+    "live-json",
 ];
 
 impl Experiment {
@@ -360,6 +364,7 @@ impl Experiment {
             real,
             trace_out: None,
             streams: None,
+            live: Default::default(),
         })
     }
 
@@ -383,6 +388,7 @@ impl Experiment {
         let mut consent = (false, false);
         let mut eta = crate::progress::Eta::default();
         let mut trace_out = None;
+        let mut live = crate::live::LiveOptions::default();
         for (k, v) in &cli.other {
             match k.as_str() {
                 "iostats" | "diskstats-every" | "diskstats-dir" | "iostat" | "lat-hist"
@@ -436,6 +442,8 @@ impl Experiment {
                     eta = crate::progress::Eta::parse(v)
                         .ok_or_else(|| anyhow::anyhow!("--eta={v}: use auto, always or never"))?
                 }
+                "live" => live.set_every(v)?,
+                "live-json" => live.json = Some(PathBuf::from(v)),
                 "allow-destructive" => consent.0 = true,
                 "overwrite" => consent.1 = true,
                 "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {
@@ -481,6 +489,7 @@ impl Experiment {
             real,
             trace_out,
             streams: None,
+            live,
             writes,
             invocations: vec![Invocation {
                 jobs,
@@ -790,6 +799,17 @@ impl Experiment {
         }
         if let (Some(p), None) = (&self.trace_out, &self.real) {
             s.controllers = Some(ControllerTrace::create(p, &self.device.name)?);
+        }
+        if self.live.is_on() {
+            let tree = self.cgroup_tree()?;
+            let paths = tree.ids().map(|g| tree.path(g).to_string()).collect();
+            // the real engine's device is named once its target is open
+            let dev = if self.real.is_some() {
+                "target"
+            } else {
+                &self.device.name
+            };
+            s.live = Some(crate::live::LiveView::create(&self.live, dev, paths)?);
         }
         self.streams = (!s.is_empty()).then(|| Arc::new(std::sync::Mutex::new(s)));
         Ok(())

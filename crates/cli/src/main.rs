@@ -14,6 +14,7 @@ mod kernel;
 mod knobs;
 mod lab;
 mod lat_report;
+mod live;
 mod outcome;
 mod output;
 mod pagecache;
@@ -147,6 +148,13 @@ blkqos flags:
                                  off (queue/iostats=0: no disk accounting)
   --eta=auto|always|never        real engine: a status line (elapsed, ETA, IOPS and bandwidth
                                  per job) on stderr every second; auto (default) = if a terminal
+  --live=SECONDS                 a block on stderr every SECONDS of run time (bare --live: every
+                                 second; simulated time on the simulator): device line (iocost vrate, busy_level,
+                                 total IOPS/bw), then per cgroup r/w IOPS and bandwidth, p99
+                                 latency, IOs io.max holds and the longest wait, iocost hweight
+                                 active/inuse%, debt and delay; redrawn in place on a terminal;
+                                 replaces the --eta line
+  --live-json=FILE               the same per interval as JSON lines (exact counts) to FILE
   --diskstats-every=T            snapshot /proc/diskstats every T (default 1s when needed)
   --diskstats-dir=DIR            write snapshots as DIR/NNNN/{diskstats,uptime}
   --iostat='ARGS'                print sysstat's iostat over the snapshots, e.g. --iostat='-x 1'

@@ -166,7 +166,8 @@ fn check_outputs(exp: &Experiment) -> Result<()> {
         .chain(exp.trace_out.as_deref())
         .chain(exp.accounting.lat_hist.as_deref())
         .chain(exp.accounting.request_trace.as_deref())
-        .chain(exp.pagecache.report.as_deref());
+        .chain(exp.pagecache.report.as_deref())
+        .chain(exp.live.json.as_deref());
     for path in files {
         if path.is_dir() {
             bail!("cannot write {}: it is a directory", path.display());
@@ -325,6 +326,10 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                 e.parse_only = true;
                 continue;
             }
+            if a == "--live" {
+                e.live.set_every("")?;
+                continue;
+            }
             match a.split_once('=') {
                 Some(("--seed", v)) => {
                     e.seed = v
@@ -376,6 +381,8 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                         r.eta = eta;
                     }
                 }
+                Some(("--live", v)) => e.live.set_every(v)?,
+                Some(("--live-json", v)) => e.live.json = Some(std::path::PathBuf::from(v)),
                 Some(("--output-format", v)) => {
                     let f = crate::experiment::parse_formats(v).map_err(|m| anyhow::anyhow!("--{m}"))?;
                     for inv in &mut e.invocations {
@@ -383,7 +390,7 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --output-format and --parse-only are accepted"
+                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --output-format and --parse-only are accepted"
                 ),
             }
         }

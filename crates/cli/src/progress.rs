@@ -336,7 +336,7 @@ fn fmt_dur(ns: u64) -> String {
     }
 }
 
-fn fmt_bw(bytes_per_s: f64) -> String {
+pub(crate) fn fmt_bw(bytes_per_s: f64) -> String {
     let k = bytes_per_s / 1024.0;
     if k < 10.0 * 1024.0 {
         format!("{k:.0}KiB/s")
@@ -347,7 +347,7 @@ fn fmt_bw(bytes_per_s: f64) -> String {
     }
 }
 
-fn fmt_iops(iops: f64) -> String {
+pub(crate) fn fmt_iops(iops: f64) -> String {
     if iops < 10_000.0 {
         format!("{iops:.0}")
     } else if iops < 10_000_000.0 {

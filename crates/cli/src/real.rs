@@ -195,7 +195,21 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     // fio reads the disk's stat before its jobs start and after they end
     let disks = blkqos_engine::diskutil::DiskWatch::start(&path);
     let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    let result = match crate::progress::Progress::start(&setups, ro.eta) {
+    if let Some(streams) = &exp.streams {
+        let mut s = streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(l) = &mut s.live {
+            l.set_device(&dev_name);
+        }
+    }
+    // the live view has the elapsed time and rates: no status line under it
+    let eta = if exp.live.every_s.is_some() {
+        crate::progress::Eta::Never
+    } else {
+        ro.eta
+    };
+    let result = match crate::progress::Progress::start(&setups, eta) {
         Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts),
         None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts),
     };

@@ -6,7 +6,7 @@
 
 use crate::request_trace::RequestTrace;
 use anyhow::{Context, Result};
-use blkqos_core::ControllerStack;
+use blkqos_core::{ControllerStack, Instant};
 use blkqos_driver::{RequestRecord, RunSink};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -88,6 +88,8 @@ impl ControllerTrace {
 pub struct Streams {
     pub requests: Option<RequestTrace>,
     pub controllers: Option<ControllerTrace>,
+    /// `--live` / `--live-json`.
+    pub live: Option<crate::live::LiveView>,
 }
 
 /// [`Streams`] shared by the command (which opens and finishes them) and
@@ -97,7 +99,7 @@ pub type SharedStreams = Arc<Mutex<Streams>>;
 impl Streams {
     /// Nothing to stream.
     pub fn is_empty(&self) -> bool {
-        self.requests.is_none() && self.controllers.is_none()
+        self.requests.is_none() && self.controllers.is_none() && self.live.is_none()
     }
 
     /// Flush every output: the first error.
@@ -105,7 +107,11 @@ impl Streams {
         let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
         let requests = s.requests.as_mut().map_or(Ok(()), RequestTrace::finish);
         let controllers = s.controllers.as_mut().map_or(Ok(()), |c| c.out.finish());
-        requests.and(controllers)
+        let live = s
+            .live
+            .as_mut()
+            .map_or(Ok(()), crate::live::LiveView::finish);
+        requests.and(controllers).and(live)
     }
 
     /// The controllers' trace went to its file during the run.
@@ -117,12 +123,27 @@ impl Streams {
 
 impl RunSink for Streams {
     fn wants_requests(&self) -> bool {
-        self.requests.is_some()
+        self.requests.is_some() || self.live.is_some()
     }
 
     fn request(&mut self, r: &RequestRecord) {
         if let Some(t) = &mut self.requests {
             t.record(r);
+        }
+        if let Some(l) = &mut self.live {
+            l.request(r);
+        }
+    }
+
+    fn started(&mut self, at: Instant) {
+        if let Some(l) = &mut self.live {
+            l.started(at);
+        }
+    }
+
+    fn tick(&mut self, now: Instant, stack: &ControllerStack) {
+        if let Some(l) = &mut self.live {
+            l.tick(now, stack);
         }
     }
 

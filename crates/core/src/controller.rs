@@ -30,6 +30,74 @@ pub enum Verdict {
     Held,
 }
 
+/// IOs a controller holds for one group at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeldLive {
+    /// IOs held now.
+    pub ios: u32,
+    /// How long the oldest of them has waited, since it entered the block
+    /// layer (`Io::submitted_at`), in ns; 0 when none is held.
+    pub oldest_wait_ns: u64,
+}
+
+impl HeldLive {
+    /// Count `io`, held at `now`.
+    pub fn add(&mut self, io: &Io, now: Instant) {
+        self.ios += 1;
+        let waited = now.0.saturating_sub(io.submitted_at.0);
+        self.oldest_wait_ns = self.oldest_wait_ns.max(waited);
+    }
+}
+
+/// iocost's state of one group at one moment (what iocost_monitor.py
+/// prints per cgroup). Shares are in parts per million of the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IocostGroupLive {
+    /// On the active list (issued IO in the current or last period).
+    pub active: bool,
+    /// `hweight_active` and `hweight_inuse` (`current_hweight`), ppm.
+    pub hweight_active_ppm: u32,
+    pub hweight_inuse_ppm: u32,
+    /// `abs_vdebt` as device time (µs at 100% vrate).
+    pub debt_us: u64,
+    /// Issuer delay in effect (`use_delay`), µs; 0 if none.
+    pub delay_us: u64,
+    /// Bios waiting on the group's wait queue (`iocg->waitq`).
+    pub waiting_ios: u32,
+}
+
+/// iocost's device-wide state at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IocostDeviceLive {
+    /// Enabled (`io.cost.qos enable=1`).
+    pub enabled: bool,
+    /// The period timer runs (some group is active).
+    pub running: bool,
+    /// Base vrate, parts per million of the cost model's device speed
+    /// (1_000_000 = 100%; `cost.vrate` in io.stat).
+    pub vrate_ppm: u64,
+    /// `ioc->busy_level`.
+    pub busy_level: i32,
+}
+
+/// One group's controller state at one moment, every stage merged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupLive {
+    /// IOs blk-throttle (or the paced limiter) holds for the group.
+    pub throttled: HeldLive,
+    /// The group under iocost, when iocost is a stage.
+    pub iocost: Option<IocostGroupLive>,
+}
+
+/// The stack's state at one moment, for live monitors: read-only, typed
+/// (callers format it). Filled by [`ControllerStack::live`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveState {
+    pub iocost: Option<IocostDeviceLive>,
+    /// By group index.
+    pub groups: Vec<GroupLive>,
+}
+
 /// The contract every IO controller implements.
 pub trait Controller {
     /// Short name for traces and errors (`"throttle"`, `"iocost"`).
@@ -94,6 +162,10 @@ pub trait Controller {
     fn trace_dropped(&self) -> u64 {
         0
     }
+
+    /// Add this stage's current state to `into` (whose `groups` has one
+    /// entry per group of the tree): a read-only view for live monitors.
+    fn live(&self, _now: Instant, _into: &mut LiveState) {}
 
     /// Does this controller never hold, time or observe anything (every
     /// method a no-op, every IO dispatched)? The stack then skips it on
@@ -438,6 +510,17 @@ impl ControllerStack {
     pub fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
         for s in &mut self.stages {
             s.drain_trace(dev, json, out);
+        }
+    }
+
+    /// Every stage's state at `now` for `nr_groups` groups (replaces
+    /// `into`'s contents, reusing its memory).
+    pub fn live(&self, now: Instant, nr_groups: usize, into: &mut LiveState) {
+        into.iocost = None;
+        into.groups.clear();
+        into.groups.resize(nr_groups, GroupLive::default());
+        for s in &self.stages {
+            s.live(now, into);
         }
     }
 

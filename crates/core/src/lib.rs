@@ -18,7 +18,10 @@ pub mod math;
 pub mod time;
 
 pub use cgroup::{CgroupTree, GroupId};
-pub use controller::{Controller, ControllerStack, PassThrough, Verdict};
+pub use controller::{
+    Controller, ControllerStack, GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive, LiveState,
+    PassThrough, Verdict,
+};
 pub use hist::LatHist;
 pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp};
 pub use time::{Duration, Instant};

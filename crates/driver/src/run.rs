@@ -38,6 +38,12 @@ pub trait RunSink {
     /// and once at the end: take what the controllers recorded since the
     /// last call ([`ControllerStack::drain_trace`]).
     fn controllers(&mut self, _stack: &mut ControllerStack) {}
+    /// The run starts at `at` (before any other call).
+    fn started(&mut self, _at: Instant) {}
+    /// Called just before each [`RunSink::controllers`] call, before that
+    /// loop pass runs the controllers' due timers: the run time now, and
+    /// the stack to read ([`ControllerStack::live`]).
+    fn tick(&mut self, _now: Instant, _stack: &ControllerStack) {}
 }
 
 /// In-process collection (tests, short runs): grows by one record per IO.
@@ -197,6 +203,8 @@ pub struct RequestRecord {
     /// Got a request slot and went to the device (`blk_account_io_start`).
     pub started_at: Instant,
     pub completed_at: Instant,
+    /// Bytes the request asked for (`Io::len`).
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -810,12 +818,20 @@ impl<B: Backend> Loop<'_, B> {
             submitted_at: f.io.submitted_at,
             started_at: f.started_at,
             completed_at: now,
+            bytes: f.io.len,
         };
         if let Some(t) = &mut self.trace {
             t.push(r);
         }
         if let (true, Some(s)) = (self.sink_requests, &mut self.sink) {
             s.request(&r);
+        }
+    }
+
+    /// Show the sink the run time and the controllers' state.
+    fn tick_sink(&mut self, now: Instant) {
+        if let Some(s) = &mut self.sink {
+            s.tick(now, self.stack);
         }
     }
 
@@ -934,6 +950,9 @@ pub fn run<B: Backend>(
     }
     lp.max_segments = lp.backend.max_segments();
     lp.sink_requests = lp.sink.as_ref().is_some_and(|s| s.wants_requests());
+    if let Some(s) = &mut lp.sink {
+        s.started(t0);
+    }
     lp.plug_merges = lp.backend.plug_merges();
     for s in &mut lp.jobs {
         let n = s.job.submit_batch();
@@ -989,8 +1008,15 @@ pub fn run<B: Backend>(
                 }
             }
         }
+        // the live view reads the controllers before this pass's timers
+        // release what was due: a limit's queue is seen full, not just
+        // emptied at a slice boundary that falls on the second
+        let sink_due = now >= next_sink;
+        if sink_due {
+            lp.tick_sink(now);
+        }
         lp.run_controller_timers(now);
-        if now >= next_sink {
+        if sink_due {
             next_sink = lp.feed_sink(now);
         }
         lp.run_deferred(now);
@@ -1043,6 +1069,7 @@ pub fn run<B: Backend>(
         }
     }
     let ended_at = lp.backend.now();
+    lp.tick_sink(ended_at);
     lp.feed_sink(ended_at);
     lp.sink = None;
     lp.disk.sync(ended_at);

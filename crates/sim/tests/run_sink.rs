@@ -69,6 +69,7 @@ fn a_vec_is_a_sink() {
         submitted_at: blkqos_core::Instant(1),
         started_at: blkqos_core::Instant(2),
         completed_at: blkqos_core::Instant(3),
+        bytes: 4096,
     });
     assert_eq!(v.len(), 1);
 }

@@ -831,6 +831,9 @@ impl Controller for IoCost {
     fn iostat_suffix(&self, group: GroupId) -> String {
         self.iostat_suffix_with(group, self.debug_stats)
     }
+    fn live(&self, _now: Instant, into: &mut crate::controller::LiveState) {
+        self.live_state(into);
+    }
     fn set_trace(&mut self, on: bool) {
         self.trace_on = on;
     }

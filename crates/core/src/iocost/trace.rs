@@ -106,6 +106,11 @@ pub struct PeriodTrace {
     pub groups: Vec<GroupTrace>,
 }
 
+/// `x / whole` in parts per million (0 when `whole` is 0).
+fn ppm(x: u64, whole: u64) -> u64 {
+    (u128::from(x) * 1_000_000 / u128::from(whole.max(1))) as u64
+}
+
 fn pct(x: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -313,6 +318,31 @@ impl IoCost {
             delay_nsec: grp.delay_nsec,
             usage_us: grp.usage_delta_us,
             waiters: grp.waitq.len(),
+        }
+    }
+
+    /// The state iocost_monitor.py samples (`ioc_now`-free: values as of
+    /// the last period end and the last issue), for live monitors.
+    pub(super) fn live_state(&self, into: &mut crate::controller::LiveState) {
+        into.iocost = Some(crate::controller::IocostDeviceLive {
+            enabled: self.enabled,
+            running: self.running,
+            vrate_ppm: ppm(self.vtime_base_rate, VTIME_PER_USEC),
+            busy_level: self.busy_level,
+        });
+        if !self.enabled {
+            return;
+        }
+        for (g, live) in into.groups.iter_mut().enumerate().take(self.groups.len()) {
+            let t = self.group_trace(g);
+            live.iocost = Some(crate::controller::IocostGroupLive {
+                active: self.active_list.contains(&g),
+                hweight_active_ppm: ppm(t.hweight_active.into(), WEIGHT_ONE.into()) as u32,
+                hweight_inuse_ppm: ppm(t.hweight_inuse.into(), WEIGHT_ONE.into()) as u32,
+                debt_us: t.debt_vtime / VTIME_PER_USEC,
+                delay_us: if t.use_delay { t.delay_nsec / 1000 } else { 0 },
+                waiting_ios: t.waiters as u32,
+            });
         }
     }
 

@@ -863,6 +863,18 @@ impl Controller for Throttle {
     fn held(&self) -> usize {
         self.held
     }
+    /// Queued bios per group, wherever in the hierarchy they wait (a bio
+    /// climbs to its parent's service queue once its group passed it;
+    /// `throtl_qnode` keeps its owner, as `tg_stat` counts by owner).
+    fn live(&self, now: Instant, into: &mut crate::controller::LiveState) {
+        for q in &self.qnodes {
+            for bio in q.bps.iter().chain(&q.iops) {
+                if let Some(g) = into.groups.get_mut(bio.io.group.idx()) {
+                    g.throttled.add(&bio.io, now);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

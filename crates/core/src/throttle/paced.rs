@@ -299,4 +299,14 @@ impl Controller for Paced {
     fn held(&self) -> usize {
         self.held
     }
+    /// Held IOs per owner group, in whichever queue they wait.
+    fn live(&self, now: Instant, into: &mut crate::controller::LiveState) {
+        for grp in &self.groups {
+            for (io, _) in grp.queue.iter().flatten() {
+                if let Some(g) = into.groups.get_mut(io.group.idx()) {
+                    g.throttled.add(io, now);
+                }
+            }
+        }
+    }
 }
