@@ -9,6 +9,7 @@ mod experiment;
 #[cfg(test)]
 mod fuzz_tests;
 mod iostat_cmd;
+mod job_logs;
 mod kernel;
 mod knobs;
 mod lab;

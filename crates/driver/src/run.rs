@@ -11,6 +11,7 @@ use crate::pagecache::{PageCache, PageCacheConfig, PageCacheReport};
 use crate::slab::Slab;
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{ControllerStack, Duration, GroupId, Instant, Io, IoFlags, IoId, IoOp};
+use blkqos_workload::iolog::LogSample;
 use blkqos_workload::job::Reaped;
 use blkqos_workload::{Job, JobAction, JobFailure, JobIo, JobSpec, JobStats};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +39,9 @@ pub trait RunSink {
     /// and once at the end: take what the controllers recorded since the
     /// last call ([`ControllerStack::drain_trace`]).
     fn controllers(&mut self, _stack: &mut ControllerStack) {}
+    /// Samples of job `job`'s fio logs (`write_*_log`), in the order the
+    /// job produced them; called at most once per pass of the loop.
+    fn job_log(&mut self, _job: usize, _samples: &[LogSample]) {}
 }
 
 /// In-process collection (tests, short runs): grows by one record per IO.
@@ -383,6 +387,8 @@ struct Loop<'a, B: Backend> {
     max_segments: u32,
     /// The drain was given up: nothing more goes to the backend.
     abandoned: bool,
+    /// Some job writes fio logs ([`Loop::drain_job_logs`]).
+    job_logs: bool,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -771,6 +777,21 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
+    /// Hand the jobs' log samples to the sink (dropped without one), so
+    /// that they never pile up in the jobs.
+    fn drain_job_logs(&mut self) {
+        for (j, s) in self.jobs.iter_mut().enumerate() {
+            if let Some(p) = s.job.log_pending() {
+                if !p.is_empty() {
+                    if let Some(sink) = &mut self.sink {
+                        sink.job_log(j, p);
+                    }
+                    p.clear();
+                }
+            }
+        }
+    }
+
     /// Hand the controllers' records to the sink (`now` is at or past
     /// `next`): the next time to do it.
     fn feed_sink(&mut self, now: Instant) -> Instant {
@@ -877,7 +898,9 @@ pub fn run<B: Backend>(
         merged: std::collections::BTreeMap::new(),
         max_segments: u32::MAX,
         abandoned: false,
+        job_logs: false,
     };
+    lp.job_logs = lp.jobs.iter().any(|s| s.job.spec().logs.any());
     lp.max_segments = lp.backend.max_segments();
     lp.sink_requests = lp.sink.as_ref().is_some_and(|s| s.wants_requests());
     lp.plug_merges = lp.backend.plug_merges();
@@ -980,6 +1003,9 @@ pub fn run<B: Backend>(
             return Err(RunError::Stalled { job, at: now });
         }
         let deadline = poll_by(deadline, now, opts);
+        if lp.job_logs {
+            lp.drain_job_logs();
+        }
         lp.comps.clear();
         lp.backend.wait(deadline, &mut lp.comps);
         for i in 0..lp.comps.len() {
@@ -988,6 +1014,7 @@ pub fn run<B: Backend>(
         }
     }
     let ended_at = lp.backend.now();
+    lp.drain_job_logs();
     lp.feed_sink(ended_at);
     lp.sink = None;
     lp.disk.sync(ended_at);

@@ -268,6 +268,9 @@ pub struct JobSpec {
     pub fdatasync_blocks: u32,
     /// fsync the file when the job ends (`end_fsync=1`).
     pub end_fsync: bool,
+    /// `write_bw_log`, `write_iops_log`, `write_lat_log` and their
+    /// modifiers.
+    pub logs: crate::iolog::LogSpec,
     /// The options the job was given, canonical names, values verbatim:
     /// fio's JSON `"job options"` (globals excluded).
     pub job_options: Vec<(String, String)>,
@@ -324,6 +327,7 @@ impl JobSpec {
             fsync_blocks: 0,
             fdatasync_blocks: 0,
             end_fsync: false,
+            logs: crate::iolog::LogSpec::default(),
             job_options: Vec::new(),
         }
     }

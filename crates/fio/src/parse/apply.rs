@@ -119,6 +119,8 @@ fn set_bool(st: &mut JobState, opt: Opt, on: bool) {
         Opt::LatPercentiles => s.lat_percentiles = on,
         Opt::SlatPercentiles => s.slat_percentiles = on,
         Opt::EndFsync => s.end_fsync = on,
+        Opt::LogMaxValue => s.logs.max_value = on,
+        Opt::LogOffset => s.logs.offset = on,
         _ => {}
     }
 }
@@ -162,6 +164,11 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
         Kind::Bool => {
             let n = parse_plain_int(piece)?;
             let n = check_range(n, (0, 1))?;
+            if def.opt == Opt::PerJobLogs && n == 0 {
+                return Err(
+                    "per_job_logs=0 (one log file shared by all jobs) is not supported".into(),
+                );
+            }
             set_bool(st, def.opt, n == 1);
         }
         Kind::StrSet => {
@@ -205,6 +212,7 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 Opt::IopsAvgTime => s.iops_avg_time = Duration::from_ms(u64::from(n)),
                 Opt::Fsync => s.fsync_blocks = n,
                 Opt::Fdatasync => s.fdatasync_blocks = n,
+                Opt::LogAvgMsec => s.logs.avg_msec = u64::from(n),
                 _ => {}
             }
         }
@@ -333,10 +341,21 @@ fn apply_percentiles(st: &mut JobState, v: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A `write_*_log` value: the prefix of the log files' names (a path).
+fn log_prefix(v: &str) -> Result<String, String> {
+    if v.is_empty() {
+        return Err("the log name prefix is empty".into());
+    }
+    Ok(v.to_string())
+}
+
 fn apply_string(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
     let s = &mut st.spec;
     match opt {
         Opt::Rw => s.rw = parse_rw(v)?,
+        Opt::WriteBwLog => s.logs.bw = Some(log_prefix(v)?),
+        Opt::WriteIopsLog => s.logs.iops = Some(log_prefix(v)?),
+        Opt::WriteLatLog => s.logs.lat = Some(log_prefix(v)?),
         Opt::RateProcess => {
             s.rate_process = match v {
                 "linear" => RateProcess::Linear,

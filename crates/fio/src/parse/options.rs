@@ -80,6 +80,13 @@ pub(crate) enum Opt {
     EndFsync,
     Stonewall,
     NewGroup,
+    WriteBwLog,
+    WriteIopsLog,
+    WriteLatLog,
+    LogAvgMsec,
+    LogMaxValue,
+    LogOffset,
+    PerJobLogs,
 }
 
 /// One supported option.
@@ -181,6 +188,13 @@ pub(crate) static OPTIONS: &[OptDef] = &[
         Opt::Stonewall,
     ),
     def("new_group", Kind::StrSet, Opt::NewGroup),
+    def("write_bw_log", Kind::StrStore, Opt::WriteBwLog),
+    def("write_iops_log", Kind::StrStore, Opt::WriteIopsLog),
+    def("write_lat_log", Kind::StrStore, Opt::WriteLatLog),
+    def("log_avg_msec", Kind::Int, Opt::LogAvgMsec),
+    def("log_max_value", Kind::Bool, Opt::LogMaxValue),
+    def("log_offset", Kind::Bool, Opt::LogOffset),
+    def("per_job_logs", Kind::Bool, Opt::PerJobLogs),
 ];
 
 /// What an option name refers to.
