@@ -156,6 +156,11 @@ blkqos flags:
   --request-trace=FILE           write every request (cgroup, direction, submit, start and
                                  completion ns) to FILE, one line each, as the run goes
 
+fio's sample logs are job options (write_bw_log=NAME, write_iops_log=NAME,
+write_lat_log=NAME, log_avg_msec, log_max_value, log_offset): fio 3.33's files
+(NAME_bw.N.log, ...) in the current directory, written as the run goes, in
+simulated time on the simulator (docs/SCENARIOS.md, \"fio's sample logs\").
+
 A scenario file (TOML) holds a [device], cgroup knob writes ([[write]] file=...
 value=...) and fio invocations ([[fio]] with job_file=, job= or args=, cgroup=,
 output=, output_format=). See examples/ and docs/SCENARIOS.md.

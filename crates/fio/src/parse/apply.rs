@@ -575,6 +575,28 @@ mod tests {
     }
 
     #[test]
+    fn sample_log_options() {
+        let st = with(&[
+            ("write_lat_log", Some("out/x")),
+            ("write_bw_log", Some("b")),
+            ("log_avg_msec", Some("250")),
+            ("log_max_value", Some("1")),
+            ("log_offset", Some("1")),
+            ("per_job_logs", Some("1")),
+        ])
+        .unwrap();
+        let l = &st.spec.logs;
+        assert_eq!(l.lat.as_deref(), Some("out/x"));
+        assert_eq!(l.bw.as_deref(), Some("b"));
+        assert_eq!(l.iops, None);
+        assert_eq!((l.avg_msec, l.max_value, l.offset), (250, true, true));
+        assert!(with(&[("per_job_logs", Some("0"))]).is_err());
+        assert!(with(&[("log_avg_msec", Some("-1"))]).is_err());
+        assert!(with(&[("log_avg_msec", Some("x"))]).is_err());
+        assert!(with(&[("write_iops_log", None)]).is_err());
+    }
+
+    #[test]
     fn per_direction_lists() {
         let bs = |v| with(&[("bs", Some(v))]).map(|s| s.spec.bs);
         fn pd<T>(read: T, write: T, trim: T) -> blkqos_workload::PerDir<T> {
