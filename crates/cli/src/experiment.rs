@@ -533,7 +533,10 @@ pub fn parse_formats(s: &str) -> Result<Vec<OutputFormat>, String> {
             "normal" => Ok(OutputFormat::Normal),
             "json" => Ok(OutputFormat::Json),
             "json+" => Ok(OutputFormat::JsonPlus),
-            o => Err(format!("output_format `{o}`: use normal, json or json+")),
+            "terse" => Ok(OutputFormat::Terse),
+            o => Err(format!(
+                "output_format `{o}`: use normal, json, json+ or terse"
+            )),
         })
         .collect()
 }

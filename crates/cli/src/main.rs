@@ -102,8 +102,8 @@ Run a scenario file or fio jobs on the simulated device (the default backend).
 
 fio options are fio 3.33's: --name starts a job, options before the first
 --name (or after --name=global) are global. --output=FILE and
---output-format=normal|json|json+ (comma-separated) work as in fio, and so do
---parse-only (check everything, run nothing) and --showcmd JOBFILE... (print
+--output-format=normal|json|json+|terse (comma-separated; terse is fio's
+version 3 line) work as in fio, and so do --parse-only (check everything, run nothing) and --showcmd JOBFILE... (print
 each job file as a fio command line). Options blkqos does not support are
 errors, never ignored; a misspelt one gets a suggestion.
 
