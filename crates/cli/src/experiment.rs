@@ -542,7 +542,10 @@ pub fn parse_formats(s: &str) -> Result<Vec<OutputFormat>, String> {
             "normal" => Ok(OutputFormat::Normal),
             "json" => Ok(OutputFormat::Json),
             "json+" => Ok(OutputFormat::JsonPlus),
-            o => Err(format!("output_format `{o}`: use normal, json or json+")),
+            "terse" => Ok(OutputFormat::Terse),
+            o => Err(format!(
+                "output_format `{o}`: use normal, json, json+ or terse"
+            )),
         })
         .collect()
 }
@@ -787,6 +790,20 @@ impl Experiment {
         Ok(tree)
     }
 
+    /// The run's job clones in the driver's order ([`Experiment::plan`]),
+    /// each with its fio job number: 1-based within its invocation, clones
+    /// counted (fio's `thread_number`).
+    fn job_numbers(&self) -> impl Iterator<Item = (&JobSpec, usize)> {
+        self.invocations.iter().flat_map(|inv| {
+            inv.jobs
+                .jobs
+                .iter()
+                .flat_map(|spec| std::iter::repeat_n(spec, spec.numjobs.max(1) as usize))
+                .enumerate()
+                .map(|(i, spec)| (spec, i + 1))
+        })
+    }
+
     /// Open the outputs written while the run goes: the request trace and,
     /// on the simulator, the controllers' trace (the real engine's device
     /// name is known only once its target is open: its trace is written
@@ -810,6 +827,10 @@ impl Experiment {
                 &self.device.name
             };
             s.live = Some(crate::live::LiveView::create(&self.live, dev, paths)?);
+        }
+        let logs = crate::job_logs::JobLogs::create(self.job_numbers())?;
+        if !logs.is_empty() {
+            s.job_logs = Some(logs);
         }
         self.streams = (!s.is_empty()).then(|| Arc::new(std::sync::Mutex::new(s)));
         Ok(())

@@ -10,6 +10,7 @@ mod files;
 #[cfg(test)]
 mod fuzz_tests;
 mod iostat_cmd;
+mod job_logs;
 mod kernel;
 mod knobs;
 mod lab;
@@ -103,8 +104,8 @@ Run a scenario file or fio jobs on the simulated device (the default backend).
 
 fio options are fio 3.33's: --name starts a job, options before the first
 --name (or after --name=global) are global. --output=FILE and
---output-format=normal|json|json+ (comma-separated) work as in fio, and so do
---parse-only (check everything, run nothing) and --showcmd JOBFILE... (print
+--output-format=normal|json|json+|terse (comma-separated; terse is fio's
+version 3 line) work as in fio, and so do --parse-only (check everything, run nothing) and --showcmd JOBFILE... (print
 each job file as a fio command line). Options blkqos does not support are
 errors, never ignored; a misspelt one gets a suggestion.
 
@@ -163,6 +164,11 @@ blkqos flags:
                                  io.max/iocost wait) to FILE; FILE.json = JSON
   --request-trace=FILE           write every request (cgroup, direction, submit, start and
                                  completion ns) to FILE, one line each, as the run goes
+
+fio's sample logs are job options (write_bw_log=NAME, write_iops_log=NAME,
+write_lat_log=NAME, log_avg_msec, log_max_value, log_offset): fio 3.33's files
+(NAME_bw.N.log, ...) in the current directory, written as the run goes, in
+simulated time on the simulator (docs/SCENARIOS.md, \"fio's sample logs\").
 
 A scenario file (TOML) holds a [device], cgroup knob writes ([[write]] file=...
 value=...) and fio invocations ([[fio]] with job_file=, job= or args=, cgroup=,

@@ -503,6 +503,7 @@ pub fn render_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
                 OutputFormat::Normal => write_normal(&input, &mut out),
                 OutputFormat::Json => write_json(&input, false, &mut out),
                 OutputFormat::JsonPlus => write_json(&input, true, &mut out),
+                OutputFormat::Terse => blkqos_fio::report::write_terse(&input, &mut out),
             }
         }
         outs.push(out);

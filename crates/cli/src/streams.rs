@@ -1,13 +1,16 @@
 //! Outputs written while a run goes, so that their size never shows in the
 //! memory of a run: the request trace (`--request-trace`) and, on the
-//! simulator, the controllers' per-period trace (`--iocost-trace`). The
+//! simulator, the controllers' per-period trace (`--iocost-trace`), and
+//! fio's per-job logs (`write_bw_log` and co., [`crate::job_logs`]). The
 //! driver hands records to [`Streams`] (its [`RunSink`]) as it produces
 //! them; each output goes through a buffer to its file.
 
+use crate::job_logs::JobLogs;
 use crate::request_trace::RequestTrace;
 use anyhow::{Context, Result};
 use blkqos_core::{ControllerStack, Instant};
 use blkqos_driver::{RequestRecord, RunSink};
+use blkqos_workload::iolog::LogSample;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -90,6 +93,7 @@ pub struct Streams {
     pub controllers: Option<ControllerTrace>,
     /// `--live` / `--live-json`.
     pub live: Option<crate::live::LiveView>,
+    pub job_logs: Option<JobLogs>,
 }
 
 /// [`Streams`] shared by the command (which opens and finishes them) and
@@ -99,7 +103,10 @@ pub type SharedStreams = Arc<Mutex<Streams>>;
 impl Streams {
     /// Nothing to stream.
     pub fn is_empty(&self) -> bool {
-        self.requests.is_none() && self.controllers.is_none() && self.live.is_none()
+        self.requests.is_none()
+            && self.controllers.is_none()
+            && self.live.is_none()
+            && self.job_logs.is_none()
     }
 
     /// Flush every output: the first error.
@@ -111,7 +118,8 @@ impl Streams {
             .live
             .as_mut()
             .map_or(Ok(()), crate::live::LiveView::finish);
-        requests.and(controllers).and(live)
+        let job_logs = s.job_logs.as_mut().map_or(Ok(()), JobLogs::finish);
+        requests.and(controllers).and(live).and(job_logs)
     }
 
     /// The controllers' trace went to its file during the run.
@@ -150,6 +158,12 @@ impl RunSink for Streams {
     fn controllers(&mut self, stack: &mut ControllerStack) {
         if let Some(t) = &mut self.controllers {
             t.drain(stack);
+        }
+    }
+
+    fn job_log(&mut self, job: usize, samples: &[LogSample]) {
+        if let Some(l) = &mut self.job_logs {
+            l.record(job, samples);
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::pagecache::{PageCache, PageCacheConfig, PageCacheReport};
 use crate::slab::Slab;
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{ControllerStack, Duration, GroupId, Instant, Io, IoFlags, IoId, IoOp};
+use blkqos_workload::iolog::LogSample;
 use blkqos_workload::job::Reaped;
 use blkqos_workload::{Job, JobAction, JobFailure, JobIo, JobSpec, JobStats};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +45,9 @@ pub trait RunSink {
     /// loop pass runs the controllers' due timers: the run time now, and
     /// the stack to read ([`ControllerStack::live`]).
     fn tick(&mut self, _now: Instant, _stack: &ControllerStack) {}
+    /// Samples of job `job`'s fio logs (`write_*_log`), in the order the
+    /// job produced them; called at most once per pass of the loop.
+    fn job_log(&mut self, _job: usize, _samples: &[LogSample]) {}
 }
 
 /// In-process collection (tests, short runs): grows by one record per IO.
@@ -410,6 +414,8 @@ struct Loop<'a, B: Backend> {
     abandoned: bool,
     /// `flow_id` groups: (shared IO counter, total weight) (fio flow.c).
     flows: std::collections::BTreeMap<u32, (u64, u64)>,
+    /// Some job writes fio logs ([`Loop::drain_job_logs`]).
+    job_logs: bool,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -835,6 +841,21 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
+    /// Hand the jobs' log samples to the sink (dropped without one), so
+    /// that they never pile up in the jobs.
+    fn drain_job_logs(&mut self) {
+        for (j, s) in self.jobs.iter_mut().enumerate() {
+            if let Some(p) = s.job.log_pending() {
+                if !p.is_empty() {
+                    if let Some(sink) = &mut self.sink {
+                        sink.job_log(j, p);
+                    }
+                    p.clear();
+                }
+            }
+        }
+    }
+
     /// Hand the controllers' records to the sink (`now` is at or past
     /// `next`): the next time to do it.
     fn feed_sink(&mut self, now: Instant) -> Instant {
@@ -942,7 +963,9 @@ pub fn run<B: Backend>(
         max_segments: u32::MAX,
         abandoned: false,
         flows: std::collections::BTreeMap::new(),
+        job_logs: false,
     };
+    lp.job_logs = lp.jobs.iter().any(|s| s.job.spec().logs.any());
     for j in 0..lp.jobs.len() {
         if lp.jobs[j].state != SlotState::Pending {
             lp.join_flow(j);
@@ -1061,6 +1084,9 @@ pub fn run<B: Backend>(
             return Err(RunError::Stalled { job, at: now });
         }
         let deadline = poll_by(deadline, now, opts);
+        if lp.job_logs {
+            lp.drain_job_logs();
+        }
         lp.comps.clear();
         lp.backend.wait(deadline, &mut lp.comps);
         for i in 0..lp.comps.len() {
@@ -1070,6 +1096,7 @@ pub fn run<B: Backend>(
     }
     let ended_at = lp.backend.now();
     lp.tick_sink(ended_at);
+    lp.drain_job_logs();
     lp.feed_sink(ended_at);
     lp.sink = None;
     lp.disk.sync(ended_at);

@@ -25,6 +25,7 @@
 //! 1; after falling behind the schedule the job catches up in a burst; the
 //! rate/thinktime sleep never counts in slat/clat/lat.
 
+use crate::iolog::{JobLog, LogKind, LogSample};
 use crate::rng::Stream;
 use crate::spec::{self, JobSpec, RateProcess, RwMode, ThinkBlocksType};
 use crate::stats::{HistMask, JobStats};
@@ -215,6 +216,8 @@ pub struct Job {
     /// Every failed completion and sync, ramp and ignored ones included.
     failed_ios: u64,
     finished_at: Option<Instant>,
+    /// fio's sample logs (`write_*_log`), if the job writes any.
+    log: Option<Box<JobLog>>,
 }
 
 /// Outcome of one reaped IO, as the driver reports it.
@@ -332,6 +335,7 @@ impl Job {
             failure: None,
             failed_ios: 0,
             finished_at: None,
+            log: JobLog::new(&spec),
             spec,
         };
         job.start_epoch(now);
@@ -478,7 +482,11 @@ impl Job {
                 if delta == 0 {
                     continue;
                 }
-                self.stats.dirs[d].bw.add(delta * 1000 / spent_ms / 1024);
+                let kib_s = delta * 1000 / spent_ms / 1024;
+                if !self.per_io_log(LogKind::Bw) {
+                    self.stats.dirs[d].bw.add(kib_s);
+                }
+                self.log_rate(LogKind::Bw, now, d, kib_s);
                 self.sampled_bytes[d] = self.sample_bytes[d];
             }
             self.next_bw_sample += bw_t;
@@ -491,11 +499,37 @@ impl Job {
                 if delta == 0 {
                     continue;
                 }
-                self.stats.dirs[d].iops.add(delta * 1000 / spent_ms);
+                let iops = delta * 1000 / spent_ms;
+                if !self.per_io_log(LogKind::Iops) {
+                    self.stats.dirs[d].iops.add(iops);
+                }
+                self.log_rate(LogKind::Iops, now, d, iops);
                 self.sampled_ios[d] = self.sample_ios[d];
             }
             self.next_iops_sample += iops_t;
         }
+    }
+
+    /// The job logs `kind` per IO (`log_avg_msec=0`): fio then feeds that
+    /// log's report statistics per IO too (`per_unit_log`).
+    fn per_io_log(&self, kind: LogKind) -> bool {
+        self.log
+            .as_ref()
+            .is_some_and(|l| l.per_io() && l.wants(kind))
+    }
+
+    /// A windowed bw/iops sample to the averaged log.
+    fn log_rate(&mut self, kind: LogKind, now: Instant, d: usize, value: u64) {
+        let ms = (now - self.epoch).as_ms();
+        if let Some(l) = &mut self.log {
+            l.rate_sample(kind, ms, d, value);
+        }
+    }
+
+    /// Samples logged since the last call, for the driver to write out
+    /// (empty when the job writes no log).
+    pub fn log_pending(&mut self) -> Option<&mut Vec<LogSample>> {
+        self.log.as_mut().map(|l| &mut l.pending)
     }
 
     fn us_since_epoch(&self, now: Instant) -> u64 {
@@ -1071,6 +1105,9 @@ impl Job {
             ds.short_ios += 1;
         }
         self.stats.lat_buckets.mark(clat.as_ns());
+        if self.log.is_some() {
+            self.log_io(&r, now, slat, clat, lat);
+        }
         self.sample_bytes[d] += r.bytes_done;
         self.sample_ios[d] += 1;
     }
@@ -1092,6 +1129,42 @@ impl Job {
     fn no_slat(&self) -> bool {
         let e = self.spec.ioengine;
         e.is_sync() || (e == crate::spec::IoEngine::Null && self.iodepth == 1)
+    }
+
+    /// A completed IO to the logs; with per-IO bw/iops logs, the report's
+    /// bw/iops statistics take the same per-IO values (fio
+    /// `add_bw_sample`, `add_iops_sample`).
+    #[cold]
+    #[inline(never)]
+    fn log_io(
+        &mut self,
+        r: &Reaped,
+        now: Instant,
+        slat: Option<Duration>,
+        clat: Duration,
+        lat: Duration,
+    ) {
+        let ms = (now - self.epoch).as_ms();
+        let d = r.io.ddir;
+        let Some(l) = &mut self.log else { return };
+        let from = l.pending.len();
+        l.io(
+            ms,
+            d,
+            r.bytes_done,
+            r.io.offset,
+            slat.map(|s| s.as_ns()),
+            clat.as_ns(),
+            lat.as_ns(),
+        );
+        let ds = &mut self.stats.dirs[d];
+        for s in &l.pending[from..] {
+            match s.kind {
+                LogKind::Bw => ds.bw.add(s.value),
+                LogKind::Iops => ds.iops.add(s.value),
+                _ => {}
+            }
+        }
     }
 
     /// A completion with an error: counted, and it stops the job unless
@@ -1200,6 +1273,10 @@ impl Job {
         self.finished_at = Some(now);
         if self.in_ramp() {
             return;
+        }
+        let ms = (now - self.epoch).as_ms();
+        if let Some(l) = &mut self.log {
+            l.finish(ms);
         }
         let elapsed_us = (now - self.started).as_us();
         let runtime_ms = elapsed_us.div_ceil(1000);

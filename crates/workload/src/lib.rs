@@ -7,7 +7,9 @@
 //!   direction, drains before rate sleeps and thinktime, `thinktime_blocks`,
 //!   `time_based`, `ramp_time`, random maps, `rwmixread`.
 //! * [`stats`]: per-job statistics as fio keeps them.
+//! * [`iolog`]: fio's bw/iops/latency sample logs.
 
+pub mod iolog;
 pub mod job;
 pub mod rng;
 pub mod spec;

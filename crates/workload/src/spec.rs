@@ -324,6 +324,9 @@ pub struct JobSpec {
     pub rate_cycle: Duration,
     /// What the parser has to say about the job's options (stderr).
     pub notes: Vec<String>,
+    /// `write_bw_log`, `write_iops_log`, `write_lat_log` and their
+    /// modifiers.
+    pub logs: crate::iolog::LogSpec,
     /// The options the job was given, canonical names, values verbatim:
     /// fio's JSON `"job options"` (globals excluded).
     pub job_options: Vec<(String, String)>,
@@ -396,6 +399,7 @@ impl JobSpec {
             rate_min: PerDir::all(None),
             rate_cycle: Duration::from_ms(1000),
             notes: Vec::new(),
+            logs: crate::iolog::LogSpec::default(),
             job_options: Vec::new(),
         }
     }

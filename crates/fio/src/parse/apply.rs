@@ -123,6 +123,8 @@ fn set_bool(st: &mut JobState, opt: Opt, on: bool) {
         Opt::LatPercentiles => s.lat_percentiles = on,
         Opt::SlatPercentiles => s.slat_percentiles = on,
         Opt::EndFsync => s.end_fsync = on,
+        Opt::LogMaxValue => s.logs.max_value = on,
+        Opt::LogOffset => s.logs.offset = on,
         _ => {}
     }
 }
@@ -166,6 +168,11 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
         Kind::Bool => {
             let n = parse_plain_int(piece)?;
             let n = check_range(n, (0, 1))?;
+            if def.opt == Opt::PerJobLogs && n == 0 {
+                return Err(
+                    "per_job_logs=0 (one log file shared by all jobs) is not supported".into(),
+                );
+            }
             set_bool(st, def.opt, n == 1);
         }
         Kind::StrSet => {
@@ -209,6 +216,7 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 Opt::IopsAvgTime => s.iops_avg_time = Duration::from_ms(u64::from(n)),
                 Opt::Fsync => s.fsync_blocks = n,
                 Opt::Fdatasync => s.fdatasync_blocks = n,
+                Opt::LogAvgMsec => s.logs.avg_msec = u64::from(n),
                 _ => {}
             }
         }
@@ -337,10 +345,21 @@ fn apply_percentiles(st: &mut JobState, v: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A `write_*_log` value: the prefix of the log files' names (a path).
+fn log_prefix(v: &str) -> Result<String, String> {
+    if v.is_empty() {
+        return Err("the log name prefix is empty".into());
+    }
+    Ok(v.to_string())
+}
+
 fn apply_string(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
     let s = &mut st.spec;
     match opt {
         Opt::Rw => (s.rw, s.rw_seq) = parse_rw(v, s.kb_base)?,
+        Opt::WriteBwLog => s.logs.bw = Some(log_prefix(v)?),
+        Opt::WriteIopsLog => s.logs.iops = Some(log_prefix(v)?),
+        Opt::WriteLatLog => s.logs.lat = Some(log_prefix(v)?),
         Opt::RateProcess => {
             s.rate_process = match v {
                 "linear" => RateProcess::Linear,
@@ -578,6 +597,28 @@ mod tests {
             run(&mut st, n, *v)?;
         }
         Ok(st)
+    }
+
+    #[test]
+    fn sample_log_options() {
+        let st = with(&[
+            ("write_lat_log", Some("out/x")),
+            ("write_bw_log", Some("b")),
+            ("log_avg_msec", Some("250")),
+            ("log_max_value", Some("1")),
+            ("log_offset", Some("1")),
+            ("per_job_logs", Some("1")),
+        ])
+        .unwrap();
+        let l = &st.spec.logs;
+        assert_eq!(l.lat.as_deref(), Some("out/x"));
+        assert_eq!(l.bw.as_deref(), Some("b"));
+        assert_eq!(l.iops, None);
+        assert_eq!((l.avg_msec, l.max_value, l.offset), (250, true, true));
+        assert!(with(&[("per_job_logs", Some("0"))]).is_err());
+        assert!(with(&[("log_avg_msec", Some("-1"))]).is_err());
+        assert!(with(&[("log_avg_msec", Some("x"))]).is_err());
+        assert!(with(&[("write_iops_log", None)]).is_err());
     }
 
     #[test]

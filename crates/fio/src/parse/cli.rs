@@ -100,14 +100,15 @@ fn parse_output_format(v: &str) -> Result<Vec<OutputFormat>, String> {
             "normal" => OutputFormat::Normal,
             "json" => OutputFormat::Json,
             "json+" => OutputFormat::JsonPlus,
-            "terse" | "minimal" | "csv" => {
+            "terse" => OutputFormat::Terse,
+            "minimal" | "csv" => {
                 return Err(format!(
-                    "unsupported output format `{f}` (blkqos writes normal, json and json+)"
+                    "unsupported output format `{f}` (blkqos writes normal, json, json+ and terse)"
                 ))
             }
             _ => {
                 return Err(format!(
-                    "invalid output format `{f}` (valid: normal, json, json+)"
+                    "invalid output format `{f}` (valid: normal, json, json+, terse)"
                 ))
             }
         };

@@ -69,6 +69,8 @@ pub enum OutputFormat {
     Json,
     /// `json+`: JSON with the latency bucket maps (implies JSON).
     JsonPlus,
+    /// `terse`: fio's terse version 3 line per job.
+    Terse,
 }
 
 /// A parsed fio command line.

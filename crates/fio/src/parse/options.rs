@@ -104,6 +104,13 @@ pub(crate) enum Opt {
     FlowSleep,
     RateMin,
     RateCycle,
+    WriteBwLog,
+    WriteIopsLog,
+    WriteLatLog,
+    LogAvgMsec,
+    LogMaxValue,
+    LogOffset,
+    PerJobLogs,
 }
 
 /// One supported option.
@@ -231,6 +238,13 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("flow_sleep", Kind::Int, Opt::FlowSleep),
     aliased("rate_min", "ratemin", Kind::Ull, Opt::RateMin),
     aliased("rate_cycle", "ratecycle", Kind::Int, Opt::RateCycle),
+    def("write_bw_log", Kind::StrStore, Opt::WriteBwLog),
+    def("write_iops_log", Kind::StrStore, Opt::WriteIopsLog),
+    def("write_lat_log", Kind::StrStore, Opt::WriteLatLog),
+    def("log_avg_msec", Kind::Int, Opt::LogAvgMsec),
+    def("log_max_value", Kind::Bool, Opt::LogMaxValue),
+    def("log_offset", Kind::Bool, Opt::LogOffset),
+    def("per_job_logs", Kind::Bool, Opt::PerJobLogs),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job

@@ -146,6 +146,21 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     push("fdatasync", j.fdatasync_blocks.to_string());
     push("end_fsync", flag(j.end_fsync).into());
     ext_args(j, &mut push);
+    let logs = &j.logs;
+    for (name, prefix) in [
+        ("write_bw_log", &logs.bw),
+        ("write_iops_log", &logs.iops),
+        ("write_lat_log", &logs.lat),
+    ] {
+        if let Some(p) = prefix {
+            push(name, p.clone());
+        }
+    }
+    if logs.any() {
+        push("log_avg_msec", logs.avg_msec.to_string());
+        push("log_max_value", flag(logs.max_value).into());
+        push("log_offset", flag(logs.offset).into());
+    }
     a
 }
 

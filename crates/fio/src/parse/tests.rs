@@ -552,7 +552,7 @@ fn command_line_errors() {
     assert!(err(&["--name=x", "--minimal"])
         .message
         .contains("unsupported fio command-line option"));
-    assert!(err(&["--name=x", "--output-format=terse"])
+    assert!(err(&["--name=x", "--output-format=csv"])
         .message
         .contains("unsupported output format"));
     assert!(err(&["--name=x", "--output"])

@@ -25,7 +25,8 @@
 //!   file prints with 1 decimal where fio prints 2;
 //! * `td->verror` in the job header is fio's text for the engine's error
 //!   path (`engines/sync.c:126` for sync engines, `io_u.c:1876` otherwise);
-//! * not produced: terse output, `prios`, `cachehit`, `block`,
+//! * [`write_terse`]: `show_thread_status_terse_all`, version 3;
+//! * not produced: terse versions other than 3, `prios`, `cachehit`, `block`,
 //!   `steadystate`, `latency_target` runs, bit-based `unit_base`,
 //!   `significant_figures` other than 4.
 
@@ -35,6 +36,7 @@ pub mod jsonfmt;
 pub mod merge;
 pub mod normal;
 pub mod num2str;
+pub mod terse;
 
 use blkqos_workload::spec::JobSpec;
 use blkqos_workload::stats::JobStats;
@@ -42,6 +44,7 @@ use blkqos_workload::stats::JobStats;
 pub use json::{json_tree, write_json};
 pub use normal::{percentile_block, write_normal, PctUnit};
 pub use num2str::{num2str, N2sUnit};
+pub use terse::write_terse;
 
 /// Everything a report needs.
 #[derive(Clone, Debug)]

@@ -1,0 +1,95 @@
+//! fio's per-job sample logs (`write_bw_log`, `write_iops_log`,
+//! `write_lat_log`): files named and written as fio 3.33 names and writes
+//! them (`NAME_bw.N.log`, N the job's number in its fio invocation,
+//! counting clones; lines `time, value, ddir, bs, prio`), streamed while
+//! the run goes. The samples themselves come from the jobs
+//! (`blkqos_workload::iolog`).
+
+use crate::streams::FileOut;
+use anyhow::Result;
+use blkqos_workload::iolog::{format_sample, LogKind, LogSample};
+use blkqos_workload::JobSpec;
+use std::io::Write;
+use std::path::Path;
+
+/// One job's open log files.
+#[derive(Debug)]
+struct JobFiles {
+    /// Indexed like [`LogKind::ALL`].
+    files: [Option<FileOut>; 5],
+    with_offset: bool,
+}
+
+/// Every job's log files, indexed by the driver's job index.
+#[derive(Debug, Default)]
+pub struct JobLogs {
+    jobs: Vec<Option<JobFiles>>,
+    /// Reused for each batch of samples.
+    buf: String,
+}
+
+impl JobLogs {
+    /// Create the files of the jobs that write logs. `jobs` lists the
+    /// run's job clones in the driver's order, each with its fio job
+    /// number (1-based, fio's `thread_number`).
+    pub fn create<'a>(jobs: impl IntoIterator<Item = (&'a JobSpec, usize)>) -> Result<Self> {
+        let mut out = JobLogs::default();
+        for (spec, n) in jobs {
+            out.jobs.push(Self::open_job(spec, n)?);
+        }
+        Ok(out)
+    }
+
+    fn open_job(spec: &JobSpec, n: usize) -> Result<Option<JobFiles>> {
+        if !spec.logs.any() {
+            return Ok(None);
+        }
+        let mut files: [Option<FileOut>; 5] = Default::default();
+        for (i, kind) in LogKind::ALL.into_iter().enumerate() {
+            if let Some(name) = spec.logs.file_name(kind, n) {
+                files[i] = Some(FileOut::create(Path::new(&name))?);
+            }
+        }
+        Ok(Some(JobFiles {
+            files,
+            with_offset: spec.logs.offset,
+        }))
+    }
+
+    /// Nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.iter().all(Option::is_none)
+    }
+
+    /// Samples of job `job`, to their files.
+    pub fn record(&mut self, job: usize, samples: &[LogSample]) {
+        let Some(Some(jf)) = self.jobs.get_mut(job) else {
+            return;
+        };
+        for (i, kind) in LogKind::ALL.into_iter().enumerate() {
+            let Some(f) = &mut jf.files[i] else { continue };
+            self.buf.clear();
+            for s in samples.iter().filter(|s| s.kind == kind) {
+                format_sample(s, jf.with_offset, &mut self.buf);
+            }
+            if !self.buf.is_empty() {
+                let text = self.buf.as_bytes();
+                f.write_with(|o| o.write_all(text));
+            }
+        }
+    }
+
+    /// Flush every file: the first error.
+    pub fn finish(&mut self) -> Result<()> {
+        let mut first = Ok(());
+        for jf in self.jobs.iter_mut().flatten() {
+            for f in jf.files.iter_mut().flatten() {
+                let r = f.finish();
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+        }
+        first
+    }
+}
