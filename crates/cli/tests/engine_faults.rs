@@ -23,18 +23,9 @@ use std::time::Duration;
 
 fn eio(be: Be) {
     let s = Scratch::new();
-    let backing = s.path("backing.img");
-    std::fs::write(&backing, vec![0u8; 1 << 20]).unwrap();
-    let Some(lo) = LoopDev::attach(&backing) else {
+    let Some(lo) = LoopDev::cut_short(&s) else {
         return;
     };
-    // the device keeps its 1 MiB size; reads past 256 KiB now fail
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&backing)
-        .unwrap()
-        .set_len(256 << 10)
-        .unwrap();
     let run = |extra: &[&str]| {
         let mut args = vec![
             "run".to_string(),

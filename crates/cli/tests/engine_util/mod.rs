@@ -335,6 +335,22 @@ pub struct LoopDev {
 }
 
 impl LoopDev {
+    /// A 1 MiB loop device whose backing file (in `s`) is then cut to
+    /// 256 KiB: the device keeps its size, reads past 256 KiB fail with EIO.
+    /// `None` (reason printed) without root or loop devices.
+    pub fn cut_short(s: &Scratch) -> Option<LoopDev> {
+        let backing = s.path("backing.img");
+        std::fs::write(&backing, vec![0u8; 1 << 20]).unwrap();
+        let lo = LoopDev::attach(&backing)?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&backing)
+            .unwrap()
+            .set_len(256 << 10)
+            .unwrap();
+        Some(lo)
+    }
+
     /// Attach `backing`, or `None` with the reason printed.
     pub fn attach(backing: &Path) -> Option<LoopDev> {
         if !is_root() {
