@@ -4,6 +4,7 @@
 mod accounting;
 mod bench;
 mod bench_lat;
+mod calibrate;
 mod controllers;
 mod experiment;
 mod files;
@@ -66,6 +67,8 @@ enum Cmd {
     },
     /// List the simulated device models and their parameters.
     Devices,
+    #[command(long_about = calibrate::HELP)]
+    Calibrate(calibrate::Args),
     /// Compare blkqos with real kernels' recorded runs (lab/, docs/fidelity.md).
     #[command(long_about = LAB_HELP)]
     Lab {
@@ -242,6 +245,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Run { args } => output::run_command(&args),
         Cmd::Sweep { args } => sweep::run_command(&args),
+        Cmd::Calibrate(a) => calibrate::run_command(&a),
         Cmd::Devices => {
             stdout::write_out(&blkqos_sim::DeviceSpec::help()).map_err(|e| output::Failure {
                 code: 1,

@@ -25,7 +25,7 @@ pub struct RealOptions {
 
 /// `MAJ:MIN` and a name for the target: a block device's own number, or the
 /// device holding a regular file's filesystem.
-fn target_identity(path: &Path) -> (DevId, String) {
+pub(crate) fn target_identity(path: &Path) -> (DevId, String) {
     let meta = std::fs::metadata(path).ok();
     let (dev, is_blk) = match &meta {
         Some(m) if m.file_type().is_block_device() => (m.rdev(), true),

@@ -62,6 +62,17 @@ impl ModelKind {
                 ("read_mbps", "400", "read transfer rate per channel, MB/s"),
                 ("write_mbps", "200", "write transfer rate per channel, MB/s"),
                 (
+                    "read_bps",
+                    "0",
+                    "read transfer rate per channel in bytes/s; overrides read_mbps when set \
+                     (a fitted device's exact rate, see `blkqos calibrate`)",
+                ),
+                (
+                    "write_bps",
+                    "0",
+                    "write transfer rate per channel in bytes/s; overrides write_mbps when set",
+                ),
+                (
                     "jitter_pct",
                     "10",
                     "deterministic latency jitter, % of base",
@@ -375,8 +386,14 @@ impl DeviceSpec {
                 g("channels") as u32,
                 g("read_ns"),
                 g("write_ns"),
-                g("read_mbps") * 1_000_000,
-                g("write_mbps") * 1_000_000,
+                match g("read_bps") {
+                    0 => g("read_mbps") * 1_000_000,
+                    bps => bps,
+                },
+                match g("write_bps") {
+                    0 => g("write_mbps") * 1_000_000,
+                    bps => bps,
+                },
                 g("nr_requests") as u32,
                 self.capacity,
                 g("jitter_pct") as u32,

@@ -1,0 +1,155 @@
+//! Running one calibration job: an fio command line through the same
+//! planning and engine as `blkqos run`, on the real target (io_uring,
+//! `direct=1`) or on a simulated device, reduced to the numbers the fit
+//! needs.
+
+use super::plan::Job;
+use crate::experiment::{Experiment, Ran};
+use crate::output::Failure;
+use anyhow::{bail, Result};
+use blkqos_engine::StopOnSignal;
+use std::path::PathBuf;
+
+/// Where the jobs run.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// A file or block device on the real engine.
+    Real {
+        path: PathBuf,
+        /// `--size=` for the jobs (a file blkqos lays out); None: the
+        /// target's own size.
+        size: Option<String>,
+        /// Extra flags for the engine (`--backend=`, consents).
+        flags: Vec<String>,
+    },
+    /// A simulated device (`--device=` spec), with the host's submit cost.
+    Sim {
+        device: String,
+        /// The device's name: the jobs use all of `/dev/NAME`.
+        name: String,
+        submit_ns: u64,
+    },
+}
+
+/// One job's result, for the direction it measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    pub ios: u64,
+    pub bytes: u64,
+    pub runtime_ms: u64,
+    /// Total latency (fio's `lat`: submission to completion).
+    pub lat_mean_ns: f64,
+    pub lat_p50_ns: u64,
+    pub lat_p99_ns: u64,
+    /// The submit call (fio's `slat`).
+    pub slat_mean_ns: f64,
+}
+
+impl Point {
+    pub fn iops(&self) -> f64 {
+        self.ios as f64 * 1000.0 / self.runtime_ms.max(1) as f64
+    }
+    pub fn bytes_per_sec(&self) -> f64 {
+        self.bytes as f64 * 1000.0 / self.runtime_ms.max(1) as f64
+    }
+    /// Mean time from one IO's submission to the next one's at depth 1.
+    pub fn cycle_ns(&self) -> f64 {
+        1e9 / self.iops().max(1e-9)
+    }
+}
+
+/// The fio command line of `job` on `target` for `secs` seconds.
+pub fn job_args(job: &Job, target: &Target, secs: u32) -> Vec<String> {
+    let mut a = vec![
+        "--name=calibrate".to_string(),
+        format!("--rw={}", job.rw),
+        format!("--bs={}", job.bs_bytes),
+        format!("--iodepth={}", job.iodepth),
+        "--ioengine=io_uring".into(),
+        "--direct=1".into(),
+        "--norandommap".into(),
+        "--randrepeat=0".into(),
+        format!("--runtime={secs}"),
+        "--time_based".into(),
+        "--lat_percentiles=1".into(),
+    ];
+    match target {
+        Target::Real { path, size, flags } => {
+            a.push(format!("--filename={}", path.display()));
+            if let Some(s) = size {
+                a.push(format!("--size={s}"));
+            }
+            a.push("--eta=never".into());
+            a.extend(flags.iter().cloned());
+        }
+        Target::Sim {
+            device,
+            name,
+            submit_ns,
+        } => {
+            a.push(format!("--filename=/dev/{name}"));
+            a.push(format!("--device={device}"));
+            a.push(format!("--submit-ns={submit_ns}"));
+        }
+    }
+    a
+}
+
+/// Run `job` and measure it. A job the planner refuses is bad input
+/// (exit 2: a target it cannot use); a failing run is a run failure (1).
+pub fn run(
+    job: &Job,
+    target: &Target,
+    secs: u32,
+    signals: &StopOnSignal,
+) -> Result<Point, Failure> {
+    let args = job_args(job, target, secs);
+    let exp = Experiment::from_args(&args).map_err(|err| Failure {
+        code: 2,
+        err: err.context(format!("calibration job `{}`", job.name)),
+    })?;
+    let ran = match &exp.real {
+        Some(r) => crate::real::run_real(&exp, r, signals),
+        None => exp.run_sim(Some(signals)),
+    }
+    .map_err(|err| Failure {
+        code: if err.is::<blkqos_driver::RunError>() { 1 } else { 2 },
+        err: err.context(format!("calibration job `{}`", job.name)),
+    })?;
+    point_of(&ran, job).map_err(|err| Failure { code: 1, err })
+}
+
+fn point_of(ran: &Ran, job: &Job) -> Result<Point> {
+    let Some(j) = ran.result.jobs.first() else {
+        bail!("job `{}` produced no result", job.name);
+    };
+    if j.error != 0 {
+        let what = j.failure.as_ref().map_or(String::new(), |f| {
+            format!(" at offset {} (length {})", f.offset, f.len)
+        });
+        bail!(
+            "job `{}` on {} failed: {}{what}",
+            job.name,
+            ran.target,
+            std::io::Error::from_raw_os_error(j.error)
+        );
+    }
+    let d = &j.stats.dirs[usize::from(job.write)];
+    if d.total_ios == 0 {
+        bail!("job `{}` on {} completed no IO", job.name, ran.target);
+    }
+    let p = d.lat_hist.percentiles(&[50.0, 99.0]);
+    Ok(Point {
+        ios: d.total_ios,
+        bytes: d.io_bytes,
+        runtime_ms: if d.runtime_ms > 0 {
+            d.runtime_ms
+        } else {
+            j.stats.job_runtime_ms
+        },
+        lat_mean_ns: d.lat.mean,
+        lat_p50_ns: p.first().map_or(0, |x| x.1),
+        lat_p99_ns: p.get(1).map_or(0, |x| x.1),
+        slat_mean_ns: d.slat.mean,
+    })
+}

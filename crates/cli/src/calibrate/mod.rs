@@ -1,0 +1,275 @@
+//! `blkqos calibrate TARGET`: measure a file or block device on the real
+//! engine and print what an SRE needs to model it: the `io.cost.model` line
+//! the kernel's `tools/cgroup/iocost_coef_gen.py` would print, and a
+//! simulated `ssd` device (plus the host's submit cost) fitted to it, with
+//! 95% confidence intervals over repeated rounds and a check of the fit
+//! (every measurement job replayed on the fitted device).
+//!
+//! Modules: [`plan`] (the jobs), [`measure`] (one job on the engine),
+//! [`fit`] (one round into model parameters), [`stats`] (rounds into
+//! estimates), [`report`] (text and JSON).
+
+pub mod fit;
+pub mod measure;
+pub mod plan;
+pub mod report;
+pub mod stats;
+
+use crate::output::Failure;
+use anyhow::anyhow;
+use blkqos_engine::StopOnSignal;
+use measure::Target;
+use std::path::PathBuf;
+
+pub const HELP: &str = "\
+Measure a file or block device on the real engine (io_uring, direct=1) and
+fit models to it: the io.cost.model line of the kernel's
+tools/cgroup/iocost_coef_gen.py (rbps, rseqiops, rrandiops and, with
+--write, wbps, wseqiops, wrandiops), and a simulated `ssd` device with the
+host's submit cost (blkqos run --device=... --submit-ns=...), each with a
+95% confidence interval over the rounds. The fit check replays every
+measurement job on the fitted device and prints measured against predicted.
+
+Each round runs, per direction: sequential IO with one large block in
+flight (bps), sequential and random 4 KiB IOs at depth 64 (iops), and
+random IOs at depth 1 of 4, 32 and 128 KiB (latency against size). Reads
+only unless --write: the engine's safety rules apply to writes (a block
+device with a signature needs --allow-destructive, a file blkqos did not
+lay out needs --overwrite).
+
+  blkqos calibrate /dev/nvme0n1                 # read-only, 3 rounds x 2 s per job
+  blkqos calibrate /dev/loop0 --write --rounds=5 --time=4
+  blkqos calibrate /var/tmp/cal.dat --size=1g --write
+  blkqos calibrate --device=ssd,channels=4      # calibrate a simulated device";
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// File or block device to measure
+    #[arg(value_name = "TARGET", required_unless_present = "device")]
+    target: Option<PathBuf>,
+    /// Measure a simulated device (a `blkqos devices` spec) instead
+    #[arg(long, conflicts_with = "target")]
+    device: Option<String>,
+    /// Host submit cost of the simulated --device, ns
+    #[arg(long = "submit-ns", default_value_t = 1000, requires = "device")]
+    submit_ns: u64,
+    /// Repetitions of the measurement set (confidence intervals need 2+)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    rounds: u32,
+    /// Seconds per measurement job
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    time: u32,
+    /// Measure writes too (destroys the target's data)
+    #[arg(long)]
+    write: bool,
+    /// Size of the region to use (fio size=; needed for a new file)
+    #[arg(long)]
+    size: Option<String>,
+    /// real (io_uring, falling back to threads), io_uring or threads
+    #[arg(long, default_value = "io_uring")]
+    backend: String,
+    /// Write to a block device even if it carries a signature
+    #[arg(long = "allow-destructive", alias = "allow_destructive")]
+    allow_destructive: bool,
+    /// Write to an existing file blkqos did not lay out
+    #[arg(long)]
+    overwrite: bool,
+    /// normal or json
+    #[arg(long = "output-format", default_value = "normal")]
+    output_format: String,
+    /// Skip replaying the jobs on the fitted device
+    #[arg(long = "no-check")]
+    no_check: bool,
+}
+
+/// Seconds each measurement job runs on the fitted device in the check.
+const CHECK_SECS: u32 = 1;
+
+fn bad(err: anyhow::Error) -> Failure {
+    Failure { code: 2, err }
+}
+
+/// The target, its `MAJ:MIN`, name, and the bytes the jobs may use.
+fn resolve(a: &Args) -> Result<(Target, report::TargetInfo), Failure> {
+    if let Some(spec) = &a.device {
+        let d = blkqos_sim::DeviceSpec::parse(spec)
+            .map_err(|e| bad(anyhow!("calibrate: --device={spec}: {e}")))?;
+        let info = report::TargetInfo {
+            path: format!("simulated {}", d.kind.name()),
+            devid: d.devid.to_string(),
+            name: d.name.clone(),
+            size_bytes: d.capacity,
+            nr_requests: None,
+            max_sectors_kb: None,
+        };
+        return Ok((
+            Target::Sim {
+                device: spec.clone(),
+                name: d.name.clone(),
+                submit_ns: a.submit_ns,
+            },
+            info,
+        ));
+    }
+    let path = a.target.clone().expect("clap requires TARGET or --device");
+    let meta = std::fs::metadata(&path);
+    let size_arg = match &a.size {
+        Some(s) => Some(
+            blkqos_sim::device::parse_size(s)
+                .filter(|&b| b >= 1 << 20)
+                .ok_or_else(|| {
+                    bad(anyhow!(
+                        "calibrate: --size={s}: expected a size of at least 1m, e.g. 1g"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
+    let (devid, name) = crate::real::target_identity(&path);
+    use std::os::unix::fs::FileTypeExt;
+    let size_bytes = match (&meta, size_arg) {
+        (_, Some(b)) => b,
+        (Ok(m), None) if m.file_type().is_block_device() => sys_u64(&devid, "size")
+            .map(|s| s * 512)
+            .ok_or_else(|| bad(anyhow!("calibrate: {}: cannot read its size", path.display())))?,
+        (Ok(m), None) if m.len() >= 1 << 20 => m.len(),
+        (Ok(_), None) => {
+            return Err(bad(anyhow!(
+                "calibrate: {}: smaller than 1 MiB: give --size= (blkqos lays the file out)",
+                path.display()
+            )))
+        }
+        (Err(e), None) => {
+            return Err(bad(anyhow!(
+                "calibrate: {}: {e}: give --size= to have blkqos create and lay it out",
+                path.display()
+            )))
+        }
+    };
+    let mut flags = vec![format!("--backend={}", a.backend)];
+    if !["real", "io_uring", "threads"].contains(&a.backend.as_str()) {
+        return Err(bad(anyhow!(
+            "calibrate: --backend={}: use real, io_uring or threads",
+            a.backend
+        )));
+    }
+    if a.allow_destructive {
+        flags.push("--allow-destructive".into());
+    }
+    if a.overwrite {
+        flags.push("--overwrite".into());
+    }
+    let info = report::TargetInfo {
+        path: path.display().to_string(),
+        devid: devid.to_string(),
+        name,
+        size_bytes,
+        nr_requests: sys_u64(&devid, "queue/nr_requests"),
+        max_sectors_kb: sys_u64(&devid, "queue/max_sectors_kb"),
+    };
+    Ok((
+        Target::Real {
+            path,
+            size: a.size.clone(),
+            flags,
+        },
+        info,
+    ))
+}
+
+/// A number from `/sys/dev/block/MAJ:MIN/FILE`, or from the whole disk's
+/// directory for a partition (which has no `queue/`).
+fn sys_u64(devid: &blkqos_core::DevId, file: &str) -> Option<u64> {
+    let dir = format!("/sys/dev/block/{}:{}", devid.major, devid.minor);
+    [format!("{dir}/{file}"), format!("{dir}/../{file}")]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// `blkqos calibrate`.
+pub fn run_command(a: &Args) -> Result<(), Failure> {
+    let json = match a.output_format.as_str() {
+        "normal" => false,
+        "json" => true,
+        f => {
+            return Err(bad(anyhow!(
+                "calibrate: --output-format={f}: use normal or json"
+            )))
+        }
+    };
+    let (target, info) = resolve(a)?;
+    let jobs = plan::round(info.size_bytes, a.write);
+    let signals = StopOnSignal::install().map_err(|e| Failure {
+        code: 1,
+        err: anyhow!("cannot install the SIGINT/SIGTERM handler: {e}"),
+    })?;
+    let bar = progress_bar((a.rounds as usize * jobs.len()) as u64);
+    let mut rounds: Vec<fit::Round> = Vec::new();
+    'rounds: for r in 0..a.rounds {
+        let mut round = fit::Round::new();
+        for job in &jobs {
+            bar.set_message(format!("round {}/{}: {}", r + 1, a.rounds, job.name));
+            let p = measure::run(job, &target, a.time, &signals)?;
+            if signals.stopped() {
+                break 'rounds;
+            }
+            round.insert(job.name.clone(), p);
+            bar.inc(1);
+        }
+        rounds.push(round);
+    }
+    bar.finish_and_clear();
+    let interrupted = signals.stopped();
+    if rounds.is_empty() {
+        return Err(Failure {
+            code: signals.exit_status().unwrap_or(130),
+            err: anyhow!("calibrate: interrupted before a whole round was measured"),
+        });
+    }
+    let fits = rounds
+        .iter()
+        .map(|r| fit::fit_round(r, a.write))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure {
+            code: 1,
+            err: anyhow!("calibrate: {e}"),
+        })?;
+    let mut rep = report::Report::new(&info, &target, a, &rounds, &fits, interrupted);
+    if !a.no_check && !interrupted {
+        rep.check(&jobs, CHECK_SECS, &signals)?;
+    }
+    let text = if json {
+        rep.json()
+    } else {
+        rep.text()
+    };
+    crate::stdout::write_out(&text).map_err(|e| Failure {
+        code: 1,
+        err: e.into(),
+    })?;
+    match signals.exit_status() {
+        Some(code) if interrupted => Err(Failure {
+            code,
+            err: anyhow!(
+                "calibrate: interrupted: the results above come from {} whole round(s)",
+                rounds.len()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A progress bar on a terminal (stderr), nothing otherwise.
+fn progress_bar(total: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} jobs, eta {eta} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}

@@ -1,0 +1,103 @@
+//! What `blkqos calibrate` measures: the jobs of the kernel's
+//! `tools/cgroup/iocost_coef_gen.py` (sequential bandwidth with one large IO
+//! in flight, sequential and random 4 KiB IOPS at depth 64), plus the
+//! queue-depth-1 latency at three sizes that the simulated device's fit
+//! needs (latency against IO size: base latency and transfer rate).
+
+/// One measurement job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// What it measures, as the output names it (`rbps`, `rlat_4k`...).
+    pub name: String,
+    /// fio's `rw=`.
+    pub rw: &'static str,
+    pub bs_bytes: u64,
+    pub iodepth: u32,
+    pub write: bool,
+}
+
+/// iocost_coef_gen.py's default depth of the IOPS jobs.
+pub const COEF_DEPTH: u32 = 64;
+/// iocost_coef_gen.py's default sequential block (`--seqio-block-mb=128`).
+pub const COEF_SEQ_BS: u64 = 128 << 20;
+/// Sizes of the queue-depth-1 latency jobs: 4 KiB to the 128 KiB that
+/// most devices take as one request (`max_sectors_kb`).
+pub const LAT_SIZES: [u64; 3] = [4 << 10, 32 << 10, 128 << 10];
+
+/// The sequential block for a target of `size` bytes: the script's 128 MiB,
+/// or the largest power of two that leaves four blocks on a smaller target.
+pub fn seq_bs(size: u64) -> u64 {
+    let mut bs = COEF_SEQ_BS;
+    while bs > (1 << 20) && bs.saturating_mul(4) > size {
+        bs /= 2;
+    }
+    bs
+}
+
+/// The jobs of one round, reads first; writes only when asked.
+pub fn round(size: u64, writes: bool) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    let dirs: &[bool] = if writes { &[false, true] } else { &[false] };
+    for &write in dirs {
+        let d = if write { 'w' } else { 'r' };
+        let (seq, rand) = if write {
+            ("write", "randwrite")
+        } else {
+            ("read", "randread")
+        };
+        jobs.push(Job {
+            name: format!("{d}bps"),
+            rw: seq,
+            bs_bytes: seq_bs(size),
+            iodepth: 1,
+            write,
+        });
+        jobs.push(Job {
+            name: format!("{d}seqiops"),
+            rw: seq,
+            bs_bytes: 4096,
+            iodepth: COEF_DEPTH,
+            write,
+        });
+        jobs.push(Job {
+            name: format!("{d}randiops"),
+            rw: rand,
+            bs_bytes: 4096,
+            iodepth: COEF_DEPTH,
+            write,
+        });
+        for bs in LAT_SIZES {
+            jobs.push(Job {
+                name: format!("{d}lat_{}k", bs >> 10),
+                rw: rand,
+                bs_bytes: bs,
+                iodepth: 1,
+                write,
+            });
+        }
+    }
+    jobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seq_block_shrinks_on_small_targets() {
+        assert_eq!(seq_bs(16 << 30), 128 << 20);
+        assert_eq!(seq_bs(512 << 20), 128 << 20);
+        assert_eq!(seq_bs(256 << 20), 64 << 20);
+        assert_eq!(seq_bs(1 << 20), 1 << 20);
+    }
+
+    #[test]
+    fn a_round_without_writes_reads_only() {
+        let r = round(1 << 30, false);
+        assert_eq!(r.len(), 6);
+        assert!(r.iter().all(|j| !j.write && !j.rw.contains("write")));
+        let w = round(1 << 30, true);
+        assert_eq!(w.len(), 12);
+        assert_eq!(w.iter().filter(|j| j.write).count(), 6);
+    }
+}
