@@ -32,7 +32,7 @@ pub enum Target {
 }
 
 /// One job's result, for the direction it measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     pub ios: u64,
     pub bytes: u64,

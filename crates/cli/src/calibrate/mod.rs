@@ -12,6 +12,7 @@
 pub mod fit;
 pub mod measure;
 pub mod plan;
+pub mod raw;
 pub mod report;
 pub mod stats;
 
@@ -45,7 +46,7 @@ lay out needs --overwrite).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// File or block device to measure
-    #[arg(value_name = "TARGET", required_unless_present = "device")]
+    #[arg(value_name = "TARGET", required_unless_present_any = ["device", "refit"])]
     target: Option<PathBuf>,
     /// Measure a simulated device (a `blkqos devices` spec) instead
     #[arg(long, conflicts_with = "target")]
@@ -80,6 +81,10 @@ pub struct Args {
     /// Skip replaying the jobs on the fitted device
     #[arg(long = "no-check")]
     no_check: bool,
+    /// Fit again from a calibration's JSON output (its `measured` part),
+    /// measuring nothing: e.g. measurements taken on another machine
+    #[arg(long, value_name = "CALIBRATION.json", conflicts_with_all = ["target", "device", "write", "size"])]
+    refit: Option<PathBuf>,
 }
 
 /// Seconds each measurement job runs on the fitted device in the check.
@@ -198,19 +203,57 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
             )))
         }
     };
-    let (target, info) = resolve(a)?;
-    let jobs = plan::round(info.size_bytes, a.write);
     let signals = StopOnSignal::install().map_err(|e| Failure {
         code: 1,
         err: anyhow!("cannot install the SIGINT/SIGTERM handler: {e}"),
     })?;
+    let measured = match &a.refit {
+        Some(path) => raw::Measured::load(path).map_err(bad)?,
+        None => measure_all(a, &signals)?,
+    };
+    let fits = measured
+        .rounds
+        .iter()
+        .map(|r| fit::fit_round(r, measured.writes))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure {
+            code: if a.refit.is_some() { 2 } else { 1 },
+            err: anyhow!("calibrate: {e}"),
+        })?;
+    let mut rep = report::Report::new(&measured, &fits);
+    if !a.no_check && !measured.interrupted {
+        let jobs = plan::round(measured.target.size_bytes, measured.writes);
+        rep.check(&jobs, CHECK_SECS, &signals)?;
+    }
+    let text = if json { rep.json() } else { rep.text() };
+    crate::stdout::write_out(&text).map_err(|e| Failure {
+        code: 1,
+        err: e.into(),
+    })?;
+    match signals.exit_status() {
+        Some(code) if measured.interrupted => Err(Failure {
+            code,
+            err: anyhow!(
+                "calibrate: interrupted: the results above come from {} whole round(s)",
+                measured.rounds.len()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Run the rounds on the target; a signal ends them after the job that is
+/// running (the whole rounds before it are kept).
+fn measure_all(a: &Args, signals: &StopOnSignal) -> Result<raw::Measured, Failure> {
+    let (target, info) = resolve(a)?;
+    let jobs = plan::round(info.size_bytes, a.write);
     let bar = progress_bar((a.rounds as usize * jobs.len()) as u64);
     let mut rounds: Vec<fit::Round> = Vec::new();
     'rounds: for r in 0..a.rounds {
         let mut round = fit::Round::new();
         for job in &jobs {
             bar.set_message(format!("round {}/{}: {}", r + 1, a.rounds, job.name));
-            let p = measure::run(job, &target, a.time, &signals)?;
+            let p = measure::run(job, &target, a.time, signals)?;
             if signals.stopped() {
                 break 'rounds;
             }
@@ -220,44 +263,26 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
         rounds.push(round);
     }
     bar.finish_and_clear();
-    let interrupted = signals.stopped();
     if rounds.is_empty() {
         return Err(Failure {
             code: signals.exit_status().unwrap_or(130),
             err: anyhow!("calibrate: interrupted before a whole round was measured"),
         });
     }
-    let fits = rounds
-        .iter()
-        .map(|r| fit::fit_round(r, a.write))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Failure {
-            code: 1,
-            err: anyhow!("calibrate: {e}"),
-        })?;
-    let mut rep = report::Report::new(&info, &target, a, &rounds, &fits, interrupted);
-    if !a.no_check && !interrupted {
-        rep.check(&jobs, CHECK_SECS, &signals)?;
-    }
-    let text = if json {
-        rep.json()
-    } else {
-        rep.text()
-    };
-    crate::stdout::write_out(&text).map_err(|e| Failure {
-        code: 1,
-        err: e.into(),
-    })?;
-    match signals.exit_status() {
-        Some(code) if interrupted => Err(Failure {
-            code,
-            err: anyhow!(
-                "calibrate: interrupted: the results above come from {} whole round(s)",
-                rounds.len()
-            ),
-        }),
-        _ => Ok(()),
-    }
+    Ok(raw::Measured {
+        blkqos: env!("CARGO_PKG_VERSION").to_string(),
+        target: info,
+        backend: match &target {
+            Target::Real { .. } => format!("real engine ({}, direct=1)", a.backend),
+            Target::Sim { submit_ns, .. } => {
+                format!("simulator (--device={}, --submit-ns={submit_ns})", a.device.as_deref().unwrap_or(""))
+            }
+        },
+        secs_per_job: a.time,
+        writes: a.write,
+        interrupted: signals.stopped(),
+        rounds,
+    })
 }
 
 /// A progress bar on a terminal (stderr), nothing otherwise.

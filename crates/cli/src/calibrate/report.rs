@@ -3,18 +3,18 @@
 //! scenario's `[device]`/`[host]` tables) with confidence intervals, and
 //! the fit check.
 
-use super::fit::{Round, RoundFit};
+use super::fit::RoundFit;
 use super::measure::{self, Target};
 use super::plan::Job;
 use super::stats::Estimate;
-use super::Args;
+use super::raw::Measured;
 use crate::output::Failure;
 use blkqos_engine::StopOnSignal;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
 /// What was measured.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TargetInfo {
     pub path: String,
     pub devid: String,
@@ -61,11 +61,7 @@ pub struct DeviceFit {
 }
 
 pub struct Report {
-    pub info: TargetInfo,
-    pub backend: String,
-    pub rounds: usize,
-    pub secs: u32,
-    pub interrupted: bool,
+    pub measured: Measured,
     pub jobs: Vec<JobRow>,
     /// iocost_coef_gen.py's keys in its order, with their estimates.
     pub coef: Vec<(&'static str, Estimate)>,
@@ -78,16 +74,10 @@ fn est<F: Fn(&RoundFit) -> f64>(fits: &[RoundFit], f: F) -> Estimate {
 }
 
 impl Report {
-    pub fn new(
-        info: &TargetInfo,
-        target: &Target,
-        a: &Args,
-        rounds: &[Round],
-        fits: &[RoundFit],
-        interrupted: bool,
-    ) -> Report {
+    pub fn new(m: &Measured, fits: &[RoundFit]) -> Report {
+        let rounds = &m.rounds;
         let names: Vec<String> = rounds[0].keys().cloned().collect();
-        let plan = super::plan::round(info.size_bytes, a.write);
+        let plan = super::plan::round(m.target.size_bytes, m.writes);
         let jobs = plan
             .iter()
             .filter(|j| names.contains(&j.name))
@@ -123,14 +113,7 @@ impl Report {
             write_bps: writes.then(|| est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps))),
         };
         Report {
-            info: info.clone(),
-            backend: match target {
-                Target::Real { .. } => format!("real engine ({}, direct=1)", a.backend),
-                Target::Sim { .. } => "simulator".into(),
-            },
-            rounds: rounds.len(),
-            secs: a.time,
-            interrupted,
+            measured: m.clone(),
             jobs,
             coef,
             device,
@@ -140,7 +123,7 @@ impl Report {
 
     /// The `io.cost.model` line (the kernel takes any subset of the keys).
     pub fn cost_model_line(&self) -> String {
-        let mut s = format!("{} ctrl=user model=linear", self.info.devid);
+        let mut s = format!("{} ctrl=user model=linear", self.measured.target.devid);
         for (k, e) in &self.coef {
             write!(s, " {k}={}", e.mean.round() as u64).unwrap();
         }
@@ -161,11 +144,11 @@ impl Report {
         if let (Some(w), Some(b)) = (&d.write_ns, &d.write_bps) {
             write!(s, ",write_ns={},write_bps={}", r(w), r(b).max(1)).unwrap();
         }
-        write!(s, ",size={}", self.info.size_bytes.max(4096)).unwrap();
-        if let Some(n) = self.info.nr_requests.filter(|&n| n > 0) {
+        write!(s, ",size={}", self.measured.target.size_bytes.max(4096)).unwrap();
+        if let Some(n) = self.measured.target.nr_requests.filter(|&n| n > 0) {
             write!(s, ",nr_requests={n}").unwrap();
         }
-        if let Some(kb) = self.info.max_sectors_kb.filter(|kb| (4..=1 << 20).contains(kb)) {
+        if let Some(kb) = self.measured.target.max_sectors_kb.filter(|kb| (4..=1 << 20).contains(kb)) {
             write!(s, ",max_sectors_kb={kb}").unwrap();
         }
         s
@@ -178,8 +161,8 @@ impl Report {
     /// Replay every job on the fitted device.
     pub fn check(&mut self, jobs: &[Job], secs: u32, signals: &StopOnSignal) -> Result<(), Failure> {
         let target = Target::Sim {
-            device: format!("{},name={}", self.device_spec(), self.info.name),
-            name: self.info.name.clone(),
+            device: format!("{},name={}", self.device_spec(), self.measured.target.name),
+            name: self.measured.target.name.clone(),
             submit_ns: self.submit_ns(),
         };
         for j in jobs {
@@ -202,7 +185,8 @@ impl Report {
 
     pub fn text(&self) -> String {
         let mut o = String::new();
-        let i = &self.info;
+        let m = &self.measured;
+        let i = &m.target;
         writeln!(
             o,
             "calibrate {} ({} {}, {}): {} round(s) x {} jobs x {} s, {}{}",
@@ -210,11 +194,11 @@ impl Report {
             i.name,
             i.devid,
             size_text(i.size_bytes),
-            self.rounds,
+            m.rounds.len(),
             self.jobs.len(),
-            self.secs,
-            self.backend,
-            if self.interrupted { ", INTERRUPTED" } else { "" }
+            m.secs_per_job,
+            m.backend,
+            if m.interrupted { ", INTERRUPTED" } else { "" }
         )
         .unwrap();
         writeln!(o, "\nmeasured (mean, ±95% confidence interval over rounds):").unwrap();
@@ -277,11 +261,11 @@ impl Report {
             let v = (e.mean.round().max(if k == "jitter_pct" { 0.0 } else { 1.0 })) as u64;
             writeln!(o, "{k} = {v:<14} # {}", ci_text(e)).unwrap();
         }
-        writeln!(o, "size = \"{}\"", self.info.size_bytes).unwrap();
-        if let Some(n) = self.info.nr_requests {
+        writeln!(o, "size = \"{}\"", self.measured.target.size_bytes).unwrap();
+        if let Some(n) = self.measured.target.nr_requests {
             writeln!(o, "nr_requests = {n}").unwrap();
         }
-        if let Some(kb) = self.info.max_sectors_kb {
+        if let Some(kb) = self.measured.target.max_sectors_kb {
             writeln!(o, "max_sectors_kb = {kb}").unwrap();
         }
         writeln!(
@@ -346,15 +330,11 @@ impl Report {
             }
         }
         let v = json!({
-            "target": {
-                "path": self.info.path, "name": self.info.name, "devid": self.info.devid,
-                "size_bytes": self.info.size_bytes, "nr_requests": self.info.nr_requests,
-                "max_sectors_kb": self.info.max_sectors_kb,
-            },
-            "backend": self.backend,
-            "rounds": self.rounds,
-            "secs_per_job": self.secs,
-            "interrupted": self.interrupted,
+            "target": self.measured.target,
+            "backend": self.measured.backend,
+            "rounds": self.measured.rounds.len(),
+            "secs_per_job": self.measured.secs_per_job,
+            "interrupted": self.measured.interrupted,
             "jobs": self.jobs.iter().map(|r| json!({
                 "name": r.name, "fio": r.what, "iops": e(&r.iops),
                 "bytes_per_sec": e(&r.bytes_per_sec),
@@ -370,6 +350,7 @@ impl Report {
                 "lat_p50_measured_ns": c.p50_measured_ns, "lat_p50_predicted_ns": c.p50_predicted_ns,
                 "lat_p99_measured_ns": c.p99_measured_ns, "lat_p99_predicted_ns": c.p99_predicted_ns,
             })).collect::<Vec<Value>>(),
+            "measured": self.measured,
         });
         let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
         s.push('\n');
