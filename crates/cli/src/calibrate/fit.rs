@@ -40,6 +40,18 @@ pub struct DirFit {
     pub jitter_pct: f64,
 }
 
+/// The `null` model (null_blk, crates/sim `device/null.rs`): every request
+/// completes `completion_ns` after it starts, under null_blk's `mbps`
+/// bandwidth throttle (whole MiB/s, as the module parameter).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NullFit {
+    /// The depth-1 4 KiB cycle less the submit call.
+    pub completion_ns: f64,
+    /// The highest bandwidth any job reached, MiB/s: the throttle, if the
+    /// device has one (the fit check decides whether it does).
+    pub mbps: f64,
+}
+
 /// Everything fitted from one round.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoundFit {
@@ -47,6 +59,7 @@ pub struct RoundFit {
     pub channels: f64,
     pub read: DirFit,
     pub write: Option<DirFit>,
+    pub null: NullFit,
     /// iocost_coef_gen.py's six numbers (write ones when measured).
     pub coef: BTreeMap<&'static str, f64>,
 }
@@ -132,11 +145,16 @@ pub fn fit_round(r: &Round, writes: bool) -> Result<RoundFit, FitError> {
     } else {
         None
     };
+    let null = NullFit {
+        completion_ns: (get(r, "rlat_4k")?.cycle_ns() - submit_ns).max(1.0),
+        mbps: r.values().map(Point::bytes_per_sec).fold(0.0, f64::max) / f64::from(1u32 << 20),
+    };
     Ok(RoundFit {
         submit_ns,
         channels,
         read,
         write,
+        null,
         coef,
     })
 }

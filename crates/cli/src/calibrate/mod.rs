@@ -9,6 +9,7 @@
 //! [`fit`] (one round into model parameters), [`stats`] (rounds into
 //! estimates), [`report`] (text and JSON).
 
+pub mod candidate;
 pub mod fit;
 pub mod measure;
 pub mod plan;

@@ -3,8 +3,9 @@
 //! scenario's `[device]`/`[host]` tables) with confidence intervals, and
 //! the fit check.
 
+use super::candidate::Candidate;
 use super::fit::RoundFit;
-use super::measure::{self, Target};
+use super::measure;
 use super::plan::Job;
 use super::stats::Estimate;
 use super::raw::Measured;
@@ -36,37 +37,14 @@ pub struct JobRow {
     pub lat_p99_ns: Estimate,
 }
 
-/// One job replayed on the fitted device.
-#[derive(Clone, Debug)]
-pub struct CheckRow {
-    pub name: String,
-    pub iops_measured: f64,
-    pub iops_predicted: f64,
-    pub p50_measured_ns: f64,
-    pub p50_predicted_ns: u64,
-    pub p99_measured_ns: f64,
-    pub p99_predicted_ns: u64,
-}
-
-/// The fitted device's parameters, each over the rounds.
-#[derive(Clone, Debug)]
-pub struct DeviceFit {
-    pub channels: Estimate,
-    pub submit_ns: Estimate,
-    pub read_ns: Estimate,
-    pub read_bps: Estimate,
-    pub jitter_pct: Estimate,
-    pub write_ns: Option<Estimate>,
-    pub write_bps: Option<Estimate>,
-}
-
 pub struct Report {
     pub measured: Measured,
     pub jobs: Vec<JobRow>,
     /// iocost_coef_gen.py's keys in its order, with their estimates.
     pub coef: Vec<(&'static str, Estimate)>,
-    pub device: DeviceFit,
-    pub check: Vec<CheckRow>,
+    /// Every fitted family; `chosen` is the one the check found closest.
+    pub candidates: Vec<Candidate>,
+    pub chosen: usize,
 }
 
 fn est<F: Fn(&RoundFit) -> f64>(fits: &[RoundFit], f: F) -> Estimate {
@@ -102,22 +80,12 @@ impl Report {
             .filter(|k| fits[0].coef.contains_key(*k))
             .map(|k| (*k, est(fits, |f| f.coef[*k])))
             .collect();
-        let writes = fits[0].write.is_some();
-        let device = DeviceFit {
-            channels: est(fits, |f| f.channels),
-            submit_ns: est(fits, |f| f.submit_ns),
-            read_ns: est(fits, |f| f.read.base_ns),
-            read_bps: est(fits, |f| f.read.rate_bps),
-            jitter_pct: est(fits, |f| f.read.jitter_pct),
-            write_ns: writes.then(|| est(fits, |f| f.write.map_or(0.0, |w| w.base_ns))),
-            write_bps: writes.then(|| est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps))),
-        };
         Report {
             measured: m.clone(),
             jobs,
             coef,
-            device,
-            check: Vec::new(),
+            candidates: super::candidate::candidates(m, fits),
+            chosen: 0,
         }
     }
 
@@ -130,56 +98,24 @@ impl Report {
         s
     }
 
-    /// The fitted device as a `--device=` spec.
-    pub fn device_spec(&self) -> String {
-        let d = &self.device;
-        let r = |e: &Estimate| e.mean.round().max(0.0) as u64;
-        let mut s = format!(
-            "ssd,channels={},read_ns={},read_bps={},jitter_pct={}",
-            r(&d.channels).max(1),
-            r(&d.read_ns),
-            r(&d.read_bps).max(1),
-            r(&d.jitter_pct)
-        );
-        if let (Some(w), Some(b)) = (&d.write_ns, &d.write_bps) {
-            write!(s, ",write_ns={},write_bps={}", r(w), r(b).max(1)).unwrap();
-        }
-        write!(s, ",size={}", self.measured.target.size_bytes.max(4096)).unwrap();
-        if let Some(n) = self.measured.target.nr_requests.filter(|&n| n > 0) {
-            write!(s, ",nr_requests={n}").unwrap();
-        }
-        if let Some(kb) = self.measured.target.max_sectors_kb.filter(|kb| (4..=1 << 20).contains(kb)) {
-            write!(s, ",max_sectors_kb={kb}").unwrap();
-        }
-        s
+    pub fn device(&self) -> &Candidate {
+        &self.candidates[self.chosen]
     }
 
-    pub fn submit_ns(&self) -> u64 {
-        self.device.submit_ns.mean.round().max(0.0) as u64
-    }
-
-    /// Replay every job on the fitted device.
+    /// Replay every job on every candidate and choose the closest.
     pub fn check(&mut self, jobs: &[Job], secs: u32, signals: &StopOnSignal) -> Result<(), Failure> {
-        let target = Target::Sim {
-            device: format!("{},name={}", self.device_spec(), self.measured.target.name),
-            name: self.measured.target.name.clone(),
-            submit_ns: self.submit_ns(),
-        };
-        for j in jobs {
-            let Some(row) = self.jobs.iter().find(|r| r.name == j.name) else {
-                continue;
-            };
-            let p = measure::run(j, &target, secs, signals)?;
-            self.check.push(CheckRow {
-                name: j.name.clone(),
-                iops_measured: row.iops.mean,
-                iops_predicted: p.iops(),
-                p50_measured_ns: row.lat_p50_ns.mean,
-                p50_predicted_ns: p.lat_p50_ns,
-                p99_measured_ns: row.lat_p99_ns.mean,
-                p99_predicted_ns: p.lat_p99_ns,
-            });
+        let measured: Vec<(Job, f64, f64, f64)> = jobs
+            .iter()
+            .filter_map(|j| {
+                let r = self.jobs.iter().find(|r| r.name == j.name)?;
+                Some((j.clone(), r.iops.mean, r.lat_p50_ns.mean, r.lat_p99_ns.mean))
+            })
+            .collect();
+        let name = self.measured.target.name.clone();
+        for c in &mut self.candidates {
+            c.run_check(&name, &measured, secs, signals)?;
         }
+        self.chosen = super::candidate::best(&self.candidates);
         Ok(())
     }
 
@@ -230,105 +166,104 @@ impl Report {
         for (k, e) in &self.coef {
             writeln!(o, "  {k:<10} {}", with_ci(e, |v| format!("{v:.0}"))).unwrap();
         }
-        if self.device.write_ns.is_none() {
+        if !self.measured.writes {
             writeln!(
                 o,
                 "  (writes not measured: wbps, wseqiops, wrandiops keep the kernel's values; --write measures them)"
             )
             .unwrap();
         }
-        writeln!(o, "\nsimulated device fitted to it:").unwrap();
+        let d = self.device();
+        writeln!(
+            o,
+            "\nsimulated device fitted to it ({}: {}{}):",
+            d.model,
+            d.label,
+            if d.check.is_empty() { "; not checked" } else { "" }
+        )
+        .unwrap();
         writeln!(
             o,
             "  blkqos run JOB.fio --device={} --submit-ns={}",
-            self.device_spec(),
-            self.submit_ns()
+            d.spec(),
+            d.submit_ns()
         )
         .unwrap();
-        writeln!(o, "\n# or in a scenario:\n[device]\nmodel = \"ssd\"").unwrap();
-        let d = &self.device;
-        let mut rows: Vec<(&str, &Estimate)> = vec![
-            ("channels", &d.channels),
-            ("read_ns", &d.read_ns),
-            ("read_bps", &d.read_bps),
-            ("jitter_pct", &d.jitter_pct),
-        ];
-        if let (Some(w), Some(b)) = (&d.write_ns, &d.write_bps) {
-            rows.push(("write_ns", w));
-            rows.push(("write_bps", b));
+        writeln!(o, "\n# or in a scenario:\n[device]\nmodel = \"{}\"", d.model).unwrap();
+        for (k, e) in &d.params {
+            let v = format!("{k} = {}", e.mean.round().max(0.0) as u64);
+            writeln!(o, "{v:<28} # {}", ci_text(e)).unwrap();
         }
-        for (k, e) in rows {
-            let v = (e.mean.round().max(if k == "jitter_pct" { 0.0 } else { 1.0 })) as u64;
-            writeln!(o, "{k} = {v:<14} # {}", ci_text(e)).unwrap();
+        for (k, v) in &d.fixed {
+            writeln!(o, "{k} = {v}").unwrap();
         }
-        writeln!(o, "size = \"{}\"", self.measured.target.size_bytes).unwrap();
-        if let Some(n) = self.measured.target.nr_requests {
-            writeln!(o, "nr_requests = {n}").unwrap();
+        let v = format!("submit_ns = {}", d.submit_ns());
+        writeln!(o, "[host]\n{v:<28} # {}", ci_text(&d.submit_ns)).unwrap();
+        if d.model == "ssd" && !d.params.iter().any(|(k, _)| *k == "write_ns") {
+            writeln!(o, "# write_ns, write_bps: not measured (--write)").unwrap();
         }
-        if let Some(kb) = self.measured.target.max_sectors_kb {
-            writeln!(o, "max_sectors_kb = {kb}").unwrap();
+        if d.check.is_empty() {
+            return o;
         }
         writeln!(
             o,
-            "[host]\nsubmit_ns = {:<12} # {}",
-            self.submit_ns(),
-            ci_text(&d.submit_ns)
+            "\nfit check: every job replayed on each fitted model ({CHECK_SECS_TEXT} s simulated); error = mean of |ln IOPS ratio| + |ln p50 ratio|/2 + |ln p99 ratio|/4:"
         )
         .unwrap();
-        if d.write_ns.is_none() {
-            writeln!(o, "# write_ns/write_bps: not measured (--write)").unwrap();
+        for (i, c) in self.candidates.iter().enumerate() {
+            writeln!(
+                o,
+                "  {} {:<5} {:<46} error {:.3}",
+                if i == self.chosen { "*" } else { " " },
+                c.model,
+                c.label,
+                c.error().unwrap_or(f64::NAN)
+            )
+            .unwrap();
         }
-        if !self.check.is_empty() {
+        writeln!(o, "\nthe chosen model, job by job:").unwrap();
+        writeln!(
+            o,
+            "  {:<11} {:>12} {:>12} {:>7}   {:>21}   {:>21}",
+            "job", "IOPS meas", "IOPS sim", "err", "p50 meas/sim", "p99 meas/sim"
+        )
+        .unwrap();
+        for c in &d.check {
             writeln!(
                 o,
-                "\nfit check: each job on the fitted device ({} s simulated) against the measurement:",
-                CHECK_SECS_TEXT
+                "  {:<11} {:>12.0} {:>12.0} {:>+6.1}%   {:>10}/{:<10}   {:>10}/{:<10}",
+                c.name,
+                c.iops_measured,
+                c.iops_predicted,
+                100.0 * (c.iops_predicted / c.iops_measured - 1.0),
+                us(c.p50_measured_ns),
+                us(c.p50_predicted_ns as f64),
+                us(c.p99_measured_ns),
+                us(c.p99_predicted_ns as f64),
             )
             .unwrap();
-            writeln!(
-                o,
-                "  {:<11} {:>12} {:>12} {:>7}   {:>21}   {:>21}",
-                "job", "IOPS meas", "IOPS sim", "err", "p50 meas/sim", "p99 meas/sim"
-            )
-            .unwrap();
-            for c in &self.check {
-                writeln!(
-                    o,
-                    "  {:<11} {:>12.0} {:>12.0} {:>+6.1}%   {:>10}/{:<10}   {:>10}/{:<10}",
-                    c.name,
-                    c.iops_measured,
-                    c.iops_predicted,
-                    100.0 * (c.iops_predicted / c.iops_measured - 1.0),
-                    us(c.p50_measured_ns),
-                    us(c.p50_predicted_ns as f64),
-                    us(c.p99_measured_ns),
-                    us(c.p99_predicted_ns as f64),
-                )
-                .unwrap();
-            }
         }
         o
     }
 
     pub fn json(&self) -> String {
         let e = |e: &Estimate| json!({"mean": e.mean, "ci95": e.ci95, "rounds": e.rounds});
-        let d = &self.device;
-        let mut dev = serde_json::Map::new();
-        dev.insert("spec".into(), json!(self.device_spec()));
-        dev.insert("submit_ns".into(), json!(self.submit_ns()));
-        for (k, v) in [
-            ("channels", Some(&d.channels)),
-            ("read_ns", Some(&d.read_ns)),
-            ("read_bps", Some(&d.read_bps)),
-            ("jitter_pct", Some(&d.jitter_pct)),
-            ("write_ns", d.write_ns.as_ref()),
-            ("write_bps", d.write_bps.as_ref()),
-            ("host_submit_ns", Some(&d.submit_ns)),
-        ] {
-            if let Some(v) = v {
-                dev.insert(format!("{k}_estimate"), e(v));
-            }
-        }
+        let cand = |c: &Candidate| {
+            json!({
+                "model": c.model,
+                "label": c.label,
+                "spec": c.spec(),
+                "submit_ns": c.submit_ns(),
+                "params": c.params.iter().map(|(k, v)| (k.to_string(), e(v))).collect::<serde_json::Map<_, _>>(),
+                "submit_ns_estimate": e(&c.submit_ns),
+                "error": c.error(),
+                "check": c.check.iter().map(|r| json!({
+                    "name": r.name, "iops_measured": r.iops_measured, "iops_predicted": r.iops_predicted,
+                    "lat_p50_measured_ns": r.p50_measured_ns, "lat_p50_predicted_ns": r.p50_predicted_ns,
+                    "lat_p99_measured_ns": r.p99_measured_ns, "lat_p99_predicted_ns": r.p99_predicted_ns,
+                })).collect::<Vec<Value>>(),
+            })
+        };
         let v = json!({
             "target": self.measured.target,
             "backend": self.measured.backend,
@@ -344,12 +279,8 @@ impl Report {
                 "line": self.cost_model_line(),
                 "params": self.coef.iter().map(|(k, v)| (k.to_string(), e(v))).collect::<serde_json::Map<_, _>>(),
             },
-            "device": dev,
-            "check": self.check.iter().map(|c| json!({
-                "name": c.name, "iops_measured": c.iops_measured, "iops_predicted": c.iops_predicted,
-                "lat_p50_measured_ns": c.p50_measured_ns, "lat_p50_predicted_ns": c.p50_predicted_ns,
-                "lat_p99_measured_ns": c.p99_measured_ns, "lat_p99_predicted_ns": c.p99_predicted_ns,
-            })).collect::<Vec<Value>>(),
+            "device": cand(self.device()),
+            "candidates": self.candidates.iter().map(cand).collect::<Vec<Value>>(),
             "measured": self.measured,
         });
         let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();

@@ -1,0 +1,204 @@
+//! Model families fitted to the measurements, and the choice between them.
+//!
+//! Each candidate is a simulated device (`--device=` spec) plus the host's
+//! submit cost; its parameters come from the rounds' fits (mean and 95%
+//! interval). The fit check replays every measurement job on each
+//! candidate, and the one whose replay is closest to the measurements is
+//! chosen: the error of a candidate is, averaged over the jobs,
+//! `|ln(IOPS_sim / IOPS)| + |ln(p50_sim / p50)| / 2 + |ln(p99_sim / p99)| / 4`
+//! (throughput first, then the median, then the tail, which is the
+//! noisiest measurement). A tie goes to the earlier candidate.
+//!
+//! Families: `ssd` (parallel units, base latency plus transfer time: most
+//! real devices), `null` with its `mbps` throttle and `null` without
+//! (null_blk, where the throttle's 20 ms ticks shape the latency).
+
+use super::fit::RoundFit;
+use super::measure::{self, Target};
+use super::plan::Job;
+use super::raw::Measured;
+use super::stats::Estimate;
+use crate::output::Failure;
+use blkqos_engine::StopOnSignal;
+use std::fmt::Write;
+
+/// One job replayed on a candidate.
+#[derive(Clone, Debug)]
+pub struct CheckRow {
+    pub name: String,
+    pub iops_measured: f64,
+    pub iops_predicted: f64,
+    pub p50_measured_ns: f64,
+    pub p50_predicted_ns: u64,
+    pub p99_measured_ns: f64,
+    pub p99_predicted_ns: u64,
+}
+
+impl CheckRow {
+    fn error(&self) -> f64 {
+        let l = |sim: f64, meas: f64| (sim.max(1.0) / meas.max(1.0)).ln().abs();
+        l(self.iops_predicted, self.iops_measured)
+            + l(self.p50_predicted_ns as f64, self.p50_measured_ns) / 2.0
+            + l(self.p99_predicted_ns as f64, self.p99_measured_ns) / 4.0
+    }
+}
+
+/// A fitted device.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// The model (`ssd`, `null`).
+    pub model: &'static str,
+    /// What it stands for, for the report.
+    pub label: &'static str,
+    /// Fitted parameters, in spec order.
+    pub params: Vec<(&'static str, Estimate)>,
+    /// Parameters taken from the target as they are (size, request slots).
+    pub fixed: Vec<(&'static str, u64)>,
+    pub submit_ns: Estimate,
+    pub check: Vec<CheckRow>,
+}
+
+/// A parameter's value in a spec: a whole number, at least `min`.
+fn whole(e: &Estimate, min: u64) -> u64 {
+    (e.mean.round().max(0.0) as u64).max(min)
+}
+
+/// The smallest value each parameter may take in a spec.
+fn min_of(key: &str) -> u64 {
+    match key {
+        "jitter_pct" | "mbps" => 0,
+        _ => 1,
+    }
+}
+
+impl Candidate {
+    /// `model,key=value,...` for `--device=`.
+    pub fn spec(&self) -> String {
+        let mut s = self.model.to_string();
+        for (k, e) in &self.params {
+            write!(s, ",{k}={}", whole(e, min_of(k))).unwrap();
+        }
+        for (k, v) in &self.fixed {
+            write!(s, ",{k}={v}").unwrap();
+        }
+        s
+    }
+    pub fn submit_ns(&self) -> u64 {
+        whole(&self.submit_ns, 0)
+    }
+    /// The mean error over the checked jobs (None: not checked).
+    pub fn error(&self) -> Option<f64> {
+        (!self.check.is_empty())
+            .then(|| self.check.iter().map(CheckRow::error).sum::<f64>() / self.check.len() as f64)
+    }
+
+    /// Replay `jobs` on this candidate; `measured(name)` is the job's
+    /// (IOPS, p50, p99) over the rounds.
+    pub fn run_check(
+        &mut self,
+        name: &str,
+        jobs: &[(Job, f64, f64, f64)],
+        secs: u32,
+        signals: &StopOnSignal,
+    ) -> Result<(), Failure> {
+        let target = Target::Sim {
+            device: format!("{},name={name}", self.spec()),
+            name: name.to_string(),
+            submit_ns: self.submit_ns(),
+        };
+        self.check.clear();
+        for (j, iops, p50, p99) in jobs {
+            let p = measure::run(j, &target, secs, signals)?;
+            self.check.push(CheckRow {
+                name: j.name.clone(),
+                iops_measured: *iops,
+                iops_predicted: p.iops(),
+                p50_measured_ns: *p50,
+                p50_predicted_ns: p.lat_p50_ns,
+                p99_measured_ns: *p99,
+                p99_predicted_ns: p.lat_p99_ns,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn est<F: Fn(&RoundFit) -> f64>(fits: &[RoundFit], f: F) -> Estimate {
+    Estimate::of(&fits.iter().map(f).collect::<Vec<_>>())
+}
+
+/// Every family fitted to `fits`.
+pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
+    let t = &m.target;
+    let submit_ns = est(fits, |f| f.submit_ns);
+    let mut out = Vec::new();
+
+    let mut params = vec![
+        ("channels", est(fits, |f| f.channels)),
+        ("read_ns", est(fits, |f| f.read.base_ns)),
+        ("read_bps", est(fits, |f| f.read.rate_bps)),
+        ("jitter_pct", est(fits, |f| f.read.jitter_pct)),
+    ];
+    if fits[0].write.is_some() {
+        params.push(("write_ns", est(fits, |f| f.write.map_or(0.0, |w| w.base_ns))));
+        params.push(("write_bps", est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps))));
+    }
+    let mut fixed = vec![("size", t.size_bytes.max(4096))];
+    if let Some(n) = t.nr_requests.filter(|&n| n > 0) {
+        fixed.push(("nr_requests", n));
+    }
+    if let Some(kb) = t.max_sectors_kb.filter(|kb| (4..=1 << 20).contains(kb)) {
+        fixed.push(("max_sectors_kb", kb));
+    }
+    out.push(Candidate {
+        model: "ssd",
+        label: "parallel units: base latency + transfer time",
+        params,
+        fixed: fixed.clone(),
+        submit_ns,
+        check: Vec::new(),
+    });
+
+    // null_blk: tags = the target's request slots on one hardware queue
+    let mut null_fixed = vec![("size", t.size_bytes.max(4096))];
+    if let Some(n) = t.nr_requests.filter(|&n| n > 0) {
+        null_fixed.push(("queue_depth", n));
+    }
+    if let Some(kb) = t.max_sectors_kb.filter(|kb| (4..=1 << 20).contains(kb)) {
+        null_fixed.push(("max_sectors_kb", kb));
+    }
+    let completion = est(fits, |f| f.null.completion_ns);
+    let mbps = est(fits, |f| f.null.mbps);
+    if mbps.mean.round() >= 1.0 {
+        out.push(Candidate {
+            model: "null",
+            label: "null_blk with its mbps throttle",
+            params: vec![("completion_ns", completion), ("mbps", mbps)],
+            fixed: null_fixed.clone(),
+            submit_ns,
+            check: Vec::new(),
+        });
+    }
+    out.push(Candidate {
+        model: "null",
+        label: "null_blk without a throttle",
+        params: vec![("completion_ns", completion)],
+        fixed: null_fixed,
+        submit_ns,
+        check: Vec::new(),
+    });
+    out
+}
+
+/// The candidate with the smallest error (the first when unchecked).
+pub fn best(cands: &[Candidate]) -> usize {
+    let mut best = 0;
+    for (i, c) in cands.iter().enumerate() {
+        if let (Some(e), Some(b)) = (c.error(), cands[best].error()) {
+            if e < b {
+                best = i;
+            }
+        }
+    }
+    best
+}
