@@ -13,7 +13,6 @@ echo "$MBPS" > $d/mbps
 echo 64 > $d/hw_queue_depth
 echo 1 > $d/power
 uname -r > /mnt/kernel.txt
-cat /sys/block/nullb1/queue/scheduler > /mnt/scheduler.txt
 "$BLKQOS" calibrate /dev/nullb1 --write --allow-destructive --rounds="$ROUNDS" \
     --time="$SECS" --no-check --output-format=json > /mnt/calibrate.json
 for i in $(seq 1 "$REPEAT"); do

@@ -66,7 +66,7 @@ fn whole(e: &Estimate, min: u64) -> u64 {
 /// The smallest value each parameter may take in a spec.
 fn min_of(key: &str) -> u64 {
     match key {
-        "jitter_pct" | "mbps" => 0,
+        "jitter_pct" | "mbps" | "read_delay_ns" | "write_delay_ns" => 0,
         _ => 1,
     }
 }
@@ -138,10 +138,21 @@ pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
         ("read_ns", est(fits, |f| f.read.base_ns)),
         ("read_bps", est(fits, |f| f.read.rate_bps)),
         ("jitter_pct", est(fits, |f| f.read.jitter_pct)),
+        ("read_delay_ns", est(fits, |f| f.read.delay_ns)),
     ];
     if fits[0].write.is_some() {
-        params.push(("write_ns", est(fits, |f| f.write.map_or(0.0, |w| w.base_ns))));
-        params.push(("write_bps", est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps))));
+        params.push((
+            "write_ns",
+            est(fits, |f| f.write.map_or(0.0, |w| w.base_ns)),
+        ));
+        params.push((
+            "write_bps",
+            est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps)),
+        ));
+        params.push((
+            "write_delay_ns",
+            est(fits, |f| f.write.map_or(0.0, |w| w.delay_ns)),
+        ));
     }
     let mut fixed = vec![("size", t.size_bytes.max(4096))];
     if let Some(n) = t.nr_requests.filter(|&n| n > 0) {

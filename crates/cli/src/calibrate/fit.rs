@@ -3,22 +3,34 @@
 //! (`io.cost.model`) as `iocost_coef_gen.py` derives it.
 //!
 //! The `ssd` model (crates/sim `device/ssd.rs`) serves each request on the
-//! first of `channels` free units in `base + len / rate + U[0, J]` (J =
-//! `jitter_pct` % of base); the simulated job spends `submit_ns` in each
-//! submit call before the IO enters the block layer, and issues its next IO
-//! as one completes. So, at queue depth 1 (one IO at a time):
+//! first of `c` free units, holding it for the service time
+//! `S(len) = base + J/2 + len·σ` on average (σ = 1 / rate per unit, J the
+//! jitter bound), then adds `delay` outside the units; the simulated job
+//! spends `h` (`submit_ns`) in each submit call and issues its next IO as
+//! one completes. Per direction, the measurements give:
 //!
-//! * the time from one IO's submission to the next one's is
-//!   `cycle(len) = submit + base + J/2 + len / rate`: a line in `len`, whose
-//!   slope is `1 / rate` and whose intercept is `submit + base + J/2`;
-//! * the latency spread is the jitter's: `p99 − p50 = 0.49 J`;
-//! * `submit` is what the real engine measures as `slat` (the submit call).
+//! * depth 1, three sizes: the time from one IO's submission to the next
+//!   one's is `cycle(len) = h + delay + S(len)`, a line in `len` whose
+//!   slope is σ and whose intercept is `I = h + delay + base + J/2`
+//!   (sizes larger than one request are left out: the simulator splits
+//!   them);
+//! * depth 1, 4 KiB: the spread `p99 − p50 = 0.49 J` (uniform jitter);
+//! * depth 64, 4 KiB: the saturated rate `X = c / S(4k)`;
+//! * the sequential job (iocost_coef_gen.py's 128 MiB reads, split into
+//!   requests of `m` = max_sectors_kb): the bandwidth `bps = c·m / S(m)`.
 //!
-//! At depth 64 the device saturates: 4 KiB IOPS `X = channels / S(4k)`
-//! with `S(4k) = base + J/2 + 4096 / rate` the mean service time, which
-//! gives `channels = X · S(4k)`. When the host, not the device, sets the
-//! pace (`X · submit ≈ 1`) this estimate only says the device is at least
-//! that parallel, which is all a prediction needs.
+//! The last two give `S(4k)` and `c`:
+//! `base + J/2 = σ·m·(bps − 4k·X) / (X·m − bps)` and `c = X·S(4k)`, with
+//! `σ ≥ 1 / bps` (a unit is not faster than the device). `c` is rounded
+//! to whole units and `S(4k) = c / X` recomputed so the saturated rate
+//! stays exact; what is left of `I` is `delay` (never negative: a device
+//! whose depth-1 cycle is shorter than that gets `delay = 0` and a
+//! shorter service). The host's `h` is the measured submit call (`slat`
+//! at depth 1), at most `1 / X`: the simulator's submit calls are serial,
+//! and a larger `h` would cap the rate below the measured one.
+//!
+//! Writes share `c` (one `channels`) and the jitter share; their service
+//! is `c / X_write` at 4 KiB, their delay what is left of their `I`.
 //!
 //! Each quantity is fitted per round; `super::stats` turns the rounds into
 //! means and confidence intervals.
@@ -38,6 +50,8 @@ pub struct DirFit {
     pub rate_bps: f64,
     /// Jitter bound as % of `base_ns`.
     pub jitter_pct: f64,
+    /// Latency outside the units (`read_delay_ns` / `write_delay_ns`).
+    pub delay_ns: f64,
 }
 
 /// The `null` model (null_blk, crates/sim `device/null.rs`): every request
@@ -83,65 +97,93 @@ pub enum FitError {
 }
 
 fn get<'a>(r: &'a Round, name: &str) -> Result<&'a Point, FitError> {
-    r.get(name).ok_or_else(|| FitError::Missing(name.to_string()))
+    r.get(name)
+        .ok_or_else(|| FitError::Missing(name.to_string()))
 }
 
-/// The smallest base latency the fit keeps, as a share of the depth-1
-/// intercept: jitter larger than that would make the base negative, so the
-/// spread is capped and reported by the fit check instead.
+/// The smallest base latency the fit keeps, as a share of the mean
+/// service time: jitter larger than that would make the base negative.
 const MIN_BASE_SHARE: f64 = 0.1;
 
-/// One direction's depth-1 line and spread (`d` = 'r' or 'w').
-fn fit_dir(r: &Round, d: char, submit_ns: f64) -> Result<(DirFit, f64), FitError> {
+/// What one direction's jobs say before the model is solved.
+struct DirRaw {
+    /// Depth-1 line: intercept (ns) and slope (ns per byte).
+    intercept_ns: f64,
+    slope_ns_per_byte: f64,
+    /// p99 − p50 at depth 1, 4 KiB, over 0.49: the jitter bound.
+    jitter_ns: f64,
+    /// Saturated 4 KiB IOPS at depth 64.
+    sat_iops: f64,
+    /// Sequential bandwidth, bytes/s.
+    seq_bps: f64,
+}
+
+fn raw_dir(r: &Round, d: char, request_bytes: u64) -> Result<DirRaw, FitError> {
     let mut pts = Vec::new();
     for bs in super::plan::LAT_SIZES {
         let p = get(r, &format!("{d}lat_{}k", bs >> 10))?;
-        pts.push((bs as f64, p.cycle_ns() - submit_ns));
+        if bs <= request_bytes || pts.len() < 2 {
+            pts.push((bs as f64, p.cycle_ns()));
+        }
     }
-    let (intercept, slope) = line(&pts);
-    let intercept = intercept.max(1.0);
+    let (intercept_ns, slope_ns_per_byte) = line(&pts);
     let small = get(r, &format!("{d}lat_4k"))?;
-    let spread = small.lat_p99_ns.saturating_sub(small.lat_p50_ns) as f64;
-    let mut jitter_ns = spread / 0.49;
-    let mut base_ns = intercept - jitter_ns / 2.0;
-    if base_ns < MIN_BASE_SHARE * intercept {
-        base_ns = MIN_BASE_SHARE * intercept;
-        jitter_ns = 2.0 * (intercept - base_ns);
-    }
-    // a slope lost in the noise (no measurable cost per byte): take the
-    // rate from the sequential bandwidth job instead, spread over channels
-    // by the caller
-    let rate_bps = if slope > 0.0 { 1e9 / slope } else { 0.0 };
-    let fit = DirFit {
-        base_ns,
-        rate_bps,
-        jitter_pct: 100.0 * jitter_ns / base_ns,
-    };
-    Ok((fit, intercept + 4096.0 * slope.max(0.0)))
+    Ok(DirRaw {
+        intercept_ns,
+        slope_ns_per_byte,
+        jitter_ns: small.lat_p99_ns.saturating_sub(small.lat_p50_ns) as f64 / 0.49,
+        sat_iops: get(r, &format!("{d}randiops"))?.iops(),
+        seq_bps: get(r, &format!("{d}bps"))?.bytes_per_sec(),
+    })
 }
 
-/// Fit one round; `writes`: the round measured writes too.
-pub fn fit_round(r: &Round, writes: bool) -> Result<RoundFit, FitError> {
-    let submit_ns = get(r, "rlat_4k")?.slat_mean_ns.max(0.0);
-    let (mut read, service_4k) = fit_dir(r, 'r', submit_ns)?;
-    let sat = get(r, "rrandiops")?.iops();
-    let channels = (sat * service_4k / 1e9).max(1.0);
-    let mut coef = BTreeMap::new();
-    coef.insert("rbps", get(r, "rbps")?.bytes_per_sec());
-    coef.insert("rseqiops", get(r, "rseqiops")?.iops());
-    coef.insert("rrandiops", sat);
-    if read.rate_bps == 0.0 {
-        read.rate_bps = coef["rbps"] / channels;
+/// Split a mean service time into base and jitter, and what is left of
+/// the depth-1 intercept into delay.
+fn dir_fit(raw: &DirRaw, mean_base_ns: f64, sigma: f64, submit_ns: f64, jitter_share: f64) -> DirFit {
+    let room = (raw.intercept_ns - submit_ns).max(1.0);
+    let mean_base_ns = mean_base_ns.clamp(1.0, room);
+    let jitter_ns = (jitter_share * mean_base_ns).min(2.0 * (1.0 - MIN_BASE_SHARE) * mean_base_ns);
+    let base_ns = mean_base_ns - jitter_ns / 2.0;
+    DirFit {
+        base_ns,
+        rate_bps: 1e9 / sigma,
+        jitter_pct: 100.0 * jitter_ns / base_ns,
+        delay_ns: room - mean_base_ns,
     }
+}
+
+/// Fit one round; `writes`: the round measured writes too;
+/// `request_bytes`: the largest request (max_sectors_kb) the fitted device
+/// will have.
+pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit, FitError> {
+    let m = request_bytes as f64;
+    let rd = raw_dir(r, 'r', request_bytes)?;
+    let x = rd.sat_iops.max(1e-9);
+    let submit_ns = get(r, "rlat_4k")?.slat_mean_ns.clamp(0.0, 1e9 / x);
+    // a unit is not faster than the whole device
+    let sigma = rd.slope_ns_per_byte.max(1e9 / rd.seq_bps.max(1.0));
+    let mut mean_base = sigma * m * (rd.seq_bps - 4096.0 * x) / (x * m - rd.seq_bps);
+    if !(mean_base > 0.0) {
+        // big requests no faster than 4 KiB ones: one unit
+        mean_base = 1e9 / x - 4096.0 * sigma;
+    }
+    let channels = (x * (mean_base + 4096.0 * sigma) / 1e9).round().max(1.0);
+    // whole units: the service that keeps the saturated rate exact
+    let mean_base = channels * 1e9 / x - 4096.0 * sigma;
+    let jitter_share = rd.jitter_ns / mean_base.max(1.0);
+    let read = dir_fit(&rd, mean_base, sigma, submit_ns, jitter_share);
+    let mut coef = BTreeMap::new();
+    coef.insert("rbps", rd.seq_bps);
+    coef.insert("rseqiops", get(r, "rseqiops")?.iops());
+    coef.insert("rrandiops", rd.sat_iops);
     let write = if writes {
-        let (mut w, _) = fit_dir(r, 'w', submit_ns)?;
-        coef.insert("wbps", get(r, "wbps")?.bytes_per_sec());
+        let wd = raw_dir(r, 'w', request_bytes)?;
+        let sigma_w = wd.slope_ns_per_byte.max(1e9 / wd.seq_bps.max(1.0));
+        let mean_base_w = channels * 1e9 / wd.sat_iops.max(1e-9) - 4096.0 * sigma_w;
+        coef.insert("wbps", wd.seq_bps);
         coef.insert("wseqiops", get(r, "wseqiops")?.iops());
-        coef.insert("wrandiops", get(r, "wrandiops")?.iops());
-        if w.rate_bps == 0.0 {
-            w.rate_bps = coef["wbps"] / channels;
-        }
-        Some(w)
+        coef.insert("wrandiops", wd.sat_iops);
+        Some(dir_fit(&wd, mean_base_w, sigma_w, submit_ns, jitter_share))
     } else {
         None
     };
@@ -173,9 +215,9 @@ mod tests {
 
     fn pt(iops: f64, p50: u64, p99: u64, slat: f64, bs: u64) -> Point {
         Point {
-            ios: (iops * 2.0) as u64,
-            bytes: (iops * 2.0) as u64 * bs,
-            runtime_ms: 2000,
+            ios: (iops * 2000.0) as u64,
+            bytes: (iops * 2000.0) as u64 * bs,
+            runtime_ms: 2_000_000,
             lat_mean_ns: 0.0,
             lat_p50_ns: p50,
             lat_p99_ns: p99,
@@ -183,38 +225,38 @@ mod tests {
         }
     }
 
-    /// A device with base 20 µs, 1 GB/s per channel, no jitter, 4
-    /// channels, 1 µs submit: the fit returns it.
+    /// A device with base 20 µs, 1 GB/s per channel, a 5 µs delay, no
+    /// jitter, 4 channels, 1 µs submit, 128 KiB requests: the fit returns it.
     #[test]
     fn fit_recovers_an_exact_device() {
-        let submit = 1000.0;
-        let base = 20_000.0;
-        let rate = 1e9;
+        let (submit, base, delay, rate, c) = (1000.0, 20_000.0, 5000.0, 1e9, 4.0);
+        let m = 128.0 * 1024.0;
+        let service = |len: f64| base + len * 1e9 / rate;
         let mut r = Round::new();
         for bs in super::super::plan::LAT_SIZES {
-            let cycle = submit + base + bs as f64 * 1e9 / rate;
+            let cycle = submit + delay + service(bs as f64);
             let lat = cycle as u64;
-            r.insert(
-                format!("rlat_{}k", bs >> 10),
-                pt(1e9 / cycle, lat, lat, submit, bs),
-            );
+            r.insert(format!("rlat_{}k", bs >> 10), pt(1e9 / cycle, lat, lat, submit, bs));
         }
-        let s4k = base + 4096.0 * 1e9 / rate;
-        r.insert("rrandiops".into(), pt(4.0 * 1e9 / s4k, 0, 0, submit, 4096));
-        r.insert("rseqiops".into(), pt(4.0 * 1e9 / s4k, 0, 0, submit, 4096));
-        r.insert("rbps".into(), pt(30.0, 0, 0, submit, 128 << 20));
-        let f = fit_round(&r, false).unwrap();
+        let x = c * 1e9 / service(4096.0);
+        r.insert("rrandiops".into(), pt(x, 0, 0, submit, 4096));
+        r.insert("rseqiops".into(), pt(x, 0, 0, submit, 4096));
+        let bps = c * m * 1e9 / service(m);
+        let bs_seq = 128u64 << 20;
+        r.insert("rbps".into(), pt(bps / bs_seq as f64, 0, 0, submit, bs_seq));
+        let f = fit_round(&r, false, m as u64).unwrap();
         assert!((f.submit_ns - submit).abs() < 1e-6);
-        assert!((f.read.base_ns - base).abs() < 1.0, "{f:?}");
+        assert_eq!(f.channels, 4.0, "{f:?}");
+        assert!((f.read.base_ns - base).abs() < 50.0, "{f:?}");
         assert!((f.read.rate_bps / rate - 1.0).abs() < 1e-3, "{f:?}");
-        assert!((f.channels - 4.0).abs() < 0.01, "{f:?}");
-        assert_eq!(f.read.jitter_pct, 0.0);
+        assert!((f.read.delay_ns - delay).abs() < 50.0, "{f:?}");
+        assert!(f.read.jitter_pct.abs() < 1e-9, "{f:?}");
         assert!(f.write.is_none());
     }
 
     #[test]
     fn a_missing_measurement_is_named() {
-        let e = fit_round(&Round::new(), false).unwrap_err();
+        let e = fit_round(&Round::new(), false, 131072).unwrap_err();
         assert_eq!(e, FitError::Missing("rlat_4k".into()));
     }
 }

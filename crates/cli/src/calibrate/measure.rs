@@ -113,7 +113,11 @@ pub fn run(
         None => exp.run_sim(Some(signals)),
     }
     .map_err(|err| Failure {
-        code: if err.is::<blkqos_driver::RunError>() { 1 } else { 2 },
+        code: if err.is::<blkqos_driver::RunError>() {
+            1
+        } else {
+            2
+        },
         err: err.context(format!("calibration job `{}`", job.name)),
     })?;
     point_of(&ran, job).map_err(|err| Failure { code: 1, err })

@@ -135,9 +135,14 @@ fn resolve(a: &Args) -> Result<(Target, report::TargetInfo), Failure> {
     use std::os::unix::fs::FileTypeExt;
     let size_bytes = match (&meta, size_arg) {
         (_, Some(b)) => b,
-        (Ok(m), None) if m.file_type().is_block_device() => sys_u64(&devid, "size")
-            .map(|s| s * 512)
-            .ok_or_else(|| bad(anyhow!("calibrate: {}: cannot read its size", path.display())))?,
+        (Ok(m), None) if m.file_type().is_block_device() => {
+            sys_u64(&devid, "size").map(|s| s * 512).ok_or_else(|| {
+                bad(anyhow!(
+                    "calibrate: {}: cannot read its size",
+                    path.display()
+                ))
+            })?
+        }
         (Ok(m), None) if m.len() >= 1 << 20 => m.len(),
         (Ok(_), None) => {
             return Err(bad(anyhow!(
@@ -215,7 +220,7 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
     let fits = measured
         .rounds
         .iter()
-        .map(|r| fit::fit_round(r, measured.writes))
+        .map(|r| fit::fit_round(r, measured.writes, measured.request_bytes()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure {
             code: if a.refit.is_some() { 2 } else { 1 },
@@ -276,7 +281,10 @@ fn measure_all(a: &Args, signals: &StopOnSignal) -> Result<raw::Measured, Failur
         backend: match &target {
             Target::Real { .. } => format!("real engine ({}, direct=1)", a.backend),
             Target::Sim { submit_ns, .. } => {
-                format!("simulator (--device={}, --submit-ns={submit_ns})", a.device.as_deref().unwrap_or(""))
+                format!(
+                    "simulator (--device={}, --submit-ns={submit_ns})",
+                    a.device.as_deref().unwrap_or("")
+                )
             }
         },
         secs_per_job: a.time,

@@ -23,6 +23,16 @@ pub struct Measured {
 }
 
 impl Measured {
+    /// The largest request of the fitted devices: the target's
+    /// `max_sectors_kb`, or the `ssd` model's 128 KiB when unknown.
+    pub fn request_bytes(&self) -> u64 {
+        self.target
+            .max_sectors_kb
+            .filter(|kb| (4..=1 << 20).contains(kb))
+            .unwrap_or(128)
+            << 10
+    }
+
     /// Read `measured` from a calibration's JSON output (or a bare
     /// `Measured` object).
     pub fn load(path: &Path) -> Result<Measured> {

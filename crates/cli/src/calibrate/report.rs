@@ -7,8 +7,8 @@ use super::candidate::Candidate;
 use super::fit::RoundFit;
 use super::measure;
 use super::plan::Job;
-use super::stats::Estimate;
 use super::raw::Measured;
+use super::stats::Estimate;
 use crate::output::Failure;
 use blkqos_engine::StopOnSignal;
 use serde_json::{json, Value};
@@ -66,7 +66,12 @@ impl Report {
                 };
                 JobRow {
                     name: j.name.clone(),
-                    what: format!("{} bs={} iodepth={}", j.rw, size_text(j.bs_bytes), j.iodepth),
+                    what: format!(
+                        "{} bs={} iodepth={}",
+                        j.rw,
+                        size_text(j.bs_bytes),
+                        j.iodepth
+                    ),
                     iops: e(&|p| p.iops()),
                     bytes_per_sec: e(&|p| p.bytes_per_sec()),
                     lat_p50_ns: e(&|p| p.lat_p50_ns as f64),
@@ -74,7 +79,14 @@ impl Report {
                 }
             })
             .collect();
-        let keys = ["rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops"];
+        let keys = [
+            "rbps",
+            "rseqiops",
+            "rrandiops",
+            "wbps",
+            "wseqiops",
+            "wrandiops",
+        ];
         let coef = keys
             .iter()
             .filter(|k| fits[0].coef.contains_key(*k))
@@ -103,7 +115,12 @@ impl Report {
     }
 
     /// Replay every job on every candidate and choose the closest.
-    pub fn check(&mut self, jobs: &[Job], secs: u32, signals: &StopOnSignal) -> Result<(), Failure> {
+    pub fn check(
+        &mut self,
+        jobs: &[Job],
+        secs: u32,
+        signals: &StopOnSignal,
+    ) -> Result<(), Failure> {
         let measured: Vec<(Job, f64, f64, f64)> = jobs
             .iter()
             .filter_map(|j| {
@@ -137,7 +154,11 @@ impl Report {
             if m.interrupted { ", INTERRUPTED" } else { "" }
         )
         .unwrap();
-        writeln!(o, "\nmeasured (mean, ±95% confidence interval over rounds):").unwrap();
+        writeln!(
+            o,
+            "\nmeasured (mean, ±95% confidence interval over rounds):"
+        )
+        .unwrap();
         writeln!(
             o,
             "  {:<11} {:<32} {:>18} {:>16} {:>16} {:>16}",
@@ -179,7 +200,11 @@ impl Report {
             "\nsimulated device fitted to it ({}: {}{}):",
             d.model,
             d.label,
-            if d.check.is_empty() { "; not checked" } else { "" }
+            if d.check.is_empty() {
+                "; not checked"
+            } else {
+                ""
+            }
         )
         .unwrap();
         writeln!(
@@ -189,7 +214,12 @@ impl Report {
             d.submit_ns()
         )
         .unwrap();
-        writeln!(o, "\n# or in a scenario:\n[device]\nmodel = \"{}\"", d.model).unwrap();
+        writeln!(
+            o,
+            "\n# or in a scenario:\n[device]\nmodel = \"{}\"",
+            d.model
+        )
+        .unwrap();
         for (k, e) in &d.params {
             let v = format!("{k} = {}", e.mean.round().max(0.0) as u64);
             writeln!(o, "{v:<28} # {}", ci_text(e)).unwrap();
@@ -320,7 +350,12 @@ fn us(ns: f64) -> String {
 
 /// 4k, 128m, 1.5g: binary units as fio prints block sizes.
 pub fn size_text(b: u64) -> String {
-    const U: [(&str, u64); 4] = [("t", 1 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)];
+    const U: [(&str, u64); 4] = [
+        ("t", 1 << 40),
+        ("g", 1 << 30),
+        ("m", 1 << 20),
+        ("k", 1 << 10),
+    ];
     for (s, m) in U {
         if b >= m {
             let v = b as f64 / m as f64;

@@ -33,8 +33,13 @@ impl Estimate {
     }
     /// The interval's half-width as % of the mean.
     pub fn ci95_pct(&self) -> Option<f64> {
-        self.ci95
-            .map(|c| if self.mean != 0.0 { 100.0 * c / self.mean.abs() } else { 0.0 })
+        self.ci95.map(|c| {
+            if self.mean != 0.0 {
+                100.0 * c / self.mean.abs()
+            } else {
+                0.0
+            }
+        })
     }
 }
 

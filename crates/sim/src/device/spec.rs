@@ -73,6 +73,12 @@ impl ModelKind {
                     "write transfer rate per channel in bytes/s; overrides write_mbps when set",
                 ),
                 (
+                    "read_delay_ns",
+                    "0",
+                    "read latency outside the channels (completion path): adds to latency, not to occupancy",
+                ),
+                ("write_delay_ns", "0", "the same for writes"),
+                (
                     "jitter_pct",
                     "10",
                     "deterministic latency jitter, % of base",
@@ -382,23 +388,27 @@ impl DeviceSpec {
                 self.capacity,
                 self.seed,
             )),
-            ModelKind::Ssd => Box::new(Ssd::new(
-                g("channels") as u32,
-                g("read_ns"),
-                g("write_ns"),
-                match g("read_bps") {
-                    0 => g("read_mbps") * 1_000_000,
-                    bps => bps,
-                },
-                match g("write_bps") {
-                    0 => g("write_mbps") * 1_000_000,
-                    bps => bps,
-                },
-                g("nr_requests") as u32,
-                self.capacity,
-                g("jitter_pct") as u32,
-                self.seed,
-            )),
+            ModelKind::Ssd => Box::new({
+                let mut d = Ssd::new(
+                    g("channels") as u32,
+                    g("read_ns"),
+                    g("write_ns"),
+                    match g("read_bps") {
+                        0 => g("read_mbps") * 1_000_000,
+                        bps => bps,
+                    },
+                    match g("write_bps") {
+                        0 => g("write_mbps") * 1_000_000,
+                        bps => bps,
+                    },
+                    g("nr_requests") as u32,
+                    self.capacity,
+                    g("jitter_pct") as u32,
+                    self.seed,
+                );
+                d.delay_ns = [g("read_delay_ns"), g("write_delay_ns")];
+                d
+            }),
             ModelKind::Cloud => Box::new(Cloud::new(
                 g("iops"),
                 g("mbps") * 1_000_000,

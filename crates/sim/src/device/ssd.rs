@@ -7,6 +7,12 @@
 //! saturates at `channels / service time`. A deterministic jitter of up to
 //! `jitter_pct` % of the base latency is added.
 //!
+//! `read_delay_ns` / `write_delay_ns` (default 0) add latency that does not
+//! hold a unit: the completion path outside the device (interrupt,
+//! completion work, wake-ups), so it lengthens each IO without lowering
+//! the saturated throughput. A device fitted by `blkqos calibrate` has it
+//! where its depth-1 latency exceeds what its saturated throughput allows.
+//!
 //! Ignores: garbage collection and write amplification, SLC caches,
 //! read/write interference inside a unit, queue-depth dependent firmware
 //! behaviour, thermal throttling.
@@ -25,6 +31,8 @@ pub struct Ssd {
     pub nr_requests: u32,
     pub capacity: u64,
     pub jitter_pct: u32,
+    /// Latency outside the units (read, write), ns.
+    pub delay_ns: [u64; 2],
     free_at: FreeTimes,
     rng: u64,
     /// (len, bytes per second, transfer ns) of the last IO: jobs mostly use
@@ -54,6 +62,7 @@ impl Ssd {
             nr_requests: nr_requests.max(1),
             capacity,
             jitter_pct,
+            delay_ns: [0, 0],
             free_at: FreeTimes::new(channels.max(1) as usize),
             rng: seed | 1,
             xfer_memo: (0, 0, 0),
@@ -173,8 +182,9 @@ impl DeviceModel for Ssd {
         // the channel that frees first serves it
         let free = self.free_at.take_earliest();
         let start = now.max(free);
-        let done = start + Duration(base + xfer + jitter);
-        self.free_at.insert(done);
+        let unit_free = start + Duration(base + xfer + jitter);
+        self.free_at.insert(unit_free);
+        let done = unit_free + Duration(self.delay_ns[usize::from(io.op != IoOp::Read)]);
         let err = if io.offset.saturating_add(io.len) > self.capacity {
             EIO
         } else {

@@ -1,0 +1,257 @@
+//! `blkqos calibrate`: the fit recovers a simulated device it measured;
+//! recorded measurements of real devices (a null_blk in real kernels, loop
+//! devices on the machine that recorded them; `lab/fixtures/calibrate/`)
+//! are fitted again and the fitted device predicts the held-out fio job
+//! recorded on the same device; bad input is refused.
+
+mod calibrate_util;
+
+use calibrate_util::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn calibrate(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(BIN)
+        .arg("calibrate")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.push("--output-format=json");
+    let (code, out, err) = calibrate(&a);
+    assert_eq!(code, Some(0), "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn param(v: &Value, key: &str) -> f64 {
+    v["device"]["params"][key]["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {key} in {}", v["device"]))
+}
+
+fn near(got: f64, want: f64, pct: f64) -> bool {
+    (got / want - 1.0).abs() * 100.0 <= pct
+}
+
+/// A simulated ssd measured by the calibration jobs: the fit gives back its
+/// parameters, the ssd family is chosen, and the io.cost.model line carries
+/// the measured numbers.
+#[test]
+fn fit_recovers_a_simulated_ssd() {
+    let spec =
+        "ssd,channels=4,read_ns=50000,read_mbps=300,write_ns=30000,write_mbps=150,jitter_pct=20,read_delay_ns=7000";
+    let v = json_of(&[
+        &format!("--device={spec}"),
+        "--submit-ns=2000",
+        "--write",
+        "--rounds=2",
+        "--time=1",
+    ]);
+    assert_eq!(v["device"]["model"], "ssd", "{}", v["candidates"]);
+    for (k, want, pct) in [
+        ("channels", 4.0, 3.0),
+        ("read_ns", 50_000.0, 3.0),
+        ("read_bps", 300e6, 3.0),
+        ("write_ns", 30_000.0, 3.0),
+        ("write_bps", 150e6, 3.0),
+        ("read_delay_ns", 7000.0, 3.0),
+        // from p99 − p50 at depth 1, read off fio's histogram, whose bins
+        // are 1/64 of a power of two wide (512 ns at 50 µs): coarse
+        ("jitter_pct", 20.0, 25.0),
+    ] {
+        let got = param(&v, k);
+        assert!(near(got, want, pct), "{k}: fitted {got}, true {want}");
+    }
+    assert!(param(&v, "write_delay_ns") < 500.0, "{}", v["device"]);
+    assert_eq!(v["device"]["submit_ns"], 2000);
+    // every job replays within 3% of its measured IOPS
+    for r in v["device"]["check"].as_array().unwrap() {
+        let (m, p) = (
+            r["iops_measured"].as_f64().unwrap(),
+            r["iops_predicted"].as_f64().unwrap(),
+        );
+        assert!(near(p, m, 3.0), "{r}");
+    }
+    // the cost model line: iocost_coef_gen.py's six keys, from the jobs
+    let line = v["io_cost_model"]["line"].as_str().unwrap();
+    assert!(
+        line.starts_with("253:0 ctrl=user model=linear rbps="),
+        "{line}"
+    );
+    let jobs = v["jobs"].as_array().unwrap();
+    let iops = |n: &str| {
+        jobs.iter().find(|j| j["name"] == n).unwrap()["iops"]["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        line.contains(&format!(" rrandiops={} ", iops("rrandiops").round())),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!(" wrandiops={}", iops("wrandiops").round())),
+        "{line}"
+    );
+    // the simulator is deterministic: two rounds agree exactly
+    assert_eq!(v["device"]["params"]["read_ns"]["ci95"], 0.0);
+    // and blkqos itself accepts the line it printed
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--name=x",
+            "--rw=randread",
+            "--size=1m",
+            "--direct=1",
+        ])
+        .arg(format!("--io-cost-model={line}"))
+        .arg("--io-cost-qos=253:0 enable=1")
+        .arg("--parse-only")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A simulated null_blk under `mbps`: the null family with its throttle
+/// wins, with the throttle's rate and the completion time.
+#[test]
+fn fit_recognises_a_throttled_null_blk() {
+    let v = json_of(&[
+        "--device=null,completion_ns=100000,mbps=40",
+        "--submit-ns=5000",
+        "--rounds=1",
+        "--time=1",
+    ]);
+    assert_eq!(v["device"]["model"], "null", "{}", v["candidates"]);
+    assert_eq!(
+        v["device"]["params"]["mbps"]["mean"]
+            .as_f64()
+            .unwrap()
+            .round(),
+        40.0
+    );
+    let c = param(&v, "completion_ns");
+    assert!(near(c, 100_000.0, 2.0), "completion_ns {c}");
+    let errs: Vec<f64> = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["error"].as_f64().unwrap())
+        .collect();
+    let chosen = v["device"]["error"].as_f64().unwrap();
+    assert!(errs.iter().all(|&e| e >= chosen), "{errs:?}");
+    // one round: no interval, said so
+    let (_, text, _) = calibrate(&[
+        "--device=null,completion_ns=100000,mbps=40",
+        "--rounds=1",
+        "--time=1",
+    ]);
+    assert!(text.contains("one round: no interval"), "{text}");
+}
+
+/// `--refit` on a calibration's JSON gives the same device and line.
+#[test]
+fn refit_gives_the_same_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json_of(&["--device=ssd,channels=2", "--rounds=2", "--time=1"]);
+    let f = dir.path().join("cal.json");
+    std::fs::write(&f, v.to_string()).unwrap();
+    let w = json_of(&[&format!("--refit={}", f.display())]);
+    assert_eq!(v["device"]["spec"], w["device"]["spec"]);
+    assert_eq!(v["io_cost_model"]["line"], w["io_cost_model"]["line"]);
+}
+
+#[test]
+fn bad_input_is_refused_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.dat");
+    let notjson = dir.path().join("x.json");
+    std::fs::write(&notjson, "{\"a\": 1,\n oops}").unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--rounds=0".into(), "--device=null".into()],
+            "--rounds",
+        ),
+        (vec!["--time=0".into(), "--device=null".into()], "--time"),
+        (vec!["--device=ssd,chanels=2".into()], "chanels"),
+        (vec![missing.display().to_string()], "nope.dat"),
+        (
+            vec![missing.display().to_string(), "--size=1k".into()],
+            "--size=1k",
+        ),
+        (
+            vec!["--device=null".into(), "--output-format=xml".into()],
+            "--output-format=xml",
+        ),
+        (vec![format!("--refit={}", notjson.display())], "x.json:2"),
+        (vec![format!("--refit={}", missing.display())], "nope.dat"),
+        (vec![], "TARGET"),
+    ];
+    for (args, needle) in cases {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = calibrate(&a);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: `{needle}` not in: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(
+        !missing.exists(),
+        "a refused calibration created its target"
+    );
+}
+
+/// Recorded calibrations of real devices, each with fio's runs of the
+/// held-out job on the same device: fitted again here, the fitted device
+/// predicts the held-out job within the bounds.
+#[test]
+fn recorded_devices_predict_the_held_out_job() {
+    let root = repo().join("lab/fixtures/calibrate");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("calibrate.json").exists())
+        .collect();
+    dirs.sort();
+    assert!(
+        dirs.len() >= 3,
+        "expected the recorded devices in {}",
+        root.display()
+    );
+    let mut failures = Vec::new();
+    for d in &dirs {
+        let fit = refit(&d.join("calibrate.json"));
+        let runs: Vec<[Dir; 2]> = (1..)
+            .map(|i| d.join(format!("heldout.{i}.json")))
+            .take_while(|p| p.exists())
+            .map(|p| dirs_of(&serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()))
+            .collect();
+        assert!(!runs.is_empty(), "{}: no held-out runs", d.display());
+        let (real, spread) = mean_of(&runs);
+        let name = d.file_name().unwrap().to_string_lossy().into_owned();
+        eprintln!("{name}: {} fio runs; {spread}", runs.len());
+        eprintln!(
+            "  fitted: --device={} --submit-ns={}",
+            fit["device"]["spec"], fit["device"]["submit_ns"]
+        );
+        for f in judge(&name, &real, &predict(&fit)) {
+            failures.push(format!("{name}: {f}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+fn refit(path: &Path) -> Value {
+    json_of(&[&format!("--refit={}", path.display())])
+}

@@ -1,0 +1,84 @@
+#!/bin/bash
+# Record the devices `blkqos calibrate` is proven on, as fixtures under
+# lab/fixtures/calibrate/NAME/: calibrate.json (every round's measurements,
+# `blkqos calibrate --output-format=json`), heldout.N.json (fio's JSON of
+# lab/calibrate/heldout.fio on the same device, REPEAT runs), and
+# recipe.txt (how, where, which kernel). The test
+# crates/cli/tests/calibrate.rs fits each again and predicts the held-out
+# job. Record on an otherwise idle machine, as root.
+#
+#   lab/calibrate/record.sh loop-ram            # loop device over a file in /dev/shm
+#   lab/calibrate/record.sh loop-disk           # loop device (direct IO) over a file on the root disk
+#   KLAB=path/to/klab lab/calibrate/record.sh nullb KVER   # null_blk inside kernel KVER under QEMU
+#
+# Environment: ROUNDS (3), SECS (2), REPEAT (3), COMPLETION_NSEC (50000),
+# MBPS (100) for null_blk.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+blkqos=${BLKQOS:-$repo/target/release/blkqos}
+ROUNDS=${ROUNDS:-3} SECS=${SECS:-2} REPEAT=${REPEAT:-3}
+COMPLETION_NSEC=${COMPLETION_NSEC:-50000} MBPS=${MBPS:-100}
+
+# calibrate DEV and run the held-out job on it into $out
+measure() {
+    local dev=$1 out=$2
+    "$blkqos" calibrate "$dev" --write --allow-destructive --rounds="$ROUNDS" \
+        --time="$SECS" --no-check --output-format=json > "$out/calibrate.json"
+    for i in $(seq 1 "$REPEAT"); do
+        fio "$here/heldout.fio" --filename="$dev" --output-format=json \
+            --output="$out/heldout.$i.json"
+    done
+}
+
+recipe() {
+    local out=$1; shift
+    {
+        echo "recorded $(date -u +%Y-%m-%dT%H:%MZ) by lab/calibrate/record.sh $*"
+        echo "kernel: $(cat "$out/kernel.txt" 2>/dev/null || uname -r)"
+        echo "fio: $(fio --version)"
+        echo "blkqos: $("$blkqos" --version)"
+        echo "ROUNDS=$ROUNDS SECS=$SECS REPEAT=$REPEAT"
+        echo "cpus: $(nproc); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    } > "$out/recipe.txt"
+}
+
+case ${1:-} in
+loop-ram | loop-disk)
+    kind=$1
+    out=$repo/lab/fixtures/calibrate/$kind-$(uname -r)
+    mkdir -p "$out"
+    if [ "$kind" = loop-ram ]; then
+        backing=/dev/shm/blkqos-calibrate.img
+        truncate -s 512M "$backing"
+        dev=$(losetup --find --show "$backing")
+    else
+        backing=/var/tmp/blkqos-calibrate.img
+        # a real file (not sparse) so reads reach the disk
+        dd if=/dev/zero of="$backing" bs=16M count=32 oflag=direct status=none
+        dev=$(losetup --find --show --direct-io=on "$backing")
+    fi
+    trap 'losetup -d "$dev"; rm -f "$backing"' EXIT
+    echo "$kind: $dev over $backing (direct IO: $(cat /sys/block/"${dev#/dev/}"/loop/dio))" >&2
+    recipe "$out" "$@"
+    echo "backing: $backing ($(findmnt -no FSTYPE,SOURCE -T "$backing" | tr -s ' ')), loop dio=$(cat /sys/block/"${dev#/dev/}"/loop/dio)" >> "$out/recipe.txt"
+    measure "$dev" "$out"
+    ;;
+nullb)
+    kver=${2:?nullb needs a kernel version (klab list)}
+    klab=${KLAB:?set KLAB to the klab script}
+    out=$repo/lab/fixtures/calibrate/nullb-c$((COMPLETION_NSEC / 1000))us-${MBPS}mbps-$kver
+    mkdir -p "$out"
+    BLKQOS=$blkqos HERE=$here COMPLETION_NSEC=$COMPLETION_NSEC MBPS=$MBPS ROUNDS=$ROUNDS \
+        SECS=$SECS REPEAT=$REPEAT KLAB_PASS="BLKQOS HERE COMPLETION_NSEC MBPS ROUNDS SECS REPEAT" \
+        "$klab" run "$kver" "$here/guest_nullb.sh" "$out"
+    rm -f "$out/.klab-console" "$out/scheduler.txt"
+    recipe "$out" "$@"
+    echo "null_blk: queue_mode=2 irqmode=2 completion_nsec=$COMPLETION_NSEC mbps=$MBPS hw_queue_depth=64 size=1024 MiB, in a QEMU (TCG) guest with 2 vCPUs" >> "$out/recipe.txt"
+    ;;
+*)
+    echo "usage: $0 loop-ram | loop-disk | nullb KVER" >&2
+    exit 2
+    ;;
+esac
+echo "recorded $out" >&2
