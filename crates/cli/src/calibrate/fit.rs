@@ -139,7 +139,13 @@ fn raw_dir(r: &Round, d: char, request_bytes: u64) -> Result<DirRaw, FitError> {
 
 /// Split a mean service time into base and jitter, and what is left of
 /// the depth-1 intercept into delay.
-fn dir_fit(raw: &DirRaw, mean_base_ns: f64, sigma: f64, submit_ns: f64, jitter_share: f64) -> DirFit {
+fn dir_fit(
+    raw: &DirRaw,
+    mean_base_ns: f64,
+    sigma: f64,
+    submit_ns: f64,
+    jitter_share: f64,
+) -> DirFit {
     let room = (raw.intercept_ns - submit_ns).max(1.0);
     let mean_base_ns = mean_base_ns.clamp(1.0, room);
     let jitter_ns = (jitter_share * mean_base_ns).min(2.0 * (1.0 - MIN_BASE_SHARE) * mean_base_ns);
@@ -236,7 +242,10 @@ mod tests {
         for bs in super::super::plan::LAT_SIZES {
             let cycle = submit + delay + service(bs as f64);
             let lat = cycle as u64;
-            r.insert(format!("rlat_{}k", bs >> 10), pt(1e9 / cycle, lat, lat, submit, bs));
+            r.insert(
+                format!("rlat_{}k", bs >> 10),
+                pt(1e9 / cycle, lat, lat, submit, bs),
+            );
         }
         let x = c * 1e9 / service(4096.0);
         r.insert("rrandiops".into(), pt(x, 0, 0, submit, 4096));

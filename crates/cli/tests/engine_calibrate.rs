@@ -1,0 +1,183 @@
+//! `blkqos calibrate` on real loop devices (over a RAM file and over a file
+//! on the disk): it measures, fits, checks and prints a model the
+//! simulator runs; an interrupted calibration still reports its whole
+//! rounds. The accuracy of the fitted devices is judged on recorded
+//! measurements (`calibrate.rs`, `lab/fixtures/calibrate/`), where the
+//! run-to-run spread is known; here the machine running the suite may be
+//! busy, so only what holds on any machine is asserted.
+
+mod engine_util;
+
+use engine_util::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// A loop device over a `mib`-MiB zero-filled file at `backing`.
+fn loop_over(backing: &Path, mib: usize) -> Option<LoopDev> {
+    std::fs::write(backing, vec![0u8; mib << 20]).unwrap();
+    LoopDev::attach(backing)
+}
+
+fn calibrate_json(dev: &Path) -> Value {
+    let out = Command::new(BIN)
+        .arg("calibrate")
+        .arg(dev)
+        .args(["--write", "--allow-destructive", "--rounds=2", "--time=1"])
+        .arg("--output-format=json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "calibrate {}: {}",
+        dev.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn check_calibration(what: &str, dev: &Path, v: &Value) {
+    let base = dev.file_name().unwrap().to_string_lossy();
+    let devid = std::fs::read_to_string(format!("/sys/block/{base}/dev"))
+        .unwrap()
+        .trim()
+        .to_string();
+    // the io.cost.model line: the device's MAJ:MIN, six positive numbers
+    let line = v["io_cost_model"]["line"].as_str().unwrap();
+    let mut words = line.split_whitespace();
+    assert_eq!(words.next(), Some(devid.as_str()), "{line}");
+    let keys: Vec<(String, f64)> = words
+        .skip(2)
+        .map(|w| {
+            let (k, n) = w.split_once('=').unwrap();
+            (k.to_string(), n.parse().unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "rbps",
+            "rseqiops",
+            "rrandiops",
+            "wbps",
+            "wseqiops",
+            "wrandiops"
+        ],
+        "{line}"
+    );
+    assert!(keys.iter().all(|(_, n)| *n > 0.0), "{line}");
+    // every round has every job, each completed IO
+    let rounds = v["measured"]["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2);
+    for r in rounds {
+        assert_eq!(r.as_object().unwrap().len(), 12, "{r}");
+        assert!(r
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|p| p["ios"].as_u64().unwrap() > 0));
+    }
+    // the target's own queue limits are the fitted device's
+    let t = &v["measured"]["target"];
+    assert_eq!(t["devid"], devid.as_str());
+    let name = t["name"].as_str().unwrap();
+    let sys = |f: &str| {
+        std::fs::read_to_string(format!("/sys/block/{name}/queue/{f}"))
+            .unwrap()
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert_eq!(t["max_sectors_kb"], sys("max_sectors_kb"));
+    // every candidate was replayed; the chosen one has the least error
+    let errs: Vec<f64> = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["error"].as_f64().unwrap())
+        .collect();
+    let chosen = v["device"]["error"].as_f64().unwrap();
+    assert!(errs.iter().all(|&e| e >= chosen), "{errs:?}");
+    // and the simulator runs the fitted device
+    let spec = v["device"]["spec"].as_str().unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--name=t", "--rw=randread", "--bs=4k", "--size=16m"])
+        .args(["--direct=1", "--runtime=1", "--time_based"])
+        .arg(format!("--device={spec}"))
+        .arg(format!("--submit-ns={}", v["device"]["submit_ns"]))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {spec}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{what}: {line}\n  --device={spec}");
+}
+
+#[test]
+fn calibrates_a_loop_device_over_ram() {
+    let _x = exclusive();
+    let Some(ram) = Mounted::tmpfs("80m") else {
+        return;
+    };
+    let Some(lo) = loop_over(&ram.dir.path().join("backing.img"), 64) else {
+        return;
+    };
+    let v = calibrate_json(&lo.dev);
+    check_calibration("loop over RAM", &lo.dev, &v);
+}
+
+#[test]
+fn calibrates_a_loop_device_over_a_disk_file() {
+    let _x = exclusive();
+    let s = Scratch::new();
+    let Some(lo) = loop_over(&s.path("backing.img"), 64) else {
+        return;
+    };
+    let v = calibrate_json(&lo.dev);
+    check_calibration("loop over a disk file", &lo.dev, &v);
+}
+
+/// SIGINT after the first round: the report of that round, exit 130.
+#[test]
+fn an_interrupted_calibration_reports_its_whole_rounds() {
+    let _x = exclusive();
+    let Some(ram) = Mounted::tmpfs("40m") else {
+        return;
+    };
+    let Some(lo) = loop_over(&ram.dir.path().join("backing.img"), 32) else {
+        return;
+    };
+    // a round: 6 read jobs of 1 s
+    let args: Vec<String> = [
+        "calibrate",
+        &lo.dev.display().to_string(),
+        "--rounds=5",
+        "--time=1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let s = signal_blkqos(
+        &args,
+        Path::new("."),
+        Duration::from_millis(8500),
+        &["INT"],
+        Duration::ZERO,
+        Duration::from_secs(60),
+    );
+    assert_eq!(s.ran.code, Some(130), "{}", s.ran.stderr);
+    let out = s.ran.stdout_str();
+    assert!(out.contains("INTERRUPTED"), "{out}");
+    assert!(out.contains("ctrl=user model=linear rbps="), "{out}");
+    assert!(s.ran.stderr.contains("whole round"), "{}", s.ran.stderr);
+    // it stopped within the job that was running
+    assert!(
+        s.after_first < Duration::from_secs(3),
+        "{:?}",
+        s.after_first
+    );
+}
