@@ -60,6 +60,8 @@ pub struct Experiment {
     pub trace_out: Option<PathBuf>,
     /// `--parse-only`: check everything, run nothing.
     pub parse_only: bool,
+    /// Check the controllers' invariants after every driver pass.
+    pub check_invariants: bool,
     /// `--showcmd`: print fio's command-line form of the job files, run nothing.
     pub showcmd: Option<String>,
     /// Outputs written during the run ([`Experiment::open_streams`]).
@@ -103,6 +105,7 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "eta",
     "live?",
     "live-json",
+    "check-invariants?",
 ];
 
 impl Experiment {
@@ -336,6 +339,7 @@ impl Experiment {
         }
         Ok(Experiment {
             parse_only: false,
+            check_invariants: false,
             showcmd: None,
             device,
             controllers,
@@ -379,6 +383,7 @@ impl Experiment {
         let mut device = DeviceSpec::parse("null").expect("default device");
         let mut seed = 1;
         let mut host = HostModel::default();
+        let mut check_invariants = false;
         let mut writes = Vec::new();
         let mut controllers = ControllerOptions::default();
         let mut io_stat_out = None;
@@ -445,6 +450,7 @@ impl Experiment {
                 "live" => live.set_every(v)?,
                 "live-json" => live.json = Some(PathBuf::from(v)),
                 "allow-destructive" => consent.0 = true,
+                "check-invariants" => check_invariants = true,
                 "overwrite" => consent.1 = true,
                 "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {
                     let file = k.replacen("io-", "io.", 1).replace("cost-", "cost.");
@@ -474,6 +480,7 @@ impl Experiment {
         }
         Ok(Experiment {
             parse_only: cli.parse_only,
+            check_invariants,
             showcmd: cli.showcmd.clone(),
             device,
             controllers,
@@ -857,6 +864,7 @@ impl Experiment {
             },
             // the request trace streams to its file (open_streams)
             trace_requests: false,
+            check_invariants: self.check_invariants,
             sink: self.streams.clone().map(|s| s as blkqos_driver::SharedSink),
             lat_hist: self.accounting.lat_hist.is_some(),
             // the real engine's buffered IO goes through the kernel's cache

@@ -140,6 +140,9 @@ blkqos flags:
   --iocost=VARIANT               hold (default: busy_level kept when a period has no
                                  completions but lagging IO, 7.1+), reset (<= 7.0), hold-v2
   --blkcg-debug-stats=0|1        io.stat also shows iocost's cost.wait, cost.indebt, cost.indelay
+  --check-invariants             check every controller's invariants after each pass of the driver
+                                 loop (a violation, a bug, ends the run with exit 1); debug builds
+                                 check every 64th pass, every run checks once at its end
   --iocost-trace=FILE            per-period iocost trace (iocost_monitor style); FILE.jsonl = JSON
   --kernel=VER[,hz=N][,throttling_low=y]
                                  every controller and accounting rule of a kernel release as

@@ -330,6 +330,10 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                 e.live.set_every("")?;
                 continue;
             }
+            if a == "--check-invariants" {
+                e.check_invariants = true;
+                continue;
+            }
             match a.split_once('=') {
                 Some(("--seed", v)) => {
                     e.seed = v
@@ -390,7 +394,7 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --output-format and --parse-only are accepted"
+                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --output-format, --check-invariants and --parse-only are accepted"
                 ),
             }
         }

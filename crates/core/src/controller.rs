@@ -98,7 +98,53 @@ pub struct LiveState {
     pub groups: Vec<GroupLive>,
 }
 
+/// A controller state that must never occur, or a call that breaks the
+/// call protocol (time running backwards, an IO of a group the controller
+/// does not know): a bug in blkqos or in the embedder, never a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{controller}: invariant violated: {what}")]
+pub struct Violation {
+    /// [`Controller::name`] of the controller that found it.
+    pub controller: &'static str,
+    /// The first violation, described.
+    pub what: String,
+}
+
+/// A protocol breach a controller found while it ran: recorded (the first
+/// one) and reported by [`Controller::check`]; a debug build panics at
+/// once.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Fault(Option<String>);
+
+impl Fault {
+    /// Record `what` (the first fault is kept); panics in debug builds.
+    #[track_caller]
+    pub fn raise(&mut self, what: impl FnOnce() -> String) {
+        if self.0.is_none() {
+            let w = what();
+            debug_assert!(false, "controller protocol violated: {w}");
+            self.0 = Some(w);
+        }
+    }
+    /// The recorded fault as a violation of `controller`.
+    pub fn check(&self, controller: &'static str) -> Result<(), Violation> {
+        match &self.0 {
+            Some(w) => Err(Violation {
+                controller,
+                what: w.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The contract every IO controller implements.
+///
+/// Call protocol: `now` never decreases from one call to the next; every IO
+/// passed in belongs to a group of the tree the controller was built for.
+/// A controller that sees either records a [`Fault`] ([`Controller::check`]
+/// returns it; debug builds panic). The driver calls [`Controller::check`]
+/// after its passes (every pass with `--check-invariants`).
 pub trait Controller {
     /// Short name for traces and errors (`"throttle"`, `"iocost"`).
     fn name(&self) -> &'static str;
@@ -172,6 +218,14 @@ pub trait Controller {
     /// the per-IO path. Must not change over the controller's lifetime.
     fn is_pass_through(&self) -> bool {
         false
+    }
+
+    /// Check the controller's structural invariants (counts that must
+    /// agree, queues that must be armed) and report any protocol fault
+    /// recorded since it was built. Cheap: the driver may call it after
+    /// every pass.
+    fn check(&self) -> Result<(), Violation> {
+        Ok(())
     }
 }
 
@@ -492,6 +546,11 @@ impl ControllerStack {
 
     pub fn held(&self) -> usize {
         self.stages.iter().map(|s| s.held()).sum()
+    }
+
+    /// Every stage's [`Controller::check`]: the first violation.
+    pub fn check(&self) -> Result<(), Violation> {
+        self.stages.iter().try_for_each(|s| s.check())
     }
 
     /// Every stage's `io.stat` keys for a group.

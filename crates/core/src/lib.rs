@@ -20,7 +20,7 @@ pub mod time;
 pub use cgroup::{CgroupTree, GroupId};
 pub use controller::{
     Controller, ControllerStack, GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive, LiveState,
-    PassThrough, Verdict,
+    PassThrough, Verdict, Violation,
 };
 pub use hist::LatHist;
 pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp};

@@ -152,7 +152,16 @@ pub struct RunOptions {
     /// Keep latency histograms per device and per group
     /// ([`crate::lathist`]), returned in [`RunResult::lat_hists`].
     pub lat_hist: bool,
+    /// Run [`ControllerStack::check`] after every pass (debug builds: every
+    /// [`DEBUG_CHECK_EVERY`]th pass; every run: once at its end). A
+    /// violation ends the run with [`RunError::Invariant`].
+    pub check_invariants: bool,
 }
+
+/// Debug builds check the controllers' invariants every this many passes
+/// of the driver loop (often enough to catch a broken state near where it
+/// broke, rarely enough to keep the test suite's runs fast).
+pub const DEBUG_CHECK_EVERY: u64 = 64;
 
 /// The results of one job clone.
 #[derive(Clone, Debug)]
@@ -215,6 +224,9 @@ pub struct RequestRecord {
 pub enum RunError {
     #[error("internal: job `{job}` waits for a completion with nothing in flight at {at}")]
     Stalled { job: String, at: Instant },
+    /// A controller's invariant or call protocol broke (a bug).
+    #[error("internal: {0}")]
+    Invariant(#[from] blkqos_core::controller::Violation),
 }
 
 /// Driver-side state of one job clone.
@@ -1002,6 +1014,7 @@ pub fn run<B: Backend>(
     // earliest job timer; job timers only move when the loop steps jobs
     // or runs their timers, so the value from the previous pass holds
     let mut next_job_timer = lp.jobs.iter().filter_map(|s| s.job.next_timer()).min();
+    let mut passes = 0u64;
     loop {
         let now = lp.backend.now();
         let stopping = flag_set(&opts.stop) || flag_set(&opts.abandon);
@@ -1060,6 +1073,12 @@ pub fn run<B: Backend>(
         {
             break;
         }
+        passes += 1;
+        if opts.check_invariants
+            || (cfg!(debug_assertions) && passes.is_multiple_of(DEBUG_CHECK_EVERY))
+        {
+            lp.stack.check()?;
+        }
         let mut deadline = earliest(lp.stack.next_deadline(), next_snap);
         deadline = earliest(deadline, lp.deferred.front().map(|d| d.0));
         if let Some(pc) = &lp.pc {
@@ -1113,6 +1132,8 @@ pub fn run<B: Backend>(
         }
         pc.report(ended_at)
     });
+    // a protocol fault or a broken state is an error in every build
+    lp.stack.check()?;
     let elapsed_s = (ended_at - t0).as_ms().div_ceil(1000);
     let jobs = lp
         .jobs

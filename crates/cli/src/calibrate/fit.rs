@@ -169,7 +169,7 @@ pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit
     // a unit is not faster than the whole device
     let sigma = rd.slope_ns_per_byte.max(1e9 / rd.seq_bps.max(1.0));
     let mut mean_base = sigma * m * (rd.seq_bps - 4096.0 * x) / (x * m - rd.seq_bps);
-    if !(mean_base > 0.0) {
+    if mean_base.is_nan() || mean_base <= 0.0 {
         // big requests no faster than 4 KiB ones: one unit
         mean_base = 1e9 / x - 4096.0 * sigma;
     }

@@ -359,7 +359,7 @@ pub fn size_text(b: u64) -> String {
     for (s, m) in U {
         if b >= m {
             let v = b as f64 / m as f64;
-            return if b % m == 0 {
+            return if b.is_multiple_of(m) {
                 format!("{}{s}", b / m)
             } else {
                 format!("{v:.1}{s}")

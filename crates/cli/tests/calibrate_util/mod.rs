@@ -116,7 +116,7 @@ pub fn judge(what: &str, real: &[Dir; 2], pred: &[Dir; 2]) -> Vec<String> {
         ] {
             let err = 100.0 * (p / r - 1.0);
             eprintln!("  {name:<5} {q:<8} fio {r:>12.0}  sim {p:>12.0}  {err:>+6.1}% (±{tol}%)");
-            if !(err.abs() <= tol) {
+            if err.is_nan() || err.abs() > tol {
                 bad.push(format!(
                     "{name} {q}: fio {r:.0}, predicted {p:.0} ({err:+.1}%, allowed ±{tol}%)"
                 ));

@@ -145,7 +145,17 @@ impl IoCost {
     /// `Held` when the submitter sleeps in the group's wait queue.
     pub(super) fn throttle(&mut self, io: &Io, ns: u64) -> Verdict {
         let g = io.group.idx();
-        if !self.enabled || g >= self.groups.len() || self.groups[g].level == 0 {
+        if g >= self.groups.len() {
+            let n = self.groups.len();
+            self.fault.raise(|| {
+                format!(
+                    "IO {:?} of group {g}, which is not among the {n} groups",
+                    io.id
+                )
+            });
+            return Verdict::Dispatch;
+        }
+        if !self.enabled || self.groups[g].level == 0 {
             return Verdict::Dispatch;
         }
         let abs_cost = self.params.vtime_cost(io, self.groups[g].cursor, false);

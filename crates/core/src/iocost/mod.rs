@@ -304,6 +304,8 @@ pub struct IoCost {
     out: Vec<Io>,
     waiting: usize,
     last_ns: u64,
+    /// The first protocol breach seen (time backwards, unknown group).
+    fault: crate::controller::Fault,
     scheduled: BTreeMap<(Instant, u64), Reconfig>,
     sched_seq: u64,
     rejected: Vec<(Instant, KnobError)>,
@@ -357,6 +359,7 @@ impl IoCost {
             out: Vec::new(),
             waiting: 0,
             last_ns: 0,
+            fault: Default::default(),
             scheduled: BTreeMap::new(),
             sched_seq: 0,
             rejected: Vec::new(),
@@ -401,8 +404,14 @@ impl IoCost {
         &self.cfg
     }
 
-    /// Time never runs backwards for the controller.
+    /// Time never runs backwards for the controller: a call that goes
+    /// back is a protocol fault (recorded; the clock holds).
     fn clock(&mut self, at: Instant) -> u64 {
+        if at.0 < self.last_ns {
+            let last = self.last_ns;
+            self.fault
+                .raise(|| format!("time ran backwards: {} ns after {last} ns", at.0));
+        }
         self.last_ns = self.last_ns.max(at.0);
         self.last_ns
     }
@@ -824,6 +833,14 @@ impl Controller for IoCost {
     }
     fn hold_blocks_submitter(&self) -> bool {
         true
+    }
+    fn check(&self) -> Result<(), crate::controller::Violation> {
+        self.invariants()
+            .map_err(|what| crate::controller::Violation {
+                controller: "iocost",
+                what,
+            })?;
+        self.fault.check("iocost")
     }
     fn held(&self) -> usize {
         self.waiting + self.out.len()

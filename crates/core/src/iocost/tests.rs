@@ -700,13 +700,55 @@ fn io_while_disabled_or_uncosted_bypasses() {
         );
     }
     assert!(!c.is_active(a));
-    // out-of-tree groups are not controlled
-    assert_eq!(
-        c.on_submit(&io(1, GroupId(99), IoOp::Read, 1), Instant::ZERO),
-        Verdict::Dispatch
-    );
     assert_eq!(c.iostat_suffix(GroupId(99)), "");
     c.invariants().unwrap();
+    c.check().unwrap();
+}
+
+/// An IO of a group the controller does not know, and time running
+/// backwards, break the call protocol: a debug build panics, a release
+/// build passes the IO on and `check` reports the fault.
+#[test]
+fn protocol_faults_are_loud() {
+    use crate::controller::Controller as _;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    let mut c = IoCost::new(IoCostConfig::default(), &t);
+    c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        c.on_submit(&io(1, GroupId(99), IoOp::Read, 1), Instant::ZERO)
+    }));
+    if cfg!(debug_assertions) {
+        let msg = *r.unwrap_err().downcast::<String>().unwrap();
+        assert!(
+            msg.contains("group 99, which is not among the 2 groups"),
+            "{msg}"
+        );
+    } else {
+        assert_eq!(r.unwrap(), Verdict::Dispatch);
+        let v = c.check().unwrap_err();
+        assert!(
+            v.to_string().starts_with("iocost: invariant violated: IO"),
+            "{v}"
+        );
+    }
+    let mut c = IoCost::new(IoCostConfig::default(), &t);
+    c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
+    c.on_submit(&io(1, a, IoOp::Read, 1), Instant::from_ms(5));
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        c.on_submit(&io(2, a, IoOp::Read, 1), Instant::from_ms(4))
+    }));
+    if cfg!(debug_assertions) {
+        let msg = *r.unwrap_err().downcast::<String>().unwrap();
+        assert!(
+            msg.contains("time ran backwards: 4000000 ns after 5000000 ns"),
+            "{msg}"
+        );
+    } else {
+        r.unwrap();
+        assert!(c.check().unwrap_err().what.contains("time ran backwards"));
+    }
 }
 
 // ---- ioc_rqos_merge -------------------------------------------------------

@@ -272,12 +272,15 @@ fn iostat_suffix_and_trace_format() {
     // 100 4 KiB reads ≈ 11.7 ms of device time, then one period
     let mut rel = Vec::new();
     let now = Instant::from_ms(1);
-    for i in 0..100 {
-        let x = io(i, b, IoOp::Read, 1);
-        assert_eq!(c.on_submit(&x, now), Verdict::Dispatch);
-        c.on_complete(&x, now, now, now + Duration::from_us(50));
+    let ios: Vec<Io> = (0..100).map(|i| io(i, b, IoOp::Read, 1)).collect();
+    for x in &ios {
+        assert_eq!(c.on_submit(x, now), Verdict::Dispatch);
     }
-    let d = c.next_deadline().unwrap();
+    for x in &ios {
+        c.on_complete(x, now, now, now + Duration::from_us(50));
+    }
+    // the period timer (after the completions: time only goes forward)
+    let d = c.next_deadline().unwrap().max(now + Duration::from_us(50));
     c.on_timer(d, &mut rel);
     // the first IO has no cursor yet: sequential
     let usage = (15_387_255 + 99 * 16_135_121) / VTIME_PER_USEC;

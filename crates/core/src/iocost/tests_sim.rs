@@ -629,7 +629,10 @@ impl Model {
         let start = self.now;
         for _ in 0..1_000_000 {
             while let Some((io, alloc)) = self.inflight.pop() {
+                // completions in time order: the controller's clock never
+                // goes back
                 let done = self.now.max(alloc + Duration::from_us(100));
+                self.now = done;
                 self.c.on_complete(&io, alloc, alloc, done);
             }
             if self.c.held() == 0 {

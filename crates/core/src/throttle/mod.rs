@@ -159,6 +159,10 @@ struct Tg {
 
 /// blk-throttle for one device.
 pub struct Throttle {
+    /// The latest `now` seen and the first protocol breach (time
+    /// backwards, unknown group).
+    last_now: Instant,
+    fault: crate::controller::Fault,
     cfg: ThrottleConfig,
     slice: u64,
     /// Index of the device-level service queue (after all groups).
@@ -194,6 +198,8 @@ impl Throttle {
             })
             .collect();
         Throttle {
+            last_now: Instant::ZERO,
+            fault: Default::default(),
             slice: cfg.variant.slice_jiffies(cfg.hz, cfg.rotational),
             cfg,
             td,
@@ -692,7 +698,15 @@ impl Throttle {
     pub fn submit(&mut self, io: &Io, now: Instant) -> bool {
         let mut g = io.group.idx();
         let d = io.dir().idx();
+        self.see(now);
         if g >= self.tgs.len() {
+            let n = self.tgs.len();
+            self.fault.raise(|| {
+                format!(
+                    "IO {:?} of group {g}, which is not among the {n} groups",
+                    io.id
+                )
+            });
             return true;
         }
         let rest = io.flags.contains(IoFlags::SPLIT_REST);
@@ -794,6 +808,16 @@ impl Throttle {
         }
     }
 
+    /// Time must not run backwards (a fault otherwise).
+    fn see(&mut self, now: Instant) {
+        if now < self.last_now {
+            let last = self.last_now;
+            self.fault
+                .raise(|| format!("time ran backwards: {} ns after {} ns", now.0, last.0));
+        }
+        self.last_now = self.last_now.max(now);
+    }
+
     /// Check the structural invariants; returns a description of the first
     /// violation.
     pub fn invariants(&self) -> Result<(), String> {
@@ -854,14 +878,25 @@ impl Controller for Throttle {
         }
     }
     fn on_timer(&mut self, now: Instant, released: &mut Vec<Io>) {
+        self.see(now);
         self.run_timers(now, released);
     }
-    fn on_complete(&mut self, _io: &Io, _a: Instant, _s: Instant, _now: Instant) {}
+    fn on_complete(&mut self, _io: &Io, _a: Instant, _s: Instant, now: Instant) {
+        self.see(now);
+    }
     fn next_deadline(&self) -> Option<Instant> {
         self.deadline()
     }
     fn held(&self) -> usize {
         self.held
+    }
+    fn check(&self) -> Result<(), crate::controller::Violation> {
+        self.invariants()
+            .map_err(|what| crate::controller::Violation {
+                controller: "throttle",
+                what,
+            })?;
+        self.fault.check("throttle")
     }
     /// Queued bios per group, wherever in the hierarchy they wait (a bio
     /// climbs to its parent's service queue once its group passed it;

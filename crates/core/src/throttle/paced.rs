@@ -107,6 +107,9 @@ pub struct Paced {
     held: usize,
     scheduled: BTreeSet<(Instant, u64, usize)>,
     scheduled_limits: Vec<Limits>,
+    /// The latest `now` seen and the first protocol breach.
+    last_now: Instant,
+    fault: crate::controller::Fault,
 }
 
 impl Paced {
@@ -130,6 +133,8 @@ impl Paced {
             held: 0,
             scheduled: BTreeSet::new(),
             scheduled_limits: Vec::new(),
+            last_now: Instant::ZERO,
+            fault: Default::default(),
         }
     }
 
@@ -229,13 +234,70 @@ fn charges_bytes(io: &Io) -> bool {
     !io.flags.contains(IoFlags::SPLIT_REST)
 }
 
+impl Paced {
+    /// Time must not run backwards (a fault otherwise).
+    fn see(&mut self, now: Instant) {
+        if now < self.last_now {
+            let last = self.last_now;
+            self.fault
+                .raise(|| format!("time ran backwards: {} ns after {} ns", now.0, last.0));
+        }
+        self.last_now = self.last_now.max(now);
+    }
+
+    /// The structural invariants: `held` counts the queued IOs; a group's
+    /// non-empty queue has its head armed in the timer set, and every timer
+    /// belongs to an armed queue; queues keep arrival order.
+    pub fn invariants(&self) -> Result<(), String> {
+        let mut total = 0;
+        for (g, grp) in self.groups.iter().enumerate() {
+            for d in 0..2 {
+                let q = &grp.queue[d];
+                total += q.len();
+                if q.iter().zip(q.iter().skip(1)).any(|(a, b)| a.1 >= b.1) {
+                    return Err(format!("group {g} dir {d}: queue out of arrival order"));
+                }
+                match grp.armed[d] {
+                    Some((t, s)) if !self.timers.contains(&(t, s, g, d)) => {
+                        return Err(format!("group {g} dir {d}: armed at {t} but no timer"));
+                    }
+                    None if !q.is_empty() => {
+                        return Err(format!("group {g} dir {d}: {} queued, not armed", q.len()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if total != self.held {
+            return Err(format!("held {} but {total} queued", self.held));
+        }
+        for &(t, s, g, d) in &self.timers {
+            if self.groups.get(g).and_then(|x| x.armed[d]) != Some((t, s)) {
+                return Err(format!("timer ({t}, {s}) of group {g} dir {d} not armed"));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Controller for Paced {
     fn name(&self) -> &'static str {
         "paced"
     }
     fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
         let (g, d) = (io.group.idx(), io.dir().idx());
-        if g >= self.groups.len() || !self.limited(io) {
+        self.see(now);
+        if g >= self.groups.len() {
+            let n = self.groups.len();
+            self.fault.raise(|| {
+                format!(
+                    "IO {:?} of group {g}, which is not among the {n} groups",
+                    io.id
+                )
+            });
+            return Verdict::Dispatch;
+        }
+        if !self.limited(io) {
             return Verdict::Dispatch;
         }
         self.seq += 1;
@@ -256,6 +318,7 @@ impl Controller for Paced {
         Verdict::Held
     }
     fn on_timer(&mut self, now: Instant, released: &mut Vec<Io>) {
+        self.see(now);
         while let Some(&(at, k, g)) = self.scheduled.first() {
             if at > now {
                 break;
@@ -287,7 +350,17 @@ impl Controller for Paced {
             }
         }
     }
-    fn on_complete(&mut self, _io: &Io, _a: Instant, _s: Instant, _now: Instant) {}
+    fn on_complete(&mut self, _io: &Io, _a: Instant, _s: Instant, now: Instant) {
+        self.see(now);
+    }
+    fn check(&self) -> Result<(), crate::controller::Violation> {
+        self.invariants()
+            .map_err(|what| crate::controller::Violation {
+                controller: "paced",
+                what,
+            })?;
+        self.fault.check("paced")
+    }
     fn next_deadline(&self) -> Option<Instant> {
         let t = self.timers.first().map(|x| x.0);
         let s = self.scheduled.first().map(|x| x.0);

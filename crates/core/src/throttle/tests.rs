@@ -72,8 +72,73 @@ pub(super) fn drive(c: &mut dyn Controller, subs: &[Io], until: Instant) -> Vec<
             }
             i += 1;
         }
+        // every controller's invariants hold after every step
+        if let Err(v) = c.check() {
+            panic!("at {now}: {v}");
+        }
     }
     out
+}
+
+/// A step that breaks the call protocol.
+type Case<'a> = dyn Fn(&mut dyn Controller) + 'a;
+
+/// IO of a group the controller does not know, and time running
+/// backwards, are protocol faults: a debug build panics at once, a release
+/// build passes the IO on and `check` reports it.
+#[test]
+fn protocol_faults_are_loud() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    let make: [&dyn Fn() -> Box<dyn Controller>; 2] = [
+        &|| {
+            let mut c = Throttle::new(cfg("mainline"), &t);
+            c.set_limits(a, limits("8:0 riops=10"), Instant::ZERO);
+            Box::new(c)
+        },
+        &|| {
+            let mut c = Paced::new(PacedConfig::default(), &t, false);
+            c.set_limits(a, limits("8:0 riops=10"), Instant::ZERO);
+            Box::new(c)
+        },
+    ];
+    for m in make {
+        let cases: [(&Case<'_>, &str); 2] = [
+            (
+                &|c| {
+                    c.on_submit(
+                        &io(1, GroupId(7), IoOp::Read, 4096, Instant::ZERO),
+                        Instant::ZERO,
+                    );
+                },
+                "group 7, which is not among the 2 groups",
+            ),
+            (
+                &|c| {
+                    let now = Instant::from_ms(5);
+                    c.on_submit(&io(1, a, IoOp::Read, 4096, now), now);
+                    let mut rel = Vec::new();
+                    c.on_timer(Instant::from_ms(4), &mut rel);
+                },
+                "time ran backwards: 4000000 ns after 5000000 ns",
+            ),
+        ];
+        for (case, want) in cases {
+            let mut c = m();
+            let name = c.name();
+            let r = catch_unwind(AssertUnwindSafe(|| case(c.as_mut())));
+            if cfg!(debug_assertions) {
+                let msg = *r.unwrap_err().downcast::<String>().unwrap();
+                assert!(msg.contains(want), "{name}: {msg}");
+            } else {
+                r.unwrap();
+                let v = c.check().unwrap_err();
+                assert!(v.what.contains(want), "{name}: {v}");
+                assert_eq!(v.controller, name);
+            }
+        }
+    }
 }
 
 /// A closed loop like the seed's fio job: one IO at a time, the next
