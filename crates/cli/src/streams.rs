@@ -166,4 +166,10 @@ impl RunSink for Streams {
             l.record(job, samples);
         }
     }
+
+    fn job_hist_log(&mut self, job: usize, lines: &str) {
+        if let Some(l) = &mut self.job_logs {
+            l.record_hist(job, lines);
+        }
+    }
 }

@@ -48,6 +48,9 @@ pub trait RunSink {
     /// Samples of job `job`'s fio logs (`write_*_log`), in the order the
     /// job produced them; called at most once per pass of the loop.
     fn job_log(&mut self, _job: usize, _samples: &[LogSample]) {}
+    /// Lines of job `job`'s histogram log (`write_hist_log`), whole lines
+    /// in the order the job produced them; at most once per pass.
+    fn job_hist_log(&mut self, _job: usize, _lines: &str) {}
 }
 
 /// In-process collection (tests, short runs): grows by one record per IO.
@@ -851,6 +854,14 @@ impl<B: Backend> Loop<'_, B> {
                         sink.job_log(j, p);
                     }
                     p.clear();
+                }
+            }
+            if let Some(h) = s.job.hist_pending() {
+                if !h.is_empty() {
+                    if let Some(sink) = &mut self.sink {
+                        sink.job_hist_log(j, h);
+                    }
+                    h.clear();
                 }
             }
         }

@@ -532,6 +532,15 @@ impl Job {
         self.log.as_mut().map(|l| &mut l.pending)
     }
 
+    /// Histogram log lines (`write_hist_log`) produced since the last
+    /// call, for the driver to write out.
+    pub fn hist_pending(&mut self) -> Option<&mut String> {
+        self.log
+            .as_mut()
+            .and_then(|l| l.hist.as_mut())
+            .map(|h| &mut h.pending)
+    }
+
     fn us_since_epoch(&self, now: Instant) -> u64 {
         (now - self.epoch).as_us()
     }
@@ -1147,6 +1156,10 @@ impl Job {
         let ms = (now - self.epoch).as_ms();
         let d = r.io.ddir;
         let Some(l) = &mut self.log else { return };
+        if let Some(h) = &mut l.hist {
+            let counted = self.spec.clat_percentiles;
+            h.clat(ms, d, r.bytes_done, clat.as_ns(), counted);
+        }
         let from = l.pending.len();
         l.io(
             ms,
