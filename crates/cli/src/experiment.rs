@@ -66,6 +66,9 @@ pub struct Experiment {
     pub streams: Option<SharedStreams>,
     /// `--live` / `--live-json`: per-interval rows per cgroup as the run goes.
     pub live: crate::live::LiveOptions,
+    /// `--status-interval=T` (ms): the reports of the run so far every T
+    /// ([`crate::status`]).
+    pub status_every_ms: Option<u64>,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -365,6 +368,7 @@ impl Experiment {
             trace_out: None,
             streams: None,
             live: Default::default(),
+            status_every_ms: None,
         })
     }
 
@@ -490,6 +494,7 @@ impl Experiment {
             trace_out,
             streams: None,
             live,
+            status_every_ms: cli.status_interval_ms,
             writes,
             invocations: vec![Invocation {
                 jobs,
@@ -832,6 +837,27 @@ impl Experiment {
         if !logs.is_empty() {
             s.job_logs = Some(logs);
         }
+        if self.status_every_ms.is_some() {
+            let invocation_of = self
+                .invocations
+                .iter()
+                .enumerate()
+                .flat_map(|(i, inv)| {
+                    let clones: usize = inv
+                        .jobs
+                        .jobs
+                        .iter()
+                        .map(|j| j.numjobs.max(1) as usize)
+                        .sum();
+                    std::iter::repeat_n(i, clones)
+                })
+                .collect();
+            s.status = Some(crate::status::StatusReports::create(
+                &self.invocations,
+                invocation_of,
+                &self.device.name,
+            )?);
+        }
         self.streams = (!s.is_empty()).then(|| Arc::new(std::sync::Mutex::new(s)));
         Ok(())
     }
@@ -861,6 +887,7 @@ impl Experiment {
             lat_hist: self.accounting.lat_hist.is_some(),
             // the real engine's buffered IO goes through the kernel's cache
             pagecache: None,
+            status_every: self.status_every_ms.map(blkqos_core::Duration::from_ms),
         }
     }
 

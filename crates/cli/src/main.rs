@@ -24,6 +24,7 @@ mod real;
 mod real_report;
 mod request_trace;
 mod scenario;
+mod status;
 mod stdout;
 mod streams;
 mod summary;

@@ -48,6 +48,11 @@ pub trait RunSink {
     /// Samples of job `job`'s fio logs (`write_*_log`), in the order the
     /// job produced them; called at most once per pass of the loop.
     fn job_log(&mut self, _job: usize, _samples: &[LogSample]) {}
+    /// Every [`RunOptions::status_every`] of run time: every job clone's
+    /// results so far ([`blkqos_workload::Job::stats_so_far`]) and the
+    /// disk's accounting up to `now`, for a report of the run so far
+    /// (fio's `--status-interval`).
+    fn status(&mut self, _now: Instant, _jobs: &[JobResult], _disk: &DiskStats) {}
     /// Lines of job `job`'s histogram log (`write_hist_log`), whole lines
     /// in the order the job produced them; at most once per pass.
     fn job_hist_log(&mut self, _job: usize, _lines: &str) {}
@@ -155,6 +160,10 @@ pub struct RunOptions {
     /// Keep latency histograms per device and per group
     /// ([`crate::lathist`]), returned in [`RunResult::lat_hists`].
     pub lat_hist: bool,
+    /// Call [`RunSink::status`] every this often (run time: simulated on
+    /// the simulator, wall time on a real backend); the loop wakes up for
+    /// it.
+    pub status_every: Option<Duration>,
 }
 
 /// The results of one job clone.
@@ -867,6 +876,37 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
+    /// The jobs' results so far and the disk's accounting, to the sink's
+    /// [`RunSink::status`].
+    fn status_sink(&mut self, now: Instant, t0: Instant) {
+        let Some(sink) = &mut self.sink else { return };
+        let elapsed_s = (now - t0).as_ms().div_ceil(1000);
+        let jobs: Vec<JobResult> = self
+            .jobs
+            .iter()
+            .map(|s| {
+                let mut stats = if s.state == SlotState::Pending {
+                    s.job.stats.clone()
+                } else {
+                    s.job.stats_so_far(now)
+                };
+                stats.elapsed_s = elapsed_s;
+                JobResult {
+                    error: s.job.error(),
+                    failure: s.job.failure(),
+                    failed_ios: s.job.failed_ios(),
+                    clone: s.job.clone_index(),
+                    spec: s.job.spec().clone(),
+                    group: s.group,
+                    stats,
+                }
+            })
+            .collect();
+        let mut disk = self.disk.clone();
+        disk.sync(now);
+        sink.status(now, &jobs, &disk);
+    }
+
     /// Hand the controllers' records to the sink (`now` is at or past
     /// `next`): the next time to do it.
     fn feed_sink(&mut self, now: Instant) -> Instant {
@@ -1008,6 +1048,8 @@ pub fn run<B: Backend>(
         .diskstats_every
         .filter(|d| d.as_ns() > 0)
         .map(|d| t0 + d);
+    let status_every = opts.status_every.filter(|d| d.as_ns() > 0);
+    let mut next_status = status_every.map(|d| t0 + d);
     let mut interrupted = false;
     let mut dropped_ios = None;
     // earliest job timer; job timers only move when the loop steps jobs
@@ -1053,6 +1095,19 @@ pub fn run<B: Backend>(
         if sink_due {
             next_sink = lp.feed_sink(now);
         }
+        if let (Some(t), Some(every)) = (next_status, status_every) {
+            if now >= t {
+                lp.drain_job_logs();
+                lp.status_sink(now, t0);
+                // fio's helper thread re-arms from now: missed ones are
+                // not caught up
+                let mut next = t + every;
+                while next <= now {
+                    next += every;
+                }
+                next_status = Some(next);
+            }
+        }
         lp.run_deferred(now);
         if lp.pc.is_some() {
             lp.run_pagecache(now);
@@ -1094,6 +1149,9 @@ pub fn run<B: Backend>(
                 .unwrap_or_default();
             return Err(RunError::Stalled { job, at: now });
         }
+        // the loop wakes up for the status report (not a reason to wait:
+        // a stall is a stall with or without it)
+        let deadline = earliest(deadline, next_status).map(|d| d.max(now));
         let deadline = poll_by(deadline, now, opts);
         if lp.job_logs {
             lp.drain_job_logs();

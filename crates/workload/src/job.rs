@@ -532,6 +532,26 @@ impl Job {
         self.log.as_mut().map(|l| &mut l.pending)
     }
 
+    /// The job's statistics as a report at `now` shows them while it
+    /// runs (fio `__show_running_run_stats`: a running job's runtime of
+    /// each direction that moved data is the time since its start, its
+    /// total run time the time since its epoch); a job that ended, or is
+    /// still in its ramp, shows what it has.
+    pub fn stats_so_far(&self, now: Instant) -> JobStats {
+        let mut st = self.stats.clone();
+        if self.finished_at.is_some() || self.in_ramp() || now < self.started {
+            return st;
+        }
+        let runtime_ms = (now - self.started).as_ms();
+        for d in &mut st.dirs {
+            if d.io_bytes > 0 {
+                d.runtime_ms = runtime_ms;
+            }
+        }
+        st.job_runtime_ms = (now - self.epoch).as_ms();
+        st
+    }
+
     /// Histogram log lines (`write_hist_log`) produced since the last
     /// call, for the driver to write out.
     pub fn hist_pending(&mut self) -> Option<&mut String> {
