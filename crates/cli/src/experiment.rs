@@ -251,6 +251,7 @@ impl Experiment {
             );
         }
         let mut invocations = Vec::new();
+        let mut status_ms: Vec<(usize, Option<u64>)> = Vec::new();
         let mut run_clones = 0u64;
         for (i, f) in sc.fio.iter().enumerate() {
             let given = [f.job_file.is_some(), f.job.is_some(), f.args.is_some()];
@@ -304,6 +305,7 @@ impl Experiment {
                 if !cli.output_format.is_empty() && f.output_format.is_none() {
                     formats = cli.output_format;
                 }
+                status_ms.push((i, cli.status_interval_ms));
                 cli.jobs
             };
             let cgroup = match &f.cgroup {
@@ -337,6 +339,8 @@ impl Experiment {
         if invocations.is_empty() {
             bail!(src.err(0, "the scenario has no [[fio]] invocation: nothing to run"));
         }
+        let status_every_ms = one_status_interval(&status_ms, invocations.len())
+            .map_err(|(i, m)| src.err(src.table_header("fio", i).unwrap_or(0), m))?;
         Ok(Experiment {
             parse_only: false,
             showcmd: None,
@@ -368,7 +372,7 @@ impl Experiment {
             trace_out: None,
             streams: None,
             live: Default::default(),
-            status_every_ms: None,
+            status_every_ms,
         })
     }
 
@@ -508,6 +512,30 @@ impl Experiment {
             }],
         })
     }
+}
+
+/// The status interval of a scenario's `[[fio]]` invocations (`n` of
+/// them; `given` lists each `args=` one's `--status-interval`): blkqos
+/// runs them in one loop, so either none asks for one, or all ask for the
+/// same.
+fn one_status_interval(
+    given: &[(usize, Option<u64>)],
+    n: usize,
+) -> Result<Option<u64>, (usize, String)> {
+    let asked: Vec<(usize, u64)> = given.iter().filter_map(|&(i, v)| Some((i, v?))).collect();
+    let Some(&(first_i, first)) = asked.first() else {
+        return Ok(None);
+    };
+    if asked.len() == n && asked.iter().all(|&(_, v)| v == first) {
+        return Ok(Some(first));
+    }
+    Err((
+        first_i,
+        format!(
+            "[[fio]] #{}: --status-interval={first}ms: every [[fio]] of a scenario must give the same --status-interval (they run in one process), or none may: pass --status-interval after the scenario file instead",
+            first_i + 1
+        ),
+    ))
 }
 
 /// The job clones of one invocation (`numjobs` each).

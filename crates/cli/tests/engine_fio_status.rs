@@ -322,3 +322,46 @@ fn bad_status_interval_exits_2_naming_it() {
         );
     }
 }
+
+#[test]
+fn scenario_invocations_share_one_status_interval() {
+    let s = Scratch::new();
+    let sc = s.path("sc.toml");
+    let write = |b_extra: &str| {
+        std::fs::write(
+            &sc,
+            format!(
+                "[device]\nmodel = \"ssd\"\n\n[[fio]]\nargs = \"--name=a --rw=randread --size=8m --runtime=2500ms --time_based --status-interval=1 --output-format=terse\"\n\n\
+                 [[fio]]\nargs = \"--name=b --rw=randread --size=8m --runtime=2500ms --time_based{b_extra} --output-format=terse\"\n"
+            ),
+        )
+        .unwrap();
+    };
+    write("");
+    let r = blkqos(&["run", &sc.display().to_string()], s.dir.path());
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("sc.toml:4") && r.stderr.contains("--status-interval"),
+        "{}",
+        r.stderr
+    );
+    write(" --status-interval=1");
+    let r = blkqos(&["run", &sc.display().to_string()], s.dir.path());
+    r.ok();
+    let lines: Vec<String> = r
+        .stdout_str()
+        .lines()
+        .map(|l| l[..12].to_string())
+        .collect();
+    // 1 s, 2 s, then the final reports: each invocation's in turn
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert!(lines
+        .iter()
+        .step_by(2)
+        .all(|l| l.starts_with("3;fio-3.33;a")));
+    assert!(lines
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .all(|l| l.starts_with("3;fio-3.33;b")));
+}
