@@ -176,6 +176,11 @@ fn json_status_reports_match_fio() {
         (900.0..=1500.0).contains(&first),
         "first report at {first} ms"
     );
+    // fio's ETA is INT_MAX for the first 2 s of a run, 0 in the final report
+    for docs in [&ours, &fio] {
+        assert_eq!(num(&docs[0]["jobs"][0], "/eta"), 2_147_483_647.0);
+        assert_eq!(num(&docs[docs.len() - 1]["jobs"][0], "/eta"), 0.0);
+    }
 }
 
 #[test]
@@ -269,6 +274,10 @@ fn simulated_status_reports_are_cumulative_and_repeat() {
         let ts = num(&docs[i], "/timestamp_ms");
         assert_eq!(ts, 1_700_000_000_000.0 + want.floor(), "report {i}");
     }
+    let eta: Vec<f64> = docs.iter().map(|o| at(o, "/eta")).collect();
+    let elapsed: Vec<f64> = docs.iter().map(|o| at(o, "/elapsed")).collect();
+    assert_eq!(eta, [2_147_483_647.0, 2_147_483_647.0, 0.0, 0.0]);
+    assert_eq!(elapsed, [1.0, 2.0, 3.0, 4.0]);
     for d in ["read", "write"] {
         let ios: Vec<f64> = docs
             .iter()

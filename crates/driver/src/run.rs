@@ -877,10 +877,14 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// The jobs' results so far and the disk's accounting, to the sink's
-    /// [`RunSink::status`].
-    fn status_sink(&mut self, now: Instant, t0: Instant) {
-        let Some(sink) = &mut self.sink else { return };
-        let elapsed_s = (now - t0).as_ms().div_ceil(1000);
+    /// [`RunSink::status`]; the report was due at `due` (its `elapsed`,
+    /// which fio counts from a clock started with its reports' timer).
+    fn status_sink(&mut self, now: Instant, due: Instant, t0: Instant) {
+        if self.sink.is_none() {
+            return;
+        }
+        let elapsed_s = (due - t0).as_ms().div_ceil(1000);
+        let eta_s = self.eta_s(now, elapsed_s);
         let jobs: Vec<JobResult> = self
             .jobs
             .iter()
@@ -891,6 +895,7 @@ impl<B: Backend> Loop<'_, B> {
                     s.job.stats_so_far(now)
                 };
                 stats.elapsed_s = elapsed_s;
+                stats.eta_s = eta_s;
                 JobResult {
                     error: s.job.error(),
                     failure: s.job.failure(),
@@ -904,7 +909,31 @@ impl<B: Backend> Loop<'_, B> {
             .collect();
         let mut disk = self.disk.clone();
         disk.sync(now);
-        sink.status(now, &jobs, &disk);
+        if let Some(sink) = &mut self.sink {
+            sink.status(now, &jobs, &disk);
+        }
+    }
+
+    /// fio's ETA of the run `elapsed_s` into it (`eta.c:
+    /// calc_thread_status`): `INT_MAX` for the first 2 s, then the
+    /// longest of the jobs' estimates, those of stonewalled jobs not
+    /// started yet added up after it.
+    fn eta_s(&self, now: Instant, elapsed_s: u64) -> u64 {
+        const INT_MAX: u64 = i32::MAX as u64;
+        if elapsed_s < 3 {
+            return INT_MAX;
+        }
+        let (mut longest, mut stone) = (0u64, 0u64);
+        for s in &self.jobs {
+            let pending = s.state == SlotState::Pending;
+            let eta = s.job.eta_s(now, !pending);
+            if pending && s.job.spec().stonewall {
+                stone = stone.saturating_add(eta);
+            } else {
+                longest = longest.max(eta);
+            }
+        }
+        longest.saturating_add(stone).min(u64::from(u32::MAX))
     }
 
     /// Hand the controllers' records to the sink (`now` is at or past
@@ -1098,7 +1127,7 @@ pub fn run<B: Backend>(
         if let (Some(t), Some(every)) = (next_status, status_every) {
             if now >= t {
                 lp.drain_job_logs();
-                lp.status_sink(now, t0);
+                lp.status_sink(now, t, t0);
                 // fio's helper thread re-arms from now: missed ones are
                 // not caught up
                 let mut next = t + every;
