@@ -2,12 +2,14 @@
 //! `log_hist_msec`, `log_hist_coarseness`).
 //!
 //! Real engine against real fio 3.33: the same job (4 KiB randrw, psync,
-//! direct=1, 2 s, `log_hist_msec=500`) on the same scratch file, each in
-//! a directory of its own: the same file names, line counts within one
-//! line per direction, 3 + 1856 columns, the same directions and block
-//! sizes, time stamps about 500 ms apart, each line's bins summing to a
-//! plausible count of IOs of its interval (not zero, within 3x of fio's
-//! mean per line); and fio's own `fio-histo-log-pctiles.py` (shipped by
+//! direct=1, 2 s, `log_hist_msec=500`, with `write_lat_log` beside it) on
+//! the same scratch file, each in a directory of its own: the same file
+//! names, line counts within one line per direction, 3 + 1856 columns
+//! (3 + 232 with `log_hist_coarseness=3`), the same directions and block
+//! sizes, time stamps about 500 ms apart, IOs per line within 3x of fio's;
+//! in both tools' files, each line's bins are the completions its
+//! direction's clat log has since the previous line (give or take those
+//! in the same ms). fio's own `fio-histo-log-pctiles.py` (shipped by
 //! Debian's fio package under /usr/share/doc/fio) reads our file and
 //! prints a percentile row per second.
 //!
@@ -62,19 +64,23 @@ fn bins_sum(l: &[u64]) -> u64 {
 
 /// blkqos and fio on the same job file, each in its own directory: their
 /// directories, or None when the kernel refuses the engine.
-fn both(s: &Scratch) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+fn both(s: &Scratch, coarseness: u32) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let file = s.path("scratch.dat");
-    let jf = s.path("hist.fio");
+    let jf = s.path(&format!("hist{coarseness}.fio"));
     std::fs::write(
         &jf,
         format!(
             "[j]\nfilename={}\nioengine=psync\ndirect=1\nrw=randrw\nbs=4k\nsize=16m\n\
-             runtime=2\ntime_based\nwrite_hist_log=h\nlog_hist_msec=500\n",
+             runtime=2\ntime_based\nwrite_hist_log=h\nlog_hist_msec=500\n\
+             log_hist_coarseness={coarseness}\nwrite_lat_log=h\n",
             file.display()
         ),
     )
     .unwrap();
-    let (bdir, fdir) = (s.path("b"), s.path("f"));
+    let (bdir, fdir) = (
+        s.path(&format!("b{coarseness}")),
+        s.path(&format!("f{coarseness}")),
+    );
     std::fs::create_dir_all(&bdir).unwrap();
     std::fs::create_dir_all(&fdir).unwrap();
     let r = blkqos(&["run", &jf.display().to_string(), "--backend=real"], &bdir);
@@ -98,13 +104,24 @@ fn hist_log_matches_fio_and_its_script_reads_it() {
         return;
     }
     let s = Scratch::new();
-    let Some((bdir, fdir)) = both(&s) else {
+    let Some((bdir, fdir)) = both(&s, 0) else {
         return;
     };
     let (ours, fio) = (logs_in(&bdir), logs_in(&fdir));
     let names = |l: &Logs| l.keys().cloned().collect::<Vec<_>>();
-    assert_eq!(names(&fio), ["h_clat_hist.1.log"]);
+    assert_eq!(
+        names(&fio),
+        [
+            "h_clat.1.log",
+            "h_clat_hist.1.log",
+            "h_lat.1.log",
+            "h_slat.1.log"
+        ]
+    );
     assert_eq!(names(&ours), names(&fio));
+    for (who, l) in [("blkqos", &ours), ("fio", &fio)] {
+        bins_are_the_intervals_ios(who, &l["h_clat_hist.1.log"], &l["h_clat.1.log"]);
+    }
     let (mine, theirs) = (&ours["h_clat_hist.1.log"], &fio["h_clat_hist.1.log"]);
     for d in 0..2 {
         let of = |v: &Vec<Vec<u64>>| v.iter().filter(|l| l[1] == d).count();
@@ -133,6 +150,52 @@ fn hist_log_matches_fio_and_its_script_reads_it() {
         assert!(bins_sum(l) > 0, "{:?}", &l[..3]);
     }
     pctiles_script_reads(&bdir.join("h_clat_hist.1.log"), &s);
+}
+
+#[test]
+fn coarse_hist_log_has_fios_columns() {
+    let _x = exclusive();
+    if !fio_installed() {
+        eprintln!("SKIP: fio is not installed");
+        return;
+    }
+    let s = Scratch::new();
+    let Some((bdir, fdir)) = both(&s, 3) else {
+        return;
+    };
+    let (ours, fio) = (logs_in(&bdir), logs_in(&fdir));
+    let (mine, theirs) = (&ours["h_clat_hist.1.log"], &fio["h_clat_hist.1.log"]);
+    assert!(mine.len() >= 4 && mine.len().abs_diff(theirs.len()) <= 2);
+    for l in mine.iter().chain(theirs) {
+        assert_eq!(l.len(), 3 + (PLAT_NR >> 3), "{:?}", &l[..3]);
+        assert!(bins_sum(l) > 0, "{:?}", &l[..3]);
+    }
+}
+
+/// Each line's bins are the completions of its direction since the
+/// previous line, per the clat log of the same run: those between the two
+/// time stamps, give or take completions in the same ms as either.
+fn bins_are_the_intervals_ios(who: &str, hist: &[Vec<u64>], clat: &[Vec<u64>]) {
+    for d in 0..2u64 {
+        let mut prev: Option<u64> = None;
+        for l in hist.iter().filter(|l| l[1] == d) {
+            let t = l[0];
+            let of = |lo_incl: bool, hi_incl: bool| {
+                clat.iter()
+                    .filter(|k| k[2] == d)
+                    .filter(|k| prev.is_none_or(|p| k[0] > p || (lo_incl && k[0] == p)))
+                    .filter(|k| k[0] < t || (hi_incl && k[0] == t))
+                    .count() as u64
+            };
+            let (lo, hi) = (of(false, false), of(true, true));
+            let n = bins_sum(l);
+            assert!(
+                lo <= n && n <= hi,
+                "{who} ddir {d} at {t}: {n} IOs, clat log {lo}..={hi}"
+            );
+            prev = Some(t);
+        }
+    }
 }
 
 /// Mean bins sum of direction `d`'s lines.
