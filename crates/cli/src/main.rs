@@ -106,11 +106,12 @@ Run a scenario file or fio jobs on the simulated device (the default backend).
 fio options are fio 3.33's: --name starts a job, options before the first
 --name (or after --name=global) are global. --output=FILE and
 --output-format=normal|json|json+|terse (comma-separated; terse is fio's
-version 3 line) work as in fio, and so do --parse-only (check everything, run nothing), --showcmd JOBFILE... (print
-each job file as a fio command line) and --status-interval=T (every T, seconds
-unless a unit is given, the full report of the run so far in every output
-format, then the final one; simulated time on the simulator). Options blkqos
-does not support are errors, never ignored; a misspelt one gets a suggestion.
+version 3 line) work as in fio, and so do --parse-only (check everything, run
+nothing), --showcmd JOBFILE... (print each job file as a fio command line) and
+--status-interval=T (every T, seconds unless a unit is given, the full report
+of the run so far in every output format, then the final one; simulated time
+on the simulator). Options blkqos does not support are errors, never ignored;
+a misspelt one gets a suggestion.
 
 blkqos flags:
   --device=MODEL[,key=value...]  simulated device (default: null); see `blkqos devices`
