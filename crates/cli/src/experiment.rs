@@ -68,6 +68,9 @@ pub struct Experiment {
     pub streams: Option<SharedStreams>,
     /// `--live` / `--live-json`: per-interval rows per cgroup as the run goes.
     pub live: crate::live::LiveOptions,
+    /// `--status-interval=T` (ms): the reports of the run so far every T
+    /// ([`crate::status`]).
+    pub status_every_ms: Option<u64>,
 }
 
 fn env_lookup(k: &str) -> Option<String> {
@@ -251,6 +254,7 @@ impl Experiment {
             );
         }
         let mut invocations = Vec::new();
+        let mut status_ms: Vec<(usize, Option<u64>)> = Vec::new();
         let mut run_clones = 0u64;
         for (i, f) in sc.fio.iter().enumerate() {
             let given = [f.job_file.is_some(), f.job.is_some(), f.args.is_some()];
@@ -304,6 +308,7 @@ impl Experiment {
                 if !cli.output_format.is_empty() && f.output_format.is_none() {
                     formats = cli.output_format;
                 }
+                status_ms.push((i, cli.status_interval_ms));
                 cli.jobs
             };
             let cgroup = match &f.cgroup {
@@ -337,6 +342,8 @@ impl Experiment {
         if invocations.is_empty() {
             bail!(src.err(0, "the scenario has no [[fio]] invocation: nothing to run"));
         }
+        let status_every_ms = one_status_interval(&status_ms, invocations.len())
+            .map_err(|(i, m)| src.err(src.table_header("fio", i).unwrap_or(0), m))?;
         Ok(Experiment {
             parse_only: false,
             check_invariants: false,
@@ -369,6 +376,7 @@ impl Experiment {
             trace_out: None,
             streams: None,
             live: Default::default(),
+            status_every_ms,
         })
     }
 
@@ -497,6 +505,7 @@ impl Experiment {
             trace_out,
             streams: None,
             live,
+            status_every_ms: cli.status_interval_ms,
             writes,
             invocations: vec![Invocation {
                 jobs,
@@ -510,6 +519,30 @@ impl Experiment {
             }],
         })
     }
+}
+
+/// The status interval of a scenario's `[[fio]]` invocations (`n` of
+/// them; `given` lists each `args=` one's `--status-interval`): blkqos
+/// runs them in one loop, so either none asks for one, or all ask for the
+/// same.
+fn one_status_interval(
+    given: &[(usize, Option<u64>)],
+    n: usize,
+) -> Result<Option<u64>, (usize, String)> {
+    let asked: Vec<(usize, u64)> = given.iter().filter_map(|&(i, v)| Some((i, v?))).collect();
+    let Some(&(first_i, first)) = asked.first() else {
+        return Ok(None);
+    };
+    if asked.len() == n && asked.iter().all(|&(_, v)| v == first) {
+        return Ok(Some(first));
+    }
+    Err((
+        first_i,
+        format!(
+            "[[fio]] #{}: --status-interval={first}ms: every [[fio]] of a scenario must give the same --status-interval (they run in one process), or none may: pass --status-interval after the scenario file instead",
+            first_i + 1
+        ),
+    ))
 }
 
 /// The job clones of one invocation (`numjobs` each).
@@ -839,6 +872,27 @@ impl Experiment {
         if !logs.is_empty() {
             s.job_logs = Some(logs);
         }
+        if self.status_every_ms.is_some() {
+            let invocation_of = self
+                .invocations
+                .iter()
+                .enumerate()
+                .flat_map(|(i, inv)| {
+                    let clones: usize = inv
+                        .jobs
+                        .jobs
+                        .iter()
+                        .map(|j| j.numjobs.max(1) as usize)
+                        .sum();
+                    std::iter::repeat_n(i, clones)
+                })
+                .collect();
+            s.status = Some(crate::status::StatusReports::create(
+                &self.invocations,
+                invocation_of,
+                &self.device.name,
+            )?);
+        }
         self.streams = (!s.is_empty()).then(|| Arc::new(std::sync::Mutex::new(s)));
         Ok(())
     }
@@ -869,6 +923,7 @@ impl Experiment {
             lat_hist: self.accounting.lat_hist.is_some(),
             // the real engine's buffered IO goes through the kernel's cache
             pagecache: None,
+            status_every: self.status_every_ms.map(blkqos_core::Duration::from_ms),
         }
     }
 

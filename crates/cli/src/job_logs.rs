@@ -1,7 +1,9 @@
 //! fio's per-job sample logs (`write_bw_log`, `write_iops_log`,
 //! `write_lat_log`): files named and written as fio 3.33 names and writes
 //! them (`NAME_bw.N.log`, N the job's number in its fio invocation,
-//! counting clones; lines `time, value, ddir, bs, prio`), streamed while
+//! counting clones; lines `time, value, ddir, bs, prio`), and the
+//! histogram log (`write_hist_log`: `NAME_clat_hist.N.log`, lines
+//! `time, ddir, bs, bins...`, [`blkqos_workload::histlog`]), streamed while
 //! the run goes. The samples themselves come from the jobs
 //! (`blkqos_workload::iolog`).
 
@@ -17,6 +19,8 @@ use std::path::Path;
 struct JobFiles {
     /// Indexed like [`LogKind::ALL`].
     files: [Option<FileOut>; 5],
+    /// `write_hist_log`: `NAME_clat_hist.N.log`.
+    hist: Option<FileOut>,
     with_offset: bool,
 }
 
@@ -50,8 +54,13 @@ impl JobLogs {
                 files[i] = Some(FileOut::create(Path::new(&name))?);
             }
         }
+        let hist = match spec.logs.hist_file_name(n) {
+            Some(name) => Some(FileOut::create(Path::new(&name))?),
+            None => None,
+        };
         Ok(Some(JobFiles {
             files,
+            hist,
             with_offset: spec.logs.offset,
         }))
     }
@@ -79,11 +88,18 @@ impl JobLogs {
         }
     }
 
+    /// Histogram log lines of job `job`, to its file.
+    pub fn record_hist(&mut self, job: usize, lines: &str) {
+        if let Some(Some(JobFiles { hist: Some(f), .. })) = self.jobs.get_mut(job) {
+            f.write_with(|o| o.write_all(lines.as_bytes()));
+        }
+    }
+
     /// Flush every file: the first error.
     pub fn finish(&mut self) -> Result<()> {
         let mut first = Ok(());
         for jf in self.jobs.iter_mut().flatten() {
-            for f in jf.files.iter_mut().flatten() {
+            for f in jf.files.iter_mut().chain([&mut jf.hist]).flatten() {
                 let r = f.finish();
                 if first.is_ok() {
                     first = r;

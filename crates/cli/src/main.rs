@@ -25,6 +25,7 @@ mod real;
 mod real_report;
 mod request_trace;
 mod scenario;
+mod status;
 mod stdout;
 mod streams;
 mod summary;
@@ -108,9 +109,12 @@ Run a scenario file or fio jobs on the simulated device (the default backend).
 fio options are fio 3.33's: --name starts a job, options before the first
 --name (or after --name=global) are global. --output=FILE and
 --output-format=normal|json|json+|terse (comma-separated; terse is fio's
-version 3 line) work as in fio, and so do --parse-only (check everything, run nothing) and --showcmd JOBFILE... (print
-each job file as a fio command line). Options blkqos does not support are
-errors, never ignored; a misspelt one gets a suggestion.
+version 3 line) work as in fio, and so do --parse-only (check everything, run
+nothing), --showcmd JOBFILE... (print each job file as a fio command line) and
+--status-interval=T (every T, seconds unless a unit is given, the full report
+of the run so far in every output format, then the final one; simulated time
+on the simulator). Options blkqos does not support are errors, never ignored;
+a misspelt one gets a suggestion.
 
 blkqos flags:
   --device=MODEL[,key=value...]  simulated device (default: null); see `blkqos devices`
@@ -172,9 +176,11 @@ blkqos flags:
                                  completion ns) to FILE, one line each, as the run goes
 
 fio's sample logs are job options (write_bw_log=NAME, write_iops_log=NAME,
-write_lat_log=NAME, log_avg_msec, log_max_value, log_offset): fio 3.33's files
-(NAME_bw.N.log, ...) in the current directory, written as the run goes, in
-simulated time on the simulator (docs/SCENARIOS.md, \"fio's sample logs\").
+write_lat_log=NAME, log_avg_msec, log_max_value, log_offset, and the latency
+histogram log write_hist_log=NAME with log_hist_msec, log_hist_coarseness):
+fio 3.33's files (NAME_bw.N.log, NAME_clat_hist.N.log, ...) in the current
+directory, written as the run goes, in simulated time on the simulator
+(docs/SCENARIOS.md, \"fio's sample logs\").
 
 A scenario file (TOML) holds a [device], cgroup knob writes ([[write]] file=...
 value=...) and fio invocations ([[fio]] with job_file=, job= or args=, cgroup=,

@@ -61,6 +61,7 @@ pub fn run_command(args: &[String]) -> Result<(), Failure> {
         .context("cannot install the SIGINT/SIGTERM handler")
         .map_err(runtime)?;
     let t0 = epoch_ms();
+    crate::streams::Streams::set_status_anchor(&exp.streams, t0);
     let ran = match &exp.real {
         Some(r) => crate::real::run_real(&exp, r, &signals),
         None => run_sim(&exp, &signals),
@@ -387,6 +388,11 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                 }
                 Some(("--live", v)) => e.live.set_every(v)?,
                 Some(("--live-json", v)) => e.live.json = Some(std::path::PathBuf::from(v)),
+                Some(("--status-interval", v)) => {
+                    let ms = blkqos_fio::parse::parse_status_interval(v)
+                        .map_err(|m| anyhow::anyhow!("<command line>: option `status-interval`: value `{v}`: {m}"))?;
+                    e.status_every_ms = Some(ms);
+                }
                 Some(("--output-format", v)) => {
                     let f = crate::experiment::parse_formats(v).map_err(|m| anyhow::anyhow!("--{m}"))?;
                     for inv in &mut e.invocations {
@@ -394,7 +400,7 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --output-format, --check-invariants and --parse-only are accepted"
+                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --output-format, --status-interval, --check-invariants and --parse-only are accepted"
                 ),
             }
         }
@@ -409,7 +415,7 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
 /// names (an IANA name, a path or a POSIX rule), else /etc/localtime,
 /// else UTC. With `SOURCE_DATE_EPOCH` set, 0: a pinned run prints UTC
 /// whatever the machine's zone, so its bytes do not depend on it.
-fn utc_offset_s(secs: u64) -> i32 {
+pub(crate) fn utc_offset_s(secs: u64) -> i32 {
     if source_date_epoch().is_some() {
         return 0;
     }
@@ -424,8 +430,14 @@ fn utc_offset_s(secs: u64) -> i32 {
 /// the wall clock as the reports are written (fio: `gettimeofday` then),
 /// unless `SOURCE_DATE_EPOCH` pins it.
 fn report_time_ms(ran: &Ran, t0_ms: u64) -> u64 {
-    let virtual_end = t0_ms + ran.result.ended_at.as_ns() / 1_000_000;
-    if ran.kernel_disks.is_none() || source_date_epoch().is_some() {
+    report_time_at(t0_ms, ran.result.ended_at, ran.kernel_disks.is_some())
+}
+
+/// A report's time at run time `at`: `t0_ms` plus the run time, or on a
+/// `real` run the wall clock now (unless `SOURCE_DATE_EPOCH` pins it).
+pub(crate) fn report_time_at(t0_ms: u64, at: blkqos_core::Instant, real: bool) -> u64 {
+    let virtual_end = t0_ms + at.as_ns() / 1_000_000;
+    if !real || source_date_epoch().is_some() {
         return virtual_end;
     }
     std::time::SystemTime::now()
@@ -433,18 +445,47 @@ fn report_time_ms(ran: &Ran, t0_ms: u64) -> u64 {
         .map_or(virtual_end, |d| d.as_millis() as u64)
 }
 
+/// What a report is made of: a run's results, at its end ([`Ran`]) or
+/// while it goes (`--status-interval`, [`crate::status`]).
+pub(crate) struct RunView<'a> {
+    pub jobs: &'a [blkqos_driver::JobResult],
+    /// For each job result, the index of its invocation.
+    pub invocation_of: &'a [usize],
+    pub disk: &'a blkqos_driver::DiskStats,
+    /// Run time the disk's accounting covers.
+    pub at: blkqos_core::Instant,
+    /// The kernel's disks under a real target ([`Ran::kernel_disks`]).
+    pub kernel_disks: Option<&'a [DiskUtil]>,
+    pub dev_name: &'a str,
+    pub target: &'a str,
+}
+
+impl<'a> RunView<'a> {
+    fn of(ran: &'a Ran) -> Self {
+        RunView {
+            jobs: &ran.result.jobs,
+            invocation_of: &ran.invocation_of,
+            disk: &ran.result.disk,
+            at: ran.result.ended_at,
+            kernel_disks: ran.kernel_disks.as_deref(),
+            dev_name: &ran.dev_name,
+            target: &ran.target,
+        }
+    }
+}
+
 /// What the reports list as disks: on the simulator, blkqos's accounting
 /// under the device's name; on a real target, the kernel's numbers of the
 /// disks under it (as fio reads them), and blkqos's own accounting apart,
 /// named by the target's path.
-fn disk_utils(ran: &Ran) -> (Vec<DiskUtil>, Vec<DiskUtil>) {
+fn disk_utils(ran: &RunView) -> (Vec<DiskUtil>, Vec<DiskUtil>) {
     let own = disk_util(ran);
-    match &ran.kernel_disks {
+    match ran.kernel_disks {
         None => (vec![own], Vec::new()),
         Some(kernel) => (
-            kernel.clone(),
+            kernel.to_vec(),
             vec![DiskUtil {
-                name: ran.target.clone(),
+                name: ran.target.to_string(),
                 ..own
             }],
         ),
@@ -453,11 +494,11 @@ fn disk_utils(ran: &Ran) -> (Vec<DiskUtil>, Vec<DiskUtil>) {
 
 /// blkqos's own accounting of the requests it issued: diskstats-like
 /// counters and busy time under the run's `--iostats` rule.
-fn disk_util(ran: &Ran) -> DiskUtil {
-    let d = &ran.result.disk;
-    let elapsed_ns = ran.result.ended_at.as_ns().max(1);
+fn disk_util(ran: &RunView) -> DiskUtil {
+    let d = ran.disk;
+    let elapsed_ns = ran.at.as_ns().max(1);
     DiskUtil {
-        name: ran.dev_name.clone(),
+        name: ran.dev_name.to_string(),
         read_ios: d.ios[0],
         write_ios: d.ios[1],
         read_merges: d.merges[0],
@@ -473,16 +514,28 @@ fn disk_util(ran: &Ran) -> DiskUtil {
 /// Each fio invocation's report (its `formats`, in order), as fio would
 /// print it, one string per invocation.
 pub fn render_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
-    let ts = report_time_ms(ran, t0_ms);
+    render_view(
+        &exp.invocations,
+        &RunView::of(ran),
+        report_time_ms(ran, t0_ms),
+    )
+}
+
+/// Each invocation's report of `ran`, time-stamped `ts` (ms since the
+/// Unix epoch): the final reports and `--status-interval`'s alike.
+pub(crate) fn render_view(
+    invocations: &[crate::experiment::Invocation],
+    ran: &RunView,
+    ts: u64,
+) -> Vec<String> {
     let utc_offset_s = utc_offset_s(ts / 1000);
     let (disk_util, blkqos_disk_util) = disk_utils(ran);
-    let mut outs = Vec::with_capacity(exp.invocations.len());
-    for (i, inv) in exp.invocations.iter().enumerate() {
+    let mut outs = Vec::with_capacity(invocations.len());
+    for (i, inv) in invocations.iter().enumerate() {
         let jobs: Vec<ReportJob> = ran
-            .result
             .jobs
             .iter()
-            .zip(&ran.invocation_of)
+            .zip(ran.invocation_of)
             .enumerate()
             .filter(|(_, (_, &inv_i))| inv_i == i)
             .map(|(k, (r, _))| ReportJob {
@@ -519,6 +572,12 @@ fn write_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     for (inv, out) in exp.invocations.iter().zip(render_reports(exp, ran, t0_ms)) {
         match &inv.output {
+            // after `--status-interval`'s reports, which started the file
+            Some(p) if exp.status_every_ms.is_some() => std::fs::OpenOptions::new()
+                .append(true)
+                .open(p)
+                .and_then(|mut f| f.write_all(out.as_bytes()))
+                .with_context(|| format!("cannot write {}", p.display()))?,
             Some(p) => {
                 std::fs::write(p, &out).with_context(|| format!("cannot write {}", p.display()))?
             }

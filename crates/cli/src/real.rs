@@ -202,6 +202,13 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         if let Some(l) = &mut s.live {
             l.set_device(&dev_name);
         }
+        if let Some(st) = &mut s.status {
+            let host = crate::status::HostProbe {
+                disks: blkqos_engine::diskutil::DiskWatch::start(&path),
+                cpu_at_start,
+            };
+            st.set_real(&path.display().to_string(), &dev_name, host);
+        }
     }
     // the live view has the elapsed time and rates: no status line under it
     let eta = if exp.live.every_s.is_some() {

@@ -94,6 +94,8 @@ pub struct Streams {
     /// `--live` / `--live-json`.
     pub live: Option<crate::live::LiveView>,
     pub job_logs: Option<JobLogs>,
+    /// `--status-interval`'s reports.
+    pub status: Option<crate::status::StatusReports>,
 }
 
 /// [`Streams`] shared by the command (which opens and finishes them) and
@@ -107,6 +109,17 @@ impl Streams {
             && self.controllers.is_none()
             && self.live.is_none()
             && self.job_logs.is_none()
+            && self.status.is_none()
+    }
+
+    /// The wall-clock anchor of the status reports (ms since the epoch).
+    pub fn set_status_anchor(shared: &Option<SharedStreams>, t0_ms: u64) {
+        if let Some(s) = shared {
+            let mut s = s.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(st) = &mut s.status {
+                st.t0_ms = t0_ms;
+            }
+        }
     }
 
     /// Flush every output: the first error.
@@ -119,7 +132,15 @@ impl Streams {
             .as_mut()
             .map_or(Ok(()), crate::live::LiveView::finish);
         let job_logs = s.job_logs.as_mut().map_or(Ok(()), JobLogs::finish);
-        requests.and(controllers).and(live).and(job_logs)
+        let status = s
+            .status
+            .as_mut()
+            .map_or(Ok(()), crate::status::StatusReports::finish);
+        requests
+            .and(controllers)
+            .and(live)
+            .and(job_logs)
+            .and(status)
     }
 
     /// The controllers' trace went to its file during the run.
@@ -164,6 +185,23 @@ impl RunSink for Streams {
     fn job_log(&mut self, job: usize, samples: &[LogSample]) {
         if let Some(l) = &mut self.job_logs {
             l.record(job, samples);
+        }
+    }
+
+    fn status(
+        &mut self,
+        now: Instant,
+        jobs: &[blkqos_driver::JobResult],
+        disk: &blkqos_driver::DiskStats,
+    ) {
+        if let Some(s) = &mut self.status {
+            s.report(now, jobs, disk);
+        }
+    }
+
+    fn job_hist_log(&mut self, job: usize, lines: &str) {
+        if let Some(l) = &mut self.job_logs {
+            l.record_hist(job, lines);
         }
     }
 }

@@ -147,6 +147,14 @@ impl LatHist {
     fn counts(&self) -> impl Iterator<Item = &u64> + '_ {
         self.buckets.iter().flat_map(|b| b.iter())
     }
+    /// Every bucket's count in fio's order, [`PLAT_NR`] of them (zeros
+    /// before the first sample): fio's `io_u_plat` array.
+    pub fn all_counts(&self) -> impl Iterator<Item = u64> + '_ {
+        let none = self.buckets.is_none();
+        self.counts()
+            .copied()
+            .chain(std::iter::repeat_n(0, if none { PLAT_NR } else { 0 }))
+    }
     /// Non-empty buckets as (reported value, count): json+ `bins`.
     pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.counts()

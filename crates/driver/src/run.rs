@@ -48,6 +48,14 @@ pub trait RunSink {
     /// Samples of job `job`'s fio logs (`write_*_log`), in the order the
     /// job produced them; called at most once per pass of the loop.
     fn job_log(&mut self, _job: usize, _samples: &[LogSample]) {}
+    /// Every [`RunOptions::status_every`] of run time: every job clone's
+    /// results so far ([`blkqos_workload::Job::stats_so_far`]) and the
+    /// disk's accounting up to `now`, for a report of the run so far
+    /// (fio's `--status-interval`).
+    fn status(&mut self, _now: Instant, _jobs: &[JobResult], _disk: &DiskStats) {}
+    /// Lines of job `job`'s histogram log (`write_hist_log`), whole lines
+    /// in the order the job produced them; at most once per pass.
+    fn job_hist_log(&mut self, _job: usize, _lines: &str) {}
 }
 
 /// In-process collection (tests, short runs): grows by one record per IO.
@@ -156,6 +164,10 @@ pub struct RunOptions {
     /// [`DEBUG_CHECK_EVERY`]th pass; every run: once at its end). A
     /// violation ends the run with [`RunError::Invariant`].
     pub check_invariants: bool,
+    /// Call [`RunSink::status`] every this often (run time: simulated on
+    /// the simulator, wall time on a real backend); the loop wakes up for
+    /// it.
+    pub status_every: Option<Duration>,
 }
 
 /// Debug builds check the controllers' invariants every this many passes
@@ -865,7 +877,75 @@ impl<B: Backend> Loop<'_, B> {
                     p.clear();
                 }
             }
+            if let Some(h) = s.job.hist_pending() {
+                if !h.is_empty() {
+                    if let Some(sink) = &mut self.sink {
+                        sink.job_hist_log(j, h);
+                    }
+                    h.clear();
+                }
+            }
         }
+    }
+
+    /// The jobs' results so far and the disk's accounting, to the sink's
+    /// [`RunSink::status`]; the report was due at `due` (its `elapsed`,
+    /// which fio counts from a clock started with its reports' timer).
+    fn status_sink(&mut self, now: Instant, due: Instant, t0: Instant) {
+        if self.sink.is_none() {
+            return;
+        }
+        let elapsed_s = (due - t0).as_ms().div_ceil(1000);
+        let eta_s = self.eta_s(now, elapsed_s);
+        let jobs: Vec<JobResult> = self
+            .jobs
+            .iter()
+            .map(|s| {
+                let mut stats = if s.state == SlotState::Pending {
+                    s.job.stats.clone()
+                } else {
+                    s.job.stats_so_far(now)
+                };
+                stats.elapsed_s = elapsed_s;
+                stats.eta_s = eta_s;
+                JobResult {
+                    error: s.job.error(),
+                    failure: s.job.failure(),
+                    failed_ios: s.job.failed_ios(),
+                    clone: s.job.clone_index(),
+                    spec: s.job.spec().clone(),
+                    group: s.group,
+                    stats,
+                }
+            })
+            .collect();
+        let mut disk = self.disk.clone();
+        disk.sync(now);
+        if let Some(sink) = &mut self.sink {
+            sink.status(now, &jobs, &disk);
+        }
+    }
+
+    /// fio's ETA of the run `elapsed_s` into it (`eta.c:
+    /// calc_thread_status`): `INT_MAX` for the first 2 s, then the
+    /// longest of the jobs' estimates, those of stonewalled jobs not
+    /// started yet added up after it.
+    fn eta_s(&self, now: Instant, elapsed_s: u64) -> u64 {
+        const INT_MAX: u64 = i32::MAX as u64;
+        if elapsed_s < 3 {
+            return INT_MAX;
+        }
+        let (mut longest, mut stone) = (0u64, 0u64);
+        for s in &self.jobs {
+            let pending = s.state == SlotState::Pending;
+            let eta = s.job.eta_s(now, !pending);
+            if pending && s.job.spec().stonewall {
+                stone = stone.saturating_add(eta);
+            } else {
+                longest = longest.max(eta);
+            }
+        }
+        longest.saturating_add(stone).min(u64::from(u32::MAX))
     }
 
     /// Hand the controllers' records to the sink (`now` is at or past
@@ -1009,6 +1089,8 @@ pub fn run<B: Backend>(
         .diskstats_every
         .filter(|d| d.as_ns() > 0)
         .map(|d| t0 + d);
+    let status_every = opts.status_every.filter(|d| d.as_ns() > 0);
+    let mut next_status = status_every.map(|d| t0 + d);
     let mut interrupted = false;
     let mut dropped_ios = None;
     // earliest job timer; job timers only move when the loop steps jobs
@@ -1054,6 +1136,19 @@ pub fn run<B: Backend>(
         lp.run_controller_timers(now);
         if sink_due {
             next_sink = lp.feed_sink(now);
+        }
+        if let (Some(t), Some(every)) = (next_status, status_every) {
+            if now >= t {
+                lp.drain_job_logs();
+                lp.status_sink(now, t, t0);
+                // fio's helper thread re-arms from now: missed ones are
+                // not caught up
+                let mut next = t + every;
+                while next <= now {
+                    next += every;
+                }
+                next_status = Some(next);
+            }
         }
         lp.run_deferred(now);
         if lp.pc.is_some() {
@@ -1102,6 +1197,9 @@ pub fn run<B: Backend>(
                 .unwrap_or_default();
             return Err(RunError::Stalled { job, at: now });
         }
+        // the loop wakes up for the status report (not a reason to wait:
+        // a stall is a stall with or without it)
+        let deadline = earliest(deadline, next_status).map(|d| d.max(now));
         let deadline = poll_by(deadline, now, opts);
         if lp.job_logs {
             lp.drain_job_logs();

@@ -16,6 +16,7 @@
 //!   logs take the job's bw/iops samples (every `bwavgtime`/`iopsavgtime`);
 //!   what is left is written when the job ends (fio `finalize_logs`).
 
+use crate::histlog::HistLog;
 use crate::spec::JobSpec;
 
 /// Which log a sample goes to (fio's `enum io_log_type`).
@@ -67,12 +68,24 @@ pub struct LogSpec {
     pub max_value: bool,
     /// `log_offset`: an offset column before the priority.
     pub offset: bool,
+    /// `write_hist_log=NAME`: `NAME_clat_hist.N.log`
+    /// ([`crate::histlog`]).
+    pub hist: Option<String>,
+    /// `log_hist_msec` (0: no histogram line).
+    pub hist_msec: u64,
+    /// `log_hist_coarseness`, 0 to [`crate::histlog::MAX_HIST_COARSENESS`].
+    pub hist_coarseness: u32,
 }
 
 impl LogSpec {
     /// Any log asked for.
     pub fn any(&self) -> bool {
-        self.bw.is_some() || self.iops.is_some() || self.lat.is_some()
+        self.bw.is_some() || self.iops.is_some() || self.lat.is_some() || self.hist.is_some()
+    }
+    /// fio's histogram log file name for job number `n`:
+    /// `NAME_clat_hist.1.log`.
+    pub fn hist_file_name(&self, n: usize) -> Option<String> {
+        self.hist.as_ref().map(|p| format!("{p}_clat_hist.{n}.log"))
     }
     /// The name prefix of a log kind's file, if the job writes it.
     pub fn prefix(&self, kind: LogKind) -> Option<&str> {
@@ -127,6 +140,8 @@ pub struct JobLog {
     windows: [[Window; 3]; 5],
     /// Samples produced since the driver last took them.
     pub pending: Vec<LogSample>,
+    /// The histogram log (`write_hist_log`), if the job writes it.
+    pub hist: Option<HistLog>,
 }
 
 impl JobLog {
@@ -137,6 +152,11 @@ impl JobLog {
                 spec: spec.logs.clone(),
                 windows: [[Window::default(); 3]; 5],
                 pending: Vec::with_capacity(64),
+                hist: spec
+                    .logs
+                    .hist
+                    .as_ref()
+                    .map(|_| HistLog::new(spec.logs.hist_msec, spec.logs.hist_coarseness)),
             })
         })
     }
@@ -295,8 +315,7 @@ mod tests {
             iops: Some("a".into()),
             lat: Some("a".into()),
             avg_msec,
-            max_value: false,
-            offset: false,
+            ..LogSpec::default()
         };
         s
     }

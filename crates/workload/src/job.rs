@@ -532,6 +532,84 @@ impl Job {
         self.log.as_mut().map(|l| &mut l.pending)
     }
 
+    /// The job's statistics as a report at `now` shows them while it
+    /// runs (fio `__show_running_run_stats`: a running job's runtime of
+    /// each direction that moved data is the time since its start, its
+    /// total run time the time since its epoch); a job that ended, or is
+    /// still in its ramp, shows what it has.
+    pub fn stats_so_far(&self, now: Instant) -> JobStats {
+        let mut st = self.stats.clone();
+        if self.finished_at.is_some() || self.in_ramp() || now < self.started {
+            return st;
+        }
+        let runtime_ms = (now - self.started).as_ms();
+        for d in &mut st.dirs {
+            if d.io_bytes > 0 {
+                d.runtime_ms = runtime_ms;
+            }
+        }
+        st.job_runtime_ms = (now - self.epoch).as_ms();
+        st
+    }
+
+    /// fio's estimate of the seconds the job has left (`eta.c:
+    /// thread_eta`): a running job's from the share of its bytes or of its
+    /// runtime done, whichever is less; a job in its ramp or not started
+    /// its runtime and ramp; an ended one 0 (rate-based guesses for jobs
+    /// not started are left out).
+    pub fn eta_s(&self, now: Instant, started: bool) -> u64 {
+        if self.finished_at.is_some() {
+            return 0;
+        }
+        let timeout_s = self.spec.runtime.map_or(0, |d| d.as_us() / 1_000_000);
+        if !started || self.in_ramp() {
+            let mut t = self.spec.runtime.map_or(0, |d| d.as_us());
+            if t == 0 {
+                return 0;
+            }
+            t = (t + self.spec.ramp_time.as_us()) / 1_000_000;
+            if started {
+                let ramp_s = (now - self.epoch).as_ms().div_ceil(1000);
+                if ramp_s <= t {
+                    t -= ramp_s;
+                }
+            }
+            return t;
+        }
+        let elapsed_s = (now - self.epoch).as_ms().div_ceil(1000);
+        let done: u64 = self.stats.dirs.iter().map(|d| d.io_bytes).sum();
+        let mut perc = if self.io_limit > 0 {
+            (done as f64 / self.io_limit as f64).min(1.0)
+        } else {
+            0.0
+        };
+        if self.spec.time_based {
+            perc = if timeout_s > 0 {
+                perc.min(elapsed_s as f64 / timeout_s as f64)
+            } else {
+                0.0
+            };
+        }
+        let mut eta = if perc == 0.0 {
+            timeout_s
+        } else {
+            ((elapsed_s as f64 * (1.0 / perc)) as u64).saturating_sub(elapsed_s)
+        };
+        if timeout_s > 0 && eta > timeout_s.saturating_sub(elapsed_s) {
+            eta = timeout_s.saturating_sub(elapsed_s);
+        }
+        eta
+    }
+
+    /// Histogram log lines (`write_hist_log`) produced since the last
+    /// call, for the driver to write out.
+    pub fn hist_pending(&mut self) -> Option<&mut String> {
+        self.log
+            .as_mut()
+            .and_then(|l| l.hist.as_mut())
+            .map(|h| &mut h.pending)
+    }
+
     fn us_since_epoch(&self, now: Instant) -> u64 {
         (now - self.epoch).as_us()
     }
@@ -1147,6 +1225,10 @@ impl Job {
         let ms = (now - self.epoch).as_ms();
         let d = r.io.ddir;
         let Some(l) = &mut self.log else { return };
+        if let Some(h) = &mut l.hist {
+            let counted = self.spec.clat_percentiles;
+            h.clat(ms, d, r.bytes_done, clat.as_ns(), counted);
+        }
         let from = l.pending.len();
         l.io(
             ms,

@@ -9,6 +9,7 @@
 //! * [`stats`]: per-job statistics as fio keeps them.
 //! * [`iolog`]: fio's bw/iops/latency sample logs.
 
+pub mod histlog;
 pub mod iolog;
 pub mod job;
 pub mod rng;

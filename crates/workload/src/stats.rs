@@ -223,6 +223,9 @@ pub struct JobStats {
     pub job_runtime_ms: u64,
     /// Seconds since the run started when this job ended (`elapsed`).
     pub elapsed_s: u64,
+    /// fio's JSON `eta` (s): 0 in the final report; a status report's
+    /// estimate of the time left (fio `calc_thread_status`).
+    pub eta_s: u64,
     /// Number of jobs merged into this entry.
     pub members: u32,
     /// Number of fsync/fdatasync calls and their latency (fio `sync` object).

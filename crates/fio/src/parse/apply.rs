@@ -138,6 +138,8 @@ fn int_range(opt: Opt) -> (u64, u64) {
     match opt {
         Opt::RwMixRead | Opt::RwMixWrite => (0, 100),
         Opt::IoDepth | Opt::BwAvgTime | Opt::IopsAvgTime => (1, max),
+        // options.c's help: "Integer in range [0,6]"
+        Opt::LogHistCoarseness => (0, u64::from(blkqos_workload::histlog::MAX_HIST_COARSENESS)),
         _ => (0, max),
     }
 }
@@ -217,6 +219,8 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 Opt::Fsync => s.fsync_blocks = n,
                 Opt::Fdatasync => s.fdatasync_blocks = n,
                 Opt::LogAvgMsec => s.logs.avg_msec = u64::from(n),
+                Opt::LogHistMsec => s.logs.hist_msec = u64::from(n),
+                Opt::LogHistCoarseness => s.logs.hist_coarseness = n,
                 _ => {}
             }
         }
@@ -360,6 +364,7 @@ fn apply_string(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
         Opt::WriteBwLog => s.logs.bw = Some(log_prefix(v)?),
         Opt::WriteIopsLog => s.logs.iops = Some(log_prefix(v)?),
         Opt::WriteLatLog => s.logs.lat = Some(log_prefix(v)?),
+        Opt::WriteHistLog => s.logs.hist = Some(log_prefix(v)?),
         Opt::RateProcess => {
             s.rate_process = match v {
                 "linear" => RateProcess::Linear,
@@ -619,6 +624,24 @@ mod tests {
         assert!(with(&[("log_avg_msec", Some("-1"))]).is_err());
         assert!(with(&[("log_avg_msec", Some("x"))]).is_err());
         assert!(with(&[("write_iops_log", None)]).is_err());
+    }
+
+    #[test]
+    fn hist_log_options() {
+        let st = with(&[
+            ("write_hist_log", Some("h")),
+            ("log_hist_msec", Some("500")),
+            ("log_hist_coarseness", Some("6")),
+        ])
+        .unwrap();
+        let l = &st.spec.logs;
+        assert_eq!(l.hist.as_deref(), Some("h"));
+        assert_eq!((l.hist_msec, l.hist_coarseness), (500, 6));
+        assert_eq!(l.hist_file_name(2).as_deref(), Some("h_clat_hist.2.log"));
+        let e = with(&[("log_hist_coarseness", Some("99"))]).unwrap_err();
+        assert!(e.contains("99") && e.contains("6 max"), "{e}");
+        assert!(with(&[("log_hist_msec", Some("x"))]).is_err());
+        assert!(with(&[("write_hist_log", Some(""))]).is_err());
     }
 
     #[test]

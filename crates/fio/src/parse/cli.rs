@@ -52,7 +52,6 @@ const FIO_CLI_ONLY: &[&str] = &[
     "crctest",
     "memcpytest",
     "idle-prof",
-    "status-interval",
     "trigger-file",
     "trigger-timeout",
     "trigger",
@@ -159,6 +158,7 @@ pub(crate) fn parse_args(
     let mut other = Vec::new();
     let mut parse_only = false;
     let mut showcmd = false;
+    let mut status_interval_ms = None;
     let mut it = Args { args, pos: 0 };
     let mut only_files = false;
 
@@ -195,6 +195,12 @@ pub(crate) fn parse_args(
             "output" => output = Some(it.value(inline, name, &loc)?.to_string()),
             "parse-only" => parse_only = switch(name, inline, &loc)?,
             "showcmd" => showcmd = switch(name, inline, &loc)?,
+            "status-interval" => {
+                let v = it.value(inline, name, &loc)?;
+                let ms =
+                    parse_status_interval(v).map_err(|m| loc.option_error(name, Some(v), m))?;
+                status_interval_ms = Some(ms);
+            }
             "output-format" => {
                 let v = it.value(inline, name, &loc)?;
                 output_format =
@@ -270,7 +276,19 @@ pub(crate) fn parse_args(
         other,
         parse_only,
         showcmd: showcmd_text,
+        status_interval_ms,
     })
+}
+
+/// `--status-interval=T` in ms: a time in seconds unless a unit says
+/// otherwise, at least 1 ms (fio `parse_cmd_line`: `check_str_time`, then
+/// "status interval too small" below 1000 us).
+pub fn parse_status_interval(v: &str) -> Result<u64, String> {
+    let us = super::units::parse_time_us(v, true)?;
+    if us < 1000 {
+        return Err("status interval too small (at least 1 ms)".into());
+    }
+    Ok(us / 1000)
 }
 
 /// A command-line switch: bare, or `=1`/`=0` (fio's `--parse-only` takes no
@@ -287,7 +305,13 @@ fn switch(name: &str, inline: Option<&str>, loc: &Loc) -> Result<bool, ParseErro
 /// with the closest of either as a suggestion.
 fn unknown_flag(name: &str, inline: Option<&str>, foreign: &[&str], loc: &Loc) -> ParseError {
     let mut extra: Vec<&str> = foreign.to_vec();
-    extra.extend(["output", "output-format", "parse-only", "showcmd"]);
+    extra.extend([
+        "output",
+        "output-format",
+        "parse-only",
+        "showcmd",
+        "status-interval",
+    ]);
     let hint = suggest(name, &extra).map_or(String::new(), |s| format!("; did you mean `--{s}`?"));
     loc.option_error(
         name,

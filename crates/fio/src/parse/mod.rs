@@ -43,6 +43,7 @@ mod tests;
 
 use blkqos_workload::spec::JobSpec;
 
+pub use cli::parse_status_interval;
 pub use error::{ParseError, COMMAND_LINE};
 pub use limits::MAX_JOBS;
 pub use render::to_fio_args;
@@ -93,6 +94,9 @@ pub struct CliParse {
     /// `--showcmd`: what fio prints for the job files named (one line each,
     /// see [`showcmd`]); nothing runs.
     pub showcmd: Option<String>,
+    /// `--status-interval=T`: a full report every T (ms), fio's
+    /// `status_interval`.
+    pub status_interval_ms: Option<u64>,
 }
 
 fn no_jobs(path: &str) -> ParseError {

@@ -111,6 +111,9 @@ pub(crate) enum Opt {
     LogMaxValue,
     LogOffset,
     PerJobLogs,
+    WriteHistLog,
+    LogHistMsec,
+    LogHistCoarseness,
 }
 
 /// One supported option.
@@ -245,6 +248,9 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("log_max_value", Kind::Bool, Opt::LogMaxValue),
     def("log_offset", Kind::Bool, Opt::LogOffset),
     def("per_job_logs", Kind::Bool, Opt::PerJobLogs),
+    def("write_hist_log", Kind::StrStore, Opt::WriteHistLog),
+    def("log_hist_msec", Kind::Int, Opt::LogHistMsec),
+    def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job

@@ -151,6 +151,7 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         ("write_bw_log", &logs.bw),
         ("write_iops_log", &logs.iops),
         ("write_lat_log", &logs.lat),
+        ("write_hist_log", &logs.hist),
     ] {
         if let Some(p) = prefix {
             push(name, p.clone());
@@ -160,6 +161,10 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         push("log_avg_msec", logs.avg_msec.to_string());
         push("log_max_value", flag(logs.max_value).into());
         push("log_offset", flag(logs.offset).into());
+    }
+    if logs.hist.is_some() {
+        push("log_hist_msec", logs.hist_msec.to_string());
+        push("log_hist_coarseness", logs.hist_coarseness.to_string());
     }
     a
 }

@@ -638,3 +638,27 @@ fn jobs_round_trip_through_fio_args() {
         );
     }
 }
+
+#[test]
+fn status_interval_is_a_time_in_seconds_by_default() {
+    let ms = |v: &str| {
+        cli(&["--name=x", &format!("--status-interval={v}")]).map(|p| p.status_interval_ms)
+    };
+    assert_eq!(ms("2").unwrap(), Some(2000));
+    assert_eq!(ms("500ms").unwrap(), Some(500));
+    assert_eq!(ms("1m").unwrap(), Some(60_000));
+    assert_eq!(cli(&["--name=x"]).unwrap().status_interval_ms, None);
+    let e = ms("500us").unwrap_err().to_string();
+    assert!(
+        e.contains("`status-interval`") && e.contains("too small"),
+        "{e}"
+    );
+    let e = ms("abc").unwrap_err().to_string();
+    assert!(
+        e.starts_with("<command line>") && e.contains("`abc`"),
+        "{e}"
+    );
+    // `--status-interval 1` takes the next argument, as getopt does
+    let p = cli(&["--status-interval", "1", "--name=x"]).unwrap();
+    assert_eq!(p.status_interval_ms, Some(1000));
+}

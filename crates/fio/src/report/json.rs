@@ -115,7 +115,7 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
     o.str("jobname", &e.first.name);
     o.int("groupid", e.group_id() as i64);
     o.int("error", e.error as i64);
-    o.int("eta", 0);
+    o.uint("eta", ts.eta_s);
     o.uint("elapsed", ts.elapsed_s);
     if let Some(opts) = job_opts(&e.last.job_options) {
         o.obj("job options", opts);

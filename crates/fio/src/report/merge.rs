@@ -164,6 +164,7 @@ pub fn sum_thread_stats(dst: &mut JobStats, src: &JobStats, mixed: bool) {
     dst.sync_hist.merge(&src.sync_hist);
     dst.job_runtime_ms += src.job_runtime_ms;
     dst.elapsed_s = dst.elapsed_s.max(src.elapsed_s);
+    dst.eta_s = dst.eta_s.max(src.eta_s);
     dst.total_err += src.total_err;
     dst.cpu.add(&src.cpu);
 }
