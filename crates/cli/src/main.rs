@@ -3,7 +3,6 @@
 
 mod accounting;
 mod bench;
-mod bench_lat;
 mod calibrate;
 mod controllers;
 mod experiment;

@@ -3,8 +3,16 @@
 //! devices exist, in which order they print, and the two sample slots.
 
 use crate::diskstats::DiskCounters;
-use crate::options::DeviceArg;
 use crate::sample::{sysfs_name, Sample};
+
+/// A device named on the command line, in sysstat's list order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceArg {
+    /// The name as sysfs spells it (`/dev/` stripped, `/` → `!`).
+    pub key: String,
+    /// Named with `-p`: show the device and its partitions.
+    pub with_partitions: bool,
+}
 
 /// iostat.h `T_PART`, `T_DEV`, `T_PART_DEV`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! parses it.
 
 use crate::devlist::DevList;
+pub use crate::devlist::DeviceArg;
 use crate::error::Error;
 use crate::metrics::Unit;
 
@@ -13,15 +14,6 @@ Options are:
 [ -c ] [ -d ] [ -k | -m ] [ -s ] [ -t ] [ -x ] [ -y ] [ -z ]
 [ --dec={ 0 | 1 | 2 } ] [ -o JSON ] [ -p [ <device> [,...] | ALL ] ]
 [ <device> [...] | ALL ]";
-
-/// A device named on the command line, in sysstat's list order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceArg {
-    /// The name as sysfs spells it (`/dev/` stripped, `/` → `!`).
-    pub key: String,
-    /// Named with `-p`: show the device and its partitions.
-    pub with_partitions: bool,
-}
 
 /// The parsed command line.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,7 +17,6 @@
 //!   what is left is written when the job ends (fio `finalize_logs`).
 
 use crate::histlog::HistLog;
-use crate::spec::JobSpec;
 
 /// Which log a sample goes to (fio's `enum io_log_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -145,18 +144,17 @@ pub struct JobLog {
 }
 
 impl JobLog {
-    /// The job's logging state, if it writes any log.
-    pub fn new(spec: &JobSpec) -> Option<Box<JobLog>> {
-        spec.logs.any().then(|| {
+    /// The job's logging state (its `JobSpec::logs`), if it writes any log.
+    pub fn new(logs: &LogSpec) -> Option<Box<JobLog>> {
+        logs.any().then(|| {
             Box::new(JobLog {
-                spec: spec.logs.clone(),
+                spec: logs.clone(),
                 windows: [[Window::default(); 3]; 5],
                 pending: Vec::with_capacity(64),
-                hist: spec
-                    .logs
+                hist: logs
                     .hist
                     .as_ref()
-                    .map(|_| HistLog::new(spec.logs.hist_msec, spec.logs.hist_coarseness)),
+                    .map(|_| HistLog::new(logs.hist_msec, logs.hist_coarseness)),
             })
         })
     }
@@ -307,6 +305,7 @@ pub fn format_sample(s: &LogSample, with_offset: bool, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::JobSpec;
 
     fn spec(avg_msec: u64) -> JobSpec {
         let mut s = JobSpec::new("j");
@@ -322,7 +321,7 @@ mod tests {
 
     #[test]
     fn per_io_samples_like_fio() {
-        let mut l = JobLog::new(&spec(0)).unwrap();
+        let mut l = JobLog::new(&spec(0).logs).unwrap();
         l.io(5, 0, 4096, 8192, None, 118_948, 119_628);
         let kinds: Vec<_> = l.pending.iter().map(|s| (s.kind, s.value)).collect();
         assert_eq!(
@@ -344,7 +343,7 @@ mod tests {
 
     #[test]
     fn averaged_windows_and_final_flush() {
-        let mut l = JobLog::new(&spec(500)).unwrap();
+        let mut l = JobLog::new(&spec(500).logs).unwrap();
         l.io(100, 0, 4096, 0, Some(10), 1000, 2000);
         l.io(499, 0, 4096, 0, Some(10), 3000, 4001);
         assert!(l.pending.is_empty());

@@ -335,7 +335,7 @@ impl Job {
             failure: None,
             failed_ios: 0,
             finished_at: None,
-            log: JobLog::new(&spec),
+            log: JobLog::new(&spec.logs),
             spec,
         };
         job.start_epoch(now);

@@ -96,11 +96,11 @@ fn bad(err: anyhow::Error) -> Failure {
 }
 
 /// The target, its `MAJ:MIN`, name, and the bytes the jobs may use.
-fn resolve(a: &Args) -> Result<(Target, report::TargetInfo), Failure> {
+fn resolve(a: &Args) -> Result<(Target, raw::TargetInfo), Failure> {
     if let Some(spec) = &a.device {
         let d = blkqos_sim::DeviceSpec::parse(spec)
             .map_err(|e| bad(anyhow!("calibrate: --device={spec}: {e}")))?;
-        let info = report::TargetInfo {
+        let info = raw::TargetInfo {
             path: format!("simulated {}", d.kind.name()),
             devid: d.devid.to_string(),
             name: d.name.clone(),
@@ -170,7 +170,7 @@ fn resolve(a: &Args) -> Result<(Target, report::TargetInfo), Failure> {
     if a.overwrite {
         flags.push("--overwrite".into());
     }
-    let info = report::TargetInfo {
+    let info = raw::TargetInfo {
         path: path.display().to_string(),
         devid: devid.to_string(),
         name,

@@ -5,11 +5,23 @@
 //! checked anywhere.
 
 use super::fit::Round;
-use super::report::TargetInfo;
 use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// What was measured.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct TargetInfo {
+    pub path: String,
+    pub devid: String,
+    pub name: String,
+    pub size_bytes: u64,
+    /// `queue/nr_requests` and `queue/max_sectors_kb` of the disk.
+    pub nr_requests: Option<u64>,
+    pub max_sectors_kb: Option<u64>,
+}
+
+/// Every round's measurements of a target.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Measured {
     /// The blkqos version that measured.

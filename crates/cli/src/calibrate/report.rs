@@ -14,18 +14,6 @@ use blkqos_engine::StopOnSignal;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
-/// What was measured.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct TargetInfo {
-    pub path: String,
-    pub devid: String,
-    pub name: String,
-    pub size_bytes: u64,
-    /// `queue/nr_requests` and `queue/max_sectors_kb` of the disk.
-    pub nr_requests: Option<u64>,
-    pub max_sectors_kb: Option<u64>,
-}
-
 /// One measurement job over the rounds.
 #[derive(Clone, Debug)]
 pub struct JobRow {

@@ -4,7 +4,6 @@
 //! error compensation; plus parameter refresh and period start.
 
 use super::model::{autop, AutopClass, Params, QOS_MAX, QOS_MIN, QOS_RPPM, QOS_WPPM};
-use super::trace::PeriodSignals;
 use super::variant::NoDoneRule;
 use super::vtime::{
     adjust_base_vrate, cost_to_abs_cost, timer_slack_ns, usecs_to_jiffies, vrate_bound,
@@ -23,6 +22,19 @@ pub(super) struct LatCounters {
     pub nr_met: [u32; 2],
     pub nr_missed: [u32; 2],
     pub rq_wait_ns: u64,
+}
+
+/// The timer's per-period signals (the `iocost_ioc_vrate_adj` fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeriodSignals {
+    pub lat: LatStat,
+    pub nr_lagging: u32,
+    pub nr_shortages: u32,
+    pub nr_donors: u32,
+    pub nr_debtors: u32,
+    pub prev_busy_level: i32,
+    /// Base vrate before this period's adjustment (vtime per µs).
+    pub prev_vrate: u64,
 }
 
 /// What the period's completions said (`ioc_lat_stat`).

@@ -16,7 +16,7 @@
 //!   ms (0 unless in effect), `usage%` device time used last period.
 
 use super::model::AutopClass;
-use super::period::LatStat;
+use super::period::PeriodSignals;
 use super::vtime::{format_vrate, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
 use super::IoCost;
 use crate::cgroup::GroupId;
@@ -28,19 +28,6 @@ use std::fmt::Write as _;
 /// dropped ([`IoCost::trace_dropped`], which blkqos warns about). The
 /// simulator drains the trace every simulated second.
 pub const TRACE_CAPACITY: usize = 60_000;
-
-/// The timer's per-period signals (the `iocost_ioc_vrate_adj` fields).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PeriodSignals {
-    pub lat: LatStat,
-    pub nr_lagging: u32,
-    pub nr_shortages: u32,
-    pub nr_donors: u32,
-    pub nr_debtors: u32,
-    pub prev_busy_level: i32,
-    /// Base vrate before this period's adjustment (vtime per µs).
-    pub prev_vrate: u64,
-}
 
 /// Controller state as the monitor prints it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,12 +3,12 @@
 
 use blkqos_core::Duration;
 use blkqos_workload::spec::{
-    IgnoreErrors, IoEngine, JobSpec, RateProcess, RwMode, RwSeq, SizeSpec, ThinkBlocksType,
-    UnifiedRw,
+    IgnoreErrors, IoEngine, RateProcess, RwMode, RwSeq, SizeSpec, ThinkBlocksType, UnifiedRw,
 };
 
 use super::ini::{strip_blank_end, strip_blank_front};
 use super::options::{pieces, Kind, Opt, OptDef};
+pub(crate) use super::state::JobState;
 use super::units::{
     parse_count, parse_float, parse_plain_int, parse_size, parse_time_us, SizeValue,
 };
@@ -17,44 +17,6 @@ use super::units::{
 const FILENAME_MAX_LEN: usize = 4096;
 /// `FIO_IO_U_LIST_MAX_LEN`.
 const PERCENTILE_LIST_MAX: usize = 20;
-
-/// A job's options while its section (or command-line group) is being
-/// parsed: fio's `thread_data` for the job, or `def_thread` for globals.
-#[derive(Clone, Debug)]
-pub(crate) struct JobState {
-    pub spec: JobSpec,
-    /// `bsrange` per direction as given; unset directions fall back to `bs`.
-    pub bsrange: [Option<(u64, u64)>; 3],
-    pub randseed_set: bool,
-    pub stonewall: bool,
-    pub new_group: bool,
-    /// The options given to this job, canonical name and verbatim value
-    /// (`None` = a bare flag): fio's `opt_list`.
-    pub dump: Vec<(String, Option<String>)>,
-}
-
-impl JobState {
-    /// fio 3.33's defaults (`fill_def_thread`).
-    pub fn new() -> Self {
-        JobState {
-            spec: JobSpec::new(""),
-            bsrange: [None; 3],
-            randseed_set: false,
-            stonewall: false,
-            new_group: false,
-            dump: Vec::new(),
-        }
-    }
-
-    /// A job inheriting these settings (`get_new_job` from `def_thread`):
-    /// everything is copied except the list of given options.
-    pub fn child(&self) -> Self {
-        JobState {
-            dump: Vec::new(),
-            ..self.clone()
-        }
-    }
-}
 
 /// Applies `value` (`None` = the option given bare) for `def` to `st`.
 /// Errors are messages; the caller adds location, option and value.

@@ -6,8 +6,8 @@
 use blkqos_core::Duration;
 use blkqos_workload::spec::{BsSplit, Fallocate, FileService, RandomDist, Zone, ZoneSize};
 
-use super::apply::JobState;
 use super::options::{pieces, Kind, Opt, OptDef};
+use super::state::JobState;
 use super::units::{parse_count, parse_float, parse_plain_int, parse_time_us};
 
 /// Applies `value` when `def` is one of the options this module owns;

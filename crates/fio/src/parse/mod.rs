@@ -33,6 +33,7 @@ mod limits;
 mod options;
 mod render;
 mod showcmd;
+mod state;
 mod subst;
 mod units;
 

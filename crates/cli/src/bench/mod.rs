@@ -19,6 +19,8 @@
 //!   two-cgroup iocost scenario (`--scenario=FILE`, `--jobs=N`; run from
 //!   the repository root for the default scenario).
 
+mod lat;
+
 use anyhow::{bail, Result};
 use blkqos_core::throttle::knob::{parse_io_max, Limits};
 use blkqos_core::throttle::{Throttle, ThrottleConfig, Variant};
@@ -254,7 +256,7 @@ pub fn run(args: &[String]) -> Result<()> {
         "throttle" => run_throttle(case, ios)?,
         "accounting" => {
             accounting_cost(ios * 10)?;
-            crate::bench_lat::run(ios * 10)?;
+            lat::run(ios * 10)?;
         }
         "iocost" => run_iocost(
             ios,
@@ -266,7 +268,7 @@ pub fn run(args: &[String]) -> Result<()> {
             bench_sim(seconds, true)?;
             run_throttle(None, ios)?;
             accounting_cost(ios * 10)?;
-            crate::bench_lat::run(ios * 10)?;
+            lat::run(ios * 10)?;
             run_iocost(ios, None, None)?;
         }
         "sweep" => {

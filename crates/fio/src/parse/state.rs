@@ -1,0 +1,42 @@
+//! The state of a job while its options are applied (`apply`,
+//! `apply_ext`): fio's `thread_data` for the job being parsed.
+
+use blkqos_workload::spec::JobSpec;
+
+/// A job's options while its section (or command-line group) is being
+/// parsed: fio's `thread_data` for the job, or `def_thread` for globals.
+#[derive(Clone, Debug)]
+pub(crate) struct JobState {
+    pub spec: JobSpec,
+    /// `bsrange` per direction as given; unset directions fall back to `bs`.
+    pub bsrange: [Option<(u64, u64)>; 3],
+    pub randseed_set: bool,
+    pub stonewall: bool,
+    pub new_group: bool,
+    /// The options given to this job, canonical name and verbatim value
+    /// (`None` = a bare flag): fio's `opt_list`.
+    pub dump: Vec<(String, Option<String>)>,
+}
+
+impl JobState {
+    /// fio 3.33's defaults (`fill_def_thread`).
+    pub fn new() -> Self {
+        JobState {
+            spec: JobSpec::new(""),
+            bsrange: [None; 3],
+            randseed_set: false,
+            stonewall: false,
+            new_group: false,
+            dump: Vec::new(),
+        }
+    }
+
+    /// A job inheriting these settings (`get_new_job` from `def_thread`):
+    /// everything is copied except the list of given options.
+    pub fn child(&self) -> Self {
+        JobState {
+            dump: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
