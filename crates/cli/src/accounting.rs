@@ -58,7 +58,7 @@ impl AccountingOptions {
                 self.hz = value
                     .parse()
                     .ok()
-                    .filter(|h| crate::controllers::VALID_HZ.contains(h))
+                    .filter(|h| blkqos_core::cgroupfs::VALID_HZ.contains(h))
                     .ok_or_else(|| format!("hz `{value}`: expected 100, 250, 300 or 1000"))?
             }
             "diskstats_every" | "diskstats-every" => {

@@ -2,11 +2,11 @@
 //! scenario file or from a command line, then run on a backend.
 
 use crate::accounting::AccountingOptions;
-use crate::controllers::{build_stack, ControllerOptions};
-use crate::knobs::{split_target, KnobFile};
 use crate::scenario::{parse_at, scalar_to_string, Source};
 use crate::streams::{ControllerTrace, SharedStreams, Streams};
 use anyhow::{bail, Context, Result};
+use blkqos_core::cgroupfs::{split_target, ControllerOptions, DeviceInfo, KnobFile};
+use blkqos_core::ControllerStack;
 use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions, RunResult};
@@ -18,16 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// One knob write, with where it was written.
-#[derive(Clone, Debug)]
-pub struct KnobWrite {
-    pub at_ns: u64,
-    pub cgroup: String,
-    pub knob: KnobFile,
-    pub value: String,
-    /// `file:line` of the write, for errors.
-    pub origin: String,
-}
+pub use blkqos_core::cgroupfs::KnobWrite;
 
 /// One fio process.
 #[derive(Clone, Debug)]
@@ -959,12 +950,14 @@ impl Experiment {
     pub fn check(&self) -> Result<()> {
         let plan = self.plan(&self.device, None)?;
         let model = self.device.build();
-        build_stack(
+        ControllerStack::from_writes(
             &self.controllers,
             &plan.tree,
-            self.device.devid,
-            model.rotational(),
-            model.nr_requests(),
+            DeviceInfo {
+                dev: self.device.devid,
+                rotational: model.rotational(),
+                nr_requests: model.nr_requests(),
+            },
             &self.writes,
         )?;
         Ok(())
@@ -998,12 +991,14 @@ impl Experiment {
         let mut controllers = self.controllers;
         controllers.tick_phase_ns = self.tick_phase_ns() % (1_000_000_000 / controllers.hz);
         controllers.jiffies_at_start = self.jiffies_at_start();
-        let mut stack = build_stack(
+        let mut stack = ControllerStack::from_writes(
             &controllers,
             &tree,
-            self.device.devid,
-            model.rotational(),
-            model.nr_requests(),
+            DeviceInfo {
+                dev: self.device.devid,
+                rotational: model.rotational(),
+                nr_requests: model.nr_requests(),
+            },
             &self.writes,
         )?;
         // traces only when written (they grow with groups × periods)

@@ -8,7 +8,7 @@
 //! (`blkqos lab compare`, docs/fidelity.md).
 
 use crate::accounting::AccountingOptions;
-use crate::controllers::{ControllerOptions, VALID_HZ};
+use blkqos_core::cgroupfs::{ControllerOptions, VALID_HZ};
 
 /// One kernel release's behaviour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

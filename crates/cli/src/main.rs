@@ -4,7 +4,6 @@
 mod accounting;
 mod bench;
 mod calibrate;
-mod controllers;
 mod experiment;
 mod files;
 #[cfg(test)]
@@ -12,7 +11,6 @@ mod fuzz_tests;
 mod iostat_cmd;
 mod job_logs;
 mod kernel;
-mod knobs;
 mod lab;
 mod lat_report;
 mod live;

@@ -1,7 +1,6 @@
 //! Running an experiment on the real engine (io_uring, or the thread-pool
 //! fallback) against a file or block device.
 
-use crate::controllers::build_stack;
 use crate::experiment::{Experiment, Plan, Ran};
 use anyhow::{bail, Result};
 use blkqos_core::DevId;
@@ -185,7 +184,16 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         setups,
         invocation_of,
     } = exp.plan(&layout_dev, Some(&path.to_string_lossy()))?;
-    let mut stack = build_stack(&exp.controllers, &tree, devid, false, depth, &exp.writes)?;
+    let mut stack = blkqos_core::ControllerStack::from_writes(
+        &exp.controllers,
+        &tree,
+        blkqos_core::cgroupfs::DeviceInfo {
+            dev: devid,
+            rotational: false,
+            nr_requests: depth,
+        },
+        &exp.writes,
+    )?;
     stack.set_trace(exp.trace_out.is_some());
     let buffered = write_buffer.is_some();
     let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));

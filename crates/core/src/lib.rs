@@ -11,6 +11,7 @@
 //! * [`math`]: the kernel's integer helpers, named after their rounding.
 
 pub mod cgroup;
+pub mod cgroupfs;
 pub mod controller;
 pub mod hist;
 pub mod io;

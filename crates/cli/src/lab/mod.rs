@@ -575,7 +575,7 @@ fn parse_args(args: &[String]) -> Result<Args> {
             "--summary" => a.summary = true,
             "--real-engine" => a.engine = true,
             "--throttle" | "--iocost" | "--hz" => {
-                crate::controllers::ControllerOptions::default()
+                blkqos_core::cgroupfs::ControllerOptions::default()
                     .set(&k[2..], v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?;
                 a.overrides.push((k[2..].to_string(), v.to_string()));

@@ -11,9 +11,9 @@
 
 use super::spec::{Knob, Target};
 use crate::experiment::{Experiment, KnobWrite};
-use crate::knobs::KnobFile;
 use crate::scenario::scalar_to_string;
 use anyhow::{bail, Context, Result};
+use blkqos_core::cgroupfs::KnobFile;
 use blkqos_sim::DeviceSpec;
 use std::path::Path;
 

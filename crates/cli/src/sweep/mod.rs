@@ -254,7 +254,7 @@ fn check_points(base: &Base, knobs: &[Knob], def: &SweepDef) -> Result<()> {
 /// Varying iocost settings on a scenario that never turns iocost on
 /// measures nothing: say so.
 fn iocost_note(base: &Base, knobs: &[Knob]) {
-    use crate::knobs::KnobFile;
+    use blkqos_core::cgroupfs::KnobFile;
     let iocost_knob = knobs.iter().any(|k| match &k.target {
         spec::Target::Field { knob, .. } | spec::Target::Line { knob, .. } => matches!(
             knob,

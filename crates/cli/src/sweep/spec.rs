@@ -20,7 +20,7 @@
 //! the precision the bounds are written with: `25..75:3` gives 25, 50, 75
 //! and `0.5..2.0:4` gives 0.5, 1.0, 1.5, 2.0.
 
-use crate::knobs::{split_target, KnobFile};
+use blkqos_core::cgroupfs::{split_target, KnobFile};
 
 /// Most values one knob may take (a range's N).
 pub const MAX_VALUES: u64 = 10_000;

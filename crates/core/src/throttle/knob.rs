@@ -3,6 +3,7 @@
 //! (`tg_set_limit`, `tg_prfill_limit`, `blkg_conf_prep` in
 //! `block/blk-throttle.c` / `block/blk-cgroup.c`).
 
+pub use crate::cgroupfs::line::{split_dev, KnobError};
 use crate::io::DevId;
 
 /// "No limit" for bytes/s (`U64_MAX`).
@@ -34,39 +35,6 @@ impl Limits {
     }
 }
 
-/// The kernel's error classes for a rejected write.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KnobError {
-    /// `-EINVAL`
-    #[error("{file}: invalid argument: {why} (`{token}`)")]
-    Invalid {
-        file: &'static str,
-        token: String,
-        why: &'static str,
-    },
-    /// `-ERANGE`
-    #[error("{file}: `{token}` is out of range: {why}")]
-    OutOfRange {
-        file: &'static str,
-        token: String,
-        why: &'static str,
-    },
-    /// `-ENODEV`: the line names a device that is not there.
-    #[error("{file}: no such device `{token}`")]
-    NoDevice { file: &'static str, token: String },
-}
-
-impl KnobError {
-    /// The errno a write(2) to cgroupfs would return.
-    pub fn errno_name(&self) -> &'static str {
-        match self {
-            KnobError::Invalid { .. } => "EINVAL",
-            KnobError::OutOfRange { .. } => "ERANGE",
-            KnobError::NoDevice { .. } => "ENODEV",
-        }
-    }
-}
-
 /// A parsed `io.max` write: the device and the keys it sets (others keep
 /// their value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,22 +62,6 @@ impl IoMaxWrite {
             l.iops[1] = v;
         }
     }
-}
-
-/// Parse the device part of a knob line (`blkg_conf_prep`): `MAJ:MIN`
-/// followed by whitespace and the body.
-pub fn split_dev<'a>(file: &'static str, line: &'a str) -> Result<(DevId, &'a str), KnobError> {
-    let line = line.trim();
-    let (dev, body) = match line.find(char::is_whitespace) {
-        Some(i) => (&line[..i], line[i..].trim_start()),
-        None => (line, ""),
-    };
-    let dev: DevId = dev.parse().map_err(|_| KnobError::Invalid {
-        file,
-        token: dev.to_string(),
-        why: "expected MAJ:MIN",
-    })?;
-    Ok((dev, body))
 }
 
 /// Parse an `io.max` line (`tg_set_limit`).

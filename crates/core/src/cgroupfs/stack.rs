@@ -1,16 +1,64 @@
-//! Building the controller stack of an experiment: which controllers, which
-//! variants, and the knob writes applied to them (at start or at a time).
+//! Building a device's controller stack from cgroupfs knob writes, as the
+//! kernel applies them: writes replayed in time order (a write at time 0
+//! before the run, later ones scheduled), cgroup v1 and v2 throttle files
+//! never mixed, each line checked for its device, and iocost's refusals
+//! (`ioc_qos_write`: min above max after the write) reported up front with
+//! the write that caused them. The same code builds the simulator's, the
+//! real engine's and an embedder's stack.
 
-use crate::experiment::KnobWrite;
-use crate::knobs::KnobFile;
-use anyhow::{bail, Result};
-use blkqos_core::iocost::knob::{parse_io_weight, parse_model, parse_qos};
-use blkqos_core::iocost::{IoCost, IoCostConfig, Reconfig, WeightWrite};
-use blkqos_core::throttle::knob::{parse_io_max, parse_v1, Limits, V1File};
-use blkqos_core::throttle::paced::{Paced, PacedConfig};
-use blkqos_core::throttle::{Throttle, ThrottleConfig, Variant};
-use blkqos_core::{CgroupTree, ControllerStack, DevId, Instant, PassThrough};
+use super::file::KnobFile;
+use super::line::KnobError;
+use crate::iocost::knob::{parse_io_weight, parse_model, parse_qos};
+use crate::iocost::{IoCost, IoCostConfig, Reconfig, WeightWrite};
+use crate::throttle::knob::{parse_io_max, parse_v1, Limits, V1File};
+use crate::throttle::paced::{Paced, PacedConfig};
+use crate::throttle::{Throttle, ThrottleConfig, Variant};
+use crate::{CgroupTree, ControllerStack, DevId, GroupId, Instant, PassThrough};
 use std::collections::BTreeMap;
+
+/// One write to a knob file (`echo VALUE > /sys/fs/cgroup/CGROUP/FILE`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnobWrite {
+    /// When it happens: 0 = before the run.
+    pub at_ns: u64,
+    /// The cgroup's path (`/a/b`; `/` for the root's files).
+    pub cgroup: String,
+    pub knob: KnobFile,
+    /// The line as written.
+    pub value: String,
+    /// Where the write comes from (`file:line`), for errors.
+    pub origin: String,
+}
+
+/// Why a set of writes cannot build a stack.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CgroupfsError {
+    #[error(
+        "io.max (cgroup v2) and blkio.throttle.* (cgroup v1) cannot be mixed on one hierarchy"
+    )]
+    MixedV1V2,
+    /// The kernel refuses the line when it is written.
+    #[error("{origin}: {err}")]
+    Refused { origin: String, err: KnobError },
+    /// iocost refuses the write at its time (the replay found it).
+    #[error("{origin}: {err}; the write was `{value}`")]
+    RefusedAt {
+        origin: String,
+        err: KnobError,
+        value: String,
+    },
+    /// The line names another device than the stack's.
+    #[error("{origin}: {file}: no such device `{got}` (the device is {dev}; set devid in [device] or --device=...,devid=MAJ:MIN)")]
+    WrongDevice {
+        origin: String,
+        file: &'static str,
+        got: DevId,
+        dev: DevId,
+    },
+    /// The write's cgroup is not in the tree.
+    #[error("{origin}: no cgroup `{cgroup}` in the tree (create it before writing to it)")]
+    NoGroup { origin: String, cgroup: String },
+}
 
 /// Which io.max implementation runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +81,7 @@ pub struct ControllerOptions {
     /// `tick_phase_ns` was given explicitly.
     pub tick_phase_explicit: bool,
     pub throttle: ThrottleChoice,
-    pub iocost: blkqos_core::iocost::Variant,
+    pub iocost: crate::iocost::Variant,
     /// iocost's base vrate when the run starts (vtime per µs), if not the
     /// kernel's initial 100%: the state left by earlier runs.
     pub iocost_vrate: Option<u64>,
@@ -50,8 +98,8 @@ impl Default for ControllerOptions {
             jiffies_explicit: false,
             tick_phase_ns: 0,
             tick_phase_explicit: false,
-            throttle: ThrottleChoice::Kernel(blkqos_core::throttle::variant::MAINLINE),
-            iocost: blkqos_core::iocost::Variant::default(),
+            throttle: ThrottleChoice::Kernel(crate::throttle::variant::MAINLINE),
+            iocost: crate::iocost::Variant::default(),
             iocost_vrate: None,
             hz: 1000,
             debug_stats: false,
@@ -75,15 +123,15 @@ impl ControllerOptions {
                     })
                 } else {
                     ThrottleChoice::Kernel(Variant::by_name(value).ok_or_else(|| {
-                        let names: Vec<&str> = blkqos_core::throttle::variant::NAMES.iter().map(|n| n.0).collect();
+                        let names: Vec<&str> = crate::throttle::variant::NAMES.iter().map(|n| n.0).collect();
                         format!("throttle `{value}`: use paced or one of {}", names.join(", "))
                     })?)
                 }
             }
             "iocost" => {
-                self.iocost = blkqos_core::iocost::Variant::by_name(value).ok_or_else(|| {
+                self.iocost = crate::iocost::Variant::by_name(value).ok_or_else(|| {
                     let names: Vec<&str> =
-                        blkqos_core::iocost::variant::NAMES.iter().map(|n| n.0).collect();
+                        crate::iocost::variant::NAMES.iter().map(|n| n.0).collect();
                     format!("iocost `{value}`: use one of {}", names.join(", "))
                 })?
             }
@@ -161,103 +209,125 @@ fn parse_vrate_pct(value: &str) -> Result<u64, String> {
     if !(100..=1_000_000).contains(&hundredths) {
         return Err(bad());
     }
-    Ok(blkqos_core::iocost::vtime::VTIME_PER_USEC * hundredths / 10_000)
+    Ok(crate::iocost::vtime::VTIME_PER_USEC * hundredths / 10_000)
 }
 
-/// Build the stack for one device and apply the knob writes.
-pub fn build_stack(
-    opts: &ControllerOptions,
-    tree: &CgroupTree,
-    dev: DevId,
-    rotational: bool,
-    nr_requests: u32,
-    writes: &[KnobWrite],
-) -> Result<ControllerStack> {
-    let mut writes: Vec<&KnobWrite> = writes.iter().collect();
-    writes.sort_by_key(|w| w.at_ns);
-    let v1 = writes
-        .iter()
-        .any(|w| matches!(w.knob, KnobFile::V1Throttle { .. }));
-    let v2 = writes.iter().any(|w| w.knob == KnobFile::IoMax);
-    if v1 && v2 {
-        bail!(
-            "io.max (cgroup v2) and blkio.throttle.* (cgroup v1) cannot be mixed on one hierarchy"
-        );
-    }
-    let mut cost_writes: Vec<(u64, Reconfig, &KnobWrite)> = Vec::new();
-    // replay writes in time order to know each group's limits after each write
-    let mut current: BTreeMap<String, Limits> = BTreeMap::new();
-    let mut changes: Vec<(u64, String, Limits)> = Vec::new();
-    for w in &writes {
-        match w.knob {
-            KnobFile::IoMax => {
-                let p = parse_io_max(&w.value).map_err(|e| anyhow::anyhow!("{}: {e}", w.origin))?;
-                check_dev(w, p.dev, dev)?;
-                let l = current.entry(w.cgroup.clone()).or_default();
-                p.apply(l);
-                changes.push((w.at_ns, w.cgroup.clone(), *l));
-            }
-            KnobFile::V1Throttle { write, iops } => {
-                let (d, v) = parse_v1(V1File { write, iops }, &w.value)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", w.origin))?;
-                check_dev(w, d, dev)?;
-                let l = current.entry(w.cgroup.clone()).or_default();
-                let k = usize::from(write);
-                if iops {
-                    l.iops[k] = v;
-                } else {
-                    l.bps[k] = v;
-                }
-                changes.push((w.at_ns, w.cgroup.clone(), *l));
-            }
-            KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
-                cost_writes.push(parse_cost_write(w, dev, tree)?);
-            }
+/// The device a stack is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub dev: DevId,
+    /// Rotational (HDD): blk-throttle's longer slice, iocost's defaults.
+    pub rotational: bool,
+    /// Request slots (`nr_requests`): iocost's queue depth.
+    pub nr_requests: u32,
+}
+
+impl ControllerStack {
+    /// The stack for one device with the knob `writes` applied (at time 0)
+    /// or scheduled (later): blk-throttle (or `paced`, by `opts`) when an
+    /// io.max or blkio.throttle file was written, iocost below it when
+    /// io.weight or io.cost.* was; a pass-through stage otherwise.
+    pub fn from_writes(
+        opts: &ControllerOptions,
+        tree: &CgroupTree,
+        device: DeviceInfo,
+        writes: &[KnobWrite],
+    ) -> Result<ControllerStack, CgroupfsError> {
+        let dev = device.dev;
+        let mut writes: Vec<&KnobWrite> = writes.iter().collect();
+        writes.sort_by_key(|w| w.at_ns);
+        let v1 = writes
+            .iter()
+            .any(|w| matches!(w.knob, KnobFile::V1Throttle { .. }));
+        let v2 = writes.iter().any(|w| w.knob == KnobFile::IoMax);
+        if v1 && v2 {
+            return Err(CgroupfsError::MixedV1V2);
         }
-    }
-    let mut stack = ControllerStack::new();
-    if changes.is_empty() {
-        stack.push(Box::new(PassThrough));
-        push_iocost(&mut stack, opts, tree, rotational, nr_requests, cost_writes)?;
-        return Ok(stack);
-    }
-    let group = |p: &str| tree.get(p).expect("groups of writes are created first");
-    match opts.throttle {
-        ThrottleChoice::Kernel(variant) => {
-            let mut t = Throttle::new(
-                ThrottleConfig {
-                    variant,
-                    hz: opts.hz,
-                    rotational,
-                    flat: v1,
-                    jiffies_at_start: opts.jiffies_at_start,
-                    tick_phase_ns: opts.tick_phase_ns,
-                },
-                tree,
-            );
-            for (at, cg, l) in changes {
-                if at == 0 {
-                    t.set_limits(group(&cg), l, Instant::ZERO);
-                } else {
-                    t.schedule_limits(Instant(at), group(&cg), l);
+        let refused = |w: &KnobWrite| {
+            let origin = w.origin.clone();
+            move |err| CgroupfsError::Refused { origin, err }
+        };
+        let mut cost_writes: Vec<(u64, Reconfig, &KnobWrite)> = Vec::new();
+        // replay writes in time order to know each group's limits after each write
+        let mut current: BTreeMap<GroupId, Limits> = BTreeMap::new();
+        let mut changes: Vec<(u64, GroupId, Limits)> = Vec::new();
+        for w in &writes {
+            match w.knob {
+                KnobFile::IoMax => {
+                    let p = parse_io_max(&w.value).map_err(refused(w))?;
+                    check_dev(w, p.dev, dev)?;
+                    let g = group_of(tree, w)?;
+                    let l = current.entry(g).or_default();
+                    p.apply(l);
+                    changes.push((w.at_ns, g, *l));
+                }
+                KnobFile::V1Throttle { write, iops } => {
+                    let (d, v) = parse_v1(V1File { write, iops }, &w.value).map_err(refused(w))?;
+                    check_dev(w, d, dev)?;
+                    let g = group_of(tree, w)?;
+                    let l = current.entry(g).or_default();
+                    let k = usize::from(write);
+                    if iops {
+                        l.iops[k] = v;
+                    } else {
+                        l.bps[k] = v;
+                    }
+                    changes.push((w.at_ns, g, *l));
+                }
+                KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
+                    cost_writes.push(parse_cost_write(w, dev, tree)?);
                 }
             }
-            stack.push(Box::new(t));
         }
-        ThrottleChoice::Paced(cfg) => {
-            let mut p = Paced::new(cfg, tree, v1);
-            for (at, cg, l) in changes {
-                if at == 0 {
-                    p.set_limits(group(&cg), l, Instant::ZERO);
-                } else {
-                    p.schedule_limits(Instant(at), group(&cg), l);
+        let mut stack = ControllerStack::new();
+        if changes.is_empty() {
+            stack.push(Box::new(PassThrough));
+        } else {
+            match opts.throttle {
+                ThrottleChoice::Kernel(variant) => {
+                    let mut t = Throttle::new(
+                        ThrottleConfig {
+                            variant,
+                            hz: opts.hz,
+                            rotational: device.rotational,
+                            flat: v1,
+                            jiffies_at_start: opts.jiffies_at_start,
+                            tick_phase_ns: opts.tick_phase_ns,
+                        },
+                        tree,
+                    );
+                    for (at, g, l) in changes {
+                        if at == 0 {
+                            t.set_limits(g, l, Instant::ZERO);
+                        } else {
+                            t.schedule_limits(Instant(at), g, l);
+                        }
+                    }
+                    stack.push(Box::new(t));
+                }
+                ThrottleChoice::Paced(cfg) => {
+                    let mut p = Paced::new(cfg, tree, v1);
+                    for (at, g, l) in changes {
+                        if at == 0 {
+                            p.set_limits(g, l, Instant::ZERO);
+                        } else {
+                            p.schedule_limits(Instant(at), g, l);
+                        }
+                    }
+                    stack.push(Box::new(p));
                 }
             }
-            stack.push(Box::new(p));
         }
+        push_iocost(&mut stack, opts, tree, device, cost_writes)?;
+        Ok(stack)
     }
-    push_iocost(&mut stack, opts, tree, rotational, nr_requests, cost_writes)?;
-    Ok(stack)
+}
+
+fn group_of(tree: &CgroupTree, w: &KnobWrite) -> Result<GroupId, CgroupfsError> {
+    tree.get(&w.cgroup).ok_or_else(|| CgroupfsError::NoGroup {
+        origin: w.origin.clone(),
+        cgroup: w.cgroup.clone(),
+    })
 }
 
 /// Parse an io.weight / io.cost.* write into an iocost reconfiguration.
@@ -265,8 +335,11 @@ fn parse_cost_write<'w>(
     w: &'w KnobWrite,
     dev: DevId,
     tree: &CgroupTree,
-) -> Result<(u64, Reconfig, &'w KnobWrite)> {
-    let e = |err: blkqos_core::iocost::KnobError| anyhow::anyhow!("{}: {err}", w.origin);
+) -> Result<(u64, Reconfig, &'w KnobWrite), CgroupfsError> {
+    let e = |err| CgroupfsError::Refused {
+        origin: w.origin.clone(),
+        err,
+    };
     let r = match w.knob {
         KnobFile::IoCostQos => {
             let q = parse_qos(&w.value).map_err(e)?;
@@ -284,10 +357,7 @@ fn parse_cost_write<'w>(
                 WeightWrite::Device(d, _) | WeightWrite::DeviceDefault(d) => check_dev(w, d, dev)?,
                 WeightWrite::Default(_) => {}
             }
-            let g = tree
-                .get(&w.cgroup)
-                .expect("groups of writes are created first");
-            Reconfig::Weight(g, ww)
+            Reconfig::Weight(group_of(tree, w)?, ww)
         }
     };
     Ok((w.at_ns, r, w))
@@ -298,18 +368,17 @@ fn push_iocost(
     stack: &mut ControllerStack,
     opts: &ControllerOptions,
     tree: &CgroupTree,
-    rotational: bool,
-    nr_requests: u32,
+    device: DeviceInfo,
     writes: Vec<(u64, Reconfig, &KnobWrite)>,
-) -> Result<()> {
+) -> Result<(), CgroupfsError> {
     if writes.is_empty() {
         return Ok(());
     }
     let cfg = IoCostConfig {
         hz: opts.hz,
         tick_phase_ns: opts.tick_phase_ns,
-        rotational,
-        queue_depth: nr_requests,
+        rotational: device.rotational,
+        queue_depth: device.nr_requests,
         variant: opts.iocost,
     };
     let mut c = IoCost::new(cfg, tree);
@@ -320,8 +389,10 @@ fn push_iocost(
     let mut in_order: Vec<&(u64, Reconfig, &KnobWrite)> = writes.iter().collect();
     in_order.sort_by_key(|(at, _, _)| *at);
     for (_, r, w) in in_order {
-        let refused = |e: blkqos_core::iocost::KnobError| {
-            anyhow::anyhow!("{}: {e}; the write was `{}`", w.origin, w.value.trim())
+        let refused = |err| CgroupfsError::RefusedAt {
+            origin: w.origin.clone(),
+            err,
+            value: w.value.trim().to_string(),
         };
         match r {
             Reconfig::Qos(q) => scratch.apply_qos(q).map_err(refused)?,
@@ -331,11 +402,15 @@ fn push_iocost(
     }
     for (at, r, _) in writes {
         if at == 0 {
-            match r {
-                Reconfig::Qos(q) => c.apply_qos(&q).expect("validated above"),
-                Reconfig::Model(m) => c.apply_model(&m),
-                Reconfig::Weight(g, w) => c.set_weight(g, w).expect("validated above"),
-            }
+            // validated by the replay above: the same writes in the same order
+            let _ = match r {
+                Reconfig::Qos(q) => c.apply_qos(&q),
+                Reconfig::Model(m) => {
+                    c.apply_model(&m);
+                    Ok(())
+                }
+                Reconfig::Weight(g, w) => c.set_weight(g, w),
+            };
         } else {
             c.schedule(Instant(at), r);
         }
@@ -348,13 +423,14 @@ fn push_iocost(
     Ok(())
 }
 
-fn check_dev(w: &KnobWrite, got: DevId, dev: DevId) -> Result<()> {
+fn check_dev(w: &KnobWrite, got: DevId, dev: DevId) -> Result<(), CgroupfsError> {
     if got != dev {
-        bail!(
-            "{}: {}: no such device `{got}` (the device is {dev}; set devid in [device] or --device=...,devid=MAJ:MIN)",
-            w.origin,
-            w.knob.name()
-        );
+        return Err(CgroupfsError::WrongDevice {
+            origin: w.origin.clone(),
+            file: w.knob.name(),
+            got,
+            dev,
+        });
     }
     Ok(())
 }
@@ -362,7 +438,7 @@ fn check_dev(w: &KnobWrite, got: DevId, dev: DevId) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blkqos_core::iocost::vtime::VTIME_PER_USEC;
+    use crate::iocost::vtime::VTIME_PER_USEC;
 
     #[test]
     fn iocost_vrate_takes_a_percentage() {

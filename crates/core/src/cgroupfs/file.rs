@@ -4,7 +4,7 @@
 //! and `/sys/fs/cgroup/unified` (v2 under a hybrid mount) are stripped, so
 //! knob lines from scripts apply unchanged; a bare `/cg1/io.max` also works.
 
-use blkqos_core::CgroupTree;
+use crate::CgroupTree;
 
 /// The knob files blkqos understands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
