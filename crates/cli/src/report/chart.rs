@@ -185,9 +185,24 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing a chart: {e:?}")
 }
 
+/// Line colours (matplotlib's "tab10").
+const COLORS: [(u8, u8, u8); 10] = [
+    (0x1f, 0x77, 0xb4),
+    (0xd6, 0x27, 0x28),
+    (0x2c, 0xa0, 0x2c),
+    (0xff, 0x7f, 0x0e),
+    (0x94, 0x67, 0xbd),
+    (0x8c, 0x56, 0x4b),
+    (0xe3, 0x77, 0xc2),
+    (0x7f, 0x7f, 0x7f),
+    (0xbc, 0xbd, 0x22),
+    (0x17, 0xbe, 0xcf),
+];
+
 /// The colour of line `k`.
 fn color(k: usize) -> RGBAColor {
-    Palette99::pick(k).to_rgba()
+    let (r, g, b) = COLORS[k % COLORS.len()];
+    RGBColor(r, g, b).to_rgba()
 }
 
 #[cfg(test)]

@@ -183,11 +183,15 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
         cdf.legend_low = true;
         for r in sum.cgroups.iter().chain(std::iter::once(&sum.device)) {
             let n = r.latency_ns_cdf.last().map_or(0, |c| c.1).max(1) as f64;
-            let pts: Vec<(f64, f64)> = r
-                .latency_ns_cdf
-                .iter()
-                .map(|&(v, c)| (ms(v.max(1)), c as f64 / n))
-                .collect();
+            // a staircase: up by each bucket's share at its value
+            let mut pts: Vec<(f64, f64)> = Vec::new();
+            let mut below = 0.0;
+            for &(v, c) in &r.latency_ns_cdf {
+                let x = ms(v.max(1));
+                pts.push((x, below));
+                below = c as f64 / n;
+                pts.push((x, below));
+            }
             let name = if std::ptr::eq(r, &sum.device) {
                 format!("{} (device)", r.name)
             } else {
@@ -534,7 +538,7 @@ fn sweep_section(sw: &Sweep) -> Section {
     // the table
     let metrics = sw.metrics();
     let mut h =
-        String::from("<table class=\"sweep\" id=\"sweep-points\"><thead><tr><th>point</th>");
+        String::from("<div class=\"scroll\"><table class=\"sweep\" id=\"sweep-points\"><thead><tr><th>point</th>");
     for k in &sw.knobs {
         let _ = write!(h, "<th>{}</th>", esc(&k.name));
     }
@@ -567,7 +571,7 @@ fn sweep_section(sw: &Sweep) -> Section {
         };
         let _ = writeln!(h, "<td>{f}</td></tr>");
     }
-    h += "</tbody></table>\n";
+    h += "</tbody></table></div>\n";
     if let Some(p) = &sw.solution {
         let _ = write!(note, " Chosen: point {}.", p.point);
     } else if sw.objective.is_some() {
@@ -587,7 +591,7 @@ figure.chart{margin:1em 0;border:1px solid #ddd}figure.chart svg{display:block;w
 figcaption{font-size:.9em;color:#555;padding:.3em .6em}\
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}th,td{border:1px solid #ccc;padding:.2em .5em}\
 td.num{text-align:right;font-variant-numeric:tabular-nums}tr.chosen{background:#ffe8a8;font-weight:bold}\
-p.note{color:#444}dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dt{font-weight:bold}";
+p.note{color:#444}div.scroll{overflow-x:auto}dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dt{font-weight:bold}";
 
 /// The page.
 pub fn render(inp: &Inputs) -> Result<String> {
@@ -639,7 +643,6 @@ pub fn render(inp: &Inputs) -> Result<String> {
         if !sec.note.is_empty() {
             let _ = writeln!(h, "<p class=\"note\">{}</p>", sec.note);
         }
-        h += &sec.html;
         for f in sec.figures {
             if !f.chart.has_data() {
                 continue;
@@ -652,6 +655,7 @@ pub fn render(inp: &Inputs) -> Result<String> {
                 esc(&f.caption)
             );
         }
+        h += &sec.html;
     }
     h += "</body></html>\n";
     Ok(h)
