@@ -90,6 +90,8 @@ pub struct LineChart {
     /// The legend at the lower right (CDFs), else at the upper right
     /// above the data (the y axis leaves room for it).
     pub legend_low: bool,
+    /// The x axis starts here at the latest (run time charts: 0).
+    pub x_min: Option<f64>,
 }
 
 impl LineChart {
@@ -99,6 +101,14 @@ impl LineChart {
             x_desc: x_desc.into(),
             y_desc: y_desc.into(),
             ..Default::default()
+        }
+    }
+
+    /// A chart over run time (s): the x axis from 0.
+    pub fn over_time(title: &str, y_desc: &str) -> Self {
+        LineChart {
+            x_min: Some(0.0),
+            ..LineChart::new(title, "run time (s)", y_desc)
         }
     }
 
@@ -125,6 +135,9 @@ impl LineChart {
         }
         if x0 > x1 {
             (x0, x1) = (0.0, 1.0);
+        }
+        if let Some(m) = self.x_min {
+            x0 = x0.min(m);
         }
         if y1 < y0 {
             y1 = y0;

@@ -103,9 +103,9 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
     let mut out = Vec::new();
 
     // throughput
-    let mut iops = LineChart::new("IOPS per cgroup", "run time (s)", "IOPS");
+    let mut iops = LineChart::over_time("IOPS per cgroup", "IOPS");
     iops.lines = per_group_lines(se, &ivs, true, |r, iv, d| Some(per_s(r.ios[d], iv)));
-    let mut bw = LineChart::new("Bandwidth per cgroup", "run time (s)", "MiB/s");
+    let mut bw = LineChart::over_time("Bandwidth per cgroup", "MiB/s");
     bw.lines = per_group_lines(se, &ivs, true, |r, iv, d| {
         Some(per_s(r.bytes[d], iv) / 1048576.0)
     });
@@ -121,11 +121,7 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
 
     // latency
     let mut figs = Vec::new();
-    let mut lat = LineChart::new(
-        "Completion latency per cgroup (p50, p99)",
-        "run time (s)",
-        "latency (ms)",
-    );
+    let mut lat = LineChart::over_time("Completion latency per cgroup (p50, p99)", "latency (ms)");
     for (name, pick) in [("p99", 0), ("p50", 1)] {
         let lines = per_group_lines(
             se,
@@ -146,9 +142,8 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
         caption: "Completion latency per cgroup, per interval (block-layer entry to completion, io.max and iocost waits included)".into(),
         chart: lat,
     });
-    let mut dlat = LineChart::new(
+    let mut dlat = LineChart::over_time(
         &format!("Device latency ({dev}): p50, p90, p99, max"),
-        "run time (s)",
         "latency (ms)",
     );
     type Pick = fn(&super::series::DeviceRow) -> Option<u64>;
@@ -225,7 +220,7 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
         })
         .collect();
     if !util.is_empty() {
-        let mut c = LineChart::new(&format!("%util of {dev}"), "run time (s)", "%util");
+        let mut c = LineChart::over_time(&format!("%util of {dev}"), "%util");
         c.lines.push(Line::new(format!("{dev} %util"), util));
         out.push(Section {
             title: "Device utilization".into(),
@@ -238,11 +233,7 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
     // waits and io.max
     let all: Vec<&Interval> = se.intervals.iter().collect();
     let mut figs = Vec::new();
-    let mut qw = LineChart::new(
-        "Longest wait before the device per cgroup",
-        "run time (s)",
-        "wait (ms)",
-    );
+    let mut qw = LineChart::over_time("Longest wait before the device per cgroup", "wait (ms)");
     qw.lines = per_group_lines(se, &all, false, |r, _, _| Some(ms(r.queue_wait_max_ns)));
     figs.push(Figure {
         id: "chart-waits",
@@ -255,13 +246,9 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
         .flat_map(|i| &i.cgroups)
         .any(|c| c.held_ios > 0);
     if held {
-        let mut h = LineChart::new("IOs io.max holds per cgroup", "run time (s)", "held IOs");
+        let mut h = LineChart::over_time("IOs io.max holds per cgroup", "held IOs");
         h.lines = per_group_lines(se, &all, false, |r, _, _| Some(r.held_ios as f64));
-        let mut w = LineChart::new(
-            "Oldest held IO's wait per cgroup (io.max)",
-            "run time (s)",
-            "wait (ms)",
-        );
+        let mut w = LineChart::over_time("Oldest held IO's wait per cgroup (io.max)", "wait (ms)");
         w.lines = per_group_lines(se, &all, false, |r, _, _| Some(ms(r.oldest_wait_ns)));
         figs.push(Figure {
             id: "chart-held",
@@ -300,11 +287,10 @@ fn iocost_section(se: &Series, trace: Option<&Trace>) -> Option<Section> {
     if !on && trace.is_none() {
         return None;
     }
-    let mut vr = LineChart::new("iocost vrate", "run time (s)", "vrate (%)");
-    let mut busy = LineChart::new("iocost busy_level", "run time (s)", "busy_level");
-    let mut hw = LineChart::new(
+    let mut vr = LineChart::over_time("iocost vrate", "vrate (%)");
+    let mut busy = LineChart::over_time("iocost busy_level", "busy_level");
+    let mut hw = LineChart::over_time(
         "iocost hweight per cgroup (active, inuse)",
-        "run time (s)",
         "share of the device (%)",
     );
     let note;
