@@ -445,7 +445,7 @@ impl Experiment {
                 }
                 "live" => live.set_every(v)?,
                 "live-json" => live.json = Some(PathBuf::from(v)),
-                "report" => live.report = Some(PathBuf::from(v)),
+                "report" => live.set_report(v)?,
                 "allow-destructive" => consent.0 = true,
                 "overwrite" => consent.1 = true,
                 "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {

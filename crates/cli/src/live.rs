@@ -81,6 +81,15 @@ impl LiveOptions {
         Ok(())
     }
 
+    /// `--report=FILE`.
+    pub fn set_report(&mut self, v: &str) -> anyhow::Result<()> {
+        if v.is_empty() {
+            anyhow::bail!("--report `{v}`: expected a file name (FILE.html)");
+        }
+        self.report = Some(std::path::PathBuf::from(v));
+        Ok(())
+    }
+
     pub fn is_on(&self) -> bool {
         self.every_s.is_some() || self.json.is_some() || self.report.is_some()
     }

@@ -396,7 +396,7 @@ fn build_experiment(args: &[String]) -> Result<Experiment> {
                 }
                 Some(("--live", v)) => e.live.set_every(v)?,
                 Some(("--live-json", v)) => e.live.json = Some(std::path::PathBuf::from(v)),
-                Some(("--report", v)) => e.live.report = Some(std::path::PathBuf::from(v)),
+                Some(("--report", v)) => e.live.set_report(v)?,
                 Some(("--output-format", v)) => {
                     let f = crate::experiment::parse_formats(v).map_err(|m| anyhow::anyhow!("--{m}"))?;
                     for inv in &mut e.invocations {

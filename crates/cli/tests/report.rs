@@ -383,6 +383,10 @@ fn bad_input_exits_2_naming_file_and_line() {
         r.stderr
     );
     assert!(!r.stderr.contains("live t="), "refused before the run");
+    bad(
+        &["run", "--name=j", "--rw=read", "--size=1m", "--report="],
+        &["--report", "expected a file name"],
+    );
 }
 
 // ---- headless Chromium ----
