@@ -742,6 +742,54 @@ mod tests {
     }
 
     #[test]
+    fn json_line_device_and_run_summary() {
+        let mut h = LatHist::new();
+        for ns in [1_000, 2_000, 2_000, 50_000] {
+            h.record(ns);
+        }
+        let lat = Latency::of(&h, 50_000);
+        assert!(lat.p50_ns <= lat.p90_ns && lat.p90_ns <= lat.p99_ns);
+        let run = RunLatency::of("/a", [4, 0], &h, 50_000);
+        assert_eq!(run.cdf.last().map(|c| c.1), Some(4), "{:?}", run.cdf);
+        assert_eq!(run.cdf.len(), 3, "three distinct buckets: {:?}", run.cdf);
+        assert_eq!(run.percentiles.len(), RUN_PERCENTILES.len());
+        let b = Block {
+            at_ns: 1_000_000_000,
+            len_ns: 1_000_000_000,
+            iocost: None,
+            rows: vec![Row {
+                latency: lat,
+                p99_ns: lat.p99_ns,
+                ..row("/a", [4, 0], GroupLive::default())
+            }],
+            device: Some(DeviceRow {
+                name: "nullb1".into(),
+                ios: [4, 0],
+                bytes: [16384, 0],
+                latency: lat,
+                io_ticks_ms: 250,
+                util_pct: Some(25.0),
+            }),
+            run: Some((
+                vec![run.clone()],
+                RunLatency {
+                    name: "nullb1".into(),
+                    ..run
+                },
+            )),
+        };
+        let j: serde_json::Value = serde_json::from_str(&json_line(&b)).unwrap();
+        let c = &j["cgroups"][0];
+        assert_eq!(c["latency_ns_p99"], c["p99_ns"]);
+        assert_eq!(c["latency_ns_max"], 50_000);
+        assert_eq!(j["device"]["util_pct"], 25.0);
+        assert_eq!(j["device"]["io_ticks_ms"], 250);
+        assert_eq!(j["run"]["cgroups"][0]["cgroup"], "/a");
+        assert_eq!(j["run"]["device"]["name"], "nullb1");
+        assert_eq!(j["run"]["device"]["latency_ns_cdf"][2][1], 4);
+    }
+
+    #[test]
     fn live_option_values() {
         let mut o = LiveOptions::default();
         assert!(!o.is_on());
