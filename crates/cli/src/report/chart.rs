@@ -174,6 +174,7 @@ impl LineChart {
                     .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
                     .map_err(err)?;
                 c.configure_mesh()
+                    .max_light_lines(1)
                     .x_desc(&self.x_desc)
                     .y_desc(&self.y_desc)
                     .draw()
@@ -182,6 +183,7 @@ impl LineChart {
             } else {
                 let mut c = b.build_cartesian_2d(x0..x1, y0..y1).map_err(err)?;
                 c.configure_mesh()
+                    .max_light_lines(1)
                     .x_desc(&self.x_desc)
                     .y_desc(&self.y_desc)
                     .draw()
