@@ -446,21 +446,51 @@ fn report_renders_in_headless_chromium() {
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let r = blkqos(
+    // one page with every kind of chart: a run with iocost, and a sweep
+    blkqos(
         &[
             "run",
             &lab("c01-weights-flat.toml"),
-            "--report=run.html",
+            "--live-json=live.jsonl",
             "--iocost-trace=trace.jsonl",
             "--output-format=terse",
         ],
         Some(d),
-    );
-    r.ok();
-    let page = d.join("run.html");
+    )
+    .ok();
+    blkqos(
+        &[
+            "sweep",
+            &example("sweep/iocost-two-groups.toml")
+                .display()
+                .to_string(),
+            "--vary",
+            "io.cost.qos:rlat=500,2000,8000",
+            "--objective",
+            "max total_bw_mbps subject to /cgB.clat_p99_ms<=5",
+            "--json",
+            "--out=sweep.json",
+        ],
+        Some(d),
+    )
+    .ok();
+    blkqos(
+        &[
+            "report",
+            "--timeseries=live.jsonl",
+            "--iocost-trace=trace.jsonl",
+            "--sweep=sweep.json",
+            "-o",
+            "all.html",
+        ],
+        Some(d),
+    )
+    .ok();
+    let page = d.join("all.html");
     let html = std::fs::read_to_string(&page).unwrap();
     let n_figs = figures(&html).len();
-    assert!(n_figs >= 10, "{n_figs} charts");
+    assert!(n_figs >= 11, "{n_figs} charts");
+    assert!(html.contains("id=\"chart-sweep-frontier\""));
     let url = format!("file://{}", page.display());
 
     // the DOM Chromium built: every chart's svg, with its lines
@@ -473,7 +503,11 @@ fn report_renders_in_headless_chromium() {
     let dom_figs = figures(&dom);
     assert_eq!(dom_figs.len(), n_figs, "every chart in the rendered DOM");
     for f in &dom_figs {
-        assert!(f.svg.contains("<polyline"), "{}: no lines in the DOM", f.id);
+        assert!(
+            f.svg.contains("<polyline") && f.svg.contains("<text"),
+            "{}: no lines or labels in the DOM",
+            f.id
+        );
     }
 
     // the screenshot: the whole page, then every chart's box must hold
@@ -510,7 +544,9 @@ fn report_renders_in_headless_chromium() {
             dom_figs[k].id
         );
         assert!(
-            coloured > 1000,
+            // a legend entry alone is ~40 coloured pixels; a drawn line
+            // hundreds to thousands
+            coloured > 400,
             "chart {k} ({}) at rows {top}..{bottom}: {coloured} coloured pixels: empty",
             dom_figs[k].id
         );
