@@ -410,6 +410,7 @@ fn chromium_run(bin: &str, dir: &Path, args: &[String]) -> (String, String) {
         "--no-sandbox",
         "--disable-gpu",
         "--hide-scrollbars",
+        "--force-device-scale-factor=1",
         "--no-first-run",
         "--enable-logging=stderr",
         "--v=0",
