@@ -100,6 +100,7 @@ pub const FOREIGN_FLAGS: &[&str] = &[
     "live?",
     "live-json",
     "check-invariants?",
+    "report",
 ];
 
 impl Experiment {
@@ -448,6 +449,7 @@ impl Experiment {
                 }
                 "live" => live.set_every(v)?,
                 "live-json" => live.json = Some(PathBuf::from(v)),
+                "report" => live.set_report(v)?,
                 "allow-destructive" => consent.0 = true,
                 "check-invariants" => check_invariants = true,
                 "overwrite" => consent.1 = true,
@@ -857,7 +859,16 @@ impl Experiment {
             } else {
                 &self.device.name
             };
-            s.live = Some(crate::live::LiveView::create(&self.live, dev, paths)?);
+            let mut opts = self.live.clone();
+            if opts.report.is_some() && self.real.is_none() {
+                // the simulator writes its trace as the run goes: complete
+                // by the time the live view finishes (Streams::finish)
+                opts.report_trace = self
+                    .trace_out
+                    .clone()
+                    .filter(|p| p.extension().is_some_and(|e| e == "jsonl"));
+            }
+            s.live = Some(crate::live::LiveView::create(&opts, dev, paths)?);
         }
         let logs = crate::job_logs::JobLogs::create(self.job_numbers())?;
         if !logs.is_empty() {

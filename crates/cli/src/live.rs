@@ -42,7 +42,7 @@
 
 use crate::streams::FileOut;
 use blkqos_core::{ControllerStack, Instant, IoOp, LatHist, LiveState};
-use blkqos_driver::RequestRecord;
+use blkqos_driver::{DiskStats, RequestRecord};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 
@@ -56,6 +56,14 @@ pub struct LiveOptions {
     pub every_s: Option<u32>,
     /// JSON lines go here.
     pub json: Option<std::path::PathBuf>,
+    /// `--report=FILE`: the JSON lines kept in memory and rendered as an
+    /// HTML report at the run's end ([`crate::report`]).
+    pub report: Option<std::path::PathBuf>,
+    /// The report's title (the command that ran).
+    pub report_title: String,
+    /// The run's iocost trace, when the report can read it at the end
+    /// (the simulator's `--iocost-trace=FILE.jsonl`, written as it goes).
+    pub report_trace: Option<std::path::PathBuf>,
 }
 
 impl LiveOptions {
@@ -73,8 +81,17 @@ impl LiveOptions {
         Ok(())
     }
 
+    /// `--report=FILE`.
+    pub fn set_report(&mut self, v: &str) -> anyhow::Result<()> {
+        if v.is_empty() {
+            anyhow::bail!("--report `{v}`: expected a file name (FILE.html)");
+        }
+        self.report = Some(std::path::PathBuf::from(v));
+        Ok(())
+    }
+
     pub fn is_on(&self) -> bool {
-        self.every_s.is_some() || self.json.is_some()
+        self.every_s.is_some() || self.json.is_some() || self.report.is_some()
     }
 }
 
@@ -85,11 +102,17 @@ struct GroupInterval {
     ios: [u64; 2],
     bytes: [u64; 2],
     lat: LatHist,
+    /// Longest completion latency of the interval (ns).
+    lat_max_ns: u64,
     /// Longest time a completed request spent between block-layer entry
     /// and the device (io.max, iocost and request-slot waits), ns.
     wait_max_ns: u64,
     /// Has completed IO at some point of the run.
     seen: bool,
+    /// The whole run: IOs per direction, latencies and the longest.
+    run_ios: [u64; 2],
+    run_lat: LatHist,
+    run_lat_max_ns: u64,
 }
 
 impl GroupInterval {
@@ -98,10 +121,133 @@ impl GroupInterval {
             ios: [0; 2],
             bytes: [0; 2],
             lat: LatHist::new(),
+            lat_max_ns: 0,
             wait_max_ns: 0,
             seen: false,
+            run_ios: [0; 2],
+            run_lat: LatHist::new(),
+            run_lat_max_ns: 0,
         }
     }
+
+    fn record(&mut self, d: usize, bytes: u64, lat_ns: u64) {
+        self.ios[d] += 1;
+        self.bytes[d] += bytes;
+        self.lat.record(lat_ns);
+        self.lat_max_ns = self.lat_max_ns.max(lat_ns);
+        self.run_ios[d] += 1;
+        self.run_lat.record(lat_ns);
+        self.run_lat_max_ns = self.run_lat_max_ns.max(lat_ns);
+        self.seen = true;
+    }
+
+    /// The interval's latency summary; clears the interval's counters.
+    fn take(&mut self) -> (Latency, [u64; 2], [u64; 2]) {
+        let lat = Latency::of(&self.lat, self.lat_max_ns);
+        let out = (lat, self.ios, self.bytes);
+        self.ios = [0; 2];
+        self.bytes = [0; 2];
+        self.lat_max_ns = 0;
+        self.wait_max_ns = 0;
+        if self.lat.count() > 0 {
+            self.lat.clear();
+        }
+        out
+    }
+
+    fn run_summary(&self, name: &str) -> RunLatency {
+        RunLatency::of(name, self.run_ios, &self.run_lat, self.run_lat_max_ns)
+    }
+}
+
+/// Percentiles of an interval's completion latencies (ns); all None
+/// without IO.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Latency {
+    pub p50_ns: Option<u64>,
+    pub p90_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+}
+
+impl Latency {
+    fn of(h: &LatHist, max_ns: u64) -> Self {
+        if h.count() == 0 {
+            return Latency::default();
+        }
+        let p = h.percentiles(&[50.0, 90.0, 99.0]);
+        Latency {
+            p50_ns: Some(p[0].1),
+            p90_ns: Some(p[1].1),
+            p99_ns: Some(p[2].1),
+            max_ns: Some(max_ns),
+        }
+    }
+}
+
+/// The percentiles the run summary lists (fio's default list and more).
+pub const RUN_PERCENTILES: [f64; 19] = [
+    1.0, 5.0, 10.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0, 70.0, 75.0, 80.0, 90.0, 95.0, 99.0, 99.5,
+    99.9, 99.95, 99.99,
+];
+
+/// A cgroup's or the device's latencies over the whole run: the last
+/// JSON line's `run` member, from which a CDF can be drawn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunLatency {
+    pub name: String,
+    pub ios: [u64; 2],
+    pub max_ns: u64,
+    /// `(percentile, ns)` for [`RUN_PERCENTILES`].
+    pub percentiles: Vec<(f64, u64)>,
+    /// `(ns, IOs at or below it)`: the histogram's non-empty buckets
+    /// (fio's buckets, ~1.6% wide), counts cumulated.
+    pub cdf: Vec<(u64, u64)>,
+}
+
+impl RunLatency {
+    fn of(name: &str, ios: [u64; 2], h: &LatHist, max_ns: u64) -> Self {
+        let mut n = 0;
+        let cdf = h
+            .bins()
+            .map(|(v, c)| {
+                n += c;
+                (v, n)
+            })
+            .collect();
+        RunLatency {
+            name: name.to_string(),
+            ios,
+            max_ns,
+            percentiles: h.percentiles(&RUN_PERCENTILES),
+            cdf,
+        }
+    }
+
+    fn json(&self, key: &str) -> serde_json::Value {
+        serde_json::json!({
+            key: self.name,
+            "ios": self.ios,
+            "latency_ns_max": self.max_ns,
+            "latency_ns_percentiles": self.percentiles.iter().map(|&(p, v)| serde_json::json!([p, v])).collect::<Vec<_>>(),
+            "latency_ns_cdf": self.cdf.iter().map(|&(v, c)| [v, c]).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The device over an interval: the requests it completed (start to
+/// completion latency, as `--lat-hist`'s device part) and its busy time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceRow {
+    pub name: String,
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+    pub latency: Latency,
+    /// `/proc/diskstats` field 10 (io_ticks, ms) at the interval's end.
+    pub io_ticks_ms: u64,
+    /// iostat's `%util` over the interval: Δio_ticks / Δt (sysstat's
+    /// `S_VALUE`), None when the run has no device accounting.
+    pub util_pct: Option<f64>,
 }
 
 /// One row of a block: what a cgroup did over the interval and its state.
@@ -112,6 +258,8 @@ pub struct Row {
     pub bytes: [u64; 2],
     /// p99 of the interval's completion latencies (ns), None without IO.
     pub p99_ns: Option<u64>,
+    /// p50/p90/p99/max of them.
+    pub latency: Latency,
     /// Longest wait before the device among them (ns).
     pub wait_max_ns: u64,
     pub state: blkqos_core::GroupLive,
@@ -125,6 +273,10 @@ pub struct Block {
     pub len_ns: u64,
     pub iocost: Option<blkqos_core::IocostDeviceLive>,
     pub rows: Vec<Row>,
+    /// The device over the interval.
+    pub device: Option<DeviceRow>,
+    /// The last block of a run: whole-run latencies per cgroup and device.
+    pub run: Option<(Vec<RunLatency>, RunLatency)>,
 }
 
 /// The live view: a run sink part ([`crate::streams::Streams`]).
@@ -137,6 +289,19 @@ pub struct LiveView {
     dev: String,
     paths: Vec<String>,
     groups: Vec<GroupInterval>,
+    /// The device's requests (start to completion).
+    device: GroupInterval,
+    /// io_ticks (ms) at the last disk call and at the interval's start.
+    io_ticks_ms: Option<u64>,
+    io_ticks_from_ms: u64,
+    /// The last block, written when the next one comes (or at the end,
+    /// with the run's summary).
+    pending: Option<Block>,
+    /// `--report`: every JSON line, kept for the report.
+    kept: Option<Vec<String>>,
+    report: Option<std::path::PathBuf>,
+    report_title: String,
+    report_trace: Option<std::path::PathBuf>,
     state: LiveState,
     started: Instant,
     from: Instant,
@@ -157,6 +322,14 @@ impl LiveView {
             json,
             dev: dev.to_string(),
             groups: vec![GroupInterval::new(); paths.len()],
+            device: GroupInterval::new(),
+            io_ticks_ms: None,
+            io_ticks_from_ms: 0,
+            pending: None,
+            kept: opts.report.as_ref().map(|_| Vec::new()),
+            report: opts.report.clone(),
+            report_title: opts.report_title.clone(),
+            report_trace: opts.report_trace.clone(),
             paths,
             state: LiveState::default(),
             started: Instant(0),
@@ -183,14 +356,20 @@ impl LiveView {
             IoOp::Write => 1,
             IoOp::Discard | IoOp::Flush => return,
         };
+        self.device
+            .record(d, r.bytes, (r.completed_at - r.started_at).as_ns());
         let Some(g) = self.groups.get_mut(r.group.idx()) else {
             return;
         };
-        g.ios[d] += 1;
-        g.bytes[d] += r.bytes;
-        g.lat.record((r.completed_at - r.submitted_at).as_ns());
+        g.record(d, r.bytes, (r.completed_at - r.submitted_at).as_ns());
         g.wait_max_ns = g.wait_max_ns.max((r.started_at - r.submitted_at).as_ns());
-        g.seen = true;
+    }
+
+    /// The device's accounting at a sink call (before [`LiveView::tick`]).
+    pub fn disk(&mut self, d: &DiskStats) {
+        if d.mode() != blkqos_driver::TicksMode::Off {
+            self.io_ticks_ms = Some(d.io_ticks_ms());
+        }
     }
 
     /// A sink call (once a second of run time, and at the end): every
@@ -210,9 +389,43 @@ impl LiveView {
             // the end-of-run sink call's time and state are the last read
             self.emit(self.last_tick);
         }
-        match &mut self.json {
+        if let Some(mut last) = self.pending.take() {
+            let groups = self
+                .groups
+                .iter()
+                .zip(&self.paths)
+                .filter(|(g, _)| g.seen)
+                .map(|(g, p)| g.run_summary(p))
+                .collect();
+            last.run = Some((groups, self.device.run_summary(&self.dev)));
+            self.write_json(&last);
+        }
+        let json = match &mut self.json {
             Some(j) => j.finish(),
             None => Ok(()),
+        };
+        json?;
+        if let (Some(path), Some(lines)) = (&self.report, self.kept.take()) {
+            crate::report::write_run_report(
+                path,
+                &self.report_title,
+                &lines,
+                self.report_trace.as_deref(),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn write_json(&mut self, b: &Block) {
+        if self.json.is_none() && self.kept.is_none() {
+            return;
+        }
+        let line = json_line(b);
+        if let Some(j) = &mut self.json {
+            j.write_with(|o| writeln!(o, "{line}"));
+        }
+        if let Some(k) = &mut self.kept {
+            k.push(line);
         }
     }
 
@@ -225,9 +438,8 @@ impl LiveView {
         if self.text && block.len_ns >= MIN_TEXT_BLOCK_NS {
             self.print(&format_block(&block, &self.dev));
         }
-        if let Some(j) = &mut self.json {
-            let line = json_line(&block);
-            j.write_with(|o| writeln!(o, "{line}"));
+        if let Some(prev) = self.pending.replace(block) {
+            self.write_json(&prev);
         }
     }
 
@@ -240,27 +452,41 @@ impl LiveView {
             if !g.seen && !held {
                 continue;
             }
-            let p99_ns = (g.lat.count() > 0).then(|| g.lat.percentiles(&[99.0])[0].1);
+            let wait_max_ns = g.wait_max_ns;
+            let (latency, ios, bytes) = g.take();
             rows.push(Row {
                 cgroup: self.paths[k].clone(),
-                ios: g.ios,
-                bytes: g.bytes,
-                p99_ns,
-                wait_max_ns: g.wait_max_ns,
+                ios,
+                bytes,
+                p99_ns: latency.p99_ns,
+                latency,
+                wait_max_ns,
                 state,
             });
-            g.ios = [0; 2];
-            g.bytes = [0; 2];
-            g.wait_max_ns = 0;
-            if g.lat.count() > 0 {
-                g.lat.clear();
-            }
         }
+        let len_ns = (now - self.from).as_ns();
+        let (latency, ios, bytes) = self.device.take();
+        let util_pct = self.io_ticks_ms.map(|t| {
+            let d = t.saturating_sub(self.io_ticks_from_ms);
+            // sysstat's S_VALUE over the interval in ms (`get_interval`: at least 1)
+            blkqos_iostat::metrics::s_value(d as f64, (len_ns / 1_000_000).max(1))
+        });
+        let device = DeviceRow {
+            name: self.dev.clone(),
+            ios,
+            bytes,
+            latency,
+            io_ticks_ms: self.io_ticks_ms.unwrap_or(0),
+            util_pct,
+        };
+        self.io_ticks_from_ms = self.io_ticks_ms.unwrap_or(0);
         Block {
             at_ns: (now - self.started).as_ns(),
-            len_ns: (now - self.from).as_ns(),
+            len_ns,
             iocost: self.state.iocost,
             rows,
+            device: Some(device),
+            run: None,
         }
     }
 
@@ -388,6 +614,10 @@ pub fn json_line(b: &Block) -> String {
                 "held_ios": t.ios,
                 "oldest_wait_ns": t.oldest_wait_ns,
                 "iocost": cost,
+                "latency_ns_p50": r.latency.p50_ns,
+                "latency_ns_p90": r.latency.p90_ns,
+                "latency_ns_p99": r.latency.p99_ns,
+                "latency_ns_max": r.latency.max_ns,
             })
         })
         .collect();
@@ -399,13 +629,32 @@ pub fn json_line(b: &Block) -> String {
             "busy_level": c.busy_level,
         })
     });
-    serde_json::json!({
+    let mut doc = serde_json::json!({
         "t_ns": b.at_ns,
         "interval_ns": b.len_ns,
         "iocost": cost,
         "cgroups": rows,
-    })
-    .to_string()
+    });
+    if let Some(d) = &b.device {
+        doc["device"] = serde_json::json!({
+            "name": d.name,
+            "ios": d.ios,
+            "bytes": d.bytes,
+            "latency_ns_p50": d.latency.p50_ns,
+            "latency_ns_p90": d.latency.p90_ns,
+            "latency_ns_p99": d.latency.p99_ns,
+            "latency_ns_max": d.latency.max_ns,
+            "io_ticks_ms": d.io_ticks_ms,
+            "util_pct": d.util_pct.map(|u| (u * 100.0).round() / 100.0),
+        });
+    }
+    if let Some((groups, dev)) = &b.run {
+        doc["run"] = serde_json::json!({
+            "cgroups": groups.iter().map(|g| g.json("cgroup")).collect::<Vec<_>>(),
+            "device": dev.json("name"),
+        });
+    }
+    doc.to_string()
 }
 
 #[cfg(test)]
@@ -419,6 +668,7 @@ mod tests {
             ios,
             bytes: [ios[0] * 4096, ios[1] * 65536],
             p99_ns: (ios[0] + ios[1] > 0).then_some(1_234_567),
+            latency: Latency::default(),
             wait_max_ns: 99_900_000,
             state,
         }
@@ -438,6 +688,8 @@ mod tests {
             len_ns: 1_000_000_000,
             iocost: None,
             rows: vec![row("/a", [200, 10], held), row("/b", [0, 0], held)],
+            device: None,
+            run: None,
         };
         assert_eq!(
             format_block(&b, "nullb1"),
@@ -487,6 +739,54 @@ mod tests {
         assert_eq!(j["iocost"]["vrate_ppm"], 875_000);
         assert_eq!(j["cgroups"][0]["iocost"]["waiting_ios"], 2);
         assert_eq!(j["cgroups"][0]["ios"], serde_json::json!([100, 0]));
+    }
+
+    #[test]
+    fn json_line_device_and_run_summary() {
+        let mut h = LatHist::new();
+        for ns in [1_000, 2_000, 2_000, 50_000] {
+            h.record(ns);
+        }
+        let lat = Latency::of(&h, 50_000);
+        assert!(lat.p50_ns <= lat.p90_ns && lat.p90_ns <= lat.p99_ns);
+        let run = RunLatency::of("/a", [4, 0], &h, 50_000);
+        assert_eq!(run.cdf.last().map(|c| c.1), Some(4), "{:?}", run.cdf);
+        assert_eq!(run.cdf.len(), 3, "three distinct buckets: {:?}", run.cdf);
+        assert_eq!(run.percentiles.len(), RUN_PERCENTILES.len());
+        let b = Block {
+            at_ns: 1_000_000_000,
+            len_ns: 1_000_000_000,
+            iocost: None,
+            rows: vec![Row {
+                latency: lat,
+                p99_ns: lat.p99_ns,
+                ..row("/a", [4, 0], GroupLive::default())
+            }],
+            device: Some(DeviceRow {
+                name: "nullb1".into(),
+                ios: [4, 0],
+                bytes: [16384, 0],
+                latency: lat,
+                io_ticks_ms: 250,
+                util_pct: Some(25.0),
+            }),
+            run: Some((
+                vec![run.clone()],
+                RunLatency {
+                    name: "nullb1".into(),
+                    ..run
+                },
+            )),
+        };
+        let j: serde_json::Value = serde_json::from_str(&json_line(&b)).unwrap();
+        let c = &j["cgroups"][0];
+        assert_eq!(c["latency_ns_p99"], c["p99_ns"]);
+        assert_eq!(c["latency_ns_max"], 50_000);
+        assert_eq!(j["device"]["util_pct"], 25.0);
+        assert_eq!(j["device"]["io_ticks_ms"], 250);
+        assert_eq!(j["run"]["cgroups"][0]["cgroup"], "/a");
+        assert_eq!(j["run"]["device"]["name"], "nullb1");
+        assert_eq!(j["run"]["device"]["latency_ns_cdf"][2][1], 4);
     }
 
     #[test]

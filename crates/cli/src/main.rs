@@ -20,6 +20,7 @@ mod pagecache;
 mod progress;
 mod real;
 mod real_report;
+mod report;
 mod request_trace;
 mod scenario;
 mod status;
@@ -86,6 +87,25 @@ enum Cmd {
         /// iostat options, devices, interval and count, and --proc DIR.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+    /// One self-contained HTML report (inline SVG charts) of a run's time series or a sweep.
+    #[command(long_about = report::HELP)]
+    Report {
+        /// A run's time series: the JSON lines of `blkqos run --live-json=FILE`.
+        #[arg(long, value_name = "FILE")]
+        timeseries: Option<std::path::PathBuf>,
+        /// The run's iocost trace (`blkqos run --iocost-trace=FILE.jsonl`): iocost per period.
+        #[arg(long = "iocost-trace", value_name = "FILE")]
+        iocost_trace: Option<std::path::PathBuf>,
+        /// A sweep's JSON report (`blkqos sweep ... --json`).
+        #[arg(long, value_name = "FILE")]
+        sweep: Option<std::path::PathBuf>,
+        /// The HTML file to write.
+        #[arg(short = 'o', long = "output", value_name = "FILE.html")]
+        output: std::path::PathBuf,
+        /// The page's title.
+        #[arg(long)]
+        title: Option<String>,
     },
     /// Seed 001's result table (IOPS, MB/s, slat/clat ms) from fio JSON reports.
     #[command(long_about = summary::HELP)]
@@ -162,7 +182,11 @@ blkqos flags:
                                  latency, IOs io.max holds and the longest wait, iocost hweight
                                  active/inuse%, debt and delay; redrawn in place on a terminal;
                                  replaces the --eta line
-  --live-json=FILE               the same per interval as JSON lines (exact counts) to FILE
+  --live-json=FILE               the same per interval as JSON lines (exact counts) to FILE, with
+                                 latency percentiles, the device's %util, and whole-run latency
+                                 CDFs on the last line (docs/live.md)
+  --report=FILE                  after the run, an HTML report of its time series (charts per
+                                 cgroup and device; docs/report.md), as `blkqos report`
   --diskstats-every=T            snapshot /proc/diskstats every T (default 1s when needed)
   --diskstats-dir=DIR            write snapshots as DIR/NNNN/{diskstats,uptime}
   --iostat='ARGS'                print sysstat's iostat over the snapshots, e.g. --iostat='-x 1'
@@ -261,6 +285,19 @@ fn main() -> ExitCode {
         Cmd::Bench { args } => bench::run(&args).map_err(|err| output::Failure { code: 2, err }),
         Cmd::Iostat { args } => iostat_cmd::run(&args),
         Cmd::Summary { files } => summary::run(&files),
+        Cmd::Report {
+            timeseries,
+            iocost_trace,
+            sweep,
+            output,
+            title,
+        } => report::run(&report::Args {
+            timeseries,
+            iocost_trace,
+            sweep,
+            output,
+            title,
+        }),
         Cmd::Lab { args } => match lab::run(&args) {
             Ok(true) => Ok(()),
             Ok(false) => Err(output::Failure {

@@ -168,7 +168,8 @@ fn check_outputs(exp: &Experiment) -> Result<()> {
         .chain(exp.accounting.lat_hist.as_deref())
         .chain(exp.accounting.request_trace.as_deref())
         .chain(exp.pagecache.report.as_deref())
-        .chain(exp.live.json.as_deref());
+        .chain(exp.live.json.as_deref())
+        .chain(exp.live.report.as_deref());
     for path in files {
         if path.is_dir() {
             bail!("cannot write {}: it is a directory", path.display());
@@ -317,6 +318,18 @@ pub fn format_io_stat(ran: &Ran) -> String {
 }
 
 pub(crate) fn build(args: &[String]) -> Result<Experiment> {
+    let mut e = build_experiment(args)?;
+    // the report's title: the command, without the report's own file
+    let shown: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with("--report="))
+        .collect();
+    e.live.report_title = format!("blkqos run {}", shown.join(" "));
+    Ok(e)
+}
+
+fn build_experiment(args: &[String]) -> Result<Experiment> {
     let Some(first) = args.first() else {
         bail!("nothing to run: give a scenario (.toml), a job file, or fio options (see `blkqos run --help`)");
     };
@@ -393,6 +406,7 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                         .map_err(|m| anyhow::anyhow!("<command line>: option `status-interval`: value `{v}`: {m}"))?;
                     e.status_every_ms = Some(ms);
                 }
+                Some(("--report", v)) => e.live.set_report(v)?,
                 Some(("--output-format", v)) => {
                     let f = crate::experiment::parse_formats(v).map_err(|m| anyhow::anyhow!("--{m}"))?;
                     for inv in &mut e.invocations {
@@ -400,7 +414,7 @@ pub(crate) fn build(args: &[String]) -> Result<Experiment> {
                     }
                 }
                 _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --output-format, --status-interval, --check-invariants and --parse-only are accepted"
+                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --report, --output-format, --status-interval, --check-invariants and --parse-only are accepted"
                 ),
             }
         }

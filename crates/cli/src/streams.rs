@@ -170,6 +170,16 @@ impl RunSink for Streams {
         }
     }
 
+    fn wants_disk(&self) -> bool {
+        self.live.is_some()
+    }
+
+    fn disk(&mut self, _now: Instant, disk: &blkqos_driver::DiskStats) {
+        if let Some(l) = &mut self.live {
+            l.disk(disk);
+        }
+    }
+
     fn tick(&mut self, now: Instant, stack: &ControllerStack) {
         if let Some(l) = &mut self.live {
             l.tick(now, stack);

@@ -166,3 +166,104 @@ fn live_every_n_seconds_and_off_by_default() {
     let bad = blkqos(&["run", &sc, "--live=0"], None);
     assert_eq!(bad.code, Some(2), "{}", bad.stderr);
 }
+
+/// The time series' additions: per cgroup and device p50 <= p90 <= p99
+/// <= the bucket of max, the device's IOs are the cgroups' IOs, its
+/// `util_pct` is iostat's `%util` over the same seconds (one formula: the
+/// diskstats io_ticks delta over the interval), and only the last line
+/// carries the run's latency summary, whose CDF counts every IO.
+#[test]
+fn time_series_has_percentiles_util_as_iostat_and_the_run_cdf() {
+    for sc in ["c01-weights-flat.toml", "t06-two-groups.toml"] {
+        let dir = tempfile::tempdir().unwrap();
+        let jl = dir.path().join("live.jsonl");
+        let r = blkqos(
+            &[
+                "run",
+                &lab(sc),
+                &format!("--live-json={}", jl.display()),
+                "--iostat=-x 1",
+                "--output-format=terse",
+            ],
+            None,
+        );
+        r.ok();
+        let blocks: Vec<Value> = std::fs::read_to_string(&jl)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let util: Vec<f64> = r
+            .stdout_str()
+            .lines()
+            .filter(|l| l.starts_with("nullb1 "))
+            .map(|l| l.split_whitespace().last().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(
+            util.len(),
+            blocks.len(),
+            "{sc}: an iostat report per interval"
+        );
+        for (k, b) in blocks.iter().enumerate() {
+            let d = &b["device"];
+            assert_eq!(d["name"], "nullb1");
+            let u = d["util_pct"].as_f64().unwrap();
+            assert!((0.0..=100.0).contains(&u), "{sc} interval {k}: {u}");
+            // iostat reads its intervals from /proc/uptime (1/100 s): the
+            // end-of-run sliver's length differs there
+            assert!(
+                b["interval_ns"].as_u64().unwrap() < 250_000_000 || (u - util[k]).abs() < 0.006,
+                "{sc} interval {k}: {u} vs iostat {}",
+                util[k]
+            );
+            let cg = b["cgroups"].as_array().unwrap();
+            let ios: u64 = cg.iter().map(|c| c["ios"][0].as_u64().unwrap()).sum();
+            assert_eq!(d["ios"][0].as_u64().unwrap(), ios, "{sc} interval {k}");
+            for row in cg.iter().chain(std::iter::once(d)) {
+                if row["ios"][0].as_u64().unwrap() == 0 {
+                    assert!(row["latency_ns_p50"].is_null());
+                    continue;
+                }
+                let p = |k: &str| row[k].as_u64().unwrap();
+                assert!(p("latency_ns_p50") <= p("latency_ns_p90"), "{row}");
+                assert!(p("latency_ns_p90") <= p("latency_ns_p99"), "{row}");
+                // percentiles are fio bucket values (within ~1.6% of a sample)
+                assert!(
+                    p("latency_ns_p99") as f64 <= p("latency_ns_max") as f64 * 1.02,
+                    "{row}"
+                );
+                if !row["p99_ns"].is_null() {
+                    assert_eq!(row["p99_ns"], row["latency_ns_p99"]);
+                }
+            }
+            assert_eq!(
+                b.get("run").is_some(),
+                k == blocks.len() - 1,
+                "{sc} interval {k}"
+            );
+        }
+        let run = &blocks.last().unwrap()["run"];
+        for c in run["cgroups"].as_array().unwrap() {
+            let g = c["cgroup"].as_str().unwrap();
+            let cdf = c["latency_ns_cdf"].as_array().unwrap();
+            let last = cdf.last().unwrap()[1].as_u64().unwrap();
+            assert_eq!(
+                last,
+                total_ios(&blocks, g, 0),
+                "{sc} {g}: the CDF counts every IO"
+            );
+            assert_eq!(c["ios"][0].as_u64().unwrap(), last);
+            let pct = c["latency_ns_percentiles"].as_array().unwrap();
+            assert_eq!(pct.len(), 19);
+        }
+        let dev = &run["device"];
+        let n: u64 = blocks
+            .iter()
+            .map(|b| b["device"]["ios"][0].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            dev["latency_ns_cdf"].as_array().unwrap().last().unwrap()[1],
+            n
+        );
+    }
+}

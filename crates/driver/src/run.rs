@@ -45,6 +45,14 @@ pub trait RunSink {
     /// loop pass runs the controllers' due timers: the run time now, and
     /// the stack to read ([`ControllerStack::live`]).
     fn tick(&mut self, _now: Instant, _stack: &ControllerStack) {}
+    /// Called just before each [`RunSink::tick`]: the device's accounting
+    /// (`/proc/diskstats` counters) as a reader sees it at `now`, under the
+    /// run's `--iostats` rule. Only asked for when [`RunSink::wants_disk`].
+    fn disk(&mut self, _now: Instant, _disk: &DiskStats) {}
+    /// Does it want [`RunSink::disk`] calls? Asked at each tick.
+    fn wants_disk(&self) -> bool {
+        false
+    }
     /// Samples of job `job`'s fio logs (`write_*_log`), in the order the
     /// job produced them; called at most once per pass of the loop.
     fn job_log(&mut self, _job: usize, _samples: &[LogSample]) {}
@@ -861,6 +869,11 @@ impl<B: Backend> Loop<'_, B> {
     /// Show the sink the run time and the controllers' state.
     fn tick_sink(&mut self, now: Instant) {
         if let Some(s) = &mut self.sink {
+            if s.wants_disk() {
+                let mut d = self.disk.clone();
+                d.sync(now);
+                s.disk(now, &d);
+            }
             s.tick(now, self.stack);
         }
     }
