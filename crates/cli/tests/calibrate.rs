@@ -229,7 +229,10 @@ fn recorded_devices_predict_the_held_out_job() {
         "expected the recorded devices in {}",
         root.display()
     );
+    let misses = known_misses();
+    let mut used = vec![false; misses.len()];
     let mut failures = Vec::new();
+    let mut judged = 0;
     for d in &dirs {
         let fit = refit(&d.join("calibrate.json"));
         let runs: Vec<[Dir; 2]> = (1..)
@@ -245,10 +248,29 @@ fn recorded_devices_predict_the_held_out_job() {
             "  fitted: --device={} --submit-ns={}",
             fit["device"]["spec"], fit["device"]["submit_ns"]
         );
-        for f in judge(&name, &real, &predict(&fit)) {
-            failures.push(format!("{name}: {f}"));
+        for (metric, f) in judge(&name, &real, &predict(&fit)) {
+            match misses
+                .iter()
+                .position(|m| glob(&m.device, &name) && glob(&m.metric, &metric))
+            {
+                Some(i) => {
+                    used[i] = true;
+                    eprintln!("  known miss: {f}: {}", misses[i].why);
+                }
+                None => failures.push(format!("{name}: {f}")),
+            }
+        }
+        judged += 6;
+    }
+    for (m, u) in misses.iter().zip(&used) {
+        if !*u {
+            failures.push(format!(
+                "lab/calibrate/expected.toml: {} {} covers no miss any more: take it off",
+                m.device, m.metric
+            ));
         }
     }
+    assert!(judged >= 18, "{judged}");
     assert!(failures.is_empty(), "{failures:#?}");
 }
 

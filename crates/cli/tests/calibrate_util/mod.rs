@@ -104,24 +104,54 @@ pub fn predict(calibration: &Value) -> [Dir; 2] {
 }
 
 /// Judge `pred` against `real`: IOPS ±10%, p50 and p99 ±25%, per
-/// direction. Returns the failures (empty: it passes) and prints the table.
-pub fn judge(what: &str, real: &[Dir; 2], pred: &[Dir; 2]) -> Vec<String> {
+/// direction. Returns the misses as (metric, description) and prints the
+/// table.
+pub fn judge(what: &str, real: &[Dir; 2], pred: &[Dir; 2]) -> Vec<(String, String)> {
     let mut bad = Vec::new();
     eprintln!("{what}: held-out job, fio on the device against the fitted simulated device:");
     for (d, name) in ["read", "write"].iter().enumerate() {
-        for (q, r, p, tol) in [
-            ("IOPS", real[d].iops, pred[d].iops, 10.0),
-            ("lat p50", real[d].p50_ns, pred[d].p50_ns, 25.0),
-            ("lat p99", real[d].p99_ns, pred[d].p99_ns, 25.0),
+        for (q, key, r, p, tol) in [
+            ("IOPS", "iops", real[d].iops, pred[d].iops, 10.0),
+            ("lat p50", "p50", real[d].p50_ns, pred[d].p50_ns, 25.0),
+            ("lat p99", "p99", real[d].p99_ns, pred[d].p99_ns, 25.0),
         ] {
             let err = 100.0 * (p / r - 1.0);
             eprintln!("  {name:<5} {q:<8} fio {r:>12.0}  sim {p:>12.0}  {err:>+6.1}% (±{tol}%)");
             if err.is_nan() || err.abs() > tol {
-                bad.push(format!(
-                    "{name} {q}: fio {r:.0}, predicted {p:.0} ({err:+.1}%, allowed ±{tol}%)"
+                bad.push((
+                    format!("{name}.{key}"),
+                    format!("{name} {q}: fio {r:.0}, predicted {p:.0} ({err:+.1}%, allowed ±{tol}%)"),
                 ));
             }
         }
     }
     bad
+}
+
+/// `*` matches any run of characters.
+pub fn glob(pat: &str, s: &str) -> bool {
+    match pat.split_once('*') {
+        None => pat == s,
+        Some((head, tail)) => {
+            s.starts_with(head)
+                && (0..=s.len() - head.len()).any(|i| glob(tail, &s[head.len() + i..]))
+        }
+    }
+}
+
+/// A known miss (`lab/calibrate/expected.toml`).
+#[derive(Debug, serde::Deserialize)]
+pub struct Miss {
+    pub device: String,
+    pub metric: String,
+    pub why: String,
+}
+
+pub fn known_misses() -> Vec<Miss> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        miss: Vec<Miss>,
+    }
+    let text = std::fs::read_to_string(repo().join("lab/calibrate/expected.toml")).unwrap();
+    toml::from_str::<File>(&text).unwrap().miss
 }
