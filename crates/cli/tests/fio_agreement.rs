@@ -285,7 +285,7 @@ fn compare(c: &Case, dev: &str, f: &Value, o: &Value, failures: &mut Vec<String>
     // (g) is one IO then a 2 s sleep, (f) 119 sleeps of 50 ms: their IOPS
     // and IO counts are fio's sleep accuracy, which real fio loses on a
     // loaded host (measured 2046 ms for 2000; 137 IOs for 140 with a
-    // parallel build running); ±5% / ±4% there, ±2% (the issue's
+    // parallel build running); ±5% / ±4% there, ±2% (the agreed
     // tolerance) everywhere else. blkqos itself is held to the predicted
     // count within 2% in every case.
     let tol = match c.tag {
