@@ -1,7 +1,7 @@
 //! `blkqos iostat`: sysstat 12.6's `iostat` (extended and basic reports)
 //! over the live `/proc` or over saved `/proc` snapshots (`--proc DIR`).
 
-use crate::output::Failure;
+use crate::failure::Failure;
 use anyhow::anyhow;
 use blkqos_iostat::{
     parse_args_env, read_proc_dir, read_sys_block, Banner, Error, Options, Sample,

@@ -5,6 +5,7 @@ mod accounting;
 mod bench;
 mod calibrate;
 mod experiment;
+mod failure;
 mod files;
 #[cfg(test)]
 mod fuzz_tests;
@@ -277,12 +278,12 @@ fn main() -> ExitCode {
         Cmd::Sweep { args } => sweep::run_command(&args),
         Cmd::Calibrate(a) => calibrate::run_command(&a),
         Cmd::Devices => {
-            stdout::write_out(&blkqos_sim::DeviceSpec::help()).map_err(|e| output::Failure {
+            stdout::write_out(&blkqos_sim::DeviceSpec::help()).map_err(|e| failure::Failure {
                 code: 1,
                 err: e.into(),
             })
         }
-        Cmd::Bench { args } => bench::run(&args).map_err(|err| output::Failure { code: 2, err }),
+        Cmd::Bench { args } => bench::run(&args).map_err(|err| failure::Failure { code: 2, err }),
         Cmd::Iostat { args } => iostat_cmd::run(&args),
         Cmd::Summary { files } => summary::run(&files),
         Cmd::Report {
@@ -300,13 +301,13 @@ fn main() -> ExitCode {
         }),
         Cmd::Lab { args } => match lab::run(&args) {
             Ok(true) => Ok(()),
-            Ok(false) => Err(output::Failure {
+            Ok(false) => Err(failure::Failure {
                 code: 1,
                 err: anyhow::anyhow!(
                     "lab: blkqos misses the real kernel where it is not expected to (above)"
                 ),
             }),
-            Err(err) => Err(output::Failure { code: 2, err }),
+            Err(err) => Err(failure::Failure { code: 2, err }),
         },
     };
     match res {

@@ -14,7 +14,7 @@
 //!   they are counted in the report's `total_err`, not here.
 
 use crate::experiment::Ran;
-use crate::output::Failure;
+use crate::failure::Failure;
 use blkqos_driver::{JobResult, RunResult};
 use blkqos_engine::signal::signal_name;
 use blkqos_engine::StopOnSignal;

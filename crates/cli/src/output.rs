@@ -8,13 +8,7 @@ use blkqos_fio::parse::OutputFormat;
 use blkqos_fio::report::{write_json, write_normal, DiskUtil, ReportInput, ReportJob};
 use std::io::Write;
 
-/// A failure and the exit status it maps to: 2 for bad input (scenario,
-/// job file, option, knob line), 1 for a run that failed.
-#[derive(Debug)]
-pub struct Failure {
-    pub code: u8,
-    pub err: anyhow::Error,
-}
+pub use crate::failure::Failure;
 
 fn input(err: anyhow::Error) -> Failure {
     Failure { code: 2, err }

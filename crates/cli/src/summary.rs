@@ -3,7 +3,7 @@
 //! with the slat column): one line per report from `.jobs[0].mixed`, so
 //! the reports must come from `--unified_rw_reporting=mixed`.
 
-use crate::output::Failure;
+use crate::failure::Failure;
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 use std::fmt::Write as _;

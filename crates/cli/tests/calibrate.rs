@@ -282,16 +282,24 @@ fn refit(path: &Path) -> Value {
 /// scenario's device, and the sweep's solution is the scenario's QoS line.
 #[test]
 fn worked_example_holds() {
-    let fit = refit(&repo().join(
-        "lab/fixtures/calibrate/nullb-c50us-100mbps-6.12.117+deb13-amd64/calibrate.json",
-    ));
-    let scenario = std::fs::read_to_string(repo().join("examples/calibrate/two-groups.toml"))
-        .unwrap();
+    let fit = refit(
+        &repo()
+            .join("lab/fixtures/calibrate/nullb-c50us-100mbps-6.12.117+deb13-amd64/calibrate.json"),
+    );
+    let scenario =
+        std::fs::read_to_string(repo().join("examples/calibrate/two-groups.toml")).unwrap();
     let spec = fit["device"]["spec"].as_str().unwrap();
     assert!(spec.starts_with("null,completion_ns="), "{spec}");
-    for kv in spec.split(',').skip(1).filter(|kv| !kv.starts_with("size=")) {
+    for kv in spec
+        .split(',')
+        .skip(1)
+        .filter(|kv| !kv.starts_with("size="))
+    {
         let (k, v) = kv.split_once('=').unwrap();
-        assert!(scenario.contains(&format!("\n{k} = {v}\n")), "{k}={v} not in the scenario");
+        assert!(
+            scenario.contains(&format!("\n{k} = {v}\n")),
+            "{k}={v} not in the scenario"
+        );
     }
     assert!(scenario.contains(&format!("submit_ns = {}", fit["device"]["submit_ns"])));
     assert!(scenario.contains(fit["io_cost_model"]["line"].as_str().unwrap()));
@@ -302,10 +310,17 @@ fn worked_example_holds() {
         .arg(repo().join("examples/calibrate/two-groups.toml"))
         .args(["--vary", "io.cost.qos:max=80..100:lin:11"])
         .args(["--vary", "io.cost.qos:rlat=2000,20000"])
-        .args(["--objective", "max total_bw_mbps subject to /cgB.clat_p99_ms<=5"])
+        .args([
+            "--objective",
+            "max total_bw_mbps subject to /cgB.clat_p99_ms<=5",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let line = "254:0 enable=1 ctrl=user rpct=95 rlat=2000 wpct=95 wlat=5000 min=25 max=92";
     assert!(text.contains(&format!("echo \"{line}\"")), "{text}");

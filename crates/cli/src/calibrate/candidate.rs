@@ -18,7 +18,7 @@ use super::measure::{self, Target};
 use super::plan::Job;
 use super::raw::Measured;
 use super::stats::Estimate;
-use crate::output::Failure;
+use crate::failure::Failure;
 use blkqos_engine::StopOnSignal;
 use std::fmt::Write;
 

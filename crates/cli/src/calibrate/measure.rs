@@ -5,7 +5,7 @@
 
 use super::plan::Job;
 use crate::experiment::{Experiment, Ran};
-use crate::output::Failure;
+use crate::failure::Failure;
 use anyhow::{bail, Result};
 use blkqos_engine::StopOnSignal;
 use std::path::PathBuf;

@@ -17,7 +17,7 @@ pub mod raw;
 pub mod report;
 pub mod stats;
 
-use crate::output::Failure;
+use crate::failure::Failure;
 use anyhow::anyhow;
 use blkqos_engine::StopOnSignal;
 use measure::Target;

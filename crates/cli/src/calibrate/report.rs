@@ -9,7 +9,7 @@ use super::measure;
 use super::plan::Job;
 use super::raw::Measured;
 use super::stats::Estimate;
-use crate::output::Failure;
+use crate::failure::Failure;
 use blkqos_engine::StopOnSignal;
 use serde_json::{json, Value};
 use std::fmt::Write;

@@ -15,7 +15,7 @@ pub mod series;
 pub mod sweep;
 pub mod trace;
 
-use crate::output::Failure;
+use crate::failure::Failure;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 

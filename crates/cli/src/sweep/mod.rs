@@ -16,7 +16,7 @@ mod run;
 mod shard;
 mod spec;
 
-use crate::output::Failure;
+use crate::failure::Failure;
 use anyhow::{bail, Context, Result};
 use apply::Base;
 use args::SweepArgs;

@@ -120,7 +120,9 @@ pub fn judge(what: &str, real: &[Dir; 2], pred: &[Dir; 2]) -> Vec<(String, Strin
             if err.is_nan() || err.abs() > tol {
                 bad.push((
                     format!("{name}.{key}"),
-                    format!("{name} {q}: fio {r:.0}, predicted {p:.0} ({err:+.1}%, allowed ±{tol}%)"),
+                    format!(
+                        "{name} {q}: fio {r:.0}, predicted {p:.0} ({err:+.1}%, allowed ±{tol}%)"
+                    ),
                 ));
             }
         }
