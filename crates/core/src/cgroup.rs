@@ -9,7 +9,9 @@ use std::fmt;
 pub struct GroupId(pub u32);
 
 impl GroupId {
+    /// The root cgroup `/`, always present and always group 0.
     pub const ROOT: GroupId = GroupId(0);
+    /// Index into per-group arrays (`Vec<T>` indexed by group).
     #[inline]
     pub const fn idx(self) -> usize {
         self.0 as usize
@@ -49,6 +51,7 @@ impl Default for CgroupTree {
 }
 
 impl CgroupTree {
+    /// A tree holding only the root `/`.
     pub fn new() -> Self {
         let root = Node {
             path: "/".to_string(),
@@ -124,21 +127,29 @@ impl CgroupTree {
         Ok(cur)
     }
 
+    /// Number of groups, the root included (so never zero).
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
+    /// Always `false`: a tree holds at least the root.
     pub fn is_empty(&self) -> bool {
         false
     }
+    /// The normalised path of `g` (`/`, `/cgA`, `/a/b`). Panics if `g` is not
+    /// in this tree.
     pub fn path(&self, g: GroupId) -> &str {
         &self.nodes[g.idx()].path
     }
+    /// The parent of `g`, or `None` for the root. Panics if `g` is not in this
+    /// tree.
     pub fn parent(&self, g: GroupId) -> Option<GroupId> {
         self.nodes[g.idx()].parent
     }
+    /// The direct children of `g`, in creation order.
     pub fn children(&self, g: GroupId) -> &[GroupId] {
         &self.nodes[g.idx()].children
     }
+    /// Depth of `g`: 0 for the root, 1 for `/cgA`, 2 for `/a/b`.
     pub fn depth(&self, g: GroupId) -> u32 {
         self.nodes[g.idx()].depth
     }

@@ -55,8 +55,11 @@ impl HeldLive {
 pub struct IocostGroupLive {
     /// On the active list (issued IO in the current or last period).
     pub active: bool,
-    /// `hweight_active` and `hweight_inuse` (`current_hweight`), ppm.
+    /// `hweight_active` of the group (`current_hweight`): its share of the
+    /// device by active weights, ppm.
     pub hweight_active_ppm: u32,
+    /// `hweight_inuse` of the group (`current_hweight`): its share by
+    /// in-use weights (after donation), ppm.
     pub hweight_inuse_ppm: u32,
     /// `abs_vdebt` as device time (µs at 100% vrate).
     pub debt_us: u64,
@@ -93,6 +96,7 @@ pub struct GroupLive {
 /// (callers format it). Filled by [`ControllerStack::live`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LiveState {
+    /// Device-wide iocost state, when iocost is a stage.
     pub iocost: Option<IocostDeviceLive>,
     /// By group index.
     pub groups: Vec<GroupLive>,
@@ -272,7 +276,11 @@ pub enum StackVerdict {
 /// read / write / discard.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IoStat {
+    /// Bytes by kind: `[read, write, discard]` (flushes count as writes),
+    /// io.stat's `rbytes` / `wbytes` / `dbytes`.
     pub bytes: [u64; 3],
+    /// IOs by kind: `[read, write, discard]` (flushes count as writes),
+    /// io.stat's `rios` / `wios` / `dios`.
     pub ios: [u64; 3],
 }
 
@@ -291,6 +299,7 @@ impl IoStat {
         }
         self.ios[k] += 1;
     }
+    /// Add `o`'s counters to these (to roll a child up into its parent).
     pub fn add(&mut self, o: &IoStat) {
         for k in 0..3 {
             self.bytes[k] += o.bytes[k];
@@ -340,6 +349,7 @@ impl Default for ControllerStack {
 }
 
 impl ControllerStack {
+    /// An empty stack: no stage, every IO is `Ready` at once.
     pub fn new() -> Self {
         Self::default()
     }
@@ -349,6 +359,8 @@ impl ControllerStack {
         s.push(Box::new(PassThrough));
         s
     }
+    /// Append controller `c` as the next stage (stage 0 is blk-throttle's
+    /// place, later stages are rq-qos policies).
     pub fn push(&mut self, c: Box<dyn Controller>) {
         self.passive &= c.is_pass_through();
         self.stages.push(c);
@@ -358,9 +370,12 @@ impl ControllerStack {
     pub fn is_pass_through(&self) -> bool {
         self.passive
     }
+    /// The stages in order, stage 0 first.
     pub fn stages(&self) -> impl Iterator<Item = &dyn Controller> {
         self.stages.iter().map(|b| b.as_ref())
     }
+    /// Stage `i` by index, mutably (to write knobs into a running
+    /// controller); `None` past the last stage.
     pub fn stage_mut(&mut self, i: usize) -> Option<&mut (dyn Controller + 'static)> {
         self.stages.get_mut(i).map(|b| b.as_mut())
     }
@@ -369,6 +384,8 @@ impl ControllerStack {
     pub fn set_max_io_bytes(&mut self, bytes: u64) {
         self.max_io_bytes = bytes.max(1);
     }
+    /// The device's max IO size in bytes ([`ControllerStack::set_max_io_bytes`]);
+    /// `u64::MAX` if IOs are never split.
     pub fn max_io_bytes(&self) -> u64 {
         self.max_io_bytes
     }
@@ -516,6 +533,9 @@ impl ControllerStack {
         self.scratch = scratch;
     }
 
+    /// The device started serving `io` at `now` (it got a request slot);
+    /// `alloc_at` is when it began waiting for one. Forwarded to every stage
+    /// ([`Controller::on_start`]).
     #[inline]
     pub fn on_start(&mut self, io: &Io, alloc_at: Instant, now: Instant) {
         if self.passive {
@@ -526,6 +546,9 @@ impl ControllerStack {
         }
     }
 
+    /// `io` completed at `now`: forwarded to every stage
+    /// ([`Controller::on_complete`]); `alloc_at` and `started_at` as in
+    /// [`ControllerStack::on_start`].
     #[inline]
     pub fn on_complete(&mut self, io: &Io, alloc_at: Instant, started_at: Instant, now: Instant) {
         if self.passive {
@@ -536,6 +559,9 @@ impl ControllerStack {
         }
     }
 
+    /// The earliest deadline of any stage ([`Controller::next_deadline`]):
+    /// call [`ControllerStack::on_timer`] then. `None` if no stage has timer
+    /// work.
     #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
         if self.passive {
@@ -544,6 +570,7 @@ impl ControllerStack {
         self.stages.iter().filter_map(|s| s.next_deadline()).min()
     }
 
+    /// IOs held by all stages together, now.
     pub fn held(&self) -> usize {
         self.stages.iter().map(|s| s.held()).sum()
     }

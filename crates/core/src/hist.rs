@@ -110,6 +110,7 @@ impl std::fmt::Debug for LatHist {
 }
 
 impl LatHist {
+    /// An empty histogram; its buckets are allocated at the first sample.
     pub fn new() -> Self {
         LatHist {
             buckets: None,
@@ -121,14 +122,19 @@ impl LatHist {
     fn buckets_mut(&mut self) -> &mut [u64; PLAT_NR] {
         self.buckets.get_or_insert_with(|| Box::new([0; PLAT_NR]))
     }
+    /// Count one latency sample of `ns` nanoseconds (fio's `add_lat_sample`
+    /// → `plat_val_to_idx`).
     #[inline]
     pub fn record(&mut self, ns: u64) {
         self.buckets_mut()[val_to_idx(ns)] += 1;
         self.n += 1;
     }
+    /// Number of samples recorded (merged ones included).
     pub fn count(&self) -> u64 {
         self.n
     }
+    /// Add `other`'s buckets and sample count to this histogram (as fio's
+    /// group reporting adds the jobs' `io_u_plat` arrays).
     pub fn merge(&mut self, other: &LatHist) {
         if let Some(theirs) = &other.buckets {
             for (a, b) in self.buckets_mut().iter_mut().zip(theirs.iter()) {
@@ -137,6 +143,7 @@ impl LatHist {
         }
         self.n += other.n;
     }
+    /// Forget every sample; keeps the bucket allocation.
     pub fn clear(&mut self) {
         if let Some(b) = &mut self.buckets {
             b.fill(0);
@@ -192,15 +199,20 @@ impl LatHist {
 /// `sum_stat`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LatStat {
+    /// Smallest sample, in the samples' unit (ns for latencies); 0 if none.
     pub min: u64,
+    /// Largest sample, in the samples' unit; 0 if none.
     pub max: u64,
+    /// Number of samples.
     pub n: u64,
+    /// Running mean (Welford), in the samples' unit.
     pub mean: f64,
     /// Sum of squared deviations (Welford's M2).
     pub m2: f64,
 }
 
 impl LatStat {
+    /// Add one sample `v` (fio's `add_stat_sample`).
     #[inline]
     pub fn add(&mut self, v: u64) {
         if self.n == 0 {
@@ -218,6 +230,8 @@ impl LatStat {
         }
         self.n += 1;
     }
+    /// Sample standard deviation (divides by n−1, as fio does); 0 with fewer
+    /// than two samples.
     pub fn stddev(&self) -> f64 {
         if self.n <= 1 {
             0.0

@@ -9,12 +9,17 @@ use std::str::FromStr;
 /// flushes are `Write`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Dir {
+    /// Reads (`READ`, index 0).
     Read = 0,
+    /// Writes, discards and flushes (`WRITE`, index 1).
     Write = 1,
 }
 
 impl Dir {
+    /// Both directions in index order, for per-direction loops.
     pub const BOTH: [Dir; 2] = [Dir::Read, Dir::Write];
+    /// Index into per-direction arrays (`[T; 2]`): 0 for reads, 1 for writes,
+    /// as the kernel's `rw` index.
     #[inline]
     pub const fn idx(self) -> usize {
         self as usize
@@ -24,14 +29,21 @@ impl Dir {
 /// The operation, as the kernel's stat groups see it (`op_stat_group`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum IoOp {
+    /// A read (`STAT_READ`).
     Read = 0,
+    /// A write (`STAT_WRITE`).
     Write = 1,
+    /// A discard (`STAT_DISCARD`); its direction is [`Dir::Write`].
     Discard = 2,
+    /// A cache flush (`STAT_FLUSH`); its direction is [`Dir::Write`].
     Flush = 3,
 }
 
 impl IoOp {
+    /// Every operation in stat-group order.
     pub const ALL: [IoOp; 4] = [IoOp::Read, IoOp::Write, IoOp::Discard, IoOp::Flush];
+    /// The data direction the block layer gives this operation
+    /// (`bio_data_dir`): only [`IoOp::Read`] is a read.
     #[inline]
     pub const fn dir(self) -> Dir {
         match self {
@@ -69,6 +81,7 @@ impl IoFlags {
     /// A piece cut from the front of a split bio: one device request.
     pub const FRAGMENT: IoFlags = IoFlags(32);
 
+    /// Are all of `other`'s flags set?
     #[inline]
     pub const fn contains(self, other: IoFlags) -> bool {
         self.0 & other.0 == other.0
@@ -78,10 +91,12 @@ impl IoFlags {
     pub const fn intersects(self, other: IoFlags) -> bool {
         self.0 & other.0 != 0
     }
+    /// These flags plus `other`'s.
     #[inline]
     pub const fn with(self, other: IoFlags) -> IoFlags {
         IoFlags(self.0 | other.0)
     }
+    /// These flags minus `other`'s.
     #[inline]
     pub const fn without(self, other: IoFlags) -> IoFlags {
         IoFlags(self.0 & !other.0)
@@ -98,12 +113,15 @@ pub struct IoId(pub u64);
 /// `Copy` and 64 bytes: controllers keep held IOs by value, no allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Io {
+    /// Run-unique identifier, used to match completions to submissions.
     pub id: IoId,
     /// Index of the issuing job (clone) in the run.
     pub job: u32,
     /// The cgroup charged for this IO (for writeback: the owner of the pages).
     pub group: GroupId,
+    /// What the IO does (read, write, discard, flush).
     pub op: IoOp,
+    /// `REQ_*`-like flags the controllers look at.
     pub flags: IoFlags,
     /// Byte offset on the device / file.
     pub offset: u64,
@@ -114,6 +132,7 @@ pub struct Io {
 }
 
 impl Io {
+    /// The data direction (`bio_data_dir`): see [`IoOp::dir`].
     #[inline]
     pub const fn dir(&self) -> Dir {
         self.op.dir()
@@ -143,11 +162,14 @@ impl Io {
 /// A device number `MAJ:MIN`, as knob lines and `/proc/diskstats` name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DevId {
+    /// Major device number.
     pub major: u32,
+    /// Minor device number.
     pub minor: u32,
 }
 
 impl DevId {
+    /// The device `major:minor`.
     pub const fn new(major: u32, minor: u32) -> Self {
         DevId { major, minor }
     }

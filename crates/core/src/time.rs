@@ -15,20 +15,28 @@ pub struct Instant(pub u64);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Duration(pub u64);
 
+/// Nanoseconds per microsecond (the kernel's `NSEC_PER_USEC`).
 pub const NSEC_PER_USEC: u64 = 1_000;
+/// Nanoseconds per millisecond (the kernel's `NSEC_PER_MSEC`).
 pub const NSEC_PER_MSEC: u64 = 1_000_000;
+/// Nanoseconds per second (the kernel's `NSEC_PER_SEC`).
 pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 
 impl Instant {
+    /// The run's epoch: 0 ns.
     pub const ZERO: Instant = Instant(0);
+    /// The latest representable instant; used as "never" (no deadline).
     pub const MAX: Instant = Instant(u64::MAX);
 
+    /// This instant in nanoseconds since the run's epoch.
     pub const fn as_ns(self) -> u64 {
         self.0
     }
+    /// The instant `us` microseconds after the epoch.
     pub const fn from_us(us: u64) -> Self {
         Instant(us * NSEC_PER_USEC)
     }
+    /// The instant `ms` milliseconds after the epoch.
     pub const fn from_ms(ms: u64) -> Self {
         Instant(ms * NSEC_PER_MSEC)
     }
@@ -47,28 +55,38 @@ impl Instant {
 }
 
 impl Duration {
+    /// The empty span: 0 ns.
     pub const ZERO: Duration = Duration(0);
+    /// A span of `ns` nanoseconds.
     pub const fn from_ns(ns: u64) -> Self {
         Duration(ns)
     }
+    /// A span of `us` microseconds.
     pub const fn from_us(us: u64) -> Self {
         Duration(us * NSEC_PER_USEC)
     }
+    /// A span of `ms` milliseconds.
     pub const fn from_ms(ms: u64) -> Self {
         Duration(ms * NSEC_PER_MSEC)
     }
+    /// A span of `s` whole seconds.
     pub const fn from_secs(s: u64) -> Self {
         Duration(s * NSEC_PER_SEC)
     }
+    /// The span in nanoseconds.
     pub const fn as_ns(self) -> u64 {
         self.0
     }
+    /// The span in whole microseconds (truncating).
     pub const fn as_us(self) -> u64 {
         self.0 / NSEC_PER_USEC
     }
+    /// The span in whole milliseconds (truncating).
     pub const fn as_ms(self) -> u64 {
         self.0 / NSEC_PER_MSEC
     }
+    /// The span in seconds, as a float (for reports and rates, never for
+    /// controller arithmetic).
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / NSEC_PER_SEC as f64
     }

@@ -9,18 +9,26 @@ use crate::CgroupTree;
 /// The knob files blkqos understands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KnobFile {
+    /// cgroup v2 `io.max`: blk-throttle's per-device bps/iops limits.
     IoMax,
+    /// cgroup v2 `io.weight`: the group's iocost weight (`default` and per device).
     IoWeight,
+    /// `io.cost.model` (root only): iocost's per-device cost model.
     IoCostModel,
+    /// `io.cost.qos` (root only): iocost's enable switch and QoS parameters.
     IoCostQos,
     /// cgroup v1 `blkio.throttle.{read,write}_{bps,iops}_device`.
     V1Throttle {
+        /// `write_*` rather than `read_*`.
         write: bool,
+        /// `*_iops_device` rather than `*_bps_device`.
         iops: bool,
     },
 }
 
 impl KnobFile {
+    /// The knob for a file name as cgroupfs spells it (`io.max`,
+    /// `blkio.throttle.read_bps_device`, ...); `None` for any other file.
     pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
             "io.max" => KnobFile::IoMax,
@@ -46,6 +54,7 @@ impl KnobFile {
             _ => return None,
         })
     }
+    /// The file name as cgroupfs spells it (inverse of [`KnobFile::from_name`]).
     pub fn name(self) -> &'static str {
         match self {
             KnobFile::IoMax => "io.max",

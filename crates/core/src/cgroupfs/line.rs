@@ -9,20 +9,31 @@ pub enum KnobError {
     /// `-EINVAL`
     #[error("{file}: invalid argument: {why} (`{token}`)")]
     Invalid {
+        /// The knob file written (`io.max`, `io.cost.qos`, ...).
         file: &'static str,
+        /// The offending token of the line, as written.
         token: String,
+        /// Why the kernel refuses it.
         why: &'static str,
     },
     /// `-ERANGE`
     #[error("{file}: `{token}` is out of range: {why}")]
     OutOfRange {
+        /// The knob file written.
         file: &'static str,
+        /// The offending token of the line, as written.
         token: String,
+        /// The range it falls outside of.
         why: &'static str,
     },
     /// `-ENODEV`: the line names a device that is not there.
     #[error("{file}: no such device `{token}`")]
-    NoDevice { file: &'static str, token: String },
+    NoDevice {
+        /// The knob file written.
+        file: &'static str,
+        /// The `MAJ:MIN` token naming the missing device.
+        token: String,
+    },
 }
 
 impl KnobError {

@@ -1,6 +1,6 @@
 //! The cgroupfs layer: knob files as written to `/sys/fs/cgroup`
-//! ([`file`]), the device and error classes every knob line shares
-//! ([`line`]), and a device's controller stack built from timed writes
+//! ([`file`](mod@file)), the device and error classes every knob line shares
+//! ([`line`](mod@line)), and a device's controller stack built from timed writes
 //! ([`stack`]: [`ControllerStack::from_writes`](crate::ControllerStack::from_writes)).
 //! The simulator, the real engine and an embedder use it alike.
 

@@ -23,6 +23,7 @@ pub struct KnobWrite {
     pub at_ns: u64,
     /// The cgroup's path (`/a/b`; `/` for the root's files).
     pub cgroup: String,
+    /// The file written (`io.max`, `io.weight`, ...).
     pub knob: KnobFile,
     /// The line as written.
     pub value: String,
@@ -33,37 +34,58 @@ pub struct KnobWrite {
 /// Why a set of writes cannot build a stack.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CgroupfsError {
+    /// Both `io.max` and a v1 `blkio.throttle.*` file were written: one
+    /// hierarchy cannot have both.
     #[error(
         "io.max (cgroup v2) and blkio.throttle.* (cgroup v1) cannot be mixed on one hierarchy"
     )]
     MixedV1V2,
     /// The kernel refuses the line when it is written.
     #[error("{origin}: {err}")]
-    Refused { origin: String, err: KnobError },
+    Refused {
+        /// Where the write comes from (`file:line`).
+        origin: String,
+        /// The kernel's refusal.
+        err: KnobError,
+    },
     /// iocost refuses the write at its time (the replay found it).
     #[error("{origin}: {err}; the write was `{value}`")]
     RefusedAt {
+        /// Where the write comes from (`file:line`).
         origin: String,
+        /// The kernel's refusal.
         err: KnobError,
+        /// The line written, trimmed.
         value: String,
     },
     /// The line names another device than the stack's.
     #[error("{origin}: {file}: no such device `{got}` (the device is {dev}; set devid in [device] or --device=...,devid=MAJ:MIN)")]
     WrongDevice {
+        /// Where the write comes from (`file:line`).
         origin: String,
+        /// The knob file written.
         file: &'static str,
+        /// The device the line names.
         got: DevId,
+        /// The stack's device ([`DeviceInfo::dev`]).
         dev: DevId,
     },
     /// The write's cgroup is not in the tree.
     #[error("{origin}: no cgroup `{cgroup}` in the tree (create it before writing to it)")]
-    NoGroup { origin: String, cgroup: String },
+    NoGroup {
+        /// Where the write comes from (`file:line`).
+        origin: String,
+        /// The cgroup path as written.
+        cgroup: String,
+    },
 }
 
 /// Which io.max implementation runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThrottleChoice {
+    /// blk-throttle as a kernel generation implements it ([`Variant`]).
     Kernel(Variant),
+    /// blkqos's `paced` limiter ([`Paced`]) with its burst tolerances.
     Paced(PacedConfig),
 }
 
@@ -80,11 +102,15 @@ pub struct ControllerOptions {
     pub tick_phase_ns: u64,
     /// `tick_phase_ns` was given explicitly.
     pub tick_phase_explicit: bool,
+    /// The io.max implementation (default: blk-throttle, `mainline` variant).
     pub throttle: ThrottleChoice,
+    /// The iocost generation to model.
     pub iocost: crate::iocost::Variant,
     /// iocost's base vrate when the run starts (vtime per µs), if not the
     /// kernel's initial 100%: the state left by earlier runs.
     pub iocost_vrate: Option<u64>,
+    /// The kernel's `CONFIG_HZ` (100, 250, 300 or 1000; default 1000): the
+    /// jiffy length of blk-throttle's slices and iocost's timers.
     pub hz: u64,
     /// `/sys/module/blk_cgroup/parameters/blkcg_debug_stats`: iocost's
     /// io.stat keys add `cost.wait`, `cost.indebt`, `cost.indelay`.
@@ -215,6 +241,7 @@ fn parse_vrate_pct(value: &str) -> Result<u64, String> {
 /// The device a stack is built for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// The device's `MAJ:MIN`; every knob line must name it.
     pub dev: DevId,
     /// Rotational (HDD): blk-throttle's longer slice, iocost's defaults.
     pub rotational: bool,

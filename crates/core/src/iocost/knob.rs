@@ -24,7 +24,9 @@ use crate::io::DevId;
 
 /// `CGROUP_WEIGHT_MIN`, `CGROUP_WEIGHT_DFL`, `CGROUP_WEIGHT_MAX`.
 pub const WEIGHT_MIN: u32 = 1;
+/// `CGROUP_WEIGHT_DFL`: the weight of a group nobody wrote (100).
 pub const WEIGHT_DFL: u32 = 100;
+/// `CGROUP_WEIGHT_MAX`: the largest weight `io.weight` accepts (10000).
 pub const WEIGHT_MAX: u32 = 10_000;
 
 /// A parsed `io.weight` write.
@@ -45,8 +47,14 @@ pub enum WeightWrite {
 /// the last one wins), `None` when the write does not touch it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QosWrite {
+    /// The device the line names.
     pub dev: DevId,
+    /// `enable=0|1`: `Some(true)` to enable iocost on the device, `None` if
+    /// the write does not say.
     pub enable: Option<bool>,
+    /// The final `ctrl` state: `Some(true)` for user QoS parameters
+    /// (`ctrl=user` or any parameter), `Some(false)` for `ctrl=auto` (back
+    /// to the autop defaults), `None` if untouched.
     pub user: Option<bool>,
     /// Indexed by `QOS_RPPM` … `QOS_MAX`: ppm for rpct/wpct/min/max, µs for
     /// rlat/wlat, already clamped as the kernel stores them.
@@ -56,7 +64,10 @@ pub struct QosWrite {
 /// A parsed `io.cost.model` write (`model=linear` is the only model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModelWrite {
+    /// The device the line names.
     pub dev: DevId,
+    /// The final `ctrl` state: `Some(true)` for a user model (`ctrl=user` or
+    /// any coefficient), `Some(false)` for `ctrl=auto`, `None` if untouched.
     pub user: Option<bool>,
     /// Indexed by `I_LCOEF_RBPS` … `I_LCOEF_WRANDIOPS`.
     pub coefs: [Option<u64>; NR_I_LCOEFS],

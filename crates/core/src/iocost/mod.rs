@@ -236,6 +236,8 @@ pub struct IoCostConfig {
     /// `blk_queue_depth()`: the device queue depth if known, else
     /// `nr_requests`. 1 → the SSD_QD1 class.
     pub queue_depth: u32,
+    /// The iocost generation to model (what a period without completions
+    /// does to `busy_level`).
     pub variant: Variant,
 }
 
@@ -254,8 +256,11 @@ impl Default for IoCostConfig {
 /// A knob write scheduled for a later time ([`IoCost::schedule`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reconfig {
+    /// An `io.cost.qos` write (`ioc_qos_write`).
     Qos(QosWrite),
+    /// An `io.cost.model` write (`ioc_cost_model_write`).
     Model(ModelWrite),
+    /// An `io.weight` write to a group (`ioc_weight_write`).
     Weight(GroupId, WeightWrite),
 }
 
@@ -400,6 +405,7 @@ impl IoCost {
         self.margins = Margins::new(self.period_us, v);
     }
 
+    /// The configuration this controller was built with.
     pub fn config(&self) -> &IoCostConfig {
         &self.cfg
     }
@@ -589,6 +595,7 @@ impl IoCost {
         knob::format_io_weight(g.dfl_weight / WEIGHT_ONE, &over)
     }
 
+    /// iocost is enabled on the device (`ioc->enabled`, `io.cost.qos enable=1`).
     pub fn enabled(&self) -> bool {
         self.enabled
     }
@@ -596,18 +603,29 @@ impl IoCost {
     pub fn vrate(&self) -> u64 {
         self.vtime_base_rate
     }
+    /// `ioc->busy_level`: positive while the device is saturated (vrate goes
+    /// down), negative while groups are short of vtime with spare capacity
+    /// (vrate goes up); bounded by ±[`vtime::BUSY_LEVEL_MAX`].
     pub fn busy_level(&self) -> i32 {
         self.busy_level
     }
+    /// `ioc->period_us`: the period timer's interval, µs (from the QoS
+    /// latency targets, 1 ms ..= 1 s).
     pub fn period_us(&self) -> u64 {
         self.period_us
     }
+    /// The automatic parameter class in effect (`ioc->autop_idx`); SSD_DFL
+    /// before the first parameter refresh.
     pub fn autop_class(&self) -> AutopClass {
         self.autop_idx.unwrap_or(AutopClass::SsdDfl)
     }
+    /// The device parameters in effect (`ioc->params`): QoS and cost
+    /// coefficients, from autop or user writes.
     pub fn params(&self) -> &Params {
         &self.params
     }
+    /// `ioc->margins`: the budget margins in vtime for the current period
+    /// and base vrate.
     pub fn margins(&self) -> Margins {
         self.margins
     }
@@ -618,6 +636,8 @@ impl IoCost {
         }
         self.compute_hweight(group.idx())
     }
+    /// Is `group` on the active list (`!list_empty(&iocg->active_list)`)?
+    /// `false` for a group not in the tree.
     pub fn is_active(&self, group: GroupId) -> bool {
         self.groups
             .get(group.idx())
@@ -627,6 +647,9 @@ impl IoCost {
     pub fn vtime(&self, group: GroupId) -> VTime {
         self.groups.get(group.idx()).map_or(VTime(0), |g| g.vtime)
     }
+    /// `group`'s `done_vtime` (`iocg->done_vtime`): vtime of its completed
+    /// IO; `vtime − done_vtime` is its cost in flight. 0 for a group not in
+    /// the tree.
     pub fn done_vtime(&self, group: GroupId) -> VTime {
         self.groups
             .get(group.idx())

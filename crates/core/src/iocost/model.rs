@@ -13,51 +13,78 @@ use super::vtime::{period_us_for, VRATE_MAX_PPM, VRATE_MIN_PPM, VTIME_PER_SEC};
 use crate::io::{Io, IoOp};
 use crate::math::div_round_up;
 
-/// 4 KiB pages are the size unit (`IOC_PAGE_SHIFT`).
+/// log2 of the size unit: 4 KiB pages (`IOC_PAGE_SHIFT`).
 pub const IOC_PAGE_SHIFT: u32 = 12;
+/// `IOC_PAGE_SIZE`: 4096 bytes, the size unit of the page cost.
 pub const IOC_PAGE_SIZE: u64 = 1 << IOC_PAGE_SHIFT;
 /// Sectors → pages.
 pub const IOC_SECT_TO_PAGE_SHIFT: u32 = IOC_PAGE_SHIFT - 9;
 /// Farther than 16 MiB from the cursor is random (`LCOEF_RANDIO_PAGES`).
 pub const LCOEF_RANDIO_PAGES: u64 = 4096;
 
-/// Index of an `io.cost.qos` parameter in [`Params::qos`].
+/// Index of an `io.cost.qos` parameter in [`Params::qos`]. `QOS_RPPM`: read
+/// latency percentile (`rpct`), ppm.
 pub const QOS_RPPM: usize = 0;
+/// `QOS_RLAT`: read latency target, µs.
 pub const QOS_RLAT: usize = 1;
+/// `QOS_WPPM`: write latency percentile (`wpct`), ppm.
 pub const QOS_WPPM: usize = 2;
+/// `QOS_WLAT`: write latency target, µs.
 pub const QOS_WLAT: usize = 3;
+/// `QOS_MIN`: lower bound of the base vrate, ppm of 100%.
 pub const QOS_MIN: usize = 4;
+/// `QOS_MAX`: upper bound of the base vrate, ppm of 100%.
 pub const QOS_MAX: usize = 5;
+/// `NR_QOS_PARAMS`: number of `io.cost.qos` parameters.
 pub const NR_QOS_PARAMS: usize = 6;
 
 /// Index of an `io.cost.model` input in [`Params::i_lcoefs`].
+/// `I_LCOEF_RBPS`: read bytes/s (`rbps`).
 pub const I_LCOEF_RBPS: usize = 0;
+/// `I_LCOEF_RSEQIOPS`: sequential 4 KiB read IOs/s (`rseqiops`).
 pub const I_LCOEF_RSEQIOPS: usize = 1;
+/// `I_LCOEF_RRANDIOPS`: random 4 KiB read IOs/s (`rrandiops`).
 pub const I_LCOEF_RRANDIOPS: usize = 2;
+/// `I_LCOEF_WBPS`: write bytes/s (`wbps`).
 pub const I_LCOEF_WBPS: usize = 3;
+/// `I_LCOEF_WSEQIOPS`: sequential 4 KiB write IOs/s (`wseqiops`).
 pub const I_LCOEF_WSEQIOPS: usize = 4;
+/// `I_LCOEF_WRANDIOPS`: random 4 KiB write IOs/s (`wrandiops`).
 pub const I_LCOEF_WRANDIOPS: usize = 5;
+/// `NR_I_LCOEFS`: number of `io.cost.model` inputs.
 pub const NR_I_LCOEFS: usize = 6;
 
-/// Index of a derived coefficient in [`Params::lcoefs`].
+/// Index of a derived coefficient in [`Params::lcoefs`]. `LCOEF_RPAGE`:
+/// vtime per 4 KiB page read.
 pub const LCOEF_RPAGE: usize = 0;
+/// `LCOEF_RSEQIO`: vtime of a sequential read IO, beyond its pages.
 pub const LCOEF_RSEQIO: usize = 1;
+/// `LCOEF_RRANDIO`: vtime of a random read IO, beyond its pages.
 pub const LCOEF_RRANDIO: usize = 2;
+/// `LCOEF_WPAGE`: vtime per 4 KiB page written.
 pub const LCOEF_WPAGE: usize = 3;
+/// `LCOEF_WSEQIO`: vtime of a sequential write IO, beyond its pages.
 pub const LCOEF_WSEQIO: usize = 4;
+/// `LCOEF_WRANDIO`: vtime of a random write IO, beyond its pages.
 pub const LCOEF_WRANDIO: usize = 5;
 
 /// The automatic parameter classes, in the kernel's order (`AUTOP_*`; the
 /// order matters: SSD_DFL ↔ SSD_FAST switch by ±1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AutopClass {
+    /// `AUTOP_HDD`: rotational devices.
     Hdd = 1,
+    /// `AUTOP_SSD_QD1`: non-rotational devices with a queue depth of 1.
     SsdQd1 = 2,
+    /// `AUTOP_SSD_DFL`: other non-rotational devices (the default).
     SsdDfl = 3,
+    /// `AUTOP_SSD_FAST`: fast SSDs; entered from SSD_DFL when the base vrate
+    /// stays at or above 500% for 10 s, left when it stays at or below 10%.
     SsdFast = 4,
 }
 
 impl AutopClass {
+    /// Every class, in the kernel's order.
     pub const ALL: [AutopClass; 4] = [
         AutopClass::Hdd,
         AutopClass::SsdQd1,
@@ -90,7 +117,11 @@ impl AutopClass {
 /// One row of the kernel's `autop[]` table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AutopParams {
+    /// Default `io.cost.qos` values, indexed by `QOS_*` (ppm, µs, ppm of
+    /// vrate), as [`Params::qos`].
     pub qos: [u32; NR_QOS_PARAMS],
+    /// Default `io.cost.model` inputs, indexed by `I_LCOEF_*` (bytes/s and
+    /// IOs/s), as [`Params::i_lcoefs`].
     pub i_lcoefs: [u64; NR_I_LCOEFS],
     /// Switch up (to SSD_FAST) when base vrate ≥ this % for 10 s (0 = never).
     pub too_fast_vrate_pct: u32,
@@ -177,6 +208,9 @@ pub struct Params {
 }
 
 impl Params {
+    /// The parameters of autop class `class`: its QoS and model rows of
+    /// `autop[]`, with the derived coefficients (`ioc_refresh_params` without
+    /// user overrides).
     pub fn from_autop(class: AutopClass) -> Self {
         let a = autop(class);
         let mut p = Params {

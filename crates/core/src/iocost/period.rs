@@ -27,11 +27,21 @@ pub(super) struct LatCounters {
 /// The timer's per-period signals (the `iocost_ioc_vrate_adj` fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PeriodSignals {
+    /// What the period's completions said (`ioc_lat_stat`).
     pub lat: LatStat,
+    /// `nr_lagging`: active groups with IO in flight for more than a period
+    /// (they keep vrate from going up).
     pub nr_lagging: u32,
+    /// `nr_shortages`: active groups short of budget this period (waiters,
+    /// or less than `margins.low` left) with nothing to donate.
     pub nr_shortages: u32,
+    /// Groups with budget to spare this period (the `surpluses` list of
+    /// `ioc_timer_fn`): the donors.
     pub nr_donors: u32,
+    /// Groups left with debt or a submitter delay after the period's kick
+    /// (`nr_debtors` of `ioc_check_iocgs`).
     pub nr_debtors: u32,
+    /// `busy_level` before this period's update.
     pub prev_busy_level: i32,
     /// Base vrate before this period's adjustment (vtime per µs).
     pub prev_vrate: u64,
@@ -40,7 +50,10 @@ pub struct PeriodSignals {
 /// What the period's completions said (`ioc_lat_stat`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LatStat {
+    /// Completions that missed their latency target (`rlat` / `wlat`), ppm of
+    /// the period's completions, by direction (read, write).
     pub missed_ppm: [u32; 2],
+    /// Time IOs waited for a request slot, % of the period (`rq_wait_pct`).
     pub rq_wait_pct: u32,
     /// Completions this period (the seed fix's `nr_done`).
     pub nr_done: u32,

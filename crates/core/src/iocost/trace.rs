@@ -32,12 +32,16 @@ pub const TRACE_CAPACITY: usize = 60_000;
 /// Controller state as the monitor prints it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunState {
+    /// `RUN`: the period timer runs (some group is active).
     Run,
+    /// `IDLE`: enabled, no active group; the timer is stopped.
     Idle,
+    /// `OFF`: iocost is disabled on the device.
     Off,
 }
 
 impl RunState {
+    /// The label iocost_monitor.py prints: `RUN`, `IDLE` or `OFF`.
     pub const fn name(self) -> &'static str {
         match self {
             RunState::Run => "RUN",
@@ -50,46 +54,69 @@ impl RunState {
 /// One active group at the end of a period.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupTrace {
+    /// The group.
     pub group: GroupId,
+    /// The group's cgroup path.
     pub path: String,
-    /// Weights ×65536 (`weight`, `active`, `inuse`).
+    /// `iocg->weight` ×65536: the configured weight (`io.weight`).
     pub weight: u32,
+    /// `iocg->active` ×65536: the weight it competes with while active.
     pub active: u32,
+    /// `iocg->inuse` ×65536: the weight it uses after donation (≤ `active`).
     pub inuse: u32,
-    /// Hierarchical shares ×65536.
+    /// `hweight_active` ×65536: share of the device by active weights
+    /// (`current_hweight`).
     pub hweight_active: u32,
+    /// `hweight_inuse` ×65536: share by in-use weights.
     pub hweight_inuse: u32,
     /// `vtime − done_vtime`.
     pub inflight_vtime: u64,
     /// Absolute vtime owed.
     pub debt_vtime: u64,
+    /// `blkg->use_delay`: the group's submitting tasks are delayed
+    /// (`blkcg_schedule_throttle`).
     pub use_delay: bool,
+    /// `blkg->delay_nsec`: that delay, ns (meaningful only with
+    /// `use_delay`).
     pub delay_nsec: u64,
     /// Device time charged during the period (µs).
     pub usage_us: u64,
+    /// Bios on the group's wait queue (`iocg->waitq`).
     pub waiters: usize,
 }
 
 /// The state after one period timer run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeriodTrace {
+    /// When the period timer ran (run time).
     pub at: Instant,
     /// Number of the period that just ended.
     pub period: u64,
+    /// RUN, IDLE or OFF after the timer ran.
     pub state: RunState,
+    /// `ioc->period_us`: the period length, µs.
     pub period_us: u64,
-    /// Start of the next period: wall µs and device vtime.
+    /// `ioc->period_at`: start of the next period, µs of run time.
     pub period_at_us: u64,
+    /// `ioc->period_at_vtime`: device vtime at the start of the next period.
     pub period_at_vtime: u64,
+    /// `ioc->busy_level` after this period's update.
     pub busy_level: i32,
-    /// Base vrate (vtime per µs; 137438 = 100%) and the running rate
-    /// including error compensation.
+    /// `ioc->vtime_base_rate`: the base vrate, vtime per µs (137438 =
+    /// 100%).
     pub vrate: u64,
+    /// `ioc->vtime_rate`: the rate vtime runs at this period, base vrate plus
+    /// error compensation (vtime per µs).
     pub vtime_rate: u64,
+    /// The autop class in effect (`params=` in the monitor).
     pub autop: AutopClass,
+    /// The cost model was written by the user (`(C)` in the monitor).
     pub user_model: bool,
+    /// The QoS parameters were written by the user (`(Q)` in the monitor).
     pub user_qos: bool,
+    /// The signals the vrate controller used (`iocost_ioc_vrate_adj`).
     pub signals: PeriodSignals,
+    /// Active groups at the period end, by group index.
     pub groups: Vec<GroupTrace>,
 }
 
@@ -107,22 +134,27 @@ fn pct(x: u64, whole: u64) -> f64 {
 }
 
 impl GroupTrace {
-    /// `inuse` and `active` in configured weight units (the monitor's `weight`).
+    /// `inuse` in configured weight units (the monitor's first `weight`).
     pub fn weight_inuse(&self) -> f64 {
         self.inuse as f64 / WEIGHT_ONE as f64
     }
+    /// `active` in configured weight units (the monitor's second `weight`).
     pub fn weight_active(&self) -> f64 {
         self.active as f64 / WEIGHT_ONE as f64
     }
+    /// `hweight_inuse` in % of the device.
     pub fn hweight_inuse_pct(&self) -> f64 {
         pct(self.hweight_inuse as u64, WEIGHT_ONE as u64)
     }
+    /// `hweight_active` in % of the device.
     pub fn hweight_active_pct(&self) -> f64 {
         pct(self.hweight_active as u64, WEIGHT_ONE as u64)
     }
+    /// Debt as device time at 100% vrate, ms (`debt`).
     pub fn debt_ms(&self) -> f64 {
         self.debt_vtime as f64 / VTIME_PER_USEC as f64 / 1000.0
     }
+    /// Submitter delay in effect, ms; 0 when `use_delay` is off (`delay`).
     pub fn delay_ms(&self) -> f64 {
         if self.use_delay {
             self.delay_nsec as f64 / 1e6

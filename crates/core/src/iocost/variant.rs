@@ -21,28 +21,39 @@
 /// What a period with `nr_done == 0` does to `busy_level`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoDoneRule {
+    /// Before the fix (≤ 7.0): no completions read as "QoS met", so
+    /// `busy_level` goes to 0 (or down).
     Reset,
+    /// The merged fix (f91ffe89b201, 7.1): no completions with lagging IO
+    /// leave `busy_level` unchanged.
     Hold,
+    /// The v2 posting (not merged): no completions → lagging: clamp to
+    /// [−4, 4]; shortages: `min(level, 0)`; else 0.
     HoldClamp,
 }
 
 /// Everything that distinguishes one iocost generation from another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variant {
+    /// The name it is selected by (`reset`, `hold`, `hold-v2`).
     pub name: &'static str,
+    /// What a period without completions does to `busy_level`.
     pub no_done: NoDoneRule,
 }
 
+/// Every kernel up to 7.0: [`NoDoneRule::Reset`].
 pub const RESET: Variant = Variant {
     name: "reset",
     no_done: NoDoneRule::Reset,
 };
 
+/// The fix as merged for 7.1 (the default): [`NoDoneRule::Hold`].
 pub const HOLD: Variant = Variant {
     name: "hold",
     no_done: NoDoneRule::Hold,
 };
 
+/// The unmerged v2 of the fix: [`NoDoneRule::HoldClamp`].
 pub const HOLD_V2: Variant = Variant {
     name: "hold-v2",
     no_done: NoDoneRule::HoldClamp,

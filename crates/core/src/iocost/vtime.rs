@@ -28,13 +28,16 @@ pub const TIMER_SLACK_PCT: u64 = 1;
 pub const WEIGHT_ONE: u32 = 1 << 16;
 /// 1 s of device time is 2^37 vtime units: sub-ns granularity, days of range.
 pub const VTIME_PER_SEC_SHIFT: u32 = 37;
+/// `VTIME_PER_SEC`: vtime units per second of device time (2^37).
 pub const VTIME_PER_SEC: u64 = 1 << VTIME_PER_SEC_SHIFT;
 /// vtime per µs at 100% vrate (integer division, as the kernel's enum).
 pub const VTIME_PER_USEC: u64 = VTIME_PER_SEC / 1_000_000;
 /// vtime per ns (integer division: 137).
 pub const VTIME_PER_NSEC: u64 = VTIME_PER_SEC / 1_000_000_000;
-/// vrate bounds (ppm of 100%): two orders of magnitude either way.
+/// `VRATE_MIN_PPM`: the lowest vrate, 1% (ppm); vrate may move two orders
+/// of magnitude either way.
 pub const VRATE_MIN_PPM: u32 = 10_000;
+/// `VRATE_MAX_PPM`: the highest vrate, 10000% (ppm).
 pub const VRATE_MAX_PPM: u32 = 100_000_000;
 /// `VRATE_MIN`: the floor of the 1% vrate.
 pub const VRATE_MIN: u64 = VTIME_PER_USEC * VRATE_MIN_PPM as u64 / MILLION;
@@ -46,14 +49,21 @@ pub const AUTOP_CYCLE_NSEC: u64 = 10 * 1_000_000_000;
 pub const RQ_WAIT_BUSY_PCT: u32 = 5;
 /// Unbusy hysteresis: "not busy" needs the signals under 75% of the thresholds.
 pub const UNBUSY_THR_PCT: u32 = 75;
-/// Overage (% of a period) at which issuer delay starts / saturates.
+/// `MIN_DELAY_THR_PCT`: overage (% of a period) at which the delay of
+/// a group's submitting tasks starts.
 pub const MIN_DELAY_THR_PCT: i64 = 500;
+/// `MAX_DELAY_THR_PCT`: overage (% of a period) at which that delay
+/// reaches [`MAX_DELAY`].
 pub const MAX_DELAY_THR_PCT: i64 = 25_000;
-/// Issuer delay range (µs).
+/// `MIN_DELAY`: the shortest delay of a submitting task, µs.
 pub const MIN_DELAY: u64 = 250;
+/// `MAX_DELAY`: the longest delay of a submitting task, µs
+/// (250 ms).
 pub const MAX_DELAY: u64 = 250_000;
-/// Debts are halved when average usage over 100 ms is under 50%.
+/// `DFGV_USAGE_PCT`: debts are halved when average usage over
+/// [`DFGV_PERIOD`] is under this % of the device.
 pub const DFGV_USAGE_PCT: u64 = 50;
+/// `DFGV_PERIOD`: the debt-forgiveness window, µs (100 ms).
 pub const DFGV_PERIOD: u64 = 100_000;
 /// IOs in flight for longer than this many periods stop counting as lagging.
 pub const MAX_LAGGING_PERIODS: u64 = 10;
@@ -81,14 +91,17 @@ pub const VRATE_ADJ_PCT: [u32; 53] = [
 pub struct VTime(pub u64);
 
 impl VTime {
+    /// `self + d`, wrapping (`vtime += d` on a `u64`).
     #[inline]
     pub const fn plus(self, d: u64) -> VTime {
         VTime(self.0.wrapping_add(d))
     }
+    /// `self − d`, wrapping.
     #[inline]
     pub const fn minus(self, d: u64) -> VTime {
         VTime(self.0.wrapping_sub(d))
     }
+    /// `self + d` for a signed `d`, wrapping.
     #[inline]
     pub const fn plus_signed(self, d: i64) -> VTime {
         VTime(self.0.wrapping_add(d as u64))
@@ -118,9 +131,11 @@ impl VTime {
 /// One consistent view of time for one event (`struct ioc_now`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Now {
+    /// The time of the event, ns of run time (the kernel's `ktime_get_ns`).
     pub now_ns: u64,
     /// µs (`ktime_to_us`, truncating).
     pub now: u64,
+    /// Device vtime at `now`: `period_at_vtime + (now − period_at) × vtime_rate`.
     pub vnow: VTime,
 }
 
@@ -140,8 +155,14 @@ pub fn cost_to_abs_cost(cost: u64, hw_inuse: u32) -> u64 {
 /// Budget margins in vtime (`struct ioc_margins`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Margins {
+    /// `margins.min` (10% of a period): a donor whose budget falls below it
+    /// stops donating.
     pub min: i64,
+    /// `margins.low` (20% of a period): below it an issuing donor snaps its
+    /// `inuse` back.
     pub low: i64,
+    /// `margins.target` (50% of a period): the budget a group is given on
+    /// activation and that donation aims for.
     pub target: i64,
 }
 

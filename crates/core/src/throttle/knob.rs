@@ -30,6 +30,8 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// No limit set in either direction (`max` everywhere): the group is not
+    /// throttled on this device.
     pub fn is_unlimited(&self) -> bool {
         self.bps == [BPS_MAX; 2] && self.iops == [IOPS_MAX; 2]
     }
@@ -39,10 +41,15 @@ impl Limits {
 /// their value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoMaxWrite {
+    /// The device the line names.
     pub dev: DevId,
+    /// `rbps=`: read bytes/s; `Some(BPS_MAX)` for `max`, `None` if absent.
     pub rbps: Option<u64>,
+    /// `wbps=`: write bytes/s; `Some(BPS_MAX)` for `max`, `None` if absent.
     pub wbps: Option<u64>,
+    /// `riops=`: read IOs/s; `Some(IOPS_MAX)` for `max`, `None` if absent.
     pub riops: Option<u64>,
+    /// `wiops=`: write IOs/s; `Some(IOPS_MAX)` for `max`, `None` if absent.
     pub wiops: Option<u64>,
 }
 
@@ -162,7 +169,9 @@ pub fn format_io_max(dev: DevId, l: &Limits) -> Option<String> {
 /// Which v1 file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct V1File {
+    /// `write_*_device` rather than `read_*_device`.
     pub write: bool,
+    /// `*_iops_device` (IOs/s) rather than `*_bps_device` (bytes/s).
     pub iops: bool,
 }
 

@@ -99,8 +99,12 @@ const QUANTUM: u32 = 32;
 /// Configuration of one blk-throttle instance (one device).
 #[derive(Clone, Copy, Debug)]
 pub struct ThrottleConfig {
+    /// The blk-throttle generation to model (IOPS wait, slice, trim rules).
     pub variant: Variant,
+    /// The kernel's `CONFIG_HZ`: jiffies per second.
     pub hz: u64,
+    /// The device is rotational (`!blk_queue_nonrot`): selects the slice
+    /// length under [`variant::SliceRule::SsdHz50`].
     pub rotational: bool,
     /// cgroup v1: flat hierarchy (every group hangs off the device).
     pub flat: bool,
@@ -216,6 +220,7 @@ impl Throttle {
         }
     }
 
+    /// The configuration this controller was built with.
     pub fn config(&self) -> &ThrottleConfig {
         &self.cfg
     }
@@ -223,6 +228,7 @@ impl Throttle {
     pub fn slice_jiffies(&self) -> u64 {
         self.slice
     }
+    /// The current limits of group `g` (`tg->bps` / `tg->iops`).
     pub fn limits(&self, g: GroupId) -> Limits {
         self.tgs[g.idx()].limits
     }

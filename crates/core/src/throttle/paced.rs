@@ -113,6 +113,8 @@ pub struct Paced {
 }
 
 impl Paced {
+    /// A paced limiter for the groups of `tree` on one device. `flat`: cgroup
+    /// v1 semantics, every group limited on its own (no ancestor is charged).
     pub fn new(cfg: PacedConfig, tree: &CgroupTree, flat: bool) -> Self {
         let parent = tree
             .ids()
@@ -138,6 +140,8 @@ impl Paced {
         }
     }
 
+    /// Set a group's limits now (an `io.max` write); held IOs at the head of
+    /// its queues are re-timed against the new rates.
     pub fn set_limits(&mut self, g: GroupId, limits: Limits, _now: Instant) {
         self.groups[g.idx()].limits = limits;
         // queued heads are re-evaluated when their timer fires
@@ -149,6 +153,8 @@ impl Paced {
         }
     }
 
+    /// Schedule a limit change at `at` (a runtime `io.max` write); applied
+    /// when the timer reaches it.
     pub fn schedule_limits(&mut self, at: Instant, g: GroupId, limits: Limits) {
         let k = self.scheduled_limits.len() as u64;
         self.scheduled_limits.push(limits);

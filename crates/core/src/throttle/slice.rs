@@ -40,7 +40,9 @@ pub struct DirBudget {
     pub bytes_disp: i64,
     /// IOs charged in the current slice.
     pub io_disp: i64,
+    /// First jiffy of the current slice (`tg->slice_start[rw]`).
     pub slice_start: u64,
+    /// Last jiffy of the current slice (`tg->slice_end[rw]`).
     pub slice_end: u64,
     /// IOs of split bios not yet taken into `io_disp` (`io_split_cnt`,
     /// 5.15 – 5.17 only; dropped when a new slice starts).

@@ -61,9 +61,13 @@ pub enum SplitCharge {
 /// Everything that distinguishes one blk-throttle generation from another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variant {
+    /// The name it is selected by (`mainline`, `linux-6.1`, ...).
     pub name: &'static str,
+    /// How the wait against an IOPS limit is computed (`tg_within_iops_limit`).
     pub iops_wait: IopsWait,
+    /// How long a slice is (`throtl_slice`).
     pub slice: SliceRule,
+    /// How much of an elapsed slice is trimmed (`throtl_trim_slice`).
     pub trim: TrimRule,
     /// v6.16: separate bps and iops queues; bytes charged when the bps
     /// stage is cleared. Without it bytes and the IO are charged together.
@@ -74,6 +78,8 @@ pub struct Variant {
     pub split: SplitCharge,
 }
 
+/// Linux ≤ 4.18: the pre-2018 IOPS wait, the 20 ms SSD slice, split
+/// pieces bypass blk-throttle.
 pub const LEGACY: Variant = Variant {
     name: "legacy",
     iops_wait: IopsWait::Legacy,
@@ -84,6 +90,8 @@ pub const LEGACY: Variant = Variant {
     split: SplitCharge::Bypass,
 };
 
+/// Linux 4.19 – 5.14 with the 2019 zero-wait fix: wait for the rest of
+/// the slice, 20 ms SSD slice, split pieces bypass.
 pub const SLICE_REMAINDER: Variant = Variant {
     name: "slice-remainder",
     iops_wait: IopsWait::SliceRemainderFixed,
@@ -94,6 +102,8 @@ pub const SLICE_REMAINDER: Variant = Variant {
     split: SplitCharge::Bypass,
 };
 
+/// The current kernel: split bps/iops queues, carryover, keep-one-slice
+/// trim, 100 ms slice on every device, split pieces charged one IO each.
 pub const MAINLINE: Variant = Variant {
     name: "mainline",
     iops_wait: IopsWait::Mainline,
