@@ -187,7 +187,11 @@ impl<B: Backend> Backend for Counting<'_, B> {
             IoOp::Write => 1,
             IoOp::Discard | IoOp::Flush => 2,
         };
-        let slot = self.slot_of.get(io.job as usize).copied().unwrap_or(0);
+        let slot = self
+            .slot_of
+            .get(io.submitter.0 as usize)
+            .copied()
+            .unwrap_or(0);
         self.owner[i] = (slot, dir);
         self.inner.submit(io, now);
     }

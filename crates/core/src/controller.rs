@@ -655,7 +655,7 @@ mod tests {
     fn io(n: u64) -> Io {
         Io {
             id: IoId(n),
-            job: 0,
+            submitter: crate::Submitter(0),
             group: GroupId::ROOT,
             op: IoOp::Read,
             flags: IoFlags::default(),

@@ -108,6 +108,11 @@ impl IoFlags {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct IoId(pub u64);
 
+/// Who submitted an IO: an opaque tag for whoever drives the controllers
+/// (the driver puts its job clone's index here). Controllers never read it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Submitter(pub u32);
+
 /// One IO as it travels through the controller stack to the device.
 ///
 /// `Copy` and 64 bytes: controllers keep held IOs by value, no allocation.
@@ -115,8 +120,9 @@ pub struct IoId(pub u64);
 pub struct Io {
     /// Run-unique identifier, used to match completions to submissions.
     pub id: IoId,
-    /// Index of the issuing job (clone) in the run.
-    pub job: u32,
+    /// Who submitted it: an opaque tag the controllers carry and never
+    /// read (the driver's job clone; an embedding application's worker).
+    pub submitter: Submitter,
     /// The cgroup charged for this IO (for writeback: the owner of the pages).
     pub group: GroupId,
     /// What the IO does (read, write, discard, flush).
@@ -220,7 +226,7 @@ mod tests {
     fn split_predicate() {
         let mut io = Io {
             id: IoId(1),
-            job: 0,
+            submitter: crate::Submitter(0),
             group: GroupId::ROOT,
             op: IoOp::Read,
             flags: IoFlags::default(),

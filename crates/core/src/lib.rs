@@ -50,7 +50,7 @@
 //!
 //! let io = Io {
 //!     id: IoId(1),
-//!     job: 0,
+//!     submitter: blkqos_core::Submitter(0), // who submitted it: opaque to the controllers
 //!     group: a,
 //!     op: IoOp::Read,
 //!     flags: IoFlags::default(),
@@ -81,7 +81,7 @@ pub use controller::{
     PassThrough, Verdict, Violation,
 };
 pub use hist::LatHist;
-pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp};
+pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp, Submitter};
 pub use time::{Duration, Instant};
 pub mod iocost;
 pub mod throttle;

@@ -529,7 +529,7 @@ impl<B: Backend> Loop<'_, B> {
         let slot = &self.jobs[j];
         Io {
             id: IoId::default(),
-            job: j as u32,
+            submitter: blkqos_core::Submitter(j as u32),
             group: slot.group,
             op: op_of(jio.ddir),
             flags: if jio.ddir == 1 && slot.job.spec().direct {
@@ -604,7 +604,7 @@ impl<B: Backend> Loop<'_, B> {
             .on_timer(now, &mut self.ready, &mut self.unblocked);
         let unblocked = std::mem::take(&mut self.unblocked);
         for io in &unblocked {
-            let j = io.job as usize;
+            let j = io.submitter.0 as usize;
             let by = (j < self.jobs.len() && self.jobs[j].state == SlotState::Blocked(io.id))
                 .then_some(j);
             if io.flags.contains(IoFlags::FRAGMENT) {

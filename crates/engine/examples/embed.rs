@@ -26,7 +26,9 @@
 
 use blkqos_core::cgroupfs::{ControllerOptions, DeviceInfo, KnobFile, KnobWrite};
 use blkqos_core::controller::StackVerdict;
-use blkqos_core::{CgroupTree, ControllerStack, DevId, Duration, GroupId, Instant, Io, IoId, IoOp};
+use blkqos_core::{
+    CgroupTree, ControllerStack, DevId, Duration, GroupId, Instant, Io, IoId, IoOp, Submitter,
+};
 use blkqos_driver::{Backend, Completion};
 use blkqos_engine::{open_backend, EngineOptions};
 use std::collections::HashMap;
@@ -147,7 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 next_id += 1;
                 let io = Io {
                     id: IoId(next_id),
-                    job: w as u32,
+                    submitter: Submitter(w as u32),
                     group: worker.group,
                     op: IoOp::Read,
                     flags: Default::default(),
@@ -170,7 +172,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for io in ready.drain(..) {
             stack.on_start(&io, now, now);
             backend.submit(&io, now);
-            in_flight.insert(io.id, (io.job as usize, io, now));
+            in_flight.insert(io.id, (io.submitter.0 as usize, io, now));
         }
         if now >= end && in_flight.is_empty() && stack.held() == 0 {
             break;

@@ -101,7 +101,7 @@ fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
 fn io(id: u64, g: GroupId, at: Instant) -> Io {
     Io {
         id: IoId(id),
-        job: 0,
+        submitter: blkqos_core::Submitter(0),
         group: g,
         op: IoOp::Read,
         flags: IoFlags::default(),

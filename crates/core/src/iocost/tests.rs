@@ -32,7 +32,7 @@ pub(super) fn enabled(t: &CgroupTree, variant: &str) -> IoCost {
 pub(super) fn io(id: u64, g: GroupId, op: IoOp, pages: u64) -> Io {
     Io {
         id: IoId(id),
-        job: 0,
+        submitter: crate::Submitter(0),
         group: g,
         op,
         flags: IoFlags::default(),

@@ -103,7 +103,7 @@ impl Sim {
         let offset = (self.rand() % (1 << 28)) << 12;
         let io = Io {
             id: IoId(self.seq),
-            job: job as u32,
+            submitter: crate::Submitter(job as u32),
             group: j.group,
             op: IoOp::Read,
             flags: j.flags,
@@ -152,7 +152,7 @@ impl Sim {
         if let Some((next, a)) = self.rq.pop_front() {
             self.start(next, a);
         }
-        let job = io.job as usize;
+        let job = io.submitter.0 as usize;
         self.seq += 1;
         self.pending
             .insert((self.now + self.jobs[job].think, self.seq), job);
@@ -547,7 +547,7 @@ impl Model {
                 let offset = if seq { self.id * 4096 } else { self.id << 32 };
                 let io = Io {
                     id: IoId(self.id),
-                    job: 0,
+                    submitter: crate::Submitter(0),
                     group: g,
                     op: if write { IoOp::Write } else { IoOp::Read },
                     flags: if meta {
@@ -789,7 +789,7 @@ proptest! {
             let g = t.get(if i % 2 == 0 { "/a" } else { "/b" }).unwrap();
             let x = Io {
                 id: IoId(i as u64),
-                job: 0,
+                submitter: crate::Submitter(0),
                 group: g,
                 op: if len % 3 == 0 { IoOp::Write } else { IoOp::Read },
                 flags: if len % 5 == 0 { IoFlags::META } else { IoFlags::default() },

@@ -27,7 +27,7 @@ pub(super) fn cfg(name: &str) -> ThrottleConfig {
 pub(super) fn io(id: u64, g: GroupId, op: IoOp, len: u64, at: Instant) -> Io {
     Io {
         id: IoId(id),
-        job: 0,
+        submitter: crate::Submitter(0),
         group: g,
         op,
         flags: IoFlags::default(),

@@ -83,7 +83,7 @@ impl<B: Backend> Loop<'_, B> {
         for w in &wb {
             let io = Io {
                 id: IoId::default(),
-                job: NO_JOB,
+                submitter: blkqos_core::Submitter(NO_JOB),
                 group: w.group,
                 op: IoOp::Write,
                 flags: IoFlags::WRITEBACK,
@@ -149,7 +149,7 @@ impl<B: Backend> Loop<'_, B> {
         }
         let io = Io {
             id: IoId::default(),
-            job: j as u32,
+            submitter: blkqos_core::Submitter(j as u32),
             group: self.jobs[j].group,
             op: IoOp::Flush,
             flags: IoFlags::SYNC,
@@ -235,7 +235,7 @@ impl<B: Backend> Loop<'_, B> {
             self.final_flush_sent = true;
             let io = Io {
                 id: IoId::default(),
-                job: NO_JOB,
+                submitter: blkqos_core::Submitter(NO_JOB),
                 group: blkqos_core::GroupId::ROOT,
                 op: IoOp::Flush,
                 flags: IoFlags::SYNC,

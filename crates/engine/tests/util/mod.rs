@@ -11,7 +11,7 @@ use std::time::Duration;
 pub fn io(id: u64, op: IoOp, offset: u64, len: u64) -> Io {
     Io {
         id: IoId(id),
-        job: 0,
+        submitter: blkqos_core::Submitter(0),
         group: GroupId::ROOT,
         op,
         flags: IoFlags::default(),

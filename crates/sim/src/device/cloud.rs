@@ -256,7 +256,7 @@ mod tests {
     fn io(len: u64) -> Io {
         Io {
             id: IoId(0),
-            job: 0,
+            submitter: blkqos_core::Submitter(0),
             group: GroupId::ROOT,
             op: IoOp::Read,
             flags: IoFlags::default(),
