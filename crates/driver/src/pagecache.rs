@@ -309,9 +309,10 @@ pub struct PageCacheReport {
     pub series: Series,
     /// Indexed by job slot.
     pub tasks: Vec<TaskStats>,
-    /// Bytes dirtied and bytes written back, per owner group.
+    /// Bytes dirtied per owner group (sorted by group).
     pub dirtied_bytes: Vec<(GroupId, u64)>,
-    /// Bytes whose writeback completed, per owner group (sorted by group).
+    /// Bytes whose writeback completed without error, per owner group
+    /// (sorted by group).
     pub written_back_bytes: Vec<(GroupId, u64)>,
     /// Pages written back more than once without being dirtied in between
     /// (must be 0).

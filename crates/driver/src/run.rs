@@ -141,7 +141,8 @@ pub struct JobSetup {
 /// with precise accounting at HZ=1000 and records nothing optional.
 #[derive(Clone, Default)]
 pub struct RunOptions {
-    /// CPU costs and scheduling noise of the issuing program.
+    /// CPU costs and scheduling noise of the program submitting the IO
+    /// (fio).
     pub host: HostModel,
     /// Set asynchronously (SIGINT/SIGTERM) to stop issuing and drain.
     pub stop: Option<Arc<AtomicBool>>,
