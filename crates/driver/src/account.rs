@@ -37,10 +37,21 @@ use blkqos_core::{Instant, IoOp};
 /// How busy time is accounted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TicksMode {
+    /// `round-stats` (Linux ≤ 4.20, `part_round_stats`): while anything is
+    /// in flight, every start and completion adds `now − stamp`.
     RoundStats,
+    /// `sampling-v1` (Linux 5.0–5.6, `update_io_ticks`): the first start or
+    /// completion in a new jiffy adds one whole jiffy.
     SamplingV1,
+    /// `sampling-v2` (Linux 5.7–6.9): a start in a new jiffy adds one
+    /// jiffy; a completion in a new jiffy adds `now − stamp`.
     SamplingV2,
+    /// `inflight` (Linux 6.10+): a start in a new jiffy adds `now − stamp`
+    /// only if requests were already in flight; a completion in a new
+    /// jiffy adds `now − stamp`.
     Inflight,
+    /// `precise` (blkqos only): exact nanoseconds with at least one request
+    /// in flight, not rounded to jiffies. The default.
     #[default]
     Precise,
     /// No accounting at all (`/sys/block/X/queue/iostats = 0`): every
@@ -49,6 +60,9 @@ pub enum TicksMode {
 }
 
 impl TicksMode {
+    /// The names [`TicksMode::by_name`] accepts and [`TicksMode::name`]
+    /// returns, one per mode, in declaration order (kernel aliases such as
+    /// `linux-6.1` are accepted too but not listed).
     pub const NAMES: &'static [&'static str] = &[
         "round-stats",
         "sampling-v1",
@@ -58,6 +72,10 @@ impl TicksMode {
         "off",
     ];
 
+    /// The mode called `s`: one of [`TicksMode::NAMES`], or a kernel alias
+    /// (`linux-4.19`, `linux-5.4`, `linux-6.1`, `linux-6.6`, `linux-6.12`,
+    /// `linux-6.18`) for the generation that kernel uses. `None` for
+    /// anything else.
     pub fn by_name(s: &str) -> Option<Self> {
         Some(match s {
             "round-stats" | "linux-4.19" => TicksMode::RoundStats,
@@ -69,6 +87,7 @@ impl TicksMode {
             _ => return None,
         })
     }
+    /// The mode's canonical name (an entry of [`TicksMode::NAMES`]).
     pub fn name(self) -> &'static str {
         match self {
             TicksMode::RoundStats => "round-stats",
@@ -81,10 +100,18 @@ impl TicksMode {
     }
 }
 
+/// One device's disk statistics, as the kernel keeps them in `struct
+/// disk_stats` and shows them in `/proc/diskstats`: per-stat-group counters
+/// (read, write, discard, flush), requests in flight, and busy time
+/// (`io_ticks`) advanced by the selected [`TicksMode`]. The exact busy time
+/// and in-flight integral are kept alongside in every mode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiskStats {
     /// Completed IOs per stat group (read, write, discard, flush).
     pub ios: [u64; 4],
+    /// Bios merged into an existing request per stat group (read, write,
+    /// discard, flush), counted by [`DiskStats::merged`] (the kernel's
+    /// `merges` field, `/proc/diskstats` fields 2, 6, 13).
     pub merges: [u64; 4],
     /// 512-byte sectors per stat group.
     pub sectors: [u64; 4],
@@ -124,6 +151,10 @@ impl DiskStats {
         self
     }
 
+    /// Empty statistics that advance `io_ticks` by `mode` with a jiffy of
+    /// 1/`hz` s (`CONFIG_HZ`; 0 is taken as 1). The run starts at the
+    /// beginning of a jiffy unless [`DiskStats::with_tick_phase`] says
+    /// otherwise.
     pub fn new(mode: TicksMode, hz: u64) -> Self {
         DiskStats {
             ios: [0; 4],
@@ -143,6 +174,7 @@ impl DiskStats {
         }
     }
 
+    /// The busy-time generation these statistics follow.
     pub fn mode(&self) -> TicksMode {
         self.mode
     }

@@ -6,6 +6,7 @@ use blkqos_core::{Instant, Io, IoId};
 /// One finished IO as a backend reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {
+    /// The IO that finished: the [`Io::id`] it was submitted with.
     pub id: IoId,
     /// 0 on success, else a positive errno (EIO = 5, ...).
     pub error: i32,
@@ -20,7 +21,10 @@ pub struct Completion {
     pub issued: Option<Instant>,
 }
 
-/// What the driver needs from a device backend.
+/// What the driver needs from a device backend: the simulator's device
+/// model and the real engine's io_uring and thread-pool backends implement
+/// it. The [crate example](crate#example) implements a backend that
+/// completes every IO at once.
 pub trait Backend {
     /// Current time (virtual in the simulator).
     fn now(&self) -> Instant;

@@ -7,6 +7,8 @@
 use blkqos_core::{Instant, Io, IoId};
 use std::collections::VecDeque;
 
+/// The request queue of one device: `nr_requests` request slots, and the
+/// IOs waiting for one in FIFO order with the time each started waiting.
 #[derive(Debug)]
 pub struct RequestQueue {
     nr_requests: u32,
@@ -15,6 +17,8 @@ pub struct RequestQueue {
 }
 
 impl RequestQueue {
+    /// A queue with `nr_requests` slots (`/sys/block/X/queue/nr_requests`;
+    /// 0 is taken as 1), all free.
     pub fn new(nr_requests: u32) -> Self {
         RequestQueue {
             nr_requests: nr_requests.max(1),
@@ -42,9 +46,11 @@ impl RequestQueue {
         self.busy += 1;
         Some(next)
     }
+    /// IOs waiting for a free request slot.
     pub fn waiting(&self) -> usize {
         self.waiting.len()
     }
+    /// Request slots in use (IOs started and not yet freed).
     pub fn busy(&self) -> u32 {
         self.busy
     }

@@ -35,14 +35,19 @@ pub const DIR_NAMES: [&str; NR_DIRS] = ["read", "write", "discard", "flush"];
 /// and sum.
 #[derive(Clone, Debug, Default)]
 pub struct LatDist {
+    /// The samples in fio's latency histogram (ns; its sample count is the
+    /// distribution's count).
     pub hist: LatHist,
+    /// Smallest sample in ns (0 when empty).
     pub latency_ns_min: u64,
+    /// Largest sample in ns (0 when empty).
     pub latency_ns_max: u64,
     /// Exact sum of the samples (the mean is `sum / count`).
     pub latency_ns_sum: u128,
 }
 
 impl LatDist {
+    /// Add one latency sample of `ns` nanoseconds.
     #[inline]
     pub fn record(&mut self, ns: u64) {
         if self.hist.count() == 0 || ns < self.latency_ns_min {
@@ -54,6 +59,7 @@ impl LatDist {
         self.latency_ns_sum += u128::from(ns);
         self.hist.record(ns);
     }
+    /// Number of samples recorded.
     pub fn count(&self) -> u64 {
         self.hist.count()
     }

@@ -75,13 +75,22 @@ const BW_PERIOD_NS: u64 = 4_096_000_000;
 /// How writeback IO reaches the controllers (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum WritebackMode {
+    /// `async` (the default; also `linux`, `deadline`): the flusher hands
+    /// writeback IO to the controllers and goes on; held IO is released in
+    /// deadline order (cgroup-v2 writeback under blk-throttle/iocost).
     #[default]
     Async,
+    /// `sync`: one flusher per device waits while a controller holds its
+    /// IO, so one owner's limit stalls every owner's writeback.
     Sync,
+    /// `root` (also `v1`): writeback IO is charged to the root group, as
+    /// in cgroup v1 or a kernel without cgroup writeback.
     Root,
 }
 
 impl WritebackMode {
+    /// The mode called `s`: `async` (or `linux`, `deadline`), `sync`,
+    /// `root` (or `v1`); `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "async" | "linux" | "deadline" => Some(Self::Async),
@@ -90,6 +99,7 @@ impl WritebackMode {
             _ => None,
         }
     }
+    /// The mode's canonical name (`async`, `sync` or `root`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Async => "async",
@@ -102,7 +112,11 @@ impl WritebackMode {
 /// A dirty limit: a share of memory or an absolute size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DirtyLimit {
+    /// A percentage of [`PageCacheConfig::memory_bytes`] (`vm.dirty_ratio`,
+    /// `vm.dirty_background_ratio`).
     Percent(u32),
+    /// An absolute size in bytes, rounded up to whole pages
+    /// (`vm.dirty_bytes`, `vm.dirty_background_bytes`).
     Bytes(u64),
 }
 
@@ -115,6 +129,8 @@ impl DirtyLimit {
     }
 }
 
+/// The page cache's settings: memory, the `vm.dirty_*` sysctls, writeback
+/// IO sizes, the dispatch mode, and the CPU cost of cached IO.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PageCacheConfig {
     /// Memory available to the page cache (`dirtyable` memory).
@@ -132,11 +148,14 @@ pub struct PageCacheConfig {
     pub writeback_io_bytes: u64,
     /// Pages written from one inode before moving to the next (4 MiB).
     pub chunk_bytes: u64,
+    /// How writeback IO reaches the controllers.
     pub mode: WritebackMode,
     /// CPU time of a buffered read hit or write: a fixed syscall cost plus
     /// the copy at `copy_bytes_per_s` (so cached IO takes time, like
     /// `copy_page_to_iter` / `copy_page_from_iter` on a real host).
     pub syscall_ns: u64,
+    /// Copy speed between user buffer and cache, in bytes per second
+    /// (0 is taken as 1).
     pub copy_bytes_per_s: u64,
     /// Reads of cached pages are served from the cache. Off for the real
     /// engine's write-back buffer, which holds only dirty pages and pages
@@ -232,20 +251,31 @@ struct Wb {
 /// One writeback IO for the driver to submit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WritebackIo {
+    /// The group the IO is charged to: the inode's owner (the root group
+    /// in [`WritebackMode::Root`]).
     pub group: GroupId,
-    /// Device byte offset and length.
+    /// Device byte offset.
     pub offset: u64,
+    /// Length in bytes.
     pub len: u64,
 }
 
 /// Per task statistics (what io-throttle exported per task).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskStats {
+    /// Bytes the task's buffered writes dirtied.
     pub dirtied_bytes: u64,
+    /// `balance_dirty_pages` pauses the task took (pauses of 0 ns are not
+    /// counted).
     pub pauses: u64,
+    /// Sum of those pauses in ns.
     pub pause_ns_total: u64,
+    /// Longest single pause in ns.
     pub pause_ns_max: u64,
+    /// fsyncs the task completed (writeback waited for and flush done).
     pub fsyncs: u64,
+    /// Sum of their durations in ns, from entering fsync to its flush's
+    /// completion.
     pub fsync_ns_total: u64,
     /// Pages of the task's files still dirty or under writeback at the end.
     pub dirty_pages_end: u64,
@@ -260,27 +290,38 @@ pub struct SecondSample {
     pub writeback_bytes: Vec<(GroupId, u64)>,
     /// Dirty and writeback pages at the end of the second.
     pub dirty_pages: u64,
+    /// Pages under writeback at the end of the second.
     pub writeback_pages: u64,
 }
 
 /// What a run's page cache reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PageCacheReport {
+    /// The writeback dispatch mode's name ([`WritebackMode::name`]).
     pub mode: &'static str,
+    /// The dirty threshold in pages (`thresh` of `domain_dirty_limits`),
+    /// at least 1.
     pub thresh_pages: u64,
+    /// The background writeback threshold in pages (`bg_thresh`), kept
+    /// below `thresh_pages` as the kernel does.
     pub bg_thresh_pages: u64,
     /// One sample per second (empty when not kept: [`PageCacheConfig::series`]).
     pub series: Series,
     /// Indexed by job slot.
     pub tasks: Vec<TaskStats>,
-    /// Bytes dirtied and bytes written back, per owner group.
+    /// Bytes dirtied per owner group (sorted by group).
     pub dirtied_bytes: Vec<(GroupId, u64)>,
+    /// Bytes whose writeback completed without error, per owner group
+    /// (sorted by group).
     pub written_back_bytes: Vec<(GroupId, u64)>,
     /// Pages written back more than once without being dirtied in between
     /// (must be 0).
     pub double_writebacks: u64,
 }
 
+/// The page cache and writeback of one device (module docs): buffered
+/// jobs dirty pages through it, it throttles them as `balance_dirty_pages`
+/// does, and its flushers produce the [`WritebackIo`]s the driver submits.
 pub struct PageCache {
     cfg: PageCacheConfig,
     t0: Instant,
@@ -319,6 +360,10 @@ pub struct PageCache {
 }
 
 impl PageCache {
+    /// An empty (all clean) cache configured by `cfg`, for a run starting
+    /// at `t0` with `nr_tasks` jobs (the task slots of
+    /// [`PageCacheReport::tasks`]). Thresholds are computed here as
+    /// `domain_dirty_limits` does.
     pub fn new(cfg: PageCacheConfig, t0: Instant, nr_tasks: usize) -> Self {
         let thresh = cfg.dirty.pages(cfg.memory_bytes).max(1);
         // the kernel keeps bg_thresh below thresh (`domain_dirty_limits`)
@@ -355,6 +400,7 @@ impl PageCache {
         }
     }
 
+    /// The writeback dispatch mode.
     pub fn mode(&self) -> WritebackMode {
         self.cfg.mode
     }
@@ -627,6 +673,8 @@ impl PageCache {
         ino.dirty.is_empty() && ino.writeback_pages == 0
     }
 
+    /// Task `task` finished an fsync that `took` long (entry to flush
+    /// completion): counted in its [`TaskStats`].
     pub fn note_fsync(&mut self, task: usize, took: Duration) {
         if let Some(t) = self.tasks.get_mut(task) {
             t.fsyncs += 1;
@@ -944,6 +992,8 @@ impl PageCache {
         self.nr_dirty == 0 && self.nr_writeback == 0
     }
 
+    /// Must dirty pages be written back and flushed before the run ends
+    /// ([`PageCacheConfig::drain_at_end`])?
     pub fn drain_at_end(&self) -> bool {
         self.cfg.drain_at_end
     }
@@ -954,19 +1004,25 @@ impl PageCache {
         ino.dirty.len() as u64 + ino.writeback_pages
     }
 
+    /// Record `pages` as task `task`'s pages still dirty or under writeback
+    /// at the end of the run ([`TaskStats::dirty_pages_end`]).
     pub fn set_task_dirty_end(&mut self, task: usize, pages: u64) {
         if let Some(t) = self.tasks.get_mut(task) {
             t.dirty_pages_end = pages;
         }
     }
 
+    /// Dirty pages now.
     pub fn dirty_pages(&self) -> u64 {
         self.nr_dirty
     }
+    /// Pages under writeback now.
     pub fn writeback_pages(&self) -> u64 {
         self.nr_writeback
     }
 
+    /// End the cache at `now` (closing the last second of the series) and
+    /// report what it saw.
     pub fn report(mut self, now: Instant) -> PageCacheReport {
         if self.cfg.series {
             let sec = self.second_of(now);

@@ -94,6 +94,8 @@ pub struct HostModel {
     /// their order (one work item). IOs that pass a controller at submit
     /// time are not delayed. 0 = the worker runs at the timer tick.
     pub timer_dispatch_ns: u64,
+    /// Upper bound in ns of the uniform random delay added to
+    /// `timer_dispatch_ns`. 0 = no jitter.
     pub timer_dispatch_jitter_ns: u64,
     /// Seed of the jitter stream.
     pub seed: u64,
@@ -114,19 +116,33 @@ impl Default for HostModel {
 /// One job clone to run.
 #[derive(Clone, Debug)]
 pub struct JobSetup {
+    /// The fio job this is a clone of.
     pub spec: JobSpec,
+    /// Which clone of the job (0 to `numjobs − 1`); clone 0 of a
+    /// `stonewall` job starts a new stonewall group.
     pub clone: u32,
+    /// The cgroup every IO of the clone is charged to.
     pub group: GroupId,
+    /// Byte offset of the clone's region (its file) on the target; also
+    /// the page cache's key for the file.
     pub region_start: u64,
+    /// Length of that region in bytes.
     pub region_len: u64,
+    /// Seed of the clone's random streams when `randrepeat=0`
+    /// ([`Job::new`]).
     pub seed: u64,
     /// Every file of the clone as (start, length) on the target when it
     /// has several (`nrfiles`, `filename=a:b`); empty: the one region.
     pub files: Vec<(u64, u64)>,
 }
 
+/// How to run: the host model, stop and abandon flags, accounting, what
+/// to record and where to send it. `RunOptions::default()` runs to the end
+/// with precise accounting at HZ=1000 and records nothing optional.
 #[derive(Clone, Default)]
 pub struct RunOptions {
+    /// CPU costs and scheduling noise of the program submitting the IO
+    /// (fio).
     pub host: HostModel,
     /// Set asynchronously (SIGINT/SIGTERM) to stop issuing and drain.
     pub stop: Option<Arc<AtomicBool>>,
@@ -147,6 +163,8 @@ pub struct RunOptions {
     pub poll_every: Option<Duration>,
     /// Busy-time accounting generation and the HZ its jiffies use.
     pub ticks_mode: TicksMode,
+    /// `CONFIG_HZ`: jiffies per second for jiffy-based accounting (0 is
+    /// taken as 1000).
     pub hz: u64,
     /// Where in its jiffy the run starts (ns): jiffy-based accounting
     /// counts jiffies of `now + tick_phase_ns`.
@@ -186,9 +204,14 @@ pub const DEBUG_CHECK_EVERY: u64 = 64;
 /// The results of one job clone.
 #[derive(Clone, Debug)]
 pub struct JobResult {
+    /// The job the clone ran ([`JobSetup::spec`]).
     pub spec: JobSpec,
+    /// The clone index ([`JobSetup::clone`]).
     pub clone: u32,
+    /// The cgroup its IO was charged to ([`JobSetup::group`]).
     pub group: GroupId,
+    /// fio's per-job statistics: IOs, bytes, latencies, bandwidth per
+    /// direction (`struct thread_stat`).
     pub stats: JobStats,
     /// errno that ended the job, 0 if none.
     pub error: i32,
@@ -201,8 +224,11 @@ pub struct JobResult {
 /// Everything a run produced.
 #[derive(Clone, Debug)]
 pub struct RunResult {
+    /// One result per job clone, in the order of the setups.
     pub jobs: Vec<JobResult>,
+    /// The device's `/proc/diskstats` accounting at the end of the run.
     pub disk: DiskStats,
+    /// Backend time when the run ended.
     pub ended_at: Instant,
     /// The run was stopped early (signal).
     pub interrupted: bool,
@@ -229,21 +255,33 @@ pub struct RunResult {
 /// One completed request, as the request trace records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestRecord {
+    /// The cgroup the request was charged to.
     pub group: GroupId,
+    /// What the request did (read, write, discard, flush...).
     pub op: IoOp,
     /// Entered the block layer (`submit_bio`, before the controllers).
     pub submitted_at: Instant,
     /// Got a request slot and went to the device (`blk_account_io_start`).
     pub started_at: Instant,
+    /// The backend reported it complete (`blk_account_io_done`).
     pub completed_at: Instant,
     /// Bytes the request asked for (`Io::len`).
     pub bytes: u64,
 }
 
+/// Why a run failed. Both variants are bugs in blkqos, not in the jobs or
+/// the device: IO errors are job results ([`JobResult::error`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RunError {
+    /// A job waits for a completion while nothing is in flight: the loop
+    /// could never make progress.
     #[error("internal: job `{job}` waits for a completion with nothing in flight at {at}")]
-    Stalled { job: String, at: Instant },
+    Stalled {
+        /// The waiting job's name.
+        job: String,
+        /// Run time when the stall was found.
+        at: Instant,
+    },
     /// A controller's invariant or call protocol broke (a bug).
     #[error("internal: {0}")]
     Invariant(#[from] blkqos_core::controller::Violation),

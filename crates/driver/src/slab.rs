@@ -22,6 +22,7 @@ impl<T> Default for Slab<T> {
 }
 
 impl<T> Slab<T> {
+    /// An empty slab with room for `n` values before it allocates.
     pub fn with_capacity(n: usize) -> Self {
         Slab {
             slots: Vec::with_capacity(n),
@@ -29,6 +30,8 @@ impl<T> Slab<T> {
             len: 0,
         }
     }
+    /// Store `v` in a free slot (reusing a freed one first) and return its
+    /// id.
     pub fn insert(&mut self, v: T) -> IoId {
         self.insert_with(|_| v)
     }
@@ -58,14 +61,18 @@ impl<T> Slab<T> {
             _ => None,
         }
     }
+    /// The value stored under `id`; `None` if it was removed (a stale id).
     #[inline]
     pub fn get(&self, id: IoId) -> Option<&T> {
         self.locate(id).and_then(|i| self.slots[i].1.as_ref())
     }
+    /// The value stored under `id`, mutably; `None` if it was removed.
     #[inline]
     pub fn get_mut(&mut self, id: IoId) -> Option<&mut T> {
         self.locate(id).and_then(|i| self.slots[i].1.as_mut())
     }
+    /// Take the value stored under `id` out and free its slot; `None` if
+    /// it was already removed.
     #[inline]
     pub fn remove(&mut self, id: IoId) -> Option<T> {
         let i = self.locate(id)?;
@@ -73,9 +80,11 @@ impl<T> Slab<T> {
         self.free.push(i as u32);
         self.slots[i].1.take()
     }
+    /// Number of values stored.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Is nothing stored?
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -37,24 +37,30 @@ impl AlignedBuf {
         AlignedBuf { ptr, layout }
     }
 
+    /// Size of the buffer in bytes.
     pub fn len(&self) -> usize {
         self.layout.size()
     }
 
+    /// Is the buffer 0 bytes long? (Never: [`AlignedBuf::zeroed`]
+    /// allocates at least one byte.)
     pub fn is_empty(&self) -> bool {
         self.layout.size() == 0
     }
 
+    /// Alignment of the buffer's start in bytes (a power of two).
     pub fn align(&self) -> usize {
         self.layout.align()
     }
 
+    /// The buffer's bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr` points to `layout.size()` initialised (zeroed) bytes
         // owned by `self`; the borrow ties the slice's lifetime to `self`.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
     }
 
+    /// The buffer's bytes, writable.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as in `as_slice`, and `&mut self` makes the access unique.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }

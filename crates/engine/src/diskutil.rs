@@ -32,8 +32,11 @@ const MAX_STACK_DEPTH: usize = 8;
 /// `struct disk_util_stats`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DiskStat {
+    /// Completed IOs (reads, writes): `stat` fields 1 and 5.
     pub ios: [u64; 2],
+    /// Merged IOs (reads, writes): `stat` fields 2 and 6.
     pub merges: [u64; 2],
+    /// 512-byte sectors transferred (read, written): `stat` fields 3 and 7.
     pub sectors: [u64; 2],
     /// ms spent on reads / writes.
     pub ticks: [u64; 2],
@@ -93,6 +96,7 @@ impl DiskStat {
 pub struct DiskDelta {
     /// The sysfs directory's name (`loop0`, `vda`, `dm-0`).
     pub name: String,
+    /// The `stat` counters' change over the watch ([`DiskStat::since`]).
     pub stat: DiskStat,
     /// Wall time of the watch, ms.
     pub msec: u64,

@@ -33,6 +33,7 @@
 // aligned DMA buffers. Every `unsafe` block carries a SAFETY comment; the
 // unsafe code lives in `buf`, `sys`, `uring` and `signal`.
 #![allow(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod buf;
 mod common;
@@ -65,7 +66,9 @@ pub enum BackendKind {
     /// io_uring, or the thread pool if io_uring cannot be set up.
     #[default]
     Auto,
+    /// io_uring only ([`UringBackend`]): setting it up must succeed.
     IoUring,
+    /// The thread pool of `pread`/`pwrite` workers ([`ThreadsBackend`]).
     Threads,
 }
 
@@ -94,6 +97,7 @@ impl fmt::Display for BackendKind {
 /// How to open the target and run IO on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineOptions {
+    /// Which backend to start ([`BackendKind::Auto`] by default).
     pub kind: BackendKind,
     /// Open with `O_DIRECT` (fio `direct=1`).
     pub direct: bool,
@@ -150,27 +154,59 @@ impl Default for EngineOptions {
 /// Why the engine could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// A safety rule ([`safety`]) forbids writing to the target.
     #[error("refusing to write to `{}`: {reason}", path.display())]
-    Refused { path: PathBuf, reason: Refusal },
+    Refused {
+        /// The target.
+        path: PathBuf,
+        /// What was found.
+        reason: Refusal,
+    },
+    /// A system call on the target failed.
     // the OS error is part of the message, not a `source`: printed once
     #[error("`{}`: {op}: {error}", path.display())]
     Io {
+        /// The target.
         path: PathBuf,
+        /// What was being done (`open`, `dup`, ...).
         op: &'static str,
+        /// The OS error.
         error: std::io::Error,
     },
+    /// `direct=1` was asked for and the target refuses `O_DIRECT`.
     #[error("`{}`: O_DIRECT is not supported on this target (direct=1); use direct=0", path.display())]
-    DirectUnsupported { path: PathBuf },
+    DirectUnsupported {
+        /// The target.
+        path: PathBuf,
+    },
+    /// A block device is smaller than the jobs address.
     #[error("`{}` is {capacity} bytes, the jobs need {needed}", path.display())]
     TooSmall {
+        /// The target.
         path: PathBuf,
+        /// Its size in bytes.
         capacity: u64,
+        /// Bytes the jobs address ([`EngineOptions::size_needed`]).
         needed: u64,
     },
+    /// The target is neither a regular file, a block device nor an
+    /// accepted memory device (a directory, another character device...).
     #[error("`{}`: unsupported target: {what}", path.display())]
-    Unsupported { path: PathBuf, what: String },
+    Unsupported {
+        /// The target.
+        path: PathBuf,
+        /// What it is instead.
+        what: String,
+    },
+    /// The io_uring ring could not be set up (with [`BackendKind::IoUring`];
+    /// [`BackendKind::Auto`] falls back to the thread pool instead).
     #[error("io_uring is unavailable: {error}")]
-    UringUnavailable { error: std::io::Error },
+    UringUnavailable {
+        /// The error from setting up the ring.
+        error: std::io::Error,
+    },
+    /// An [`EngineOptions`] value is out of range (`depth` outside
+    /// 1..=32768, `max_io` outside 1 byte..=1 GiB); the message says which.
     #[error("invalid engine option: {0}")]
     InvalidOption(String),
 }
@@ -195,7 +231,9 @@ pub fn host_model() -> HostModel {
 // the variants costs nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum RealBackend {
+    /// The io_uring backend.
     Uring(UringBackend),
+    /// The thread-pool backend.
     Threads(ThreadsBackend),
 }
 
@@ -207,12 +245,14 @@ impl RealBackend {
             RealBackend::Threads(_) => BackendKind::Threads,
         }
     }
+    /// What was opened, and how.
     pub fn target(&self) -> &TargetInfo {
         match self {
             RealBackend::Uring(b) => b.target(),
             RealBackend::Threads(b) => b.target(),
         }
     }
+    /// What the backend did so far: IOs, completions, batches, syscalls.
     pub fn stats(&self) -> EngineStats {
         match self {
             RealBackend::Uring(b) => b.stats(),

@@ -114,24 +114,50 @@ pub fn detect_signature(head: &[u8]) -> Option<Signature> {
 pub enum Refusal {
     /// The device is mounted.
     Mounted {
+        /// The device (`MAJ:MIN`).
         dev: DevId,
+        /// Where it is mounted, from the mount tables.
         mountpoints: Vec<String>,
     },
     /// The device is an active swap area.
-    Swap { dev: DevId },
+    Swap {
+        /// The device (`MAJ:MIN`).
+        dev: DevId,
+    },
     /// Another device is built on this one (dm, md, LVM, bcache...).
-    Held { dev: DevId, holders: Vec<String> },
+    Held {
+        /// The device (`MAJ:MIN`).
+        dev: DevId,
+        /// Names of the devices built on it (`holders/` in sysfs), sorted.
+        holders: Vec<String>,
+    },
     /// The device has partitions.
-    Partitioned { dev: DevId, partitions: Vec<String> },
+    Partitioned {
+        /// The device (`MAJ:MIN`).
+        dev: DevId,
+        /// Names of its partitions (sysfs), sorted.
+        partitions: Vec<String>,
+    },
     /// A partition table or filesystem signature is on the device.
     Signature(Signature),
     /// `open(O_EXCL)` failed with EBUSY: the kernel has claimed the device.
-    Busy { dev: DevId },
+    Busy {
+        /// The device (`MAJ:MIN`).
+        dev: DevId,
+    },
     /// An existing regular file blkqos did not create or lay out.
-    ExistingFile { size: u64 },
+    ExistingFile {
+        /// The file's size in bytes.
+        size: u64,
+    },
     /// An existing file blkqos did not lay out is smaller than the job needs:
     /// laying it out would write to it.
-    WouldExtend { size: u64, needed: u64 },
+    WouldExtend {
+        /// The file's size in bytes.
+        size: u64,
+        /// Bytes the jobs address ([`crate::EngineOptions::size_needed`]).
+        needed: u64,
+    },
 }
 
 impl fmt::Display for Refusal {

@@ -26,7 +26,9 @@ pub enum TargetKind {
 /// What was opened, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TargetInfo {
+    /// The path the target was opened by.
     pub path: PathBuf,
+    /// Regular file, block device or memory device.
     pub kind: TargetKind,
     /// Bytes addressable (file size after layout; device size).
     pub capacity: u64,
@@ -40,6 +42,8 @@ pub struct TargetInfo {
     /// `STATX_DIOALIGN`: memory and offset alignment of direct IO, 0 if the
     /// kernel does not report them.
     pub dio_mem_align: u32,
+    /// `STATX_DIOALIGN`'s `dio_offset_align`: the alignment in bytes of a
+    /// direct IO's file offset and length, 0 if not reported.
     pub dio_offset_align: u32,
     /// blkqos created the file in this open.
     pub created: bool,

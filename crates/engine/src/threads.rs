@@ -170,6 +170,7 @@ impl ThreadsBackend {
     pub fn store_stats(&self) -> Option<(crate::wbuf::StoreStats, usize)> {
         self.core.store.as_ref().map(|s| (s.stats, s.len()))
     }
+    /// What the backend did so far: IOs, completions, batches, syscalls.
     pub fn stats(&self) -> EngineStats {
         self.core.stats
     }

@@ -140,6 +140,7 @@ impl UringBackend {
     pub fn store_stats(&self) -> Option<(crate::wbuf::StoreStats, usize)> {
         self.core.store.as_ref().map(|s| (s.stats, s.len()))
     }
+    /// What the backend did so far: IOs, completions, batches, syscalls.
     pub fn stats(&self) -> EngineStats {
         self.core.stats
     }

@@ -12,11 +12,15 @@
 /// CPU time and counts of the process (from `struct rusage`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProcessUsage {
+    /// User CPU time in µs (`ru_utime`; the basis of fio's `usr_cpu`).
     pub user_us: u64,
+    /// System CPU time in µs (`ru_stime`; the basis of fio's `sys_cpu`).
     pub sys_us: u64,
     /// Voluntary + involuntary context switches (`ru_nvcsw + ru_nivcsw`).
     pub ctx: u64,
+    /// Minor page faults (`ru_minflt`; fio's `minf`).
     pub minflt: u64,
+    /// Major page faults (`ru_majflt`; fio's `majf`).
     pub majflt: u64,
 }
 

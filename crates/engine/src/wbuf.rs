@@ -82,15 +82,21 @@ struct Page {
     copied: u64,
 }
 
+/// The write-back buffer: the data of the pages buffered jobs wrote that
+/// have not reached the target yet, [`PAGE`]-sized pages keyed by their
+/// page index on the target (module docs).
 pub struct PageStore {
     pages: HashMap<u64, Page>,
     spare: Vec<Box<[u8]>>,
     /// The target, for reading in partially written pages.
     file: File,
+    /// What the store did so far.
     pub stats: StoreStats,
 }
 
 impl PageStore {
+    /// An empty store for the target `file` (read from to fill in pages
+    /// written only in part).
     pub fn new(file: File) -> Self {
         PageStore {
             pages: HashMap::new(),
@@ -105,6 +111,7 @@ impl PageStore {
         self.pages.len()
     }
 
+    /// Are no pages held?
     pub fn is_empty(&self) -> bool {
         self.pages.is_empty()
     }

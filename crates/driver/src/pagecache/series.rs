@@ -81,6 +81,7 @@ impl Series {
         self.entries.last().map_or(0, |e| e.0 + 1)
     }
 
+    /// Is the series empty (no second stored)?
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
