@@ -124,6 +124,25 @@ fn fit_recovers_a_simulated_ssd() {
     );
 }
 
+/// A simulated ssd whose completions have an exponential tail outside the
+/// units: the tail family wins and gives the tail's mean back.
+#[test]
+fn fit_recognises_a_completion_tail() {
+    let v = json_of(&[
+        "--device=ssd,channels=2,read_ns=20000,read_mbps=500,read_delay_ns=10000,read_tail_ns=30000",
+        "--rounds=1",
+        "--time=2",
+    ]);
+    assert_eq!(
+        v["device"]["label"], "parallel units, completion-path tail",
+        "{}",
+        v["candidates"]
+    );
+    let tail = param(&v, "read_tail_ns");
+    assert!(near(tail, 30_000.0, 15.0), "read_tail_ns {tail}");
+    assert!(near(param(&v, "channels"), 2.0, 1.0), "{}", v["device"]);
+}
+
 /// A simulated null_blk under `mbps`: the null family with its throttle
 /// wins, with the throttle's rate and the completion time.
 #[test]

@@ -10,8 +10,10 @@
 //! noisiest measurement). A tie goes to the earlier candidate.
 //!
 //! Families: `ssd` (parallel units, base latency plus transfer time: most
-//! real devices), `null` with its `mbps` throttle and `null` without
-//! (null_blk, where the throttle's 20 ms ticks shape the latency).
+//! real devices) with its depth-1 spread as jitter on the units or as an
+//! exponential tail outside them (a completion path that wakes threads),
+//! `null` with its `mbps` throttle and `null` without (null_blk, where the
+//! throttle's 20 ms ticks shape the latency).
 
 use super::fit::RoundFit;
 use super::measure::{self, Target};
@@ -66,7 +68,8 @@ fn whole(e: &Estimate, min: u64) -> u64 {
 /// The smallest value each parameter may take in a spec.
 fn min_of(key: &str) -> u64 {
     match key {
-        "jitter_pct" | "mbps" | "read_delay_ns" | "write_delay_ns" => 0,
+        "jitter_pct" | "mbps" | "read_delay_ns" | "write_delay_ns" | "read_tail_ns"
+        | "write_tail_ns" => 0,
         _ => 1,
     }
 }
@@ -164,6 +167,40 @@ pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
     out.push(Candidate {
         model: "ssd",
         label: "parallel units: base latency + transfer time",
+        params,
+        fixed: fixed.clone(),
+        submit_ns,
+        check: Vec::new(),
+    });
+    // the same units with the spread as a completion-path tail
+    let mut params = vec![
+        ("channels", est(fits, |f| f.channels)),
+        ("read_ns", est(fits, |f| f.read_tail.base_ns)),
+        ("read_bps", est(fits, |f| f.read.rate_bps)),
+        ("read_delay_ns", est(fits, |f| f.read_tail.delay_ns)),
+        ("read_tail_ns", est(fits, |f| f.read_tail.tail_ns)),
+    ];
+    if fits[0].write.is_some() {
+        params.push((
+            "write_ns",
+            est(fits, |f| f.write_tail.map_or(0.0, |w| w.base_ns)),
+        ));
+        params.push((
+            "write_bps",
+            est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps)),
+        ));
+        params.push((
+            "write_delay_ns",
+            est(fits, |f| f.write_tail.map_or(0.0, |w| w.delay_ns)),
+        ));
+        params.push((
+            "write_tail_ns",
+            est(fits, |f| f.write_tail.map_or(0.0, |w| w.tail_ns)),
+        ));
+    }
+    out.push(Candidate {
+        model: "ssd",
+        label: "parallel units, completion-path tail",
         params,
         fixed: fixed.clone(),
         submit_ns,

@@ -54,6 +54,33 @@ pub struct DirFit {
     pub delay_ns: f64,
 }
 
+/// The same direction with its spread as an exponential tail outside the
+/// units instead of jitter on the units' base: `p99 − p50` of an
+/// exponential of mean `m` is `m · ln 50 = 3.912 m`, and the delay keeps
+/// the mean depth-1 cycle (`delay + m` is what `delay` was).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TailFit {
+    pub base_ns: f64,
+    pub delay_ns: f64,
+    /// `read_tail_ns` / `write_tail_ns`.
+    pub tail_ns: f64,
+}
+
+impl DirFit {
+    /// This direction with its spread moved into a tail ([`TailFit`]);
+    /// `spread_ns` is `p99 − p50` at depth 1, 4 KiB.
+    pub fn with_tail(&self, spread_ns: f64) -> TailFit {
+        let mean_base = self.base_ns * (1.0 + self.jitter_pct / 200.0);
+        let room = mean_base + self.delay_ns;
+        let tail_ns = (spread_ns / 50f64.ln()).min(room - mean_base).max(0.0);
+        TailFit {
+            base_ns: mean_base,
+            delay_ns: room - mean_base - tail_ns,
+            tail_ns,
+        }
+    }
+}
+
 /// The `null` model (null_blk, crates/sim `device/null.rs`): every request
 /// completes `completion_ns` after it starts, under null_blk's `mbps`
 /// bandwidth throttle (whole MiB/s, as the module parameter).
@@ -73,6 +100,9 @@ pub struct RoundFit {
     pub channels: f64,
     pub read: DirFit,
     pub write: Option<DirFit>,
+    /// The same fits with the spread as a tail outside the units.
+    pub read_tail: TailFit,
+    pub write_tail: Option<TailFit>,
     pub null: NullFit,
     /// iocost_coef_gen.py's six numbers (write ones when measured).
     pub coef: BTreeMap<&'static str, f64>,
@@ -193,6 +223,15 @@ pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit
     } else {
         None
     };
+    let spread = |d: char| -> Result<f64, FitError> {
+        let p = get(r, &format!("{d}lat_4k"))?;
+        Ok(p.lat_p99_ns.saturating_sub(p.lat_p50_ns) as f64)
+    };
+    let read_tail = read.with_tail(spread('r')?);
+    let write_tail = match &write {
+        Some(w) => Some(w.with_tail(spread('w')?)),
+        None => None,
+    };
     let null = NullFit {
         completion_ns: (get(r, "rlat_4k")?.cycle_ns() - submit_ns).max(1.0),
         mbps: r.values().map(Point::bytes_per_sec).fold(0.0, f64::max) / f64::from(1u32 << 20),
@@ -202,6 +241,8 @@ pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit
         channels,
         read,
         write,
+        read_tail,
+        write_tail,
         null,
         coef,
     })

@@ -79,6 +79,13 @@ impl ModelKind {
                 ),
                 ("write_delay_ns", "0", "the same for writes"),
                 (
+                    "read_tail_ns",
+                    "0",
+                    "mean of an exponentially distributed read latency outside the channels \
+                     (completion-path scheduling noise; seeded)",
+                ),
+                ("write_tail_ns", "0", "the same for writes"),
+                (
                     "jitter_pct",
                     "10",
                     "deterministic latency jitter, % of base",
@@ -407,6 +414,7 @@ impl DeviceSpec {
                     self.seed,
                 );
                 d.delay_ns = [g("read_delay_ns"), g("write_delay_ns")];
+                d.tail_ns = [g("read_tail_ns"), g("write_tail_ns")];
                 d
             }),
             ModelKind::Cloud => Box::new(Cloud::new(

@@ -12,6 +12,9 @@
 //! completion work, wake-ups), so it lengthens each IO without lowering
 //! the saturated throughput. A device fitted by `blkqos calibrate` has it
 //! where its depth-1 latency exceeds what its saturated throughput allows.
+//! `read_tail_ns` / `write_tail_ns` (default 0) add, outside the units too,
+//! an exponentially distributed latency of that mean (seeded): the
+//! scheduling noise of a completion path that wakes threads.
 //!
 //! Ignores: garbage collection and write amplification, SLC caches,
 //! read/write interference inside a unit, queue-depth dependent firmware
@@ -33,6 +36,8 @@ pub struct Ssd {
     pub jitter_pct: u32,
     /// Latency outside the units (read, write), ns.
     pub delay_ns: [u64; 2],
+    /// Mean of the exponential latency outside the units (read, write), ns.
+    pub tail_ns: [u64; 2],
     free_at: FreeTimes,
     rng: u64,
     /// (len, bytes per second, transfer ns) of the last IO: jobs mostly use
@@ -63,6 +68,7 @@ impl Ssd {
             capacity,
             jitter_pct,
             delay_ns: [0, 0],
+            tail_ns: [0, 0],
             free_at: FreeTimes::new(channels.max(1) as usize),
             rng: seed | 1,
             xfer_memo: (0, 0, 0),
@@ -184,7 +190,16 @@ impl DeviceModel for Ssd {
         let start = now.max(free);
         let unit_free = start + Duration(base + xfer + jitter);
         self.free_at.insert(unit_free);
-        let done = unit_free + Duration(self.delay_ns[usize::from(io.op != IoOp::Read)]);
+        let d = usize::from(io.op != IoOp::Read);
+        let tail = match self.tail_ns[d] {
+            0 => 0,
+            mean => {
+                // -ln(U) × mean with U uniform in (0, 1]
+                let u = ((self.next_rand() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                (-u.ln() * mean as f64) as u64
+            }
+        };
+        let done = unit_free + Duration(self.delay_ns[d] + tail);
         let err = if io.offset.saturating_add(io.len) > self.capacity {
             EIO
         } else {
@@ -208,6 +223,58 @@ impl DeviceModel for Ssd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tail outside the units: exponential with the configured mean
+    /// (median ln 2 of it), holding no unit; none by default.
+    #[test]
+    fn completion_tail_is_exponential_and_holds_no_unit() {
+        let mut d = Ssd::new(1, 1000, 1000, 1 << 40, 1 << 40, 64, 1 << 30, 0, 7);
+        d.tail_ns = [10_000, 0];
+        let io = |k: u64| Io {
+            id: blkqos_core::IoId(k),
+            submitter: blkqos_core::Submitter(0),
+            group: blkqos_core::GroupId::ROOT,
+            op: IoOp::Read,
+            flags: Default::default(),
+            offset: 0,
+            len: 4096,
+            submitted_at: Instant::ZERO,
+        };
+        let n = 20_000u64;
+        let mut extra: Vec<u64> = (0..n)
+            .map(|k| {
+                // one IO at a time, far apart: latency = base + transfer + tail
+                let now = Instant(k * 1_000_000_000);
+                let (done, err) = d.service(&io(k), now);
+                assert_eq!(err, 0);
+                (done - now).as_ns() - 1000
+            })
+            .collect();
+        let mean = extra.iter().sum::<u64>() as f64 / n as f64;
+        assert!((mean / 10_000.0 - 1.0).abs() < 0.03, "mean {mean}");
+        extra.sort_unstable();
+        let median = extra[extra.len() / 2] as f64;
+        assert!(
+            (median / (10_000.0 * 2f64.ln()) - 1.0).abs() < 0.05,
+            "median {median}"
+        );
+        // the unit is free again right after its base time: back-to-back IOs
+        // are not slowed by each other's tails
+        let t = Instant(n * 1_000_000_000);
+        let (_, _) = d.service(&io(n), t);
+        let (second, _) = d.service(&io(n + 1), t);
+        assert!((second - t).as_ns() >= 2000);
+        // writes have no tail here: base + transfer exactly
+        let w = Io {
+            op: IoOp::Write,
+            ..io(n + 2)
+        };
+        let t2 = Instant((n + 10) * 1_000_000_000);
+        assert_eq!(
+            (d.service(&w, t2).0 - t2).as_ns(),
+            1000 + transfer_ns(4096, 1 << 40)
+        );
+    }
 
     #[test]
     fn free_times_take_the_earliest() {
