@@ -1,6 +1,6 @@
 #!/bin/bash
 # Record the devices `blkqos calibrate` is proven on, as fixtures under
-# lab/fixtures/calibrate/NAME/: calibrate.json (every round's measurements,
+# lab/calibrate/fixtures/NAME/: calibrate.json (every round's measurements,
 # `blkqos calibrate --output-format=json`), heldout.N.json (fio's JSON of
 # lab/calibrate/heldout.fio on the same device, REPEAT runs), and
 # recipe.txt (how, where, which kernel). The test
@@ -46,7 +46,7 @@ recipe() {
 case ${1:-} in
 loop-ram | loop-disk)
     kind=$1
-    out=$repo/lab/fixtures/calibrate/$kind-$(uname -r)
+    out=$repo/lab/calibrate/fixtures/$kind-$(uname -r)
     mkdir -p "$out"
     if [ "$kind" = loop-ram ]; then
         backing=/dev/shm/blkqos-calibrate.img
@@ -67,12 +67,12 @@ loop-ram | loop-disk)
 nullb)
     kver=${2:?nullb needs a kernel version (klab list)}
     klab=${KLAB:?set KLAB to the klab script}
-    out=$repo/lab/fixtures/calibrate/nullb-c$((COMPLETION_NSEC / 1000))us-${MBPS}mbps-$kver
+    out=$repo/lab/calibrate/fixtures/nullb-c$((COMPLETION_NSEC / 1000))us-${MBPS}mbps-$kver
     mkdir -p "$out"
     BLKQOS=$blkqos HERE=$here COMPLETION_NSEC=$COMPLETION_NSEC MBPS=$MBPS ROUNDS=$ROUNDS \
         SECS=$SECS REPEAT=$REPEAT KLAB_PASS="BLKQOS HERE COMPLETION_NSEC MBPS ROUNDS SECS REPEAT" \
         "$klab" run "$kver" "$here/guest_nullb.sh" "$out"
-    rm -f "$out/.klab-console" "$out/scheduler.txt"
+    rm -f "$out"/.klab-* "$out/scheduler.txt"
     recipe "$out" "$@"
     echo "null_blk: queue_mode=2 irqmode=2 completion_nsec=$COMPLETION_NSEC mbps=$MBPS hw_queue_depth=64 size=1024 MiB, in a QEMU (TCG) guest with 2 vCPUs" >> "$out/recipe.txt"
     ;;

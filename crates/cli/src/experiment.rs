@@ -451,7 +451,13 @@ impl Experiment {
                 "live-json" => live.json = Some(PathBuf::from(v)),
                 "report" => live.set_report(v)?,
                 "allow-destructive" => consent.0 = true,
-                "check-invariants" => check_invariants = true,
+                "check-invariants" => {
+                    check_invariants = match v.as_str() {
+                        "" | "1" => true,
+                        "0" => false,
+                        _ => bail!("--check-invariants={v}: expected 1 or 0 (or no value)"),
+                    }
+                }
                 "overwrite" => consent.1 = true,
                 "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {
                     let file = k.replacen("io-", "io.", 1).replace("cost-", "cost.");

@@ -1,6 +1,6 @@
 //! `blkqos calibrate`: the fit recovers a simulated device it measured;
 //! recorded measurements of real devices (a null_blk in real kernels, loop
-//! devices on the machine that recorded them; `lab/fixtures/calibrate/`)
+//! devices on the machine that recorded them; `lab/calibrate/fixtures/`)
 //! are fitted again and the fitted device predicts the held-out fio job
 //! recorded on the same device; bad input is refused.
 
@@ -236,7 +236,7 @@ fn bad_input_is_refused_with_exit_2() {
 /// predicts the held-out job within the bounds.
 #[test]
 fn recorded_devices_predict_the_held_out_job() {
-    let root = repo().join("lab/fixtures/calibrate");
+    let root = repo().join("lab/calibrate/fixtures");
     let mut dirs: Vec<_> = std::fs::read_dir(&root)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -303,7 +303,7 @@ fn refit(path: &Path) -> Value {
 fn worked_example_holds() {
     let fit = refit(
         &repo()
-            .join("lab/fixtures/calibrate/nullb-c50us-100mbps-6.12.117+deb13-amd64/calibrate.json"),
+            .join("lab/calibrate/fixtures/nullb-c50us-100mbps-6.12.117+deb13-amd64/calibrate.json"),
     );
     let scenario =
         std::fs::read_to_string(repo().join("examples/calibrate/two-groups.toml")).unwrap();

@@ -2,7 +2,7 @@
 //! on the disk): it measures, fits, checks and prints a model the
 //! simulator runs; an interrupted calibration still reports its whole
 //! rounds. The accuracy of the fitted devices is judged on recorded
-//! measurements (`calibrate.rs`, `lab/fixtures/calibrate/`), where the
+//! measurements (`calibrate.rs`, `lab/calibrate/fixtures/`), where the
 //! run-to-run spread is known; here the machine running the suite may be
 //! busy, so only what holds on any machine is asserted.
 

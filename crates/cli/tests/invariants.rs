@@ -60,3 +60,45 @@ fn every_scenario_keeps_the_controllers_invariants() {
     }
     assert!(ran >= 25, "only {ran} scenarios ran");
 }
+
+/// `--check-invariants` takes no value, 1 or 0; anything else is refused.
+#[test]
+fn check_invariants_value_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |flag: &str| {
+        blkqos(
+            &[
+                "run",
+                "--name=x",
+                "--rw=read",
+                "--size=1m",
+                flag,
+                "--output-format=terse",
+            ]
+            .map(String::from),
+            Some(dir.path()),
+        )
+    };
+    for ok in [
+        "--check-invariants",
+        "--check-invariants=1",
+        "--check-invariants=0",
+    ] {
+        assert_eq!(run(ok).code, Some(0), "{ok}");
+    }
+    let r = run("--check-invariants=yes");
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("--check-invariants=yes"), "{}", r.stderr);
+}
+
+/// The README's `blkqos lab compare --summary` reads every recorded kernel
+/// under lab/fixtures (and nothing else there) and passes.
+#[test]
+fn lab_compare_summary_passes() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let r = blkqos(
+        &["lab", "compare", "--summary"].map(String::from),
+        Some(&root),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}

@@ -7,7 +7,7 @@
 //! | model   | what it is                                   | key parameters |
 //! |---------|----------------------------------------------|----------------|
 //! | `null`  | null_blk: fixed completion time, `mbps` cap as null_blk's 20 ms budget ticks | `completion_ns`, `hw_queues`, `queue_depth`, `mbps` |
-//! | `ssd`   | NVMe-like: N parallel units, latency = base + size/bandwidth, read/write asymmetry | `channels`, `read_ns`, `write_ns`, `read_mbps`, `write_mbps` |
+//! | `ssd`   | NVMe-like: N parallel units, latency = base + size/bandwidth, read/write asymmetry; optional delay and exponential tail outside the units (fitted devices) | `channels`, `read_ns`, `write_ns`, `read_mbps`, `write_mbps`, `read_delay_ns`, `read_tail_ns` |
 //! | `cloud` | provisioned disk: IOPS and throughput token buckets (provider IO unit), FIFO; IO waiting for credit released on (jittered) grant ticks; base latency + size at the throughput | `iops`, `mbps`, `io_unit`, `base_us`, `grant_ms`, `grant_jitter_pct`, `burst_ms` |
 //! | `hdd`   | one actuator: seek (√distance) + rotation + transfer | `rpm`, `seek_min_ns`, `seek_max_ns`, `mbps` |
 
