@@ -145,10 +145,15 @@ impl Fault {
 /// The contract every IO controller implements.
 ///
 /// Call protocol: `now` never decreases from one call to the next; every IO
-/// passed in belongs to a group of the tree the controller was built for.
-/// A controller that sees either records a [`Fault`] ([`Controller::check`]
-/// returns it; debug builds panic). The driver calls [`Controller::check`]
-/// after its passes (every pass with `--check-invariants`).
+/// passed in belongs to an online group: one of the tree the controller
+/// was built for, or added since by [`Controller::on_group_added`], and not
+/// removed by [`Controller::on_group_removed`]. A controller that sees
+/// either breach records a [`Fault`] ([`Controller::check`] returns it;
+/// debug builds panic). The driver calls [`Controller::check`] after its
+/// passes (every pass with `--check-invariants`). Embedders add and remove
+/// groups through [`ControllerStack::add_group`] and
+/// [`ControllerStack::remove_group`], which keep the tree and every stage
+/// in step.
 pub trait Controller {
     /// Short name for traces and errors (`"throttle"`, `"iocost"`).
     fn name(&self) -> &'static str;
@@ -231,6 +236,32 @@ pub trait Controller {
     fn check(&self) -> Result<(), Violation> {
         Ok(())
     }
+
+    /// Group `group` was created under `parent` (at `path`) at `now`: the
+    /// kernel's `pd_alloc` + `pd_init` + `pd_online` for the new blkg.
+    /// Groups arrive in id order, each one past the highest the
+    /// controller knows (anything else is a protocol fault).
+    fn on_group_added(
+        &mut self,
+        group: crate::GroupId,
+        parent: crate::GroupId,
+        path: &str,
+        now: Instant,
+    );
+
+    /// Group `group` was removed (`rmdir`: the kernel's `pd_offline`, and
+    /// `pd_free` once its last IO is done) at `now`. It submits nothing
+    /// more (a submit is a protocol fault); what the controller holds or
+    /// has in flight for it finishes as the kernel lets it finish.
+    fn on_group_removed(&mut self, group: crate::GroupId, now: Instant);
+
+    /// Submitters of `group` blocked in this controller now (tasks in the
+    /// cgroup: it cannot be removed while there are any). Only controllers
+    /// whose holds block the submitter
+    /// ([`Controller::hold_blocks_submitter`]) have any.
+    fn blocked_submitters(&self, _group: crate::GroupId) -> u32 {
+        0
+    }
 }
 
 /// The controller that never holds anything: the whole pipeline runs with it
@@ -256,6 +287,15 @@ impl Controller for PassThrough {
     fn is_pass_through(&self) -> bool {
         true
     }
+    fn on_group_added(
+        &mut self,
+        _g: crate::GroupId,
+        _p: crate::GroupId,
+        _path: &str,
+        _now: Instant,
+    ) {
+    }
+    fn on_group_removed(&mut self, _g: crate::GroupId, _now: Instant) {}
 }
 
 /// Outcome of submitting an IO to the whole stack.
@@ -610,6 +650,59 @@ impl ControllerStack {
         }
     }
 
+    /// Create the group at `path` (and any missing ancestor, as `mkdir -p`
+    /// does) in `tree` and in every stage at `now`; returns its id. A
+    /// path that exists already is returned as it is.
+    pub fn add_group(
+        &mut self,
+        tree: &mut crate::CgroupTree,
+        path: &str,
+        now: Instant,
+    ) -> Result<crate::GroupId, crate::cgroup::BadCgroupPath> {
+        let before = tree.len();
+        let g = tree.ensure(path)?;
+        for id in before..tree.len() {
+            let id = crate::GroupId(id as u32);
+            let parent = tree.parent(id).unwrap_or(crate::GroupId::ROOT);
+            for st in &mut self.stages {
+                st.on_group_added(id, parent, tree.path(id), now);
+            }
+        }
+        Ok(g)
+    }
+
+    /// Remove `group` from `tree` and from every stage at `now` (`rmdir`).
+    /// Refused, with nothing changed, for the root, a group removed
+    /// already, one with child groups, or one with submitters blocked in a
+    /// stage (tasks still in the cgroup). IOs it has queued or in flight
+    /// finish ([`Controller::on_group_removed`]); its `io.stat` counters
+    /// stay readable.
+    pub fn remove_group(
+        &mut self,
+        tree: &mut crate::CgroupTree,
+        group: crate::GroupId,
+        now: Instant,
+    ) -> Result<(), crate::RemoveGroupError> {
+        if tree.is_online(group) && group != crate::GroupId::ROOT && tree.children(group).is_empty()
+        {
+            for st in &self.stages {
+                let tasks = st.blocked_submitters(group);
+                if tasks > 0 {
+                    return Err(crate::RemoveGroupError::Busy {
+                        path: tree.path(group).to_string(),
+                        tasks,
+                        controller: st.name(),
+                    });
+                }
+            }
+        }
+        tree.remove(group)?;
+        for st in &mut self.stages {
+            st.on_group_removed(group, now);
+        }
+        Ok(())
+    }
+
     /// Every stage's trace records not kept ([`Controller::trace_dropped`]).
     pub fn trace_dropped(&self) -> u64 {
         self.stages.iter().map(|s| s.trace_dropped()).sum()
@@ -650,6 +743,8 @@ mod tests {
         fn held(&self) -> usize {
             self.0.len()
         }
+        fn on_group_added(&mut self, _g: GroupId, _p: GroupId, _path: &str, _now: Instant) {}
+        fn on_group_removed(&mut self, _g: GroupId, _now: Instant) {}
     }
 
     fn io(n: u64) -> Io {

@@ -75,7 +75,7 @@ pub mod io;
 pub mod math;
 pub mod time;
 
-pub use cgroup::{CgroupTree, GroupId};
+pub use cgroup::{CgroupTree, GroupId, RemoveGroupError};
 pub use controller::{
     Controller, ControllerStack, GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive, LiveState,
     PassThrough, Verdict, Violation,

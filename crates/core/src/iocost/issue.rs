@@ -145,11 +145,11 @@ impl IoCost {
     /// `Held` when the submitter sleeps in the group's wait queue.
     pub(super) fn throttle(&mut self, io: &Io, ns: u64) -> Verdict {
         let g = io.group.idx();
-        if g >= self.groups.len() {
+        if !self.is_online(g) {
             let n = self.groups.len();
             self.fault.raise(|| {
                 format!(
-                    "IO {:?} of group {g}, which is not among the {n} groups",
+                    "IO {:?} of group {g}, which is not among the {n} online groups",
                     io.id
                 )
             });
@@ -224,7 +224,17 @@ impl IoCost {
     pub fn merge(&mut self, io: &Io, rq: &Io, at: crate::time::Instant) -> bool {
         let ns = self.clock(at);
         let g = io.group.idx();
-        if !self.enabled || g >= self.groups.len() || self.groups[g].level == 0 {
+        if !self.is_online(g) {
+            let n = self.groups.len();
+            self.fault.raise(|| {
+                format!(
+                    "merge of IO {:?} of group {g}, which is not among the {n} online groups",
+                    io.id
+                )
+            });
+            return false;
+        }
+        if !self.enabled || self.groups[g].level == 0 {
             return false;
         }
         let abs_cost = self.params.vtime_cost(io, self.groups[g].cursor, true);
@@ -435,6 +445,7 @@ impl IoCost {
             let grp = &mut self.groups[g];
             grp.done_vtime = grp.done_vtime.plus(cost);
             grp.inflight_cost = grp.inflight_cost.wrapping_sub(cost);
+            self.free_if_done(g, ns);
         }
         if !self.enabled {
             return;

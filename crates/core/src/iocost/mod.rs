@@ -183,6 +183,7 @@
 //! | `knob::parse_*`, `knob::format_*` | `ioc_weight_write/show`, `ioc_qos_write/prfill`, `ioc_cost_model_write/prfill` |
 //! | `IoCost::iostat_suffix` | `ioc_pd_stat` |
 //! | `timerq::TimerQueue` | the per-iocg `waitq_timer` hrtimers (the hrtimer base's ordered queue) |
+//! | `lifecycle.rs`: `add_group`, `remove_group`, `free_if_done` | `ioc_pd_alloc` + `ioc_pd_init`; `ioc_pd_free` once the bios pinning the blkg are done |
 //!
 //! # 8. Cost
 //! As in the kernel, only the period timer visits every active group. An
@@ -200,6 +201,7 @@ pub mod donation;
 pub mod group;
 pub mod issue;
 pub mod knob;
+mod lifecycle;
 pub mod model;
 pub mod period;
 mod timerq;
@@ -303,6 +305,8 @@ pub struct IoCost {
     /// The groups' armed wait-queue timers, earliest first.
     waitq_timers: TimerQueue,
     lat: LatCounters,
+    /// Each group's life: online, removed and draining, or freed.
+    life: Vec<lifecycle::Life>,
     /// Cost charged to each committed IO in flight (`bi_iocost_cost`).
     inflight: HashMap<IoId, (usize, u64), group::IdBuildHasher>,
     /// Woken waiters not yet handed out by `on_timer`.
@@ -360,6 +364,7 @@ impl IoCost {
             period_timer: None,
             waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
+            life: vec![lifecycle::Life::Online; tree.len()],
             inflight: HashMap::default(),
             out: Vec::new(),
             waiting: 0,
@@ -856,6 +861,15 @@ impl Controller for IoCost {
     }
     fn hold_blocks_submitter(&self) -> bool {
         true
+    }
+    fn on_group_added(&mut self, g: GroupId, parent: GroupId, path: &str, now: Instant) {
+        self.add_group(g, parent, path, now);
+    }
+    fn on_group_removed(&mut self, g: GroupId, now: Instant) {
+        self.remove_group(g, now);
+    }
+    fn blocked_submitters(&self, g: GroupId) -> u32 {
+        self.waiters_of(g)
     }
     fn check(&self) -> Result<(), crate::controller::Violation> {
         self.invariants()

@@ -57,6 +57,10 @@
 //!   with `clear=false` does not reset; that stale carry (and 6.1's unsigned
 //!   wrap) is not modelled: a 6.1 stall it likely caused in the lab
 //!   (docs/fidelity.md, t08) does not happen here.
+//! * A removed group's queued bios are flushed as mainline's
+//!   `throtl_pd_offline` → `tg_flush_bios` does (they skip the group's own
+//!   limits and leave when its parent's timer next fires), in every
+//!   variant: kernels before that flush kept them under the group's limits.
 //! * The run starts at a jiffy phase and `jiffies` value the caller gives
 //!   (`tick_phase_ns`, `jiffies_at_start`; the simulator draws them from
 //!   the seed).
@@ -76,6 +80,8 @@
 //! | `slice::DirBudget` | `throtl_*_slice`, `tg_within_{bps,iops}_limit` |
 //! | `charge_split` | `blk_throtl_charge_bio_split` (5.15 – 5.17) |
 //! | `charge_bps` / `charge_leave` | `throtl_charge_bps_bio` / `throtl_charge_iops_bio`, `throtl_charge_bio` |
+//! | [`Throttle::add_group`] | `throtl_pd_alloc`, `throtl_pd_init`, `throtl_pd_online` (`tg_update_has_rules`) |
+//! | [`Throttle::remove_group`] | `throtl_pd_offline` → `tg_flush_bios` (`THROTL_TG_CANCELING`) |
 
 pub mod knob;
 pub mod paced;
@@ -159,6 +165,9 @@ struct Tg {
     pending_key: Option<(u64, u64)>,
     was_empty: bool,
     iops_was_empty: bool,
+    /// `THROTL_TG_CANCELING`: the group was removed; its queued bios
+    /// leave without waiting for its limits (`tg_flush_bios`).
+    canceling: bool,
 }
 
 /// blk-throttle for one device.
@@ -293,6 +302,68 @@ impl Throttle {
         }
     }
 
+    /// Group `g` was created under `parent` at `now` (`throtl_pd_alloc` +
+    /// `throtl_pd_init` + `throtl_pd_online`): no limits, and the rules of
+    /// its ancestors (`tg_update_has_rules`), so a new group cannot escape
+    /// them.
+    pub fn add_group(&mut self, g: GroupId, parent: GroupId, now: Instant) {
+        self.see(now);
+        let n = self.tgs.len();
+        if g.idx() != n || parent.idx() >= n {
+            self.fault.raise(|| {
+                format!("group {g} added under {parent}, but the controller has {n} groups")
+            });
+            return;
+        }
+        // the device-level service queue keeps the index after the groups
+        let (old_td, td) = (self.td, n + 1);
+        self.sqs.insert(n, ServiceQueue::default());
+        for p in &mut self.parent_sq {
+            if *p == old_td {
+                *p = td;
+            }
+        }
+        self.timers = std::mem::take(&mut self.timers)
+            .into_iter()
+            .map(|(j, std::cmp::Reverse(s))| {
+                (j, std::cmp::Reverse(if s == old_td { td } else { s }))
+            })
+            .collect();
+        self.td = td;
+        self.tgs.push(Tg::default());
+        self.qnodes
+            .extend(std::iter::repeat_with(Qnode::default).take(4));
+        self.parent_sq
+            .push(if self.cfg.flat { td } else { parent.idx() });
+        self.update_has_rules();
+    }
+
+    /// Group `g` was removed at `now` (`throtl_pd_offline` →
+    /// `tg_flush_bios`): its queued bios leave without waiting for its own
+    /// limits — its ancestors' still apply — the next time its parent's
+    /// timer fires, and it submits nothing more.
+    pub fn remove_group(&mut self, g: GroupId, now: Instant) {
+        self.see(now);
+        let gi = g.idx();
+        if gi == 0 || gi >= self.tgs.len() || self.tgs[gi].canceling {
+            let n = self.tgs.len();
+            self.fault.raise(|| {
+                format!("group {g} removed, but it is the root, removed already or not among the {n} groups")
+            });
+            return;
+        }
+        self.tgs[gi].canceling = true;
+        if self.tgs[gi].pending_key.is_none() {
+            return;
+        }
+        let j = self.jiffies(now);
+        self.update_disptime(gi, j);
+        // the kernel arms the group's own queue's timer (a no-op for a
+        // leaf): its bios go when the parent's timer fires
+        let expires = (j + 1).min(j + 8 * self.slice);
+        self.arm_timer(gi, expires);
+    }
+
     /// Schedule a limit change at a later time (a runtime `io.max` write).
     pub fn schedule_limits(&mut self, at: Instant, g: GroupId, limits: Limits) {
         let k = self.scheduled_limits.len() as u64;
@@ -395,7 +466,7 @@ impl Throttle {
     fn bps_time(&mut self, g: usize, bio: &Qio, j: u64) -> u64 {
         let d = bio.io.dir().idx();
         let bps = self.tgs[g].limits.bps[d];
-        if bps == BPS_MAX || bio.bps_throttled || bio.tg_bps_charged {
+        if bps == BPS_MAX || self.tgs[g].canceling || bio.bps_throttled || bio.tg_bps_charged {
             return 0;
         }
         let queued = self.queued(g, d) > 0;
@@ -410,7 +481,7 @@ impl Throttle {
     /// `tg_dispatch_iops_time`.
     fn iops_time(&mut self, g: usize, d: usize, j: u64) -> u64 {
         let iops = self.tgs[g].limits.iops[d];
-        if iops >= IOPS_MAX {
+        if iops >= IOPS_MAX || self.tgs[g].canceling {
             return 0;
         }
         let queued = self.queued(g, d) > 0;
@@ -471,7 +542,7 @@ impl Throttle {
     fn may_dispatch(&mut self, g: usize, bio: &Qio, j: u64) -> Result<(), u64> {
         let d = bio.io.dir().idx();
         let l = self.tgs[g].limits;
-        if l.bps[d] == BPS_MAX && l.iops[d] >= IOPS_MAX {
+        if l.bps[d] == BPS_MAX && l.iops[d] >= IOPS_MAX || self.tgs[g].canceling {
             return Ok(());
         }
         let queued = self.queued(g, d) > 0;
@@ -537,6 +608,16 @@ impl Throttle {
 
     /// `tg_update_disptime`.
     fn update_disptime(&mut self, g: usize, j: u64) {
+        if self.tgs[g].canceling {
+            // the kernel skips the waits and adds its initial -1: the
+            // group is due since the jiffy before
+            self.dequeue_tg(g);
+            self.tgs[g].disptime = j.saturating_sub(1);
+            self.enqueue_tg(g);
+            self.tgs[g].was_empty = false;
+            self.tgs[g].iops_was_empty = false;
+            return;
+        }
         let mut min_wait = u64::MAX;
         for d in 0..2 {
             if let Some(mut head) = self.peek_mut(g, d).copied() {
@@ -705,11 +786,11 @@ impl Throttle {
         let mut g = io.group.idx();
         let d = io.dir().idx();
         self.see(now);
-        if g >= self.tgs.len() {
+        if g >= self.tgs.len() || self.tgs[g].canceling {
             let n = self.tgs.len();
             self.fault.raise(|| {
                 format!(
-                    "IO {:?} of group {g}, which is not among the {n} groups",
+                    "IO {:?} of group {g}, which is not among the {n} online groups",
                     io.id
                 )
             });
@@ -895,6 +976,12 @@ impl Controller for Throttle {
     }
     fn held(&self) -> usize {
         self.held
+    }
+    fn on_group_added(&mut self, g: GroupId, parent: GroupId, _path: &str, now: Instant) {
+        self.add_group(g, parent, now);
+    }
+    fn on_group_removed(&mut self, g: GroupId, now: Instant) {
+        self.remove_group(g, now);
     }
     fn check(&self) -> Result<(), crate::controller::Violation> {
         self.invariants()
