@@ -142,6 +142,28 @@ impl Fault {
     }
 }
 
+/// A knob line the cgroupfs layer parsed, written into a running stack
+/// ([`ControllerStack::write`]): each stage takes the files it implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KnobChange {
+    /// An `io.max` line of a group: the keys it names change
+    /// (`tg_set_limit`).
+    IoMax(crate::GroupId, crate::throttle::knob::IoMaxWrite),
+    /// A cgroup v1 `blkio.throttle.{read,write}_{bps,iops}_device` line.
+    V1Limit {
+        /// The group written.
+        group: crate::GroupId,
+        /// `write_*` rather than `read_*`.
+        write: bool,
+        /// `*_iops_device` rather than `*_bps_device`.
+        iops: bool,
+        /// The new limit (`u64::MAX`: none).
+        value: u64,
+    },
+    /// An `io.weight`, `io.cost.qos` or `io.cost.model` line.
+    IoCost(crate::iocost::Reconfig),
+}
+
 /// The contract every IO controller implements.
 ///
 /// Call protocol: `now` never decreases from one call to the next; every IO
@@ -254,6 +276,17 @@ pub trait Controller {
     /// more (a submit is a protocol fault); what the controller holds or
     /// has in flight for it finishes as the kernel lets it finish.
     fn on_group_removed(&mut self, group: crate::GroupId, now: Instant);
+
+    /// A knob line written at `now` while the run goes on: applied at once.
+    /// `None`: not a file this controller implements; `Some(Err)`:
+    /// refused as the kernel refuses the write (nothing changed).
+    fn on_knob(
+        &mut self,
+        _change: &KnobChange,
+        _now: Instant,
+    ) -> Option<Result<(), crate::cgroupfs::KnobError>> {
+        None
+    }
 
     /// Submitters of `group` blocked in this controller now (tasks in the
     /// cgroup: it cannot be removed while there are any). Only controllers

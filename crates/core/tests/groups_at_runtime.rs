@@ -12,8 +12,11 @@
 //!   (`ioc_pd_init`); removal is refused while its submitters wait; once
 //!   removed and drained its weight leaves the active tree
 //!   (`ioc_pd_free`) and the others take the device.
+//! * knob lines written into the running stack (`ControllerStack::write`)
+//!   apply at once to new and old groups, and are refused as cgroupfs
+//!   refuses them.
 
-use blkqos_core::cgroupfs::{ControllerOptions, DeviceInfo, KnobFile, KnobWrite};
+use blkqos_core::cgroupfs::{CgroupfsError, ControllerOptions, DeviceInfo, KnobFile, KnobWrite};
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{
     CgroupTree, ControllerStack, DevId, Duration, GroupId, Instant, Io, IoId, IoOp,
@@ -160,6 +163,11 @@ impl Loop {
         }
     }
 
+    fn write(&mut self, cgroup: &str, knob: KnobFile, value: &str) -> Result<(), CgroupfsError> {
+        self.stack
+            .write(&self.tree, DEV, &write(cgroup, knob, value), self.now)
+    }
+
     fn add(&mut self, path: &str) -> GroupId {
         self.stack
             .add_group(&mut self.tree, path, self.now)
@@ -212,6 +220,7 @@ fn throttle_new_group_is_held_by_its_parent() {
     assert_eq!((y, top), (GroupId(4), GroupId(5)));
     let jy = l.start_job(y, 8);
     let jt = l.start_job(top, 8);
+    l.write("/top", KnobFile::IoMax, "8:0 riops=200").unwrap();
     l.run(ms(3000));
     let (ax, ay) = (l.iops(jx, 1500, 3000), l.iops(jy, 1500, 3000));
     assert!(
@@ -222,10 +231,53 @@ fn throttle_new_group_is_held_by_its_parent() {
     let cc = l.iops(jc, 1500, 3000);
     assert!((cc - 100.0).abs() < 10.0, "/c stays at riops=100: {cc}");
     let t = l.iops(jt, 1500, 3000);
-    assert!(
-        t > 50_000.0,
-        "a new unlimited top-level group runs free: {t}"
-    );
+    assert!((t - 200.0).abs() < 20.0, "the new group's own io.max: {t}");
+    // lifted while the run goes on
+    l.write("/top", KnobFile::IoMax, "8:0 riops=max").unwrap();
+    l.run(ms(3500));
+    let t = l.iops(jt, 3200, 3500);
+    assert!(t > 50_000.0, "an unlimited group runs free: {t}");
+}
+
+#[test]
+fn writes_are_refused_as_cgroupfs_refuses_them() {
+    let mut tree = CgroupTree::new();
+    tree.ensure("/a").unwrap();
+    let writes = [write("/a", KnobFile::IoMax, "8:0 riops=100")];
+    let mut l = Loop::new(tree, &writes, 8, Duration::from_us(100));
+    let err = |r: Result<(), CgroupfsError>| r.unwrap_err().to_string();
+    let e = err(l.write("/", KnobFile::IoMax, "8:0 riops=1"));
+    assert!(e.contains("root cgroup cannot be limited"), "{e}");
+    let e = err(l.write("/a", KnobFile::IoMax, "8:1 riops=1"));
+    assert!(e.contains("no such device `8:1`"), "{e}");
+    let e = err(l.write("/a", KnobFile::IoMax, "8:0 riops=x"));
+    assert!(e.contains("invalid argument"), "{e}");
+    let e = err(l.write("/nope", KnobFile::IoMax, "8:0 riops=1"));
+    assert!(e.contains("no cgroup `/nope`"), "{e}");
+    let e = err(l.write("/a", KnobFile::IoWeight, "200"));
+    assert!(e.contains("no stage of this stack takes io.weight"), "{e}");
+    let e = err(l.write(
+        "/a",
+        KnobFile::V1Throttle {
+            write: false,
+            iops: true,
+        },
+        "8:0 100",
+    ));
+    assert!(e.contains("cgroup v2"), "{e}");
+    // a removed group's files are gone with it
+    let b = l.add("/b");
+    l.stack.remove_group(&mut l.tree, b, l.now).unwrap();
+    let e = err(l.write("/b", KnobFile::IoMax, "8:0 riops=1"));
+    assert!(e.contains("no cgroup `/b`"), "{e}");
+    // iocost refuses min above max when the write happens
+    let mut tree = CgroupTree::new();
+    tree.ensure("/a").unwrap();
+    let mut l = Loop::new(tree, &iocost_writes(), 8, Duration::from_us(100));
+    let e = err(l.write("/", KnobFile::IoCostQos, "8:0 min=90 max=50"));
+    assert!(e.contains("the write was `8:0 min=90 max=50`"), "{e}");
+    let e = err(l.write("/a", KnobFile::IoCostQos, "8:0 enable=0"));
+    assert!(e.contains("only in the root cgroup"), "{e}");
 }
 
 #[test]
@@ -276,11 +328,19 @@ fn iocost_new_group_shares_by_weight_and_leaves_when_removed() {
     assert!((alone - 20_000.0).abs() < 2_000.0, "/a alone: {alone}");
     let b = l.add("/b");
     let jb = l.start_job(b, 16);
-    l.run(ms(3000));
-    let (sa, sb) = (l.iops(ja, 1500, 3000), l.iops(jb, 1500, 3000));
+    l.run(ms(2000));
+    let (sa, sb) = (l.iops(ja, 1500, 2000), l.iops(jb, 1500, 2000));
     assert!(
         (sa - sb).abs() < 0.15 * sa && (sa + sb - 20_000.0).abs() < 2_000.0,
         "equal default weights share the model's 20k IOPS: {sa} vs {sb}"
+    );
+    // io.weight written to the new group while it runs: 300 against 100
+    l.write("/b", KnobFile::IoWeight, "300").unwrap();
+    l.run(ms(3000));
+    let (sa, sb) = (l.iops(ja, 2500, 3000), l.iops(jb, 2500, 3000));
+    assert!(
+        (sb / sa - 3.0).abs() < 0.45 && (sa + sb - 20_000.0).abs() < 2_000.0,
+        "weights 100:300: {sa} vs {sb}"
     );
     // its submitters wait in iocost: rmdir says EBUSY and changes nothing
     match l.stack.remove_group(&mut l.tree, b, l.now) {

@@ -871,6 +871,26 @@ impl Controller for IoCost {
     fn blocked_submitters(&self, g: GroupId) -> u32 {
         self.waiters_of(g)
     }
+    /// `io.weight`, `io.cost.qos`, `io.cost.model` (`ioc_weight_write`,
+    /// `ioc_qos_write`, `ioc_cost_model_write`).
+    fn on_knob(
+        &mut self,
+        change: &crate::controller::KnobChange,
+        now: Instant,
+    ) -> Option<Result<(), crate::cgroupfs::KnobError>> {
+        let crate::controller::KnobChange::IoCost(r) = *change else {
+            return None;
+        };
+        self.clock(now);
+        Some(match r {
+            Reconfig::Qos(q) => self.apply_qos(&q),
+            Reconfig::Model(m) => {
+                self.apply_model(&m);
+                Ok(())
+            }
+            Reconfig::Weight(g, w) => self.set_weight(g, w),
+        })
+    }
     fn check(&self) -> Result<(), crate::controller::Violation> {
         self.invariants()
             .map_err(|what| crate::controller::Violation {

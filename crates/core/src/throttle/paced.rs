@@ -398,6 +398,40 @@ impl Controller for Paced {
     fn on_group_added(&mut self, g: GroupId, parent: GroupId, _path: &str, now: Instant) {
         self.add_group(g, parent, now);
     }
+    /// `io.max` on a cgroup v2 hierarchy, `blkio.throttle.*` on a v1 one.
+    fn on_knob(
+        &mut self,
+        change: &crate::controller::KnobChange,
+        now: Instant,
+    ) -> Option<Result<(), crate::cgroupfs::KnobError>> {
+        use crate::controller::KnobChange;
+        let (g, limits) = match *change {
+            KnobChange::IoMax(g, w) if !self.flat => {
+                let mut l = self.groups.get(g.idx())?.limits;
+                w.apply(&mut l);
+                (g, l)
+            }
+            KnobChange::V1Limit {
+                group,
+                write,
+                iops,
+                value,
+            } if self.flat => {
+                let mut l = self.groups.get(group.idx())?.limits;
+                let d = usize::from(write);
+                if iops {
+                    l.iops[d] = value;
+                } else {
+                    l.bps[d] = value;
+                }
+                (group, l)
+            }
+            _ => return None,
+        };
+        self.see(now);
+        self.set_limits(g, limits, now);
+        Some(Ok(()))
+    }
     fn on_group_removed(&mut self, g: GroupId, now: Instant) {
         self.remove_group(g, now);
     }
