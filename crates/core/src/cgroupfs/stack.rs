@@ -376,8 +376,8 @@ impl ControllerStack {
 }
 
 impl ControllerStack {
-    /// Write knob line `w` into the running stack at `now`, as `echo LINE
-    /// > FILE` on a live system: parsed and checked as
+    /// Write knob line `w` into the running stack at `now`, as
+    /// `echo LINE > FILE` on a live system: parsed and checked as
     /// [`ControllerStack::from_writes`] checks it (the device must be
     /// `dev`, the cgroup online in `tree`), then applied at once by the
     /// stage that implements the file. `w.at_ns` is not read. The stages
