@@ -733,8 +733,9 @@ pub struct Ran {
     pub tree: CgroupTree,
     /// `io.stat` counters per group (own IO only), indexed by group id.
     pub iostat: Vec<blkqos_core::controller::IoStat>,
-    /// Controller keys of each group's io.stat line (iocost's cost.*).
-    pub iostat_suffix: Vec<String>,
+    /// Controller keys of each group's io.stat line (iocost's cost.*),
+    /// indexed by group id.
+    pub iostat_keys: Vec<Vec<blkqos_core::IostatKey>>,
     /// Controllers' per-period trace (text, or JSON lines for `.jsonl`).
     pub trace: String,
     /// What job offsets are offsets of (the real target's path, or the
@@ -1033,14 +1034,14 @@ impl Experiment {
         opts.pagecache = self.pagecache.config();
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
-        let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();
+        let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();
         let trace = trace_for(&mut stack, &self.device.name, self.trace_out.as_deref());
         Ok(Ran {
             result,
             invocation_of,
             tree,
             iostat,
-            iostat_suffix,
+            iostat_keys,
             trace,
             target: format!("simulated device {}", self.device.name),
             lost_pages: 0,
@@ -1068,7 +1069,7 @@ pub fn trace_for(
 ) -> String {
     let mut s = String::new();
     if let Some(p) = out {
-        stack.drain_trace(dev, p.extension().is_some_and(|e| e == "jsonl"), &mut s);
+        stack.drain_trace_formatted(dev, p.extension().is_some_and(|e| e == "jsonl"), &mut s);
         let dropped = stack.trace_dropped();
         if dropped > 0 {
             eprintln!(

@@ -290,11 +290,13 @@ pub fn format_io_stat(ran: &Ran) -> String {
     for g in tree.ids() {
         let s = &rolled[g.idx()];
         out += &format!("# {} io.stat\n", tree.path(g));
-        let suffix = ran
-            .iostat_suffix
+        let suffix: String = ran
+            .iostat_keys
             .get(g.idx())
-            .map(String::as_str)
-            .unwrap_or("");
+            .into_iter()
+            .flatten()
+            .map(|k| format!(" {k}"))
+            .collect();
         let has_io = s.bytes[..2].iter().chain(&s.ios[..2]).any(|&v| v > 0);
         if has_io || !suffix.is_empty() {
             out += &ran.devid.to_string();
@@ -304,7 +306,7 @@ pub fn format_io_stat(ran: &Ran) -> String {
                     s.bytes[0], s.bytes[1], s.ios[0], s.ios[1], s.bytes[2], s.ios[2]
                 );
             }
-            out += suffix;
+            out += &suffix;
             out += "\n";
         }
     }

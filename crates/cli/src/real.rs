@@ -245,14 +245,14 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     }
     let lost_pages = report_store(&backend);
     let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
-    let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();
+    let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();
     let trace = crate::experiment::trace_for(&mut stack, &dev_name, exp.trace_out.as_deref());
     Ok(Ran {
         result,
         invocation_of,
         tree,
         iostat,
-        iostat_suffix,
+        iostat_keys,
         trace,
         target: path.display().to_string(),
         lost_pages,

@@ -142,6 +142,60 @@ impl Fault {
     }
 }
 
+/// A record of a controller's trace, typed (callers format or read it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceRecord {
+    /// iocost's state at the end of one period (what iocost_monitor.py
+    /// prints).
+    IocostPeriod(crate::iocost::PeriodTrace),
+}
+
+impl TraceRecord {
+    /// Append the record for device `dev`: a text line (iocost_monitor.py's
+    /// layout) or a JSON line.
+    pub fn format(&self, dev: &str, json: bool, out: &mut String) {
+        match self {
+            TraceRecord::IocostPeriod(p) => out.push_str(&if json {
+                p.format_json(dev)
+            } else {
+                p.format_text(dev)
+            }),
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+}
+
+/// One key a controller adds to a group's `io.stat` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IostatKey {
+    /// The key as the kernel prints it (`cost.usage`).
+    pub name: &'static str,
+    /// Its value.
+    pub value: IostatValue,
+}
+
+/// An `io.stat` value, typed so a reader never parses the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IostatValue {
+    /// A count (µs, IOs, bytes), printed as an integer.
+    Count(u64),
+    /// A percentage in hundredths, printed with two decimals
+    /// (`cost.vrate=127.50` is `Hundredths(12750)`).
+    Hundredths(u64),
+}
+
+impl std::fmt::Display for IostatKey {
+    /// `name=value` as the kernel prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.value {
+            IostatValue::Count(v) => write!(f, "{}={v}", self.name),
+            IostatValue::Hundredths(v) => write!(f, "{}={}.{:02}", self.name, v / 100, v % 100),
+        }
+    }
+}
+
 /// A knob line the cgroupfs layer parsed, written into a running stack
 /// ([`ControllerStack::write`]): each stage takes the files it implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,15 +274,13 @@ pub trait Controller {
     /// Number of IOs currently held.
     fn held(&self) -> usize;
 
-    /// Keys this controller adds to a group's `io.stat` line (e.g. iocost's
-    /// ` cost.usage=...`), with their leading spaces.
-    fn iostat_suffix(&self, _group: crate::GroupId) -> String {
-        String::new()
-    }
+    /// Append the keys this controller adds to `group`'s `io.stat` line
+    /// (`ioc_pd_stat`: iocost's `cost.vrate`, `cost.usage`, ...), in the
+    /// kernel's order.
+    fn iostat_keys(&self, _group: crate::GroupId, _out: &mut Vec<IostatKey>) {}
 
-    /// Append the per-period trace records gathered since the last call
-    /// (text lines, or JSON lines when `json`).
-    fn drain_trace(&mut self, _dev: &str, _json: bool, _out: &mut String) {}
+    /// Move the trace records gathered since the last call into `out`.
+    fn drain_trace(&mut self, _out: &mut Vec<TraceRecord>) {}
 
     /// Record per-period traces (on by default). A run that writes no
     /// trace turns them off: the records cost memory and timer time.
@@ -654,8 +706,12 @@ impl ControllerStack {
     }
 
     /// Every stage's `io.stat` keys for a group.
-    pub fn iostat_suffix(&self, g: crate::GroupId) -> String {
-        self.stages.iter().map(|s| s.iostat_suffix(g)).collect()
+    pub fn iostat_keys(&self, g: crate::GroupId) -> Vec<IostatKey> {
+        let mut out = Vec::new();
+        for st in &self.stages {
+            st.iostat_keys(g, &mut out);
+        }
+        out
     }
 
     /// Record traces in every stage, or in none.
@@ -665,10 +721,21 @@ impl ControllerStack {
         }
     }
 
-    /// Every stage's trace records since the last call.
-    pub fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
+    /// Every stage's trace records since the last call, typed.
+    pub fn drain_trace(&mut self, out: &mut Vec<TraceRecord>) {
         for s in &mut self.stages {
-            s.drain_trace(dev, json, out);
+            s.drain_trace(out);
+        }
+    }
+
+    /// Every stage's trace records since the last call, formatted for the
+    /// device named `dev`: text lines as iocost_monitor.py prints them, or
+    /// JSON lines when `json`.
+    pub fn drain_trace_formatted(&mut self, dev: &str, json: bool, out: &mut String) {
+        let mut recs = Vec::new();
+        self.drain_trace(&mut recs);
+        for r in &recs {
+            r.format(dev, json, out);
         }
     }
 

@@ -77,8 +77,8 @@ pub mod time;
 
 pub use cgroup::{CgroupTree, GroupId, RemoveGroupError};
 pub use controller::{
-    Controller, ControllerStack, GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive,
-    KnobChange, LiveState, PassThrough, Verdict, Violation,
+    Controller, ControllerStack, GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive, IostatKey,
+    IostatValue, KnobChange, LiveState, PassThrough, Verdict, Violation,
 };
 pub use hist::LatHist;
 pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp, Submitter};

@@ -159,7 +159,7 @@
 //! per active group weight inuse/active, hweight% inuse/active, inflight%,
 //! debt ms, delay ms, usage%), formatted like iocost_monitor.py
 //! ([`PeriodTrace::format_text`], [`PeriodTrace::format_json`]); `io.stat`
-//! keys via [`IoCost::iostat_suffix`].
+//! keys via [`IoCost::iostat_keys_with`] (typed) and [`IoCost::iostat_suffix`].
 //!
 //! # 7. Source map (ours ↔ `block/blk-iocost.c`)
 //! | here | kernel |
@@ -181,7 +181,7 @@
 //! | `period::next_busy_level` | the busy_level block of `ioc_timer_fn` (+ f91ffe89b201) |
 //! | `hweight_after_donation`, `transfer_surpluses`, `build_inner_walk` | same names |
 //! | `knob::parse_*`, `knob::format_*` | `ioc_weight_write/show`, `ioc_qos_write/prfill`, `ioc_cost_model_write/prfill` |
-//! | `IoCost::iostat_suffix` | `ioc_pd_stat` |
+//! | `IoCost::iostat_keys_with` | `ioc_pd_stat` |
 //! | `timerq::TimerQueue` | the per-iocg `waitq_timer` hrtimers (the hrtimer base's ordered queue) |
 //! | `lifecycle.rs`: `add_group`, `remove_group`, `free_if_done` | `ioc_pd_alloc` + `ioc_pd_init`; `ioc_pd_free` once the bios pinning the blkg are done |
 //!
@@ -902,8 +902,8 @@ impl Controller for IoCost {
     fn held(&self) -> usize {
         self.waiting + self.out.len()
     }
-    fn iostat_suffix(&self, group: GroupId) -> String {
-        self.iostat_suffix_with(group, self.debug_stats)
+    fn iostat_keys(&self, group: GroupId, out: &mut Vec<crate::controller::IostatKey>) {
+        self.iostat_keys_with(group, self.debug_stats, out);
     }
     fn live(&self, _now: Instant, into: &mut crate::controller::LiveState) {
         self.live_state(into);
@@ -915,19 +915,12 @@ impl Controller for IoCost {
         IoCost::trace_dropped(self)
     }
 
-    fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
-        let mut recs = Vec::new();
-        self.take_trace(&mut recs);
-        for r in &recs {
-            out.push_str(&if json {
-                r.format_json(dev)
-            } else {
-                r.format_text(dev)
-            });
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
-        }
+    fn drain_trace(&mut self, out: &mut Vec<crate::controller::TraceRecord>) {
+        out.extend(
+            self.trace
+                .drain(..)
+                .map(crate::controller::TraceRecord::IocostPeriod),
+        );
     }
 }
 
