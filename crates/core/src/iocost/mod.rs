@@ -30,7 +30,7 @@
 //!  A0 (100)  A1 (100)
 //! ```
 //! **Virtual time.** [`vtime`]: the device vtime runs at `vrate` (vtime per
-//! µs; 137,438 = 100%): `vnow = period_at_vtime + (now_us − period_at) ×
+//! µs; 137,438 = 100%): `vnow = period_at_vtime + (now_us − period_at_us) ×
 //! vrate`. Each group has a `vtime` that advances by `abs_cost × 65536 /
 //! hweight_inuse` (rounded up) per issued IO: with 12.5% a 117 µs IO costs
 //! 939 µs of the group's vtime. A group may issue while `vtime + cost ≤
@@ -287,21 +287,21 @@ pub struct IoCost {
     vtime_rate: u64,
     vtime_base_rate: u64,
     vtime_err: i64,
-    period_at: u64,
+    period_at_us: u64,
     period_at_vtime: VTime,
     cur_period: u64,
     busy_level: i32,
     weights_updated: bool,
     hweight_gen: u32,
-    dfgv_period_at: u64,
-    dfgv_period_rem: u64,
+    dfgv_period_at_us: u64,
+    dfgv_period_rem_us: u64,
     dfgv_usage_us_sum: u64,
-    autop_too_fast_at: Option<u64>,
-    autop_too_slow_at: Option<u64>,
+    autop_too_fast_at_ns: Option<u64>,
+    autop_too_slow_at_ns: Option<u64>,
     /// Active groups, most recently activated first (kernel list order).
     active_list: VecDeque<usize>,
     /// Armed period timer: the start (ns) of the jiffy it fires at.
-    period_timer: Option<u64>,
+    period_timer_ns: Option<u64>,
     /// The groups' armed wait-queue timers, earliest first.
     waitq_timers: TimerQueue,
     lat: LatCounters,
@@ -349,19 +349,19 @@ impl IoCost {
             vtime_rate: VTIME_PER_USEC,
             vtime_base_rate: VTIME_PER_USEC,
             vtime_err: 0,
-            period_at: 0,
+            period_at_us: 0,
             period_at_vtime: VTime(0),
             cur_period: 0,
             busy_level: 0,
             weights_updated: false,
             hweight_gen: 0,
-            dfgv_period_at: 0,
-            dfgv_period_rem: 0,
+            dfgv_period_at_us: 0,
+            dfgv_period_rem_us: 0,
             dfgv_usage_us_sum: 0,
-            autop_too_fast_at: None,
-            autop_too_slow_at: None,
+            autop_too_fast_at_ns: None,
+            autop_too_slow_at_ns: None,
             active_list: VecDeque::new(),
-            period_timer: None,
+            period_timer_ns: None,
             waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
             life: vec![lifecycle::Life::Online; tree.len()],
@@ -687,7 +687,7 @@ impl IoCost {
         // every timer re-arms strictly later than `ns`, so each fires at
         // most once per call
         for _ in 0..self.groups.len() + 2 {
-            if self.period_timer.is_some_and(|t| t <= ns) {
+            if self.period_timer_ns.is_some_and(|t| t <= ns) {
                 self.period_timer_fired(ns);
                 continue;
             }
@@ -700,7 +700,7 @@ impl IoCost {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        let mut d = self.period_timer;
+        let mut d = self.period_timer_ns;
         let mut take = |t: u64| d = Some(d.map_or(t, |x| x.min(t)));
         if !self.out.is_empty() {
             take(self.last_ns);
@@ -785,7 +785,7 @@ impl IoCost {
                     grp.active, grp.inuse
                 ));
             }
-            let has_state = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay != 0;
+            let has_state = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay_us != 0;
             if has_state && !grp.on_active_list {
                 return Err(format!("4: {p}: waiters/debt/delay on an inactive group"));
             }
@@ -813,7 +813,7 @@ impl IoCost {
         if waiters != self.waiting {
             return Err(format!("6: {waiters} queued but count {}", self.waiting));
         }
-        let timer_armed = self.running && self.period_timer.is_some();
+        let timer_armed = self.running && self.period_timer_ns.is_some();
         if !self.active_list.is_empty() && !timer_armed {
             return Err("6: active groups but the period timer is not running".into());
         }

@@ -385,7 +385,7 @@ impl IoCost {
             period,
             state: self.run_state(),
             period_us: self.period_us,
-            period_at_us: self.period_at,
+            period_at_us: self.period_at_us,
             period_at_vtime: self.period_at_vtime.0,
             busy_level: self.busy_level,
             vrate: self.vtime_base_rate,

@@ -134,8 +134,8 @@ pub struct Now {
     /// The time of the event, ns of run time (the kernel's `ktime_get_ns`).
     pub now_ns: u64,
     /// µs (`ktime_to_us`, truncating).
-    pub now: u64,
-    /// Device vtime at `now`: `period_at_vtime + (now − period_at) × vtime_rate`.
+    pub now_us: u64,
+    /// Device vtime at `now`: `period_at_vtime + (now − period_at_us) × vtime_rate`.
     pub vnow: VTime,
 }
 

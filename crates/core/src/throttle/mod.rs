@@ -148,10 +148,10 @@ struct ServiceQueue {
     queued: [VecDeque<usize>; 2],
     nr_queued_bps: [u32; 2],
     nr_queued_iops: [u32; 2],
-    /// Pending children: (disptime, insertion seq, group).
+    /// Pending children: (disptime_jiffy, insertion seq, group).
     pending: BTreeSet<(u64, u64, usize)>,
     /// Armed timer: jiffy at which it fires.
-    timer: Option<u64>,
+    timer_jiffy: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -160,7 +160,7 @@ struct Tg {
     has_rules_bps: [bool; 2],
     has_rules_iops: [bool; 2],
     budget: [DirBudget; 2],
-    disptime: u64,
+    disptime_jiffy: u64,
     /// Key in the parent's pending set when pending.
     pending_key: Option<(u64, u64)>,
     was_empty: bool,
@@ -177,7 +177,7 @@ pub struct Throttle {
     last_now: Instant,
     fault: crate::controller::Fault,
     cfg: ThrottleConfig,
-    slice: u64,
+    slice_jiffies: u64,
     /// Index of the device-level service queue (after all groups).
     td: usize,
     parent_sq: Vec<usize>,
@@ -213,7 +213,7 @@ impl Throttle {
         Throttle {
             last_now: Instant::ZERO,
             fault: Default::default(),
-            slice: cfg.variant.slice_jiffies(cfg.hz, cfg.rotational),
+            slice_jiffies: cfg.variant.slice_jiffies(cfg.hz, cfg.rotational),
             cfg,
             td,
             parent_sq,
@@ -235,7 +235,7 @@ impl Throttle {
     }
     /// Slice length in jiffies.
     pub fn slice_jiffies(&self) -> u64 {
-        self.slice
+        self.slice_jiffies
     }
     /// The current limits of group `g` (`tg->bps` / `tg->iops`).
     pub fn limits(&self, g: GroupId) -> Limits {
@@ -293,7 +293,7 @@ impl Throttle {
         self.update_has_rules();
         let clear = !self.cfg.variant.carryover;
         for d in 0..2 {
-            self.tgs[gi].budget[d].start_new_slice(j, self.slice, clear);
+            self.tgs[gi].budget[d].start_new_slice(j, self.slice_jiffies, clear);
         }
         if self.tgs[gi].pending_key.is_some() {
             self.update_disptime(gi, j);
@@ -360,7 +360,7 @@ impl Throttle {
         self.update_disptime(gi, j);
         // the kernel arms the group's own queue's timer (a no-op for a
         // leaf): its bios go when the parent's timer fires
-        let expires = (j + 1).min(j + 8 * self.slice);
+        let expires = (j + 1).min(j + 8 * self.slice_jiffies);
         self.arm_timer(gi, expires);
     }
 
@@ -429,7 +429,7 @@ impl Throttle {
             return;
         }
         self.seq += 1;
-        let key = (self.tgs[g].disptime, self.seq);
+        let key = (self.tgs[g].disptime_jiffy, self.seq);
         self.tgs[g].pending_key = Some(key);
         let p = self.parent_sq[g];
         self.sqs[p].pending.insert((key.0, key.1, g));
@@ -470,7 +470,7 @@ impl Throttle {
             return 0;
         }
         let queued = self.queued(g, d) > 0;
-        let (slice, hz) = (self.slice, self.cfg.hz);
+        let (slice, hz) = (self.slice_jiffies, self.cfg.hz);
         let b = &mut self.tgs[g].budget[d];
         b.update_slice(j, slice, queued);
         let wait = b.bps_wait(bps, charge_size(&bio.io), j, slice, hz);
@@ -485,7 +485,7 @@ impl Throttle {
             return 0;
         }
         let queued = self.queued(g, d) > 0;
-        let (slice, hz, rule) = (self.slice, self.cfg.hz, self.cfg.variant.iops_wait);
+        let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.iops_wait);
         let b = &mut self.tgs[g].budget[d];
         b.update_slice(j, slice, queued);
         let wait = b.iops_wait(iops, rule, j, slice, hz).unwrap_or(0);
@@ -546,7 +546,7 @@ impl Throttle {
             return Ok(());
         }
         let queued = self.queued(g, d) > 0;
-        let (slice, hz, rule) = (self.slice, self.cfg.hz, self.cfg.variant.iops_wait);
+        let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.iops_wait);
         let b = &mut self.tgs[g].budget[d];
         b.update_slice(j, slice, queued);
         if l.iops[d] < IOPS_MAX {
@@ -602,7 +602,7 @@ impl Throttle {
 
     fn trim(&mut self, g: usize, d: usize, j: u64) {
         let l = self.tgs[g].limits;
-        let (slice, hz, rule) = (self.slice, self.cfg.hz, self.cfg.variant.trim);
+        let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.trim);
         self.tgs[g].budget[d].trim(l.bps[d], l.iops[d], rule, j, slice, hz);
     }
 
@@ -612,7 +612,7 @@ impl Throttle {
             // the kernel skips the waits and adds its initial -1: the
             // group is due since the jiffy before
             self.dequeue_tg(g);
-            self.tgs[g].disptime = j.saturating_sub(1);
+            self.tgs[g].disptime_jiffy = j.saturating_sub(1);
             self.enqueue_tg(g);
             self.tgs[g].was_empty = false;
             self.tgs[g].iops_was_empty = false;
@@ -631,9 +631,9 @@ impl Throttle {
                 min_wait = min_wait.min(w);
             }
         }
-        let disptime = j.saturating_add(min_wait);
+        let disptime_jiffy = j.saturating_add(min_wait);
         self.dequeue_tg(g);
-        self.tgs[g].disptime = disptime;
+        self.tgs[g].disptime_jiffy = disptime_jiffy;
         self.enqueue_tg(g);
         self.tgs[g].was_empty = false;
         self.tgs[g].iops_was_empty = false;
@@ -641,7 +641,7 @@ impl Throttle {
 
     /// `mod_timer` on a service queue's pending timer.
     fn arm_timer(&mut self, sq: usize, expires: u64) {
-        if let Some(old) = self.sqs[sq].timer.replace(expires) {
+        if let Some(old) = self.sqs[sq].timer_jiffy.replace(expires) {
             self.timers.remove(&(old, std::cmp::Reverse(sq)));
         }
         self.timers.insert((expires, std::cmp::Reverse(sq)));
@@ -653,7 +653,7 @@ impl Throttle {
             return true;
         };
         if force || first > j {
-            let expires = first.min(j + 8 * self.slice).max(j + 1);
+            let expires = first.min(j + 8 * self.slice_jiffies).max(j + 1);
             self.arm_timer(sq, expires);
             return true;
         }
@@ -670,8 +670,8 @@ impl Throttle {
         if p != self.td {
             self.add_bio_tg(bio, Some(Self::parent_qn(g, d)), p);
             if self.tgs[p].budget[d].slice_used(j) {
-                let start = self.tgs[g].budget[d].slice_start;
-                self.tgs[p].budget[d].start_new_slice_with_credit(j, self.slice, start);
+                let start = self.tgs[g].budget[d].slice_start_jiffy;
+                self.tgs[p].budget[d].start_new_slice_with_credit(j, self.slice_jiffies, start);
             }
         } else {
             bio.bps_throttled = true;
@@ -718,7 +718,7 @@ impl Throttle {
             nr += n;
             if self.queued(g, 0) > 0 || self.queued(g, 1) > 0 {
                 self.update_disptime(g, j);
-                if n == 0 && self.tgs[g].disptime <= j {
+                if n == 0 && self.tgs[g].disptime_jiffy <= j {
                     // zero wait yet nothing may go (the 2018 rule at an exact
                     // slice multiple): the kernel spins here until the next
                     // jiffy; stop and let the caller re-arm for it
@@ -873,7 +873,7 @@ impl Throttle {
                 break;
             }
             self.timers.pop_first();
-            self.sqs[s].timer = None;
+            self.sqs[s].timer_jiffy = None;
             self.pending_timer(s, j);
         }
         released.append(&mut self.out);
