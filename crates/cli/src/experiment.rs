@@ -4,7 +4,7 @@
 use crate::accounting::AccountingOptions;
 use crate::scenario::{parse_at, scalar_to_string, Source};
 use crate::streams::{ControllerTrace, SharedStreams, Streams};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use blkqos_core::cgroupfs::{split_target, ControllerOptions, DeviceInfo, KnobFile};
 use blkqos_core::ControllerStack;
 use blkqos_core::{CgroupTree, GroupId};
@@ -67,41 +67,6 @@ pub struct Experiment {
 fn env_lookup(k: &str) -> Option<String> {
     std::env::var(k).ok()
 }
-
-/// Flags blkqos adds to fio's command line.
-pub const FOREIGN_FLAGS: &[&str] = &[
-    "backend",
-    "writeback",
-    "pagecache",
-    "pagecache-report",
-    "device",
-    "seed",
-    "io-max",
-    "io-weight",
-    "io-cost-model",
-    "io-cost-qos",
-    "throttle",
-    "kernel",
-    "iocost",
-    "submit-ns",
-    "hz",
-    "io-stat",
-    "iostats",
-    "diskstats-every",
-    "diskstats-dir",
-    "iostat",
-    "lat-hist",
-    "request-trace",
-    "iocost-trace",
-    "blkcg-debug-stats",
-    "allow-destructive?",
-    "overwrite?",
-    "eta",
-    "live?",
-    "live-json",
-    "check-invariants?",
-    "report",
-];
 
 impl Experiment {
     /// Build from a scenario file.
@@ -374,138 +339,31 @@ impl Experiment {
 
     /// Build from fio-style arguments (job files and/or `--name=...` options).
     pub fn from_args(args: &[String]) -> Result<Self> {
-        let cli = parse_fio_args(args, FOREIGN_FLAGS, &env_lookup)?;
+        let foreign = crate::flags::foreign();
+        let cli = parse_fio_args(args, &foreign, &env_lookup)?;
         // parse_fio_args already read the job files named on the command line
         let jobs = cli.jobs;
         if jobs.jobs.is_empty() && cli.showcmd.is_none() {
             bail!("no jobs given: pass a scenario (.toml), a fio job file, or --name=... options");
         }
-        let mut device = DeviceSpec::parse("null").expect("default device");
-        let mut seed = 1;
-        let mut host = HostModel::default();
-        let mut check_invariants = false;
-        let mut writes = Vec::new();
-        let mut controllers = ControllerOptions::default();
-        let mut io_stat_out = None;
-        let mut accounting = AccountingOptions::default();
-        let mut pagecache = crate::pagecache::PageCacheOptions::default();
-        let mut real: Option<crate::real::RealOptions> = None;
-        let mut consent = (false, false);
-        let mut eta = crate::progress::Eta::default();
-        let mut trace_out = None;
-        let mut live = crate::live::LiveOptions::default();
-        for (k, v) in &cli.other {
-            match k.as_str() {
-                "iostats" | "diskstats-every" | "diskstats-dir" | "iostat" | "lat-hist"
-                | "request-trace" => accounting.set(k, v).map_err(|m| anyhow::anyhow!("--{m}"))?,
-                "io-stat" => io_stat_out = Some(PathBuf::from(v)),
-                "writeback" => pagecache
-                    .set("writeback", v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                "pagecache" => pagecache
-                    .set("enable", v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                "pagecache-report" => pagecache.report = Some(PathBuf::from(v)),
-                "kernel" => {
-                    let (p, low) = crate::kernel::KernelProfile::parse(v)
-                        .map_err(|m| anyhow::anyhow!("--{m}"))?;
-                    p.apply_build(&mut controllers, &mut accounting, low);
-                }
-                "throttle" | "hz" | "iocost" | "blkcg-debug-stats" => controllers
-                    .set(k, v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                "iocost-trace" => trace_out = Some(PathBuf::from(v)),
-                "device" => {
-                    device = DeviceSpec::parse(v).with_context(|| format!("--device={v}"))?
-                }
-                "seed" => {
-                    seed = v
-                        .parse()
-                        .with_context(|| format!("--seed={v}: expected an unsigned integer"))?
-                }
-                "submit-ns" => {
-                    host.submit_ns = v
-                        .parse()
-                        .with_context(|| format!("--submit-ns={v}: expected nanoseconds"))?
-                }
-                "backend" => {
-                    if v == "sim" {
-                        real = None;
-                    } else {
-                        let kind = blkqos_engine::BackendKind::parse(v).ok_or_else(|| {
-                            anyhow::anyhow!("--backend={v}: use sim, real (io_uring, falling back to threads), io_uring or threads")
-                        })?;
-                        let r = real.get_or_insert_with(crate::real::RealOptions::default);
-                        r.kind = if v == "real" {
-                            blkqos_engine::BackendKind::Auto
-                        } else {
-                            kind
-                        };
-                    }
-                }
-                "eta" => {
-                    eta = crate::progress::Eta::parse(v)
-                        .ok_or_else(|| anyhow::anyhow!("--eta={v}: use auto, always or never"))?
-                }
-                "live" => live.set_every(v)?,
-                "live-json" => live.json = Some(PathBuf::from(v)),
-                "report" => live.set_report(v)?,
-                "allow-destructive" => consent.0 = true,
-                "check-invariants" => {
-                    check_invariants = match v.as_str() {
-                        "" | "1" => true,
-                        "0" => false,
-                        _ => bail!("--check-invariants={v}: expected 1 or 0 (or no value)"),
-                    }
-                }
-                "overwrite" => consent.1 = true,
-                "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {
-                    let file = k.replacen("io-", "io.", 1).replace("cost-", "cost.");
-                    let knob = KnobFile::from_name(&file).expect("known flag");
-                    let cgroup = if knob.root_only() {
-                        "/".to_string()
-                    } else {
-                        job_cgroup(&jobs.jobs)?
-                    };
-                    writes.push(KnobWrite {
-                        at_ns: 0,
-                        cgroup,
-                        knob,
-                        value: v.to_string(),
-                        origin: format!("--{k}"),
-                    });
-                }
-                other => bail!("--{other}={v}: not available in this build"),
-            }
-        }
-        if let Some(r) = &mut real {
-            r.allow_destructive = consent.0;
-            r.overwrite = consent.1;
-            r.eta = eta;
-        } else if consent.0 || consent.1 {
-            bail!("--allow-destructive/--overwrite apply to the real engine: add --backend=real");
-        }
-        Ok(Experiment {
+        let mut e = Experiment {
             parse_only: cli.parse_only,
-            check_invariants,
+            check_invariants: false,
             showcmd: cli.showcmd.clone(),
-            device,
-            controllers,
-            seed,
-            device_seed_explicit: cli
-                .other
-                .iter()
-                .any(|(k, v)| k == "device" && v.split(',').any(|p| p.trim().starts_with("seed="))),
-            host,
-            io_stat_out,
-            accounting,
-            pagecache,
-            real,
-            trace_out,
+            device: DeviceSpec::parse("null").expect("default device"),
+            controllers: ControllerOptions::default(),
+            seed: 1,
+            device_seed_explicit: false,
+            host: HostModel::default(),
+            io_stat_out: None,
+            accounting: AccountingOptions::default(),
+            pagecache: crate::pagecache::PageCacheOptions::default(),
+            real: None,
+            trace_out: None,
             streams: None,
-            live,
+            live: crate::live::LiveOptions::default(),
             status_every_ms: cli.status_interval_ms,
-            writes,
+            writes: Vec::new(),
             invocations: vec![Invocation {
                 jobs,
                 cgroup: None,
@@ -516,7 +374,39 @@ impl Experiment {
                     cli.output_format
                 },
             }],
-        })
+        };
+        let mut pending = crate::flags::Pending::default();
+        for (k, v) in &cli.other {
+            crate::flags::apply(&mut e, &mut pending, k, v)?;
+        }
+        pending.finish(&mut e)?;
+        Ok(e)
+    }
+
+    /// `--io-max`, `--io-weight`, `--io-cost-qos`, `--io-cost-model`: a
+    /// knob line for the job's cgroup (the root's for `io.cost.*`).
+    pub(crate) fn knob_flag(&mut self, flag: &str, value: &str) -> Result<()> {
+        let file = flag.replacen("io-", "io.", 1).replace("cost-", "cost.");
+        let knob = KnobFile::from_name(&file)
+            .ok_or_else(|| anyhow::anyhow!("--{flag}: not a knob file"))?;
+        let cgroup = if knob.root_only() {
+            "/".to_string()
+        } else {
+            let jobs: Vec<JobSpec> = self
+                .invocations
+                .iter()
+                .flat_map(|i| i.jobs.jobs.iter().cloned())
+                .collect();
+            job_cgroup(&jobs)?
+        };
+        self.writes.push(KnobWrite {
+            at_ns: 0,
+            cgroup,
+            knob,
+            value: value.to_string(),
+            origin: format!("--{flag}"),
+        });
+        Ok(())
     }
 }
 
