@@ -2,16 +2,15 @@
 //! scenario file or from a command line, then run on a backend.
 
 use crate::accounting::AccountingOptions;
-use crate::scenario::{parse_at, scalar_to_string, Source};
 use crate::streams::{ControllerTrace, SharedStreams, Streams};
 use anyhow::{bail, Result};
-use blkqos_core::cgroupfs::{split_target, ControllerOptions, DeviceInfo, KnobFile};
+use blkqos_core::cgroupfs::{ControllerOptions, DeviceInfo, KnobFile};
 use blkqos_core::ControllerStack;
 use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions, RunResult};
 use blkqos_engine::StopOnSignal;
-use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat, MAX_JOBS};
+use blkqos_fio::parse::{JobSet, OutputFormat};
 use blkqos_sim::{DeviceSpec, SimBackend};
 use blkqos_workload::{JobSpec, SizeSpec};
 use std::path::PathBuf;
@@ -64,325 +63,11 @@ pub struct Experiment {
     pub status_every_ms: Option<u64>,
 }
 
-fn env_lookup(k: &str) -> Option<String> {
+pub(crate) fn env_lookup(k: &str) -> Option<String> {
     std::env::var(k).ok()
 }
 
 impl Experiment {
-    /// Build from a scenario file.
-    pub fn from_scenario(path: &std::path::Path) -> Result<Self> {
-        let src = Source::load(path)?;
-        let sc = src.parse()?;
-        let mut real: Option<crate::real::RealOptions> = None;
-        let device = match &sc.device {
-            None => DeviceSpec::parse("null").expect("default device"),
-            Some(t) => {
-                let mut model = "null".to_string();
-                let mut kv: Vec<(String, String)> = Vec::new();
-                for (k, v) in t {
-                    if k == "path" || k == "backend" {
-                        let s = scalar_to_string(v.get_ref()).unwrap_or_default();
-                        let r = real.get_or_insert_with(crate::real::RealOptions::default);
-                        if k == "path" {
-                            r.path = Some(src.resolve(&s));
-                        } else {
-                            r.kind = blkqos_engine::BackendKind::parse(&s).ok_or_else(|| {
-                                src.err(
-                                    v.span().start,
-                                    format!(
-                                        "[device] backend `{s}`: use auto, io_uring or threads"
-                                    ),
-                                )
-                            })?;
-                        }
-                        continue;
-                    }
-                    let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
-                        src.err(
-                            v.span().start,
-                            format!("[device] `{k}`: expected a string or a number"),
-                        )
-                    })?;
-                    if k == "model" {
-                        model = s;
-                    } else {
-                        kv.push((k.clone(), s));
-                    }
-                }
-                DeviceSpec::new(&model, kv.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(
-                    |e| {
-                        // point at the offending key's line (the model line otherwise)
-                        use blkqos_sim::device::SpecError;
-                        let key = match &e {
-                            SpecError::UnknownKey { key, .. } | SpecError::BadValue { key, .. } => {
-                                Some(key.as_str())
-                            }
-                            _ => None,
-                        };
-                        let at = key
-                            .and_then(|k| t.get(k))
-                            .or_else(|| t.get("model"))
-                            .or_else(|| t.values().next())
-                            .map(|v| v.span().start)
-                            .unwrap_or(0);
-                        src.err(at, e.to_string())
-                    },
-                )?
-            }
-        };
-        let mut controllers = ControllerOptions::default();
-        if let Some(c) = &sc.controllers {
-            for (k, v) in c {
-                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
-                    src.err(
-                        v.span().start,
-                        format!("[controllers] `{k}`: expected a string or a number"),
-                    )
-                })?;
-                controllers
-                    .set(k, &s)
-                    .map_err(|m| src.err(v.span().start, format!("[controllers] {m}")))?;
-            }
-        }
-        let mut accounting = AccountingOptions::default();
-        if let Some(c) = &sc.accounting {
-            for (k, v) in c {
-                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
-                    src.err(
-                        v.span().start,
-                        format!("[accounting] `{k}`: expected a string or a number"),
-                    )
-                })?;
-                // outputs: relative to the current directory, like fio's
-                // (and [[fio]] output=); never next to the scenario
-                accounting
-                    .set(k, &s)
-                    .map_err(|m| src.err(v.span().start, format!("[accounting] {m}")))?;
-            }
-        }
-        let mut pagecache = crate::pagecache::PageCacheOptions::default();
-        if let Some(c) = &sc.pagecache {
-            for (k, v) in c {
-                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
-                    src.err(
-                        v.span().start,
-                        format!("[pagecache] `{k}`: expected a string or a number"),
-                    )
-                })?;
-                pagecache
-                    .set(k, &s)
-                    .map_err(|m| src.err(v.span().start, format!("[pagecache] {m}")))?;
-            }
-        }
-        let mut writes = Vec::new();
-        for w in &sc.write {
-            let (cgroup, knob) =
-                split_target(w.file.get_ref()).map_err(|m| src.err(w.file.span().start, m))?;
-            let at_ns = match &w.at {
-                None => 0,
-                Some(a) => parse_at(a.get_ref()).ok_or_else(|| {
-                    src.err(
-                        a.span().start,
-                        format!(
-                            "`at = \"{}\"`: expected a time like 5s or 1500ms",
-                            a.get_ref()
-                        ),
-                    )
-                })?,
-            };
-            writes.push(KnobWrite {
-                at_ns,
-                cgroup,
-                knob,
-                value: w.value.get_ref().clone(),
-                origin: format!(
-                    "{}:{}",
-                    src.path.display(),
-                    src.line_of(w.value.span().start)
-                ),
-            });
-        }
-        let mut known: std::collections::BTreeSet<String> =
-            writes.iter().map(|w| w.cgroup.clone()).collect();
-        for c in &sc.cgroups {
-            known.insert(
-                CgroupTree::normalize(c.get_ref())
-                    .map_err(|e| src.err(c.span().start, e.to_string()))?,
-            );
-        }
-        let mut invocations = Vec::new();
-        let mut status_ms: Vec<(usize, Option<u64>)> = Vec::new();
-        let mut run_clones = 0u64;
-        for (i, f) in sc.fio.iter().enumerate() {
-            let given = [f.job_file.is_some(), f.job.is_some(), f.args.is_some()];
-            let anchor = f
-                .job_file
-                .as_ref()
-                .map(|s| s.span().start)
-                .or(f.job.as_ref().map(|s| s.span().start))
-                .or(f.args.as_ref().map(|s| s.span().start))
-                .or_else(|| src.table_header("fio", i))
-                .unwrap_or(0);
-            if given.iter().filter(|g| **g).count() != 1 {
-                bail!(src.err(
-                    anchor,
-                    format!(
-                        "[[fio]] #{}: give exactly one of job_file, job or args",
-                        i + 1
-                    )
-                ));
-            }
-            let mut output = f.output.as_ref().map(PathBuf::from);
-            let mut formats = match &f.output_format {
-                Some(s) => parse_formats(s).map_err(|m| src.err(anchor, m))?,
-                None => vec![OutputFormat::Normal],
-            };
-            let jobs = if let Some(p) = &f.job_file {
-                let path = src.resolve(p.get_ref());
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    src.err(p.span().start, format!("job file {}: {e}", path.display()))
-                })?;
-                parse_job_file(&path.display().to_string(), &text, &env_lookup)?
-            } else if let Some(t) = &f.job {
-                let first = src.content_first_line(t.span());
-                parse_job_file("<inline>", t.get_ref(), &env_lookup).map_err(|mut e| {
-                    e.file = format!("{} ([[fio]] #{} inline job)", src.path.display(), i + 1);
-                    e.line += first - 1;
-                    e
-                })?
-            } else {
-                let a = f.args.as_ref().expect("checked");
-                let argv: Vec<String> =
-                    a.get_ref().split_whitespace().map(str::to_string).collect();
-                let cli = parse_fio_args(&argv, &[], &env_lookup).map_err(|mut e| {
-                    e.file = format!("{} ([[fio]] #{} args)", src.path.display(), i + 1);
-                    e.line = src.line_of(a.span().start);
-                    e
-                })?;
-                if let Some(o) = cli.output {
-                    output.get_or_insert(PathBuf::from(o));
-                }
-                if !cli.output_format.is_empty() && f.output_format.is_none() {
-                    formats = cli.output_format;
-                }
-                status_ms.push((i, cli.status_interval_ms));
-                cli.jobs
-            };
-            let cgroup = match &f.cgroup {
-                Some(c) => {
-                    let p = CgroupTree::normalize(c.get_ref())
-                        .map_err(|e| src.err(c.span().start, e.to_string()))?;
-                    if p != "/" && !known.contains(&p) {
-                        bail!(src.err(
-                            c.span().start,
-                            format!(
-                                "[[fio]] #{}: cgroup `{p}` does not exist: list it in `cgroups = [...]` or write a knob to it",
-                                i + 1
-                            )
-                        ));
-                    }
-                    Some(p)
-                }
-                None => None,
-            };
-            run_clones += clones(&jobs);
-            if run_clones > u64::from(MAX_JOBS) {
-                bail!(src.err(anchor, too_many_clones(i, run_clones)));
-            }
-            invocations.push(Invocation {
-                jobs,
-                cgroup,
-                output: output.map(|o| src.resolve_output(&o)),
-                formats,
-            });
-        }
-        if invocations.is_empty() {
-            bail!(src.err(0, "the scenario has no [[fio]] invocation: nothing to run"));
-        }
-        let status_every_ms = one_status_interval(&status_ms, invocations.len())
-            .map_err(|(i, m)| src.err(src.table_header("fio", i).unwrap_or(0), m))?;
-        Ok(Experiment {
-            parse_only: false,
-            check_invariants: false,
-            showcmd: None,
-            device,
-            controllers,
-            seed: sc.seed.unwrap_or(1),
-            device_seed_explicit: sc.device.as_ref().is_some_and(|t| t.contains_key("seed")),
-            host: {
-                let d = HostModel::default();
-                let h = sc.host.as_ref();
-                HostModel {
-                    submit_ns: h.and_then(|h| h.submit_ns).unwrap_or(d.submit_ns),
-                    wake_jitter_ns: h.and_then(|h| h.wake_jitter_ns).unwrap_or(d.wake_jitter_ns),
-                    timer_dispatch_ns: h
-                        .and_then(|h| h.timer_dispatch_ns)
-                        .unwrap_or(d.timer_dispatch_ns),
-                    timer_dispatch_jitter_ns: h
-                        .and_then(|h| h.timer_dispatch_jitter_ns)
-                        .unwrap_or(d.timer_dispatch_jitter_ns),
-                    seed: sc.seed.unwrap_or(1),
-                }
-            },
-            writes,
-            invocations,
-            io_stat_out: None,
-            accounting,
-            pagecache,
-            real,
-            trace_out: None,
-            streams: None,
-            live: Default::default(),
-            status_every_ms,
-        })
-    }
-
-    /// Build from fio-style arguments (job files and/or `--name=...` options).
-    pub fn from_args(args: &[String]) -> Result<Self> {
-        let foreign = crate::flags::foreign();
-        let cli = parse_fio_args(args, &foreign, &env_lookup)?;
-        // parse_fio_args already read the job files named on the command line
-        let jobs = cli.jobs;
-        if jobs.jobs.is_empty() && cli.showcmd.is_none() {
-            bail!("no jobs given: pass a scenario (.toml), a fio job file, or --name=... options");
-        }
-        let mut e = Experiment {
-            parse_only: cli.parse_only,
-            check_invariants: false,
-            showcmd: cli.showcmd.clone(),
-            device: DeviceSpec::parse("null").expect("default device"),
-            controllers: ControllerOptions::default(),
-            seed: 1,
-            device_seed_explicit: false,
-            host: HostModel::default(),
-            io_stat_out: None,
-            accounting: AccountingOptions::default(),
-            pagecache: crate::pagecache::PageCacheOptions::default(),
-            real: None,
-            trace_out: None,
-            streams: None,
-            live: crate::live::LiveOptions::default(),
-            status_every_ms: cli.status_interval_ms,
-            writes: Vec::new(),
-            invocations: vec![Invocation {
-                jobs,
-                cgroup: None,
-                output: cli.output.map(PathBuf::from),
-                formats: if cli.output_format.is_empty() {
-                    vec![OutputFormat::Normal]
-                } else {
-                    cli.output_format
-                },
-            }],
-        };
-        let mut pending = crate::flags::Pending::default();
-        for (k, v) in &cli.other {
-            crate::flags::apply(&mut e, &mut pending, k, v)?;
-        }
-        pending.finish(&mut e)?;
-        Ok(e)
-    }
-
     /// `--io-max`, `--io-weight`, `--io-cost-qos`, `--io-cost-model`: a
     /// knob line for the job's cgroup (the root's for `io.cost.*`).
     pub(crate) fn knob_flag(&mut self, flag: &str, value: &str) -> Result<()> {
@@ -408,47 +93,6 @@ impl Experiment {
         });
         Ok(())
     }
-}
-
-/// The status interval of a scenario's `[[fio]]` invocations (`n` of
-/// them; `given` lists each `args=` one's `--status-interval`): blkqos
-/// runs them in one loop, so either none asks for one, or all ask for the
-/// same.
-fn one_status_interval(
-    given: &[(usize, Option<u64>)],
-    n: usize,
-) -> Result<Option<u64>, (usize, String)> {
-    let asked: Vec<(usize, u64)> = given.iter().filter_map(|&(i, v)| Some((i, v?))).collect();
-    let Some(&(first_i, first)) = asked.first() else {
-        return Ok(None);
-    };
-    if asked.len() == n && asked.iter().all(|&(_, v)| v == first) {
-        return Ok(Some(first));
-    }
-    Err((
-        first_i,
-        format!(
-            "[[fio]] #{}: --status-interval={first}ms: every [[fio]] of a scenario must give the same --status-interval (they run in one process), or none may: pass --status-interval after the scenario file instead",
-            first_i + 1
-        ),
-    ))
-}
-
-/// The job clones of one invocation (`numjobs` each).
-fn clones(jobs: &JobSet) -> u64 {
-    jobs.jobs.iter().map(|j| u64::from(j.numjobs.max(1))).sum()
-}
-
-/// Why a scenario's `[[fio]]` #`i` (0-based) is refused: its invocations'
-/// job clones add up to `total`. Each fio process has the limit (the fio
-/// parser enforces it per invocation); blkqos runs all of them in one
-/// process and keeps the same limit for the whole run, so the memory of a
-/// run stays bounded.
-fn too_many_clones(i: usize, total: u64) -> String {
-    format!(
-        "[[fio]] #{}: maximum number of jobs reached: the scenario's invocations add up to {total} jobs (numjobs clones included); blkqos runs at most {MAX_JOBS} per run (fio 3.33's limit per invocation)",
-        i + 1
-    )
 }
 
 /// The group the one-off knob flags apply to: the jobs' `cgroup=`.
@@ -477,13 +121,6 @@ pub fn parse_formats(s: &str) -> Result<Vec<OutputFormat>, String> {
             )),
         })
         .collect()
-}
-
-impl Source {
-    /// Outputs are written relative to the current directory, like fio.
-    fn resolve_output(&self, p: &std::path::Path) -> PathBuf {
-        p.to_path_buf()
-    }
 }
 
 /// `file:line` of a job's section (`<command line>` for options).

@@ -4,8 +4,13 @@
 //! the handling of each value all come. Adding a flag is one entry here
 //! and one arm in [`apply`].
 
-use crate::experiment::Experiment;
+use crate::accounting::AccountingOptions;
+use crate::experiment::{env_lookup, Experiment, Invocation};
 use anyhow::{bail, Context, Result};
+use blkqos_core::cgroupfs::ControllerOptions;
+use blkqos_driver::HostModel;
+use blkqos_fio::parse::{parse_fio_args, OutputFormat};
+use blkqos_sim::DeviceSpec;
 use std::path::PathBuf;
 
 /// How a flag takes its value.
@@ -165,6 +170,80 @@ pub const FLAGS: &[Flag] = &[
     fio_option("status-interval", Value, Some("1")),
     fio_option("parse-only", Optional, None),
 ];
+
+/// An experiment from fio-style arguments (job files and/or `--name=...`
+/// options) and blkqos's flags.
+pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
+    let foreign = foreign();
+    let cli = parse_fio_args(args, &foreign, &env_lookup)?;
+    // parse_fio_args already read the job files named on the command line
+    let jobs = cli.jobs;
+    if jobs.jobs.is_empty() && cli.showcmd.is_none() {
+        bail!("no jobs given: pass a scenario (.toml), a fio job file, or --name=... options");
+    }
+    let mut e = Experiment {
+        parse_only: cli.parse_only,
+        check_invariants: false,
+        showcmd: cli.showcmd.clone(),
+        device: DeviceSpec::parse("null").expect("default device"),
+        controllers: ControllerOptions::default(),
+        seed: 1,
+        device_seed_explicit: false,
+        host: HostModel::default(),
+        io_stat_out: None,
+        accounting: AccountingOptions::default(),
+        pagecache: crate::pagecache::PageCacheOptions::default(),
+        real: None,
+        trace_out: None,
+        streams: None,
+        live: crate::live::LiveOptions::default(),
+        status_every_ms: cli.status_interval_ms,
+        writes: Vec::new(),
+        invocations: vec![Invocation {
+            jobs,
+            cgroup: None,
+            output: cli.output.map(PathBuf::from),
+            formats: if cli.output_format.is_empty() {
+                vec![OutputFormat::Normal]
+            } else {
+                cli.output_format
+            },
+        }],
+    };
+    let mut pending = Pending::default();
+    for (k, v) in &cli.other {
+        apply(&mut e, &mut pending, k, v)?;
+    }
+    pending.finish(&mut e)?;
+    Ok(e)
+}
+
+/// The experiment of `blkqos run ARGS`: a scenario file and the flags
+/// after it, or fio's command line with blkqos's flags.
+pub fn build(args: &[String]) -> Result<Experiment> {
+    let mut e = build_experiment(args)?;
+    // the report's title: the command, without the report's own file
+    let shown: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with("--report="))
+        .collect();
+    e.live.report_title = format!("blkqos run {}", shown.join(" "));
+    Ok(e)
+}
+
+fn build_experiment(args: &[String]) -> Result<Experiment> {
+    let Some(first) = args.first() else {
+        bail!("nothing to run: give a scenario (.toml), a job file, or fio options (see `blkqos run --help`)");
+    };
+    Ok(if first.ends_with(".toml") {
+        let mut e = crate::scenario_build::experiment(std::path::Path::new(first))?;
+        apply_after_scenario(&mut e, &args[1..])?;
+        e
+    } else {
+        experiment_from_args(args)?
+    })
+}
 
 /// The flags the fio parser leaves to blkqos (`name`, or `name?` when the
 /// value may be left out).
@@ -410,7 +489,7 @@ mod tests {
                 args.push("--backend=real".into());
             }
             args.push(arg(f));
-            let e = Experiment::from_args(&args);
+            let e = experiment_from_args(&args);
             assert!(e.is_ok(), "{}: {:#}", arg(f), e.err().unwrap());
         }
     }
@@ -423,7 +502,7 @@ mod tests {
             .join("../../examples/seed-000-throttle/scenario.toml");
         let help = help_block();
         for f in FLAGS {
-            let mut e = Experiment::from_scenario(&sc).expect("scenario");
+            let mut e = crate::scenario_build::experiment(&sc).expect("scenario");
             let r = apply_after_scenario(&mut e, &[arg(f)]);
             let listed = help.contains(&format!("--{},", f.name))
                 || help.contains(&format!("--{}.", f.name))
@@ -437,7 +516,7 @@ mod tests {
             }
         }
         // a flag that needs a value says so
-        let mut e = Experiment::from_scenario(&sc).unwrap();
+        let mut e = crate::scenario_build::experiment(&sc).unwrap();
         let err = apply_after_scenario(&mut e, &["--seed".into()]).unwrap_err();
         assert!(err.to_string().contains("needs a value"), "{err}");
     }

@@ -25,6 +25,7 @@ mod real_report;
 mod report;
 mod request_trace;
 mod scenario;
+mod scenario_build;
 mod status;
 mod stdout;
 mod streams;
@@ -221,7 +222,7 @@ fn main() -> ExitCode {
         }
     };
     let res = match cli.cmd {
-        Cmd::Run { args } => output::run_command(&args),
+        Cmd::Run { args } => output::run_command(flags::build(&args)),
         Cmd::Sweep { args } => sweep::run_command(&args),
         Cmd::Calibrate(a) => calibrate::run_command(&a),
         Cmd::Devices => {

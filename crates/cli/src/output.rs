@@ -35,10 +35,11 @@ fn epoch_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// `blkqos run`: run, write every report, then exit as
-/// [`crate::outcome`] decides (signals, IO errors).
-pub fn run_command(args: &[String]) -> Result<(), Failure> {
-    let mut exp = build(args).map_err(input)?;
+/// `blkqos run` of the experiment `args` gave (`Err`: a bad input): run,
+/// write every report, then exit as [`crate::outcome`] decides (signals,
+/// IO errors).
+pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
+    let mut exp = built.map_err(input)?;
     if let Some(text) = &exp.showcmd {
         return crate::stdout::write_out(text).map_err(|e| runtime(e.into()));
     }
@@ -311,31 +312,6 @@ pub fn format_io_stat(ran: &Ran) -> String {
         }
     }
     out
-}
-
-pub(crate) fn build(args: &[String]) -> Result<Experiment> {
-    let mut e = build_experiment(args)?;
-    // the report's title: the command, without the report's own file
-    let shown: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|a| !a.starts_with("--report="))
-        .collect();
-    e.live.report_title = format!("blkqos run {}", shown.join(" "));
-    Ok(e)
-}
-
-fn build_experiment(args: &[String]) -> Result<Experiment> {
-    let Some(first) = args.first() else {
-        bail!("nothing to run: give a scenario (.toml), a job file, or fio options (see `blkqos run --help`)");
-    };
-    Ok(if first.ends_with(".toml") {
-        let mut e = Experiment::from_scenario(std::path::Path::new(first))?;
-        crate::flags::apply_after_scenario(&mut e, &args[1..])?;
-        e
-    } else {
-        Experiment::from_args(args)?
-    })
 }
 
 /// The local zone's offset from UTC at `secs`, in seconds east, which

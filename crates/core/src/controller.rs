@@ -142,29 +142,13 @@ impl Fault {
     }
 }
 
-/// A record of a controller's trace, typed (callers format or read it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TraceRecord {
-    /// iocost's state at the end of one period (what iocost_monitor.py
-    /// prints).
-    IocostPeriod(crate::iocost::PeriodTrace),
-}
-
-impl TraceRecord {
-    /// Append the record for device `dev`: a text line (iocost_monitor.py's
-    /// layout) or a JSON line.
-    pub fn format(&self, dev: &str, json: bool, out: &mut String) {
-        match self {
-            TraceRecord::IocostPeriod(p) => out.push_str(&if json {
-                p.format_json(dev)
-            } else {
-                p.format_text(dev)
-            }),
-        }
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-    }
+/// A record of a controller's trace: typed (downcast it to the
+/// controller's record type, e.g. [`crate::iocost::PeriodTrace`], through
+/// `&dyn Any`), and formatted on request.
+pub trait TraceRecord: std::any::Any + std::fmt::Debug + Send {
+    /// Append the record for device `dev`: a text line, or a JSON line
+    /// when `json`; each ends with a newline.
+    fn format(&self, dev: &str, json: bool, out: &mut String);
 }
 
 /// One key a controller adds to a group's `io.stat` line.
@@ -196,29 +180,11 @@ impl std::fmt::Display for IostatKey {
     }
 }
 
-/// A knob line the cgroupfs layer parsed, written into a running stack
-/// ([`ControllerStack::write`]): each stage takes the files it implements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KnobChange {
-    /// An `io.max` line of a group: the keys it names change
-    /// (`tg_set_limit`).
-    IoMax(crate::GroupId, crate::throttle::knob::IoMaxWrite),
-    /// A cgroup v1 `blkio.throttle.{read,write}_{bps,iops}_device` line.
-    V1Limit {
-        /// The group written.
-        group: crate::GroupId,
-        /// `write_*` rather than `read_*`.
-        write: bool,
-        /// `*_iops_device` rather than `*_bps_device`.
-        iops: bool,
-        /// The new limit (`u64::MAX`: none).
-        value: u64,
-    },
-    /// An `io.weight`, `io.cost.qos` or `io.cost.model` line.
-    IoCost(crate::iocost::Reconfig),
-}
-
 /// The contract every IO controller implements.
+///
+/// A controller is `'static` (`Any`): the cgroupfs layer finds the
+/// kernel's controllers among a stack's stages by type to write knob
+/// lines into them ([`ControllerStack::write`]).
 ///
 /// Call protocol: `now` never decreases from one call to the next; every IO
 /// passed in belongs to an online group: one of the tree the controller
@@ -230,7 +196,7 @@ pub enum KnobChange {
 /// groups through [`ControllerStack::add_group`] and
 /// [`ControllerStack::remove_group`], which keep the tree and every stage
 /// in step.
-pub trait Controller {
+pub trait Controller: std::any::Any {
     /// Short name for traces and errors (`"throttle"`, `"iocost"`).
     fn name(&self) -> &'static str;
 
@@ -280,7 +246,7 @@ pub trait Controller {
     fn iostat_keys(&self, _group: crate::GroupId, _out: &mut Vec<IostatKey>) {}
 
     /// Move the trace records gathered since the last call into `out`.
-    fn drain_trace(&mut self, _out: &mut Vec<TraceRecord>) {}
+    fn drain_trace(&mut self, _out: &mut Vec<Box<dyn TraceRecord>>) {}
 
     /// Record per-period traces (on by default). A run that writes no
     /// trace turns them off: the records cost memory and timer time.
@@ -328,17 +294,6 @@ pub trait Controller {
     /// more (a submit is a protocol fault); what the controller holds or
     /// has in flight for it finishes as the kernel lets it finish.
     fn on_group_removed(&mut self, group: crate::GroupId, now: Instant);
-
-    /// A knob line written at `now` while the run goes on: applied at once.
-    /// `None`: not a file this controller implements; `Some(Err)`:
-    /// refused as the kernel refuses the write (nothing changed).
-    fn on_knob(
-        &mut self,
-        _change: &KnobChange,
-        _now: Instant,
-    ) -> Option<Result<(), crate::cgroupfs::KnobError>> {
-        None
-    }
 
     /// Submitters of `group` blocked in this controller now (tasks in the
     /// cgroup: it cannot be removed while there are any). Only controllers
@@ -498,6 +453,10 @@ impl ControllerStack {
     /// The stages in order, stage 0 first.
     pub fn stages(&self) -> impl Iterator<Item = &dyn Controller> {
         self.stages.iter().map(|b| b.as_ref())
+    }
+    /// The stages in order, mutably.
+    pub fn stages_mut(&mut self) -> impl Iterator<Item = &mut (dyn Controller + 'static)> {
+        self.stages.iter_mut().map(|b| b.as_mut())
     }
     /// Stage `i` by index, mutably (to write knobs into a running
     /// controller); `None` past the last stage.
@@ -722,7 +681,7 @@ impl ControllerStack {
     }
 
     /// Every stage's trace records since the last call, typed.
-    pub fn drain_trace(&mut self, out: &mut Vec<TraceRecord>) {
+    pub fn drain_trace(&mut self, out: &mut Vec<Box<dyn TraceRecord>>) {
         for s in &mut self.stages {
             s.drain_trace(out);
         }

@@ -78,7 +78,7 @@ pub mod time;
 pub use cgroup::{CgroupTree, GroupId, RemoveGroupError};
 pub use controller::{
     Controller, ControllerStack, GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive, IostatKey,
-    IostatValue, KnobChange, LiveState, PassThrough, Verdict, Violation,
+    IostatValue, LiveState, PassThrough, Verdict, Violation,
 };
 pub use hist::LatHist;
 pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp, Submitter};

@@ -8,13 +8,13 @@
 
 use super::file::KnobFile;
 use super::line::KnobError;
-use crate::controller::KnobChange;
 use crate::iocost::knob::{parse_io_weight, parse_model, parse_qos};
 use crate::iocost::{IoCost, IoCostConfig, Reconfig, WeightWrite};
 use crate::throttle::knob::{parse_io_max, parse_v1, Limits, V1File};
 use crate::throttle::paced::{Paced, PacedConfig};
 use crate::throttle::{Throttle, ThrottleConfig, Variant};
 use crate::{CgroupTree, ControllerStack, DevId, GroupId, Instant, PassThrough};
+use std::any::Any;
 use std::collections::BTreeMap;
 
 /// One write to a knob file (`echo VALUE > /sys/fs/cgroup/CGROUP/FILE`).
@@ -412,37 +412,52 @@ impl ControllerStack {
             origin: w.origin.clone(),
             err,
         };
-        let change = match w.knob {
+        let mut stages = self.stages_mut().map(|s| s as &mut dyn Any);
+        let applied = match w.knob {
             KnobFile::IoMax => {
                 let p = parse_io_max(&w.value).map_err(refused)?;
                 check_dev(w, p.dev, dev)?;
-                KnobChange::IoMax(group_of(tree, w)?, p)
+                let g = group_of(tree, w)?;
+                stages.any(|st| {
+                    if let Some(t) = st.downcast_mut::<Throttle>() {
+                        t.write_io_max(g, &p, now)
+                    } else if let Some(t) = st.downcast_mut::<Paced>() {
+                        t.write_io_max(g, &p, now)
+                    } else {
+                        false
+                    }
+                })
             }
             KnobFile::V1Throttle { write, iops } => {
                 let (d, value) = parse_v1(V1File { write, iops }, &w.value).map_err(refused)?;
                 check_dev(w, d, dev)?;
-                KnobChange::V1Limit {
-                    group: group_of(tree, w)?,
-                    write,
-                    iops,
-                    value,
-                }
+                let g = group_of(tree, w)?;
+                stages.any(|st| {
+                    if let Some(t) = st.downcast_mut::<Throttle>() {
+                        t.write_v1(g, write, iops, value, now)
+                    } else if let Some(t) = st.downcast_mut::<Paced>() {
+                        t.write_v1(g, write, iops, value, now)
+                    } else {
+                        false
+                    }
+                })
             }
             KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
-                KnobChange::IoCost(parse_cost_write(w, dev, tree)?.1)
+                let r = parse_cost_write(w, dev, tree)?.1;
+                match stages.find_map(|st| st.downcast_mut::<IoCost>()) {
+                    Some(c) => {
+                        return c.write_at(now, r).map_err(|err| CgroupfsError::RefusedAt {
+                            origin: w.origin.clone(),
+                            err,
+                            value: w.value.trim().to_string(),
+                        })
+                    }
+                    None => false,
+                }
             }
         };
-        for i in 0.. {
-            let Some(stage) = self.stage_mut(i) else {
-                break;
-            };
-            if let Some(r) = stage.on_knob(&change, now) {
-                return r.map_err(|err| CgroupfsError::RefusedAt {
-                    origin: w.origin.clone(),
-                    err,
-                    value: w.value.trim().to_string(),
-                });
-            }
+        if applied {
+            return Ok(());
         }
         let why = match w.knob {
             KnobFile::IoMax => {

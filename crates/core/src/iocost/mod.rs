@@ -511,6 +511,21 @@ impl IoCost {
         Ok(())
     }
 
+    /// Apply knob write `r` now, at `at` (`ioc_weight_write`,
+    /// `ioc_qos_write`, `ioc_cost_model_write` on a running system); a
+    /// refused write changes nothing.
+    pub fn write_at(&mut self, at: Instant, r: Reconfig) -> Result<(), KnobError> {
+        self.clock(at);
+        match r {
+            Reconfig::Qos(q) => self.apply_qos(&q),
+            Reconfig::Model(m) => {
+                self.apply_model(&m);
+                Ok(())
+            }
+            Reconfig::Weight(g, w) => self.set_weight(g, w),
+        }
+    }
+
     /// Apply a knob write at `at` (runs from `on_timer`; a refused write is
     /// kept for [`IoCost::take_rejected`], as a failed `echo` would be).
     pub fn schedule(&mut self, at: Instant, r: Reconfig) {
@@ -871,26 +886,6 @@ impl Controller for IoCost {
     fn blocked_submitters(&self, g: GroupId) -> u32 {
         self.waiters_of(g)
     }
-    /// `io.weight`, `io.cost.qos`, `io.cost.model` (`ioc_weight_write`,
-    /// `ioc_qos_write`, `ioc_cost_model_write`).
-    fn on_knob(
-        &mut self,
-        change: &crate::controller::KnobChange,
-        now: Instant,
-    ) -> Option<Result<(), crate::cgroupfs::KnobError>> {
-        let crate::controller::KnobChange::IoCost(r) = *change else {
-            return None;
-        };
-        self.clock(now);
-        Some(match r {
-            Reconfig::Qos(q) => self.apply_qos(&q),
-            Reconfig::Model(m) => {
-                self.apply_model(&m);
-                Ok(())
-            }
-            Reconfig::Weight(g, w) => self.set_weight(g, w),
-        })
-    }
     fn check(&self) -> Result<(), crate::controller::Violation> {
         self.invariants()
             .map_err(|what| crate::controller::Violation {
@@ -915,11 +910,11 @@ impl Controller for IoCost {
         IoCost::trace_dropped(self)
     }
 
-    fn drain_trace(&mut self, out: &mut Vec<crate::controller::TraceRecord>) {
+    fn drain_trace(&mut self, out: &mut Vec<Box<dyn crate::controller::TraceRecord>>) {
         out.extend(
             self.trace
                 .drain(..)
-                .map(crate::controller::TraceRecord::IocostPeriod),
+                .map(|t| Box::new(t) as Box<dyn crate::controller::TraceRecord>),
         );
     }
 }

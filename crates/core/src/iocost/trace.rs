@@ -165,6 +165,21 @@ impl GroupTrace {
     }
 }
 
+impl crate::controller::TraceRecord for PeriodTrace {
+    /// iocost_monitor.py's line ([`PeriodTrace::format_text`]) or a JSON
+    /// line ([`PeriodTrace::format_json`]).
+    fn format(&self, dev: &str, json: bool, out: &mut String) {
+        out.push_str(&if json {
+            self.format_json(dev)
+        } else {
+            self.format_text(dev)
+        });
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+}
+
 impl PeriodTrace {
     /// Base vrate in percent.
     pub fn vrate_pct(&self) -> f64 {

@@ -192,6 +192,60 @@ impl Paced {
         self.set_limits(g, Limits::default(), now);
     }
 
+    /// A cgroup v2 `io.max` line written to group `g` at `now`
+    /// (`tg_set_limit`): the keys it names change. `false`, changing
+    /// nothing, on a cgroup v1 hierarchy (it has no io.max) or for a group
+    /// not among the controller's.
+    pub fn write_io_max(
+        &mut self,
+        g: GroupId,
+        w: &crate::throttle::knob::IoMaxWrite,
+        now: Instant,
+    ) -> bool {
+        let Some(mut l) = self
+            .groups
+            .get(g.idx())
+            .map(|x| x.limits)
+            .filter(|_| !self.flat)
+        else {
+            return false;
+        };
+        w.apply(&mut l);
+        self.see(now);
+        self.set_limits(g, l, now);
+        true
+    }
+
+    /// A cgroup v1 `blkio.throttle.{read,write}_{bps,iops}_device` line
+    /// written to group `g` at `now`: that one limit changes. `false`,
+    /// changing nothing, on a cgroup v2 hierarchy or for an unknown group.
+    pub fn write_v1(
+        &mut self,
+        g: GroupId,
+        write: bool,
+        iops: bool,
+        value: u64,
+        now: Instant,
+    ) -> bool {
+        let Some(mut l) = self
+            .groups
+            .get(g.idx())
+            .map(|x| x.limits)
+            .filter(|_| self.flat)
+        else {
+            return false;
+        };
+        let d = usize::from(write);
+        if iops {
+            l.iops[d] = value;
+        } else {
+            l.bps[d] = value;
+        }
+        self.see(now);
+        self.set_limits(g, l, now);
+        true
+    }
+
     /// Schedule a limit change at `at` (a runtime `io.max` write); applied
     /// when the timer reaches it.
     pub fn schedule_limits(&mut self, at: Instant, g: GroupId, limits: Limits) {
@@ -397,40 +451,6 @@ impl Controller for Paced {
     }
     fn on_group_added(&mut self, g: GroupId, parent: GroupId, _path: &str, now: Instant) {
         self.add_group(g, parent, now);
-    }
-    /// `io.max` on a cgroup v2 hierarchy, `blkio.throttle.*` on a v1 one.
-    fn on_knob(
-        &mut self,
-        change: &crate::controller::KnobChange,
-        now: Instant,
-    ) -> Option<Result<(), crate::cgroupfs::KnobError>> {
-        use crate::controller::KnobChange;
-        let (g, limits) = match *change {
-            KnobChange::IoMax(g, w) if !self.flat => {
-                let mut l = self.groups.get(g.idx())?.limits;
-                w.apply(&mut l);
-                (g, l)
-            }
-            KnobChange::V1Limit {
-                group,
-                write,
-                iops,
-                value,
-            } if self.flat => {
-                let mut l = self.groups.get(group.idx())?.limits;
-                let d = usize::from(write);
-                if iops {
-                    l.iops[d] = value;
-                } else {
-                    l.bps[d] = value;
-                }
-                (group, l)
-            }
-            _ => return None,
-        };
-        self.see(now);
-        self.set_limits(g, limits, now);
-        Some(Ok(()))
     }
     fn on_group_removed(&mut self, g: GroupId, now: Instant) {
         self.remove_group(g, now);
