@@ -647,7 +647,23 @@ impl Layout {
             let len = size.unwrap_or(cap - offset).min(cap - offset);
             return Ok((offset, len));
         }
-        let Some(size) = size else {
+        // fio fill_device without size: write until the file system is
+        // full (fio `fixup_options`: size = -1); here, the rest of the
+        // simulated device
+        let fill = || {
+            spec.fill_device
+                .then(|| cap.saturating_sub(self.next_free + offset))
+                .filter(|&b| b > 0)
+        };
+        // a file an earlier job laid out has its size (fio reads it)
+        let laid_out = || {
+            self.files
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, _, len)| len.saturating_sub(offset))
+                .filter(|&b| b > 0)
+        };
+        let Some(size) = size.or_else(laid_out).or_else(fill) else {
             bail!(
                 "job `{}`: file `{name}` needs a size= (a simulated file has no existing size)",
                 spec.name

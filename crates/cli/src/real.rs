@@ -97,6 +97,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .iter()
         .flat_map(|i| i.jobs.jobs.iter())
         .collect();
+    crate::data_opts::check_real(jobs.iter().copied())?;
     let path = match &ro.path {
         Some(p) => p.clone(),
         None => target_of(&jobs)?,

@@ -1,0 +1,268 @@
+//! `verify` and its family on the simulator, against real fio 3.33.
+//!
+//! The simulator has no data, but a verifying job's read-back IOs exist:
+//! the same job file run by `fio` (on a scratch file) and by `blkqos run`
+//! (simulated) issues the same reads and writes: `total_ios` per direction
+//! are equal, and with `verify_backlog` at iodepth 1 the order of reads
+//! and writes is fio's (its `write_iolog` against blkqos's request trace).
+//! Without fio installed those tests skip; the refusals are tested always.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fio_installed() -> bool {
+    Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"fio-3"))
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("verify-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch");
+    d
+}
+
+/// A one-job file on `dir/data`: 1 MiB, 4 KiB blocks, direct.
+fn job(dir: &Path, name: &str, body: &str) -> PathBuf {
+    write_file(
+        dir,
+        &format!("{name}.fio"),
+        &format!(
+            "[{name}]\nfilename={}\nsize=1m\nbs=4k\ndirect=1\n{body}",
+            dir.join("data").display()
+        ),
+    )
+}
+
+/// (read, write) `total_ios` of the one job of a JSON report.
+fn ios(doc: &Value) -> (u64, u64) {
+    let j = &doc["jobs"][0];
+    (
+        num(j, "/read/total_ios") as u64,
+        num(j, "/write/total_ios") as u64,
+    )
+}
+
+/// fio run in the job file's directory (where it leaves its
+/// `*-verify.state` files).
+fn fio_json(jf: &Path, extra: &[&str]) -> Value {
+    let o = Command::new("fio")
+        .current_dir(jf.parent().expect("job file's directory"))
+        .arg("--output-format=json")
+        .args(extra)
+        .arg(jf)
+        .output()
+        .expect("fio");
+    assert!(
+        o.status.success(),
+        "fio failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("fio JSON")
+}
+
+fn blkqos_json(jf: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["run".to_string(), jf.display().to_string()];
+    args.push("--output-format=json".into());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let r = blkqos(&args, None);
+    r.ok();
+    r.json()
+}
+
+/// Jobs whose IO counts do not depend on a random stream: the read-backs
+/// after the writes, during them (`verify_backlog`), per loop, or none.
+const SAME_COUNTS: [(&str, &str); 7] = [
+    ("seq", "rw=write\nioengine=libaio\niodepth=4\nverify=crc32c\n"),
+    ("rand", "rw=randwrite\nioengine=libaio\niodepth=4\nverify=md5\n"),
+    (
+        "backlog",
+        "rw=randwrite\nioengine=libaio\niodepth=16\nverify=crc32c\nverify_backlog=7\n",
+    ),
+    (
+        "batch",
+        "rw=write\nioengine=libaio\niodepth=4\nverify=crc32c-intel\nverify_backlog=16\nverify_backlog_batch=4\n",
+    ),
+    ("loops", "rw=write\nioengine=psync\nverify=meta\nloops=2\n"),
+    ("noverify", "rw=write\nioengine=psync\nverify=crc32c\ndo_verify=0\n"),
+    (
+        "interval",
+        "rw=write\nbs=64k\nioengine=psync\nverify=meta\nverify_pattern=0xaa555aa5\nverify_interval=512\n",
+    ),
+];
+
+#[test]
+fn read_backs_count_as_fio_s() {
+    if !fio_installed() {
+        eprintln!("SKIP: fio 3.x is not installed");
+        return;
+    }
+    let dir = scratch("counts");
+    let mut bad = Vec::new();
+    for (name, body) in SAME_COUNTS {
+        let jf = job(&dir, name, body);
+        let fio = ios(&fio_json(&jf, &[]));
+        let ours = ios(&blkqos_json(&jf, &[]));
+        eprintln!("{name:<9} fio {fio:?} blkqos {ours:?}");
+        if fio != ours {
+            bad.push(format!(
+                "{name}: fio (reads, writes) {fio:?}, blkqos {ours:?}"
+            ));
+        }
+    }
+    // a mixed job reads back only what it wrote, after its own reads
+    let jf = job(
+        &dir,
+        "mixed",
+        "rw=randrw\nioengine=libaio\niodepth=4\nverify=crc32c\n",
+    );
+    let (r, w) = ios(&blkqos_json(&jf, &[]));
+    let plain = job(&dir, "plain", "rw=randrw\nioengine=libaio\niodepth=4\n");
+    let (pr, pw) = ios(&blkqos_json(&plain, &[]));
+    assert_eq!((r, w), (pr + pw, pw), "reads: its own plus one per write");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn backlog_interleaves_as_fio_does() {
+    if !fio_installed() {
+        eprintln!("SKIP: fio 3.x is not installed");
+        return;
+    }
+    let dir = scratch("order");
+    let body = "rw=randwrite\nioengine=psync\nsize=64k\nverify=crc32c\nverify_backlog=3\nverify_backlog_batch=2\n";
+    let jf = job(&dir, "order", body);
+    let iolog = dir.join("fio.iolog");
+    let log_arg = format!("--write_iolog={}", iolog.display());
+    fio_json(&jf, &[&log_arg]);
+    let fio: String = std::fs::read_to_string(&iolog)
+        .unwrap()
+        .lines()
+        .filter_map(|l| match l.split_whitespace().nth(2) {
+            Some("read") => Some('r'),
+            Some("write") => Some('w'),
+            _ => None,
+        })
+        .collect();
+    let trace = dir.join("trace.txt");
+    let trace_arg = format!("--request-trace={}", trace.display());
+    blkqos_json(&jf, &[&trace_arg]);
+    // the trace also has the sync before the read-back (fio's iolog does not)
+    let ours: String = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter_map(|l| match l.split_whitespace().nth(1) {
+            Some("read") => Some('r'),
+            Some("write") => Some('w'),
+            _ => None,
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(fio.starts_with("wwwrrwwrr"), "fio's order: {fio}");
+    assert_eq!(ours, fio, "reads and writes in fio's order");
+}
+
+fn refused(r: &Ran, needles: &[&str]) {
+    assert_eq!(r.code, Some(2), "exit 2; stderr: {}", r.stderr);
+    for n in needles {
+        assert!(r.stderr.contains(n), "`{n}` in: {}", r.stderr);
+    }
+}
+
+#[test]
+fn real_engine_refuses_data_options_by_line() {
+    let dir = scratch("real");
+    let jf = job(&dir, "v", "rw=write\nverify=crc32c\n");
+    let r = blkqos(
+        &[
+            "run".to_string(),
+            jf.display().to_string(),
+            "--backend=real".into(),
+        ],
+        None,
+    );
+    refused(
+        &r,
+        &["v.fio:7: option `verify`: value `crc32c`", "simulator"],
+    );
+    let jf = job(&dir, "z", "rw=write\nzero_buffers\n");
+    let r = blkqos(
+        &[
+            "run".to_string(),
+            jf.display().to_string(),
+            "--backend=real".into(),
+        ],
+        None,
+    );
+    refused(&r, &["z.fio:7: option `zero_buffers`"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn simulator_refuses_what_it_cannot_show() {
+    let dir = scratch("sim");
+    // buffered verification: fio drops the cache before reading back
+    let jf = write_file(
+        &dir,
+        "b.fio",
+        "[b]\nfilename=f\nsize=1m\nrw=write\nverify=md5\n",
+    );
+    let r = blkqos(&["run".to_string(), jf.display().to_string()], Some(&dir));
+    refused(&r, &["b.fio:5: option `verify`: value `md5`", "direct=1"]);
+    for (opt, why) in [
+        ("verify_only", "verify_only"),
+        ("error_dump=1", "error_dump=0"),
+        ("verify=crc33", "invalid value `crc33`"),
+        ("verify_pattern=%o", "formats"),
+        ("buffer_pattern=\"ab", "unterminated"),
+        ("buffer_compress_percentage=101", "100 max"),
+        ("dedupe_mode=all", "repeat, working_set"),
+        ("verify_interval=40", "80 min"),
+    ] {
+        let jf = write_file(
+            &dir,
+            "o.fio",
+            &format!("[o]\nfilename=f\nsize=1m\ndirect=1\nrw=write\n{opt}\n"),
+        );
+        let r = blkqos(&["run".to_string(), jf.display().to_string()], Some(&dir));
+        refused(&r, &["o.fio:6:", why]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn content_options_run_on_the_simulator_with_a_note() {
+    let dir = scratch("note");
+    let jf = write_file(
+        &dir,
+        "d.fio",
+        "[global]\nsize=4m\nbs=4k\nrw=write\ndedupe_mode=working_set\ndedupe_global=1\n\
+         dedupe_percentage=50\nbuffer_compress_percentage=50\n\
+         dedupe_working_set_percentage=50\n[a]\n[b]\n",
+    );
+    let r = blkqos(
+        &[
+            "run".to_string(),
+            jf.display().to_string(),
+            "--output-format=json".into(),
+        ],
+        Some(&dir),
+    );
+    r.ok();
+    assert!(
+        r.stderr.contains("simulated devices hold no data"),
+        "{}",
+        r.stderr
+    );
+    let doc = r.json();
+    assert_eq!(num(&doc["jobs"][0], "/write/total_ios"), 1024.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
