@@ -142,7 +142,10 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .map(|j| j.effective_iodepth() * j.numjobs.max(1))
         .sum::<u32>()
         .clamp(1, 4096);
+    let write_fill =
+        crate::data_opts::real_write_fill(jobs.iter().copied(), write_buffer.is_some())?;
     let opts = EngineOptions {
+        write_fill,
         kind: ro.kind,
         // the write-back buffer is the cache: its writeback bypasses the
         // kernel's (O_DIRECT), unless the file system refuses O_DIRECT

@@ -193,7 +193,7 @@ fn real_engine_refuses_data_options_by_line() {
         &r,
         &["v.fio:7: option `verify`: value `crc32c`", "simulator"],
     );
-    let jf = job(&dir, "z", "rw=write\nzero_buffers\n");
+    let jf = job(&dir, "z", "rw=write\nrefill_buffers\n");
     let r = blkqos(
         &[
             "run".to_string(),
@@ -202,7 +202,7 @@ fn real_engine_refuses_data_options_by_line() {
         ],
         None,
     );
-    refused(&r, &["z.fio:7: option `zero_buffers`"]);
+    refused(&r, &["z.fio:7: option `refill_buffers`"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -264,5 +264,90 @@ fn content_options_run_on_the_simulator_with_a_note() {
     );
     let doc = r.json();
     assert_eq!(num(&doc["jobs"][0], "/write/total_ios"), 1024.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A write job on `path` with `body`, 256 KiB in 4 KiB random writes.
+fn writer(dir: &Path, name: &str, path: &Path, body: &str) -> PathBuf {
+    write_file(
+        dir,
+        &format!("{name}.fio"),
+        &format!(
+            "[{name}]\nfilename={}\nsize=256k\nbs=4k\ndirect=1\nioengine=psync\nrw=randwrite\n{body}",
+            path.display()
+        ),
+    )
+}
+
+fn real_run(jf: &Path) -> Ran {
+    blkqos(
+        &[
+            "run".to_string(),
+            jf.display().to_string(),
+            "--backend=real".into(),
+        ],
+        None,
+    )
+}
+
+#[test]
+fn real_engine_writes_buffer_patterns_as_fio() {
+    let dir = scratch("contents");
+    // zeros: no fio needed to know what they are
+    let zeros = dir.join("zeros");
+    real_run(&writer(&dir, "z", &zeros, "zero_buffers\n")).ok();
+    let data = std::fs::read(&zeros).unwrap();
+    assert_eq!(data.len(), 256 << 10);
+    assert!(data.iter().all(|&b| b == 0), "zero_buffers writes zeros");
+    // a 3-byte pattern restarts at every 4 KiB write, as fio's does
+    let ours = dir.join("ours");
+    real_run(&writer(&dir, "p", &ours, "buffer_pattern=\"ab\"0x01\n")).ok();
+    let data = std::fs::read(&ours).unwrap();
+    for block in data.chunks(4096) {
+        let want: Vec<u8> = b"ab\x01".iter().copied().cycle().take(4096).collect();
+        assert_eq!(
+            block,
+            &want[..],
+            "every block holds the pattern from its start"
+        );
+    }
+    if fio_installed() {
+        for (name, body) in [
+            ("p3", "buffer_pattern=\"ab\"0x01\n"),
+            ("hex", "buffer_pattern=0xdeadbeef\n"),
+            ("dec", "buffer_pattern=258\n"),
+            ("zero", "zero_buffers\n"),
+        ] {
+            let theirs = dir.join(format!("{name}.fio-data"));
+            let ours = dir.join(format!("{name}.blkqos-data"));
+            fio_json(&writer(&dir, &format!("{name}-fio"), &theirs, body), &[]);
+            real_run(&writer(&dir, &format!("{name}-blkqos"), &ours, body)).ok();
+            let (a, b) = (
+                std::fs::read(&theirs).unwrap(),
+                std::fs::read(&ours).unwrap(),
+            );
+            assert!(a == b, "{name}: blkqos's file differs from fio's");
+        }
+    } else {
+        eprintln!("SKIP (fio part): fio 3.x is not installed");
+    }
+    // what the real engine cannot write as fio does is refused
+    let r = real_run(&writer(
+        &dir,
+        "c",
+        &dir.join("c"),
+        "buffer_compress_percentage=50\n",
+    ));
+    refused(
+        &r,
+        &["c.fio:8: option `buffer_compress_percentage`: value `50`"],
+    );
+    let r = real_run(&writer(
+        &dir,
+        "s",
+        &dir.join("s"),
+        "zero_buffers\nscramble_buffers=1\n",
+    ));
+    refused(&r, &["s.fio:9: option `scramble_buffers`"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
