@@ -672,6 +672,36 @@ impl Layout {
         self.place(spec, &name, offset, size, dev)
     }
 
+    /// Clone `clone`'s region with `offset_increment` (fio
+    /// `get_start_offset`: the offset plus the increment times the clone's
+    /// number); a file is laid out to cover the last clone's region.
+    fn clone_region(&mut self, spec: &JobSpec, clone: u32, dev: &DeviceSpec) -> Result<(u64, u64)> {
+        let SizeSpec::Bytes(base) = spec.offset else {
+            bail!(
+                "job `{}` ({}): offset as a percentage with offset_increment is not supported: give offset in bytes",
+                spec.name,
+                origin(spec)
+            );
+        };
+        let at = |n: u32| -> Result<JobSpec> {
+            let off = u64::from(n)
+                .checked_mul(spec.offset_increment)
+                .and_then(|i| i.checked_add(base))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("job `{}`: offset_increment overflows", spec.name)
+                })?;
+            Ok(JobSpec {
+                offset: SizeSpec::Bytes(off),
+                ..spec.clone()
+            })
+        };
+        if clone == 0 {
+            // the file covers every clone's region (fio extends it per clone)
+            self.region(&at(spec.numjobs.max(1) - 1)?, dev)?;
+        }
+        self.region(&at(clone)?, dev)
+    }
+
     /// The file `name` of `size` bytes (IO from `offset` in it): where an
     /// earlier job laid it out, else at the next free extent.
     fn place(
@@ -792,7 +822,7 @@ impl Experiment {
                     None => GroupId::ROOT,
                 };
                 let multi = spec.files.is_multi(spec.filename.as_deref());
-                let (start, len) = if multi {
+                let (start, len) = if multi || spec.offset_increment > 0 {
                     (0, 0)
                 } else {
                     layout.region(spec, layout_dev)?
@@ -804,7 +834,13 @@ impl Experiment {
                     } else {
                         Vec::new()
                     };
-                    let (start, len) = files.first().copied().unwrap_or((start, len));
+                    let (start, len) = match files.first() {
+                        Some(&f) => f,
+                        None if spec.offset_increment > 0 => {
+                            layout.clone_region(spec, clone, layout_dev)?
+                        }
+                        None => (start, len),
+                    };
                     setups.push(JobSetup {
                         spec: job_spec.clone(),
                         clone,

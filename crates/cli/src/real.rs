@@ -117,7 +117,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
             let off = match j.offset {
                 SizeSpec::Bytes(b) => b,
                 SizeSpec::Percent(_) => 0,
-            };
+            } + u64::from(j.numjobs.max(1) - 1) * j.offset_increment;
             match (j.size, j.files.filesize) {
                 (_, Some((_, hi))) => off + hi,
                 (Some(SizeSpec::Bytes(b)), None) => off + b,

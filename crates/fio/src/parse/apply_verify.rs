@@ -7,7 +7,7 @@ use blkqos_workload::spec::{DedupeMode, VerifyKind};
 
 use super::options::{pieces, Kind, Opt, OptDef};
 use super::state::JobState;
-use super::units::{parse_count, parse_plain_int};
+use super::units::{parse_count, parse_plain_int, parse_size, SizeValue};
 
 /// fio `sizeof(struct verify_header)` (verify.h): the smallest
 /// `verify_offset`, and half the smallest `verify_interval`.
@@ -22,6 +22,12 @@ pub(crate) fn apply(
     def: &OptDef,
     value: Option<&str>,
 ) -> Option<Result<(), String>> {
+    if def.opt == Opt::OffsetIncrement {
+        return Some(match value {
+            Some(v) => offset_increment(st, v),
+            None => Err(format!("Option {} requires an argument", def.name)),
+        });
+    }
     if !owns(def.opt) {
         return None;
     }
@@ -171,6 +177,21 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
         _ => {}
     }
     Ok(())
+}
+
+/// `offset_increment=` (fio `str_offset_increment_cb`): bytes; the
+/// percentage and zone forms are refused.
+fn offset_increment(st: &mut JobState, v: &str) -> Result<(), String> {
+    match parse_size(one(v)?, st.spec.kb_base)? {
+        SizeValue::Bytes(b) => {
+            st.spec.offset_increment = b;
+            Ok(())
+        }
+        SizeValue::Percent(_) => Err(
+            "offset_increment as a percentage of the file is not supported: give it in bytes"
+                .into(),
+        ),
+    }
 }
 
 /// `verify_only`: fio's dry run (backend.c `do_dry_run`) counts the writes

@@ -139,6 +139,7 @@ pub(crate) enum Opt {
     FillDevice,
     CreateSerialize,
     ErrorDump,
+    OffsetIncrement,
 }
 
 /// One supported option.
@@ -308,6 +309,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     aliased("fill_device", "fill_fs", Kind::Bool, Opt::FillDevice),
     def("create_serialize", Kind::Bool, Opt::CreateSerialize),
     def("error_dump", Kind::Bool, Opt::ErrorDump),
+    def("offset_increment", Kind::StrVal, Opt::OffsetIncrement),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job

@@ -103,4 +103,7 @@ pub(super) fn data_args(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, St
     if j.fill_device {
         push("fill_device", "1".into());
     }
+    if j.offset_increment != d.offset_increment {
+        push("offset_increment", j.offset_increment.to_string());
+    }
 }
