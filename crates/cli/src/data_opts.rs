@@ -59,6 +59,21 @@ pub fn sim_note(j: &JobSpec) -> Option<String> {
     if j.fill_device {
         what.push("fill_device writes to the end of the simulated target (its ENOSPC)");
     }
+    // fio's warnings (init.c fixup_options), as notes
+    let writes = j.verify.logs_writes() && j.rw.has_write();
+    if writes && j.numjobs > 1 && j.offset_increment == 0 {
+        what.push(
+            "fio warns: multiple writers may overwrite blocks that belong to other jobs; \
+             this can cause verification failures",
+        );
+    }
+    if writes && j.runtime.is_some() && j.time_based && !j.rw.has_read() && j.verify.backlog == 0 {
+        what.push(
+            "fio warns: verification read phase will never start because write phase uses \
+             all of runtime (true of sync engines; with a queued engine fio, and blkqos, read \
+             back after each pass of `size`)",
+        );
+    }
     Some(format!(
         "simulated devices hold no data: {}",
         what.join("; ")

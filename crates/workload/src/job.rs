@@ -1029,8 +1029,9 @@ impl Job {
             len,
             start_time: now,
         };
-        if ddir == 1 {
-            if let Some(v) = &mut self.verify {
+        if let Some(v) = &mut self.verify {
+            v.pass_issued += len;
+            if ddir == 1 {
                 v.log.log_write(offset, len);
             }
         }
@@ -1487,3 +1488,5 @@ mod map;
 mod tests;
 mod verify;
 mod verify_steps;
+#[cfg(test)]
+mod verify_tests;

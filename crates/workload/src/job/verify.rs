@@ -138,6 +138,9 @@ pub(super) struct VerifyState {
     pub passes_done: u64,
     /// Bytes one pass issues (`io_size`, else the files' bytes).
     pub pass_bytes: u64,
+    /// Bytes of every IO issued in this pass's writes, read-backs included
+    /// (fio `do_io`'s `bytes_issued`).
+    pub pass_issued: u64,
     /// When the current phase started (fio `td->start`); None: the job's
     /// start.
     pub phase_start: Option<blkqos_core::Instant>,
@@ -158,6 +161,7 @@ impl VerifyState {
             verifying: false,
             passes_done: 0,
             pass_bytes,
+            pass_issued: 0,
             phase_start: None,
             elapsed_us: [0; 3],
             closed: false,
