@@ -4,10 +4,7 @@
 //!
 //! * The simulator has no data: a verifying job issues fio's read-back IOs
 //!   (count, order, sizes, `verify_backlog` interleaving) and nothing is
-//!   checked; buffer contents change nothing. A note says so. Buffered
-//!   verification is refused: fio drops the file's cached pages before the
-//!   read-back (`file_invalidate_cache`), which the page-cache model does
-//!   not do.
+//!   checked; buffer contents change nothing. A note says so.
 //! * The real engine writes `buffer_pattern` and `zero_buffers` as fio does
 //!   (every write holds the pattern from its first byte, or zeros); it
 //!   does not write fio's verify headers, scrambled, compressible or
@@ -20,26 +17,6 @@ use blkqos_workload::JobSpec;
 
 fn asks(j: &JobSpec) -> bool {
     asks_for_data(&j.verify, &j.buffers, j.fill_device)
-}
-
-/// Refusals on the simulator; `page_cache`: the page-cache model is on.
-pub fn check_sim<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>, page_cache: bool) -> Result<()> {
-    for j in jobs {
-        if page_cache && !j.direct && j.verify.logs_writes() && j.rw.has_write() {
-            let at = j
-                .data_options
-                .iter()
-                .find(|o| o.option == "verify" || o.option == "verify_pattern")
-                .map_or_else(|| format!("job `{}`", j.name), |o| o.to_string());
-            bail!(
-                "{at}: job `{}` verifies buffered writes: fio drops the file's cached pages before \
-                 reading back (file_invalidate_cache), which the simulated page cache does not: \
-                 use direct=1, or turn the page cache off (--pagecache=off)",
-                j.name
-            );
-        }
-    }
-    Ok(())
 }
 
 /// The simulator's note for a job that asks for data, if any.

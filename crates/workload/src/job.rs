@@ -1353,6 +1353,7 @@ impl Job {
             Phase::VerifySync => {
                 if let Some(v) = &mut self.verify {
                     v.verifying = true;
+                    v.drop_cache = true;
                 }
                 self.phase = Phase::Top;
             }

@@ -148,6 +148,9 @@ pub(super) struct VerifyState {
     pub elapsed_us: [u64; 3],
     /// The last phase is over and counted in `elapsed_us`.
     pub closed: bool,
+    /// The sync before a read-back completed: the file's cached pages are
+    /// to be dropped (fio `file_invalidate_cache`).
+    pub drop_cache: bool,
 }
 
 impl VerifyState {
@@ -165,6 +168,7 @@ impl VerifyState {
             phase_start: None,
             elapsed_us: [0; 3],
             closed: false,
+            drop_cache: false,
         }
     }
 

@@ -124,6 +124,14 @@ impl Job {
         JobAction::Issue(io)
     }
 
+    /// Should the driver drop the job's cached pages now (once per
+    /// read-back, after its sync: fio do_verify `file_invalidate_cache`)?
+    pub fn take_cache_drop(&mut self) -> bool {
+        self.verify
+            .as_mut()
+            .is_some_and(|v| std::mem::take(&mut v.drop_cache))
+    }
+
     /// Each direction's runtime in microseconds as fio adds it up phase by
     /// phase (`update_runtime`), the open phase ending `now`; `None` for a
     /// job that does not verify.
