@@ -174,13 +174,59 @@ impl Layout {
             let len = size.unwrap_or(cap - offset).min(cap - offset);
             return Ok((offset, len));
         }
-        let Some(size) = size else {
+        // fio fill_device without size: write until the file system is
+        // full (fio `fixup_options`: size = -1); here, the rest of the
+        // simulated device
+        let fill = || {
+            spec.fill_device
+                .then(|| cap.saturating_sub(self.next_free + offset))
+                .filter(|&b| b > 0)
+        };
+        // a file an earlier job laid out has its size (fio reads it)
+        let laid_out = || {
+            self.files
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, _, len)| len.saturating_sub(offset))
+                .filter(|&b| b > 0)
+        };
+        let Some(size) = size.or_else(laid_out).or_else(fill) else {
             bail!(
                 "job `{}`: file `{name}` needs a size= (a simulated file has no existing size)",
                 spec.name
             );
         };
         self.place(spec, &name, offset, size, dev)
+    }
+
+    /// Clone `clone`'s region with `offset_increment` (fio
+    /// `get_start_offset`: the offset plus the increment times the clone's
+    /// number); a file is laid out to cover the last clone's region.
+    fn clone_region(&mut self, spec: &JobSpec, clone: u32, dev: &DeviceSpec) -> Result<(u64, u64)> {
+        let SizeSpec::Bytes(base) = spec.offset else {
+            bail!(
+                "job `{}` ({}): offset as a percentage with offset_increment is not supported: give offset in bytes",
+                spec.name,
+                origin(spec)
+            );
+        };
+        let at = |n: u32| -> Result<JobSpec> {
+            let off = u64::from(n)
+                .checked_mul(spec.offset_increment)
+                .and_then(|i| i.checked_add(base))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("job `{}`: offset_increment overflows", spec.name)
+                })?;
+            Ok(JobSpec {
+                offset: SizeSpec::Bytes(off),
+                ..spec.clone()
+            })
+        };
+        if clone == 0 {
+            // the file covers every clone's region (fio extends it per clone)
+            self.region(&at(spec.numjobs.max(1) - 1)?, dev)?;
+        }
+        self.region(&at(clone)?, dev)
     }
 
     /// The file `name` of `size` bytes (IO from `offset` in it): where an
@@ -304,7 +350,7 @@ impl Experiment {
                     None => GroupId::ROOT,
                 };
                 let multi = spec.files.is_multi(spec.filename.as_deref());
-                let (start, len) = if multi {
+                let (start, len) = if multi || spec.offset_increment > 0 {
                     (0, 0)
                 } else {
                     layout.region(spec, layout_dev)?
@@ -316,7 +362,13 @@ impl Experiment {
                     } else {
                         Vec::new()
                     };
-                    let (start, len) = files.first().copied().unwrap_or((start, len));
+                    let (start, len) = match files.first() {
+                        Some(&f) => f,
+                        None if spec.offset_increment > 0 => {
+                            layout.clone_region(spec, clone, layout_dev)?
+                        }
+                        None => (start, len),
+                    };
                     setups.push(JobSetup {
                         spec: job_spec.clone(),
                         clone,

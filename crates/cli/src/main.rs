@@ -4,6 +4,7 @@
 mod accounting;
 mod bench;
 mod calibrate;
+mod data_opts;
 mod experiment;
 mod failure;
 mod files;

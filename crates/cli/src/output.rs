@@ -95,6 +95,12 @@ fn say_job_notes(exp: &crate::experiment::Experiment) {
 
 /// A simulated run, stopped by `signals`.
 fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
+    let jobs = || exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter());
+    for spec in jobs() {
+        if let Some(n) = crate::data_opts::sim_note(spec) {
+            eprintln!("blkqos: note: job `{}`: {n}", spec.name);
+        }
+    }
     let ran = exp.run_sim(Some(signals))?;
     crate::outcome::say_interrupted(signals, &ran.result, false);
     Ok(ran)

@@ -97,6 +97,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .iter()
         .flat_map(|i| i.jobs.jobs.iter())
         .collect();
+    crate::data_opts::check_real(jobs.iter().copied())?;
     let path = match &ro.path {
         Some(p) => p.clone(),
         None => target_of(&jobs)?,
@@ -116,7 +117,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
             let off = match j.offset {
                 SizeSpec::Bytes(b) => b,
                 SizeSpec::Percent(_) => 0,
-            };
+            } + u64::from(j.numjobs.max(1) - 1) * j.offset_increment;
             match (j.size, j.files.filesize) {
                 (_, Some((_, hi))) => off + hi,
                 (Some(SizeSpec::Bytes(b)), None) => off + b,
@@ -141,7 +142,10 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .map(|j| j.effective_iodepth() * j.numjobs.max(1))
         .sum::<u32>()
         .clamp(1, 4096);
+    let write_fill =
+        crate::data_opts::real_write_fill(jobs.iter().copied(), write_buffer.is_some())?;
     let opts = EngineOptions {
+        write_fill,
         kind: ro.kind,
         // the write-back buffer is the cache: its writeback bypasses the
         // kernel's (O_DIRECT), unless the file system refuses O_DIRECT

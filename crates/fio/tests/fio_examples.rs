@@ -85,6 +85,7 @@ fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
             origin: Origin::default(),
             job_options: Vec::new(),
             notes: Vec::new(),
+            data_options: Vec::new(),
             ..j.clone()
         })
         .collect()

@@ -6,6 +6,7 @@ use blkqos_core::Duration;
 pub use crate::spec_ext::{
     BsSplit, Fallocate, FileService, FilesSpec, FlowSpec, RandomDist, RwSeq, Zone, ZoneSize,
 };
+pub use crate::spec_verify::{BufferSpec, DataOption, DedupeMode, VerifyKind, VerifySpec};
 
 /// Values given per direction (read, write, trim) as fio's `R[,W[,T]]` lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -330,6 +331,19 @@ pub struct JobSpec {
     /// The options the job was given, canonical names, values verbatim:
     /// fio's JSON `"job options"` (globals excluded).
     pub job_options: Vec<(String, String)>,
+    /// `verify=` and its family.
+    pub verify: VerifySpec,
+    /// What write buffers hold (`buffer_pattern`, `zero_buffers`, ...).
+    pub buffers: BufferSpec,
+    /// `fill_device=1` (`fill_fs`): without `size`, write until the target
+    /// is full.
+    pub fill_device: bool,
+    /// `offset_increment=` bytes: clone `n` starts `n` times this after
+    /// `offset` (fio `get_start_offset`).
+    pub offset_increment: u64,
+    /// Where the job was given options about data (verification, buffer
+    /// contents), for the real engine's refusal.
+    pub data_options: Vec<DataOption>,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -401,6 +415,11 @@ impl JobSpec {
             notes: Vec::new(),
             logs: crate::iolog::LogSpec::default(),
             job_options: Vec::new(),
+            verify: VerifySpec::default(),
+            buffers: BufferSpec::default(),
+            fill_device: false,
+            offset_increment: 0,
+            data_options: Vec::new(),
         }
     }
 

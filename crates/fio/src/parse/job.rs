@@ -53,6 +53,16 @@ pub(crate) fn set_option(
         }
         loc.option_error(written.0, written.1, msg)
     })?;
+    if super::apply_verify::owns(def.opt) {
+        st.spec
+            .data_options
+            .push(blkqos_workload::spec::DataOption {
+                file: loc.file.clone(),
+                line: loc.line,
+                option: written.0.to_string(),
+                value: written.1.map(str::to_string),
+            });
+    }
     st.dump
         .push((def.name.to_string(), value.map(str::to_string)));
     Ok(())

@@ -23,6 +23,7 @@
 
 mod apply;
 mod apply_ext;
+mod apply_verify;
 mod cli;
 mod engines;
 mod error;
@@ -32,6 +33,7 @@ mod known;
 mod limits;
 mod options;
 mod render;
+mod render_verify;
 mod showcmd;
 mod state;
 mod subst;
