@@ -330,6 +330,8 @@ pub struct JobSpec {
     /// The options the job was given, canonical names, values verbatim:
     /// fio's JSON `"job options"` (globals excluded).
     pub job_options: Vec<(String, String)>,
+    /// `wait_for`, `exitall`, `exit_what`, `exitall_on_error`.
+    pub control: crate::spec_run::RunControl,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -401,6 +403,7 @@ impl JobSpec {
             notes: Vec::new(),
             logs: crate::iolog::LogSpec::default(),
             job_options: Vec::new(),
+            control: crate::spec_run::RunControl::default(),
         }
     }
 

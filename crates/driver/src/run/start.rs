@@ -55,6 +55,9 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
         gate,
         null,
         flow: None,
+        waits_for: Vec::new(),
+        terminated: false,
+        exit_seen: false,
     }
 }
 
@@ -86,7 +89,7 @@ impl<B: Backend> Loop<'_, B> {
         }
         gate.at = None;
         self.jobs[j].gate = Some(gate);
-        if !self.jobs[..gate.after].iter().all(|s| s.job.is_done()) {
+        if !self.jobs[..gate.after].iter().all(|s| s.job.is_done()) || !self.waitees_done(j) {
             return false;
         }
         let slot = &mut self.jobs[j];

@@ -170,6 +170,7 @@ impl<'a> Builder<'a> {
     pub fn add_job(&mut self, st: JobState, loc: &Loc) -> Result<(), ParseError> {
         let new_group = st.stonewall || st.new_group;
         let mut spec = finalize(st, loc)?;
+        self.check_waitee(&spec, loc)?;
         self.clones = super::limits::add_clones(self.clones, spec.numjobs).map_err(|m| {
             let n = spec.numjobs.to_string();
             loc.option_error("numjobs", Some(&n), format!("job `{}`: {m}", spec.name))
@@ -181,6 +182,30 @@ impl<'a> Builder<'a> {
         spec.group_id = self.groupid;
         self.prev_group_jobs += 1;
         self.jobs.push(spec);
+        Ok(())
+    }
+
+    /// `wait_for=NAME` must name a job defined before this one, not the
+    /// job itself (fio refuses both when it adds the job: "waitee job
+    /// NAME unknown", "a job cannot wait for itself").
+    fn check_waitee(&self, spec: &JobSpec, loc: &Loc) -> Result<(), ParseError> {
+        let Some(w) = &spec.control.wait_for else {
+            return Ok(());
+        };
+        let err = |m: String| loc.option_error("wait_for", Some(w), m);
+        if *w == spec.name {
+            return Err(err(format!(
+                "job `{}`: a job cannot wait for itself (wait_for={w})",
+                spec.name
+            )));
+        }
+        if !self.jobs.iter().any(|j| j.name == *w) {
+            return Err(err(format!(
+                "job `{}`: waitee job {w} unknown (wait_for must name a job defined \
+                 before this one)",
+                spec.name
+            )));
+        }
         Ok(())
     }
 

@@ -114,6 +114,10 @@ pub(crate) enum Opt {
     WriteHistLog,
     LogHistMsec,
     LogHistCoarseness,
+    WaitFor,
+    ExitAll,
+    ExitWhat,
+    ExitAllOnError,
 }
 
 /// One supported option.
@@ -251,6 +255,10 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("write_hist_log", Kind::StrStore, Opt::WriteHistLog),
     def("log_hist_msec", Kind::Int, Opt::LogHistMsec),
     def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
+    def("wait_for", Kind::StrStore, Opt::WaitFor),
+    def("exitall", Kind::StrSet, Opt::ExitAll),
+    def("exit_what", Kind::Str, Opt::ExitWhat),
+    def("exitall_on_error", Kind::StrSet, Opt::ExitAllOnError),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job

@@ -662,3 +662,17 @@ fn status_interval_is_a_time_in_seconds_by_default() {
     let p = cli(&["--status-interval", "1", "--name=x"]).unwrap();
     assert_eq!(p.status_interval_ms, Some(1000));
 }
+
+#[test]
+fn wait_for_needs_an_earlier_job() {
+    let ok = file("[a]\nsize=1m\n[b]\nwait_for=a\nsize=1m\n").unwrap();
+    assert_eq!(ok.jobs[1].control.wait_for.as_deref(), Some("a"));
+    let later = file("[b]\nwait_for=a\nsize=1m\n[a]\nsize=1m\n").unwrap_err();
+    let msg = later.to_string();
+    assert!(
+        msg.contains("t.fio:1") && msg.contains("wait_for") && msg.contains("waitee job a unknown"),
+        "{msg}"
+    );
+    let own = file("[a]\nwait_for=a\nsize=1m\n").unwrap_err().to_string();
+    assert!(own.contains("a job cannot wait for itself"), "{own}");
+}
