@@ -332,6 +332,8 @@ pub struct JobSpec {
     pub job_options: Vec<(String, String)>,
     /// `wait_for`, `exitall`, `exit_what`, `exitall_on_error`.
     pub control: crate::spec_run::RunControl,
+    /// `zonemode`, `zonesize`, `zonerange`, `zoneskip`.
+    pub zones: crate::spec_zone::ZoneSpec,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -404,6 +406,7 @@ impl JobSpec {
             logs: crate::iolog::LogSpec::default(),
             job_options: Vec::new(),
             control: crate::spec_run::RunControl::default(),
+            zones: crate::spec_zone::ZoneSpec::default(),
         }
     }
 

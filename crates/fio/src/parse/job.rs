@@ -304,6 +304,20 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
         s.randrepeat = true;
     }
     s.stonewall = st.stonewall;
+    // bare write_*_log: logs named after the job
+    let job_name = s.name.clone();
+    let l = &mut s.logs;
+    for prefix in [&mut l.bw, &mut l.iops, &mut l.lat, &mut l.hist]
+        .into_iter()
+        .flatten()
+    {
+        if prefix.is_empty() {
+            prefix.clone_from(&job_name);
+        }
+    }
+    if let Err(m) = super::apply_zone::fixup(&mut s) {
+        return Err(loc.error(format!("job `{}`: {m}", s.name)));
+    }
     if let Err(m) = fixup_files(&mut s) {
         return Err(loc.error(format!("job `{}`: {m}", s.name)));
     }

@@ -118,6 +118,10 @@ pub(crate) enum Opt {
     ExitAll,
     ExitWhat,
     ExitAllOnError,
+    ZoneMode,
+    ZoneSize,
+    ZoneRange,
+    ZoneSkip,
 }
 
 /// One supported option.
@@ -259,6 +263,10 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("exitall", Kind::StrSet, Opt::ExitAll),
     def("exit_what", Kind::Str, Opt::ExitWhat),
     def("exitall_on_error", Kind::StrSet, Opt::ExitAllOnError),
+    def("zonemode", Kind::Str, Opt::ZoneMode),
+    def("zonesize", Kind::StrVal, Opt::ZoneSize),
+    def("zonerange", Kind::StrVal, Opt::ZoneRange),
+    def("zoneskip", Kind::StrVal, Opt::ZoneSkip),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job

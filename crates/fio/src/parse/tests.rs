@@ -676,3 +676,16 @@ fn wait_for_needs_an_earlier_job() {
     let own = file("[a]\nwait_for=a\nsize=1m\n").unwrap_err().to_string();
     assert!(own.contains("a job cannot wait for itself"), "{own}");
 }
+
+#[test]
+fn bare_log_options_take_the_job_name() {
+    // fio 3.33 writes myjob_bw.1.log, myjob_clat.1.log... for a bare option
+    let set = file(
+        "[myjob]\nsize=1m\nwrite_bw_log\nwrite_lat_log\n[b]\nname=n2\nsize=1m\nwrite_iops_log=x\n",
+    )
+    .unwrap();
+    assert_eq!(set.jobs[0].logs.bw.as_deref(), Some("myjob"));
+    assert_eq!(set.jobs[0].logs.lat.as_deref(), Some("myjob"));
+    assert_eq!(set.jobs[0].logs.iops, None);
+    assert_eq!(set.jobs[1].logs.iops.as_deref(), Some("x"));
+}
