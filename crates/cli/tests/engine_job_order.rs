@@ -206,3 +206,35 @@ fn exitall_stops_what_exit_what_names() {
         }
     }
 }
+
+/// A job stopped before it started never ran: its own `exit_what` stops
+/// nothing (fio runs no thread_main for it). `a`'s end stops its group:
+/// `b`, still in its start delay, never starts; `c` (another group) runs
+/// its 3 s although `b` says `exit_what=all`.
+#[test]
+fn an_unstarted_stopped_job_stops_nothing() {
+    let _x = exclusive();
+    let s = Scratch::new();
+    let file = s.path("data");
+    let text = format!(
+        "[global]\nfilename={}\nsize=4m\nbs=4k\ndirect=1\nioengine=psync\nexitall\n\
+         [a]\nrw=read\nnumber_ios=20\n\
+         [b]\nrw=read\nstartdelay=2\nexit_what=all\n\
+         [c]\nnew_group\nrw=randread\ntime_based\nruntime=3\n",
+        file.display()
+    );
+    let jf = write_file(s.dir.path(), "unstarted.fio", &text);
+    let check = |who: &str, got: Vec<(String, u64, u64, u64)>| {
+        let find = |n: &str| got.iter().find(|j| j.0 == n).expect(n).clone();
+        assert_eq!(find("b").1, 0, "{who}: b never starts");
+        assert!(find("c").3 >= 2000, "{who}: c runs on: {:?}", find("c"));
+    };
+    for be in BACKENDS {
+        if let Some((doc, _)) = run_blkqos(&s, &jf, be) {
+            check(&format!("blkqos {}", be.name()), jobs(&doc));
+        }
+    }
+    if have_fio() {
+        check("fio", jobs(&run_fio(&s, &jf)));
+    }
+}

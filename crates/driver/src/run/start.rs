@@ -79,6 +79,9 @@ impl<B: Backend> Loop<'_, B> {
         if stopping {
             self.jobs[j].job.abandon(now);
             self.jobs[j].state = SlotState::Runnable;
+            // never ran: its end stops no other job (fio runs no
+            // thread_main for it)
+            self.jobs[j].exit_seen = true;
             return false;
         }
         let Some(mut gate) = self.jobs[j].gate else {

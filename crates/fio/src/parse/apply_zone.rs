@@ -46,8 +46,10 @@ fn parse_mode(v: &str) -> Result<ZoneMode, String> {
         "none" => Ok(ZoneMode::None),
         "strided" => Ok(ZoneMode::Strided),
         "zbd" => Err(
-            "zonemode=zbd (zoned block devices: writes at each zone's write pointer) is not \
-             supported: run the job without zonemode, or with zonemode=strided"
+            "zonemode=zbd (fio's zoned block device mode: fio tracks each zone's write \
+             pointer, opens and resets zones) is not supported: use zonemode=strided, or \
+             sequential writes without zonemode on a simulated zoned device \
+             (--device=null,zoned=1,zone_size=MiB)"
                 .into(),
         ),
         _ => Err(format!(
