@@ -46,8 +46,8 @@ fn parse_mode(v: &str) -> Result<ZoneMode, String> {
         "none" => Ok(ZoneMode::None),
         "strided" => Ok(ZoneMode::Strided),
         "zbd" => Err(
-            "zonemode=zbd (fio's zoned block device mode: fio tracks each zone's write \
-             pointer, opens and resets zones) is not supported: use zonemode=strided, or \
+            "unsupported zonemode `zbd` (fio's zoned block device mode: fio tracks each \
+             zone's write pointer, opens and resets zones): use zonemode=strided, or \
              sequential writes without zonemode on a simulated zoned device \
              (--device=null,zoned=1,zone_size=MiB)"
                 .into(),
