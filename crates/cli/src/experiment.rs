@@ -792,6 +792,7 @@ impl Experiment {
                     layout.region(spec, layout_dev)?
                 };
                 let mut job_spec = crate::files::with_io_size(spec);
+                job_spec.control.invocation = i as u32;
                 if !multi {
                     // strided zones wrap at the end of the file or device
                     job_spec.zones.file_tail_bytes = layout.tail(start, layout_dev);

@@ -492,8 +492,9 @@ struct Loop<'a, B: Backend> {
     flows: std::collections::BTreeMap<u32, (u64, u64)>,
     /// Some job writes fio logs ([`Loop::drain_job_logs`]).
     job_logs: bool,
-    /// `exitall` in the run (fio's global `exitall_on_terminate`).
-    exitall: bool,
+    /// The fio processes (scenario invocations) with `exitall` (fio's
+    /// global `exitall_on_terminate`).
+    exitall: std::collections::BTreeSet<u32>,
     /// Some job ends others (`exitall`, `exitall_on_error`): check ends.
     exit_rules: bool,
 }
@@ -1118,12 +1119,18 @@ pub fn run<B: Backend>(
         abandoned: false,
         flows: std::collections::BTreeMap::new(),
         job_logs: false,
-        exitall: false,
+        exitall: std::collections::BTreeSet::new(),
         exit_rules: false,
     };
     exit::link_waits(&mut lp.jobs);
-    lp.exitall = lp.jobs.iter().any(|s| s.job.spec().control.exitall);
-    lp.exit_rules = lp.exitall
+    lp.exitall = lp
+        .jobs
+        .iter()
+        .map(|s| &s.job.spec().control)
+        .filter(|c| c.exitall)
+        .map(|c| c.invocation)
+        .collect();
+    lp.exit_rules = !lp.exitall.is_empty()
         || lp
             .jobs
             .iter()

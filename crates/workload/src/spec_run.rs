@@ -30,4 +30,8 @@ pub struct RunControl {
     /// `exitall_on_error`: when this job ends with an error, it stops the
     /// jobs its `exit_what` names.
     pub exitall_on_error: bool,
+    /// Which fio process of a scenario runs the job (its `[[fio]]`
+    /// entry, 0 for a job file): `wait_for`, `exitall` and `exit_what`
+    /// act among the jobs of one process, as each fio is on its own.
+    pub invocation: u32,
 }

@@ -17,10 +17,11 @@ pub(super) fn link_waits(jobs: &mut [JobSlot]) {
             continue;
         };
         let own = spec.name.clone();
+        let inv = spec.control.invocation;
         let waits: Vec<usize> = (0..jobs.len())
             .filter(|&w| {
-                let n = &jobs[w].job.spec().name;
-                *n != own && *n == waitee
+                let s = jobs[w].job.spec();
+                s.name != own && s.name == waitee && s.control.invocation == inv
             })
             .collect();
         if waits.is_empty() {
@@ -57,19 +58,25 @@ impl<B: Backend> Loop<'_, B> {
             }
             slot.exit_seen = true;
             let c = &slot.job.spec().control;
-            if self.exitall || (c.exitall_on_error && slot.job.error() != 0) {
+            let inv = c.invocation;
+            let exitall = self.exitall.contains(&inv);
+            if exitall || (c.exitall_on_error && slot.job.error() != 0) {
                 let (what, group) = (c.exit_what, slot.job.spec().group_id);
-                stopped |= self.terminate(group, what);
+                stopped |= self.terminate(inv, group, what);
             }
         }
         stopped
     }
 
-    /// fio `fio_terminate_threads(groupid, exit_what)`: marks the jobs to
-    /// stop. A running clone drains and ends; one not started never starts.
-    fn terminate(&mut self, group: u32, what: ExitWhat) -> bool {
+    /// fio `fio_terminate_threads(groupid, exit_what)` in the fio process
+    /// `invocation`: marks the jobs to stop. A running clone drains and ends; one not started never starts.
+    fn terminate(&mut self, invocation: u32, group: u32, what: ExitWhat) -> bool {
         let mut stopped = false;
         for s in &mut self.jobs {
+            if s.job.spec().control.invocation != invocation {
+                // another fio process
+                continue;
+            }
             let hit = match what {
                 ExitWhat::Group => s.job.spec().group_id == group,
                 // runstate >= TD_RUNNING: started clones only
