@@ -4,7 +4,8 @@
 //! latency log with offsets (`write_lat_log`, `log_offset=1`). The
 //! offsets must be the same sequence (sequential jobs), or visit the same
 //! zones in the same order (random jobs: fio's random numbers are not
-//! blkqos's, the zones are).
+//! blkqos's, the zones are). One case reads 4 MiB of an existing 16 MiB
+//! file: the zones wrap at the end of the file, not of `size`.
 
 mod engine_util;
 
@@ -17,33 +18,48 @@ struct Case {
     job: &'static str,
     /// Compare zone numbers (offset / this) instead of offsets.
     zone_of: Option<u64>,
+    /// The file exists beforehand with this many MiB, more than the
+    /// job's `size`: zones wrap at the file's end, not at `size` (real
+    /// engine and fio only: a simulated file is as large as `size`).
+    file_mib: Option<u64>,
 }
 
-const CASES: [Case; 5] = [
+const CASES: [Case; 6] = [
     Case {
         name: "skip",
         job: "rw=read\nzonesize=1m\nzoneskip=3m\n",
         zone_of: None,
+        file_mib: None,
     },
     Case {
         name: "size_over_range",
         job: "rw=read\nzonesize=1m\nzonerange=512k\n",
         zone_of: None,
+        file_mib: None,
     },
     Case {
         name: "range_over_size",
         job: "rw=write\nzonesize=1m\nzonerange=2m\nzoneskip=3m\n",
         zone_of: None,
+        file_mib: None,
     },
     Case {
         name: "skip_in_zones",
         job: "rw=read\nzonesize=512k\nzoneskip=3z\nio_size=6m\n",
         zone_of: None,
+        file_mib: None,
     },
     Case {
         name: "random",
         job: "rw=randread\nzonesize=1m\nzoneskip=3m\n",
         zone_of: Some(4 << 20),
+        file_mib: None,
+    },
+    Case {
+        name: "file_beyond_size",
+        job: "rw=read\nzonesize=1m\nzoneskip=3m\nsize=4m\n",
+        zone_of: None,
+        file_mib: Some(16),
     },
 ];
 
@@ -87,6 +103,10 @@ fn strided_offsets_match_fio() {
     for c in &CASES {
         let s = Scratch::new();
         let file = s.path("data");
+        if let Some(mib) = c.file_mib {
+            let f = std::fs::File::create(&file).unwrap();
+            f.set_len(mib << 20).unwrap();
+        }
         let jf = s.path(&format!("{}.fio", c.name));
         std::fs::write(&jf, job_text(c, &file)).unwrap();
         let key = |v: Vec<u64>| -> Vec<u64> {
@@ -96,6 +116,9 @@ fn strided_offsets_match_fio() {
         };
         let mut got = Vec::new();
         for be in [Be::Sim, Be::Uring, Be::Threads] {
+            if be == Be::Sim && c.file_mib.is_some() {
+                continue;
+            }
             let mut args = vec!["run".to_string(), jf.display().to_string()];
             if be.is_real() {
                 args.push(be.flag());
