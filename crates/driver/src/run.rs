@@ -998,6 +998,22 @@ impl<B: Backend> Loop<'_, B> {
         if elapsed_s < 3 {
             return INT_MAX;
         }
+        // fio eta.c calc_thread_status: with exitall the first job to end
+        // ends the run, so the run's ETA is the shortest job's
+        let all_exitall = !self.exitall.is_empty()
+            && self
+                .jobs
+                .iter()
+                .all(|s| self.exitall.contains(&s.job.spec().control.invocation));
+        if all_exitall {
+            return self
+                .jobs
+                .iter()
+                .map(|s| s.job.eta_s(now, s.state != SlotState::Pending))
+                .min()
+                .unwrap_or(INT_MAX)
+                .min(u64::from(u32::MAX));
+        }
         let (mut longest, mut stone) = (0u64, 0u64);
         for s in &self.jobs {
             let pending = s.state == SlotState::Pending;
