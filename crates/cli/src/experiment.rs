@@ -142,6 +142,16 @@ struct Layout {
 }
 
 impl Layout {
+    /// Bytes from `start` to the end of the file laid out around it, or
+    /// of the device (fio `real_file_size - file_offset`).
+    fn tail(&self, start: u64, dev: &DeviceSpec) -> u64 {
+        self.files
+            .iter()
+            .find(|(_, s, l)| (*s..s + l).contains(&start))
+            .map_or(dev.capacity, |(_, s, l)| s + l)
+            .saturating_sub(start)
+    }
+
     fn region(&mut self, spec: &JobSpec, dev: &DeviceSpec) -> Result<(u64, u64)> {
         let cap = dev.capacity;
         let name = spec
@@ -355,7 +365,12 @@ impl Experiment {
                 } else {
                     layout.region(spec, layout_dev)?
                 };
-                let job_spec = crate::files::with_io_size(spec);
+                let mut job_spec = crate::files::with_io_size(spec);
+                job_spec.control.invocation = i as u32;
+                if !multi {
+                    // strided zones wrap at the end of the file or device
+                    job_spec.zones.file_tail_bytes = layout.tail(start, layout_dev);
+                }
                 for clone in 0..spec.numjobs.max(1) {
                     let files = if multi {
                         layout.files(spec, clone, layout_dev)?

@@ -307,6 +307,12 @@ struct JobSlot {
     null: bool,
     /// `flow=`: the clone's flow group membership ([`start`]).
     flow: Option<start::FlowSlot>,
+    /// `wait_for=`: the clones that must end before this one starts ([`exit`]).
+    waits_for: Vec<usize>,
+    /// Another job's end stopped this one (`exitall`, [`exit`]).
+    terminated: bool,
+    /// Its end was seen by [`Loop::check_exits`].
+    exit_seen: bool,
 }
 
 /// What a job clone is doing, as the driver sees it.
@@ -486,6 +492,11 @@ struct Loop<'a, B: Backend> {
     flows: std::collections::BTreeMap<u32, (u64, u64)>,
     /// Some job writes fio logs ([`Loop::drain_job_logs`]).
     job_logs: bool,
+    /// The fio processes (scenario invocations) with `exitall` (fio's
+    /// global `exitall_on_terminate`).
+    exitall: std::collections::BTreeSet<u32>,
+    /// Some job ends others (`exitall`, `exitall_on_error`): check ends.
+    exit_rules: bool,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -712,6 +723,7 @@ impl<B: Backend> Loop<'_, B> {
 
     /// Let job `j` act until it waits.
     fn step_job(&mut self, j: usize, now: Instant, stopping: bool) -> Result<(), RunError> {
+        let stopping = stopping || self.jobs[j].terminated;
         if self.jobs[j].state == SlotState::Pending && !self.try_start(j, now, stopping) {
             return Ok(());
         }
@@ -986,6 +998,22 @@ impl<B: Backend> Loop<'_, B> {
         if elapsed_s < 3 {
             return INT_MAX;
         }
+        // fio eta.c calc_thread_status: with exitall the first job to end
+        // ends the run, so the run's ETA is the shortest job's
+        let all_exitall = !self.exitall.is_empty()
+            && self
+                .jobs
+                .iter()
+                .all(|s| self.exitall.contains(&s.job.spec().control.invocation));
+        if all_exitall {
+            return self
+                .jobs
+                .iter()
+                .map(|s| s.job.eta_s(now, s.state != SlotState::Pending))
+                .min()
+                .unwrap_or(INT_MAX)
+                .min(u64::from(u32::MAX));
+        }
         let (mut longest, mut stone) = (0u64, 0u64);
         for s in &self.jobs {
             let pending = s.state == SlotState::Pending;
@@ -1107,7 +1135,22 @@ pub fn run<B: Backend>(
         abandoned: false,
         flows: std::collections::BTreeMap::new(),
         job_logs: false,
+        exitall: std::collections::BTreeSet::new(),
+        exit_rules: false,
     };
+    exit::link_waits(&mut lp.jobs);
+    lp.exitall = lp
+        .jobs
+        .iter()
+        .map(|s| &s.job.spec().control)
+        .filter(|c| c.exitall)
+        .map(|c| c.invocation)
+        .collect();
+    lp.exit_rules = !lp.exitall.is_empty()
+        || lp
+            .jobs
+            .iter()
+            .any(|s| s.job.spec().control.exitall_on_error);
     lp.job_logs = lp.jobs.iter().any(|s| s.job.spec().logs.any());
     for j in 0..lp.jobs.len() {
         if lp.jobs[j].state != SlotState::Pending {
@@ -1207,10 +1250,13 @@ pub fn run<B: Backend>(
         }
 
         for j in 0..lp.jobs.len() {
-            if stopping || lp.jobs[j].can_act(now) {
+            let s = &lp.jobs[j];
+            if stopping || s.can_act(now) || (s.terminated && !s.job.is_done()) {
                 lp.step_job(j, now, stopping)?;
             }
         }
+        // a job that ended stopped others: step them again at once
+        let stopped_others = lp.exit_rules && lp.check_exits();
 
         if lp.flights.is_empty()
             && lp.pc_pending.is_empty()
@@ -1236,6 +1282,9 @@ pub fn run<B: Backend>(
             let timer = s.job.next_timer().filter(|_| s.state != SlotState::Pending);
             next_job_timer = earliest(next_job_timer, timer);
             deadline = earliest(earliest(deadline, s.wake()), timer);
+        }
+        if stopped_others {
+            deadline = Some(now);
         }
         let deadline = deadline.map(|d| d.max(now));
         if deadline.is_none() && lp.backend.in_flight() == 0 {
@@ -1317,6 +1366,7 @@ pub fn run<B: Backend>(
 }
 
 mod buffered;
+mod exit;
 mod start;
 
 /// `deadline`, brought forward to `now + poll_every` when the run has

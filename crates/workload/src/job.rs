@@ -768,7 +768,7 @@ impl Job {
         }
     }
 
-    fn next_offset(&mut self, ddir: Ddir, len: u64) -> u64 {
+    fn next_offset(&mut self, ddir: Ddir, len: u64) -> Option<u64> {
         self.files.next_offset(ddir, len, &mut self.rng_offset)
     }
 
@@ -1022,7 +1022,13 @@ impl Job {
                 len = left.max(self.spec.min_bs(ddir)).min(len);
             }
         }
-        let offset = self.next_offset(ddir, len);
+        let Some(offset) = self.next_offset(ddir, len) else {
+            // the file ended before the IO (a strided zone at its end):
+            // fio's fill_io_u fails and the job's IO is done
+            self.io_limit = self.issued_bytes_total;
+            self.phase = Phase::Drain;
+            return self.next_action(now);
+        };
         let io = JobIo {
             ddir,
             offset,
@@ -1485,6 +1491,7 @@ fn dir_used(rw: RwMode, d: Ddir) -> bool {
 mod dist;
 mod files;
 mod map;
+mod strided;
 #[cfg(test)]
 mod tests;
 mod verify;

@@ -15,7 +15,9 @@ pub mod job;
 pub mod rng;
 pub mod spec;
 pub mod spec_ext;
+pub mod spec_run;
 pub mod spec_verify;
+pub mod spec_zone;
 pub mod stats;
 
 pub use job::{FailedOp, Job, JobAction, JobFailure, JobIo};

@@ -344,6 +344,10 @@ pub struct JobSpec {
     /// Where the job was given options about data (verification, buffer
     /// contents), for the real engine's refusal.
     pub data_options: Vec<DataOption>,
+    /// `wait_for`, `exitall`, `exit_what`, `exitall_on_error`.
+    pub control: crate::spec_run::RunControl,
+    /// `zonemode`, `zonesize`, `zonerange`, `zoneskip`.
+    pub zones: crate::spec_zone::ZoneSpec,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -420,6 +424,8 @@ impl JobSpec {
             fill_device: false,
             offset_increment: 0,
             data_options: Vec::new(),
+            control: crate::spec_run::RunControl::default(),
+            zones: crate::spec_zone::ZoneSpec::default(),
         }
     }
 

@@ -55,6 +55,9 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
         gate,
         null,
         flow: None,
+        waits_for: Vec::new(),
+        terminated: false,
+        exit_seen: false,
     }
 }
 
@@ -76,6 +79,9 @@ impl<B: Backend> Loop<'_, B> {
         if stopping {
             self.jobs[j].job.abandon(now);
             self.jobs[j].state = SlotState::Runnable;
+            // never ran: its end stops no other job (fio runs no
+            // thread_main for it)
+            self.jobs[j].exit_seen = true;
             return false;
         }
         let Some(mut gate) = self.jobs[j].gate else {
@@ -86,7 +92,7 @@ impl<B: Backend> Loop<'_, B> {
         }
         gate.at = None;
         self.jobs[j].gate = Some(gate);
-        if !self.jobs[..gate.after].iter().all(|s| s.job.is_done()) {
+        if !self.jobs[..gate.after].iter().all(|s| s.job.is_done()) || !self.waitees_done(j) {
             return false;
         }
         let slot = &mut self.jobs[j];

@@ -27,10 +27,33 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if let Some(r) = super::apply_verify::apply(st, def, value) {
         return r;
     }
+    if let Some(r) = super::apply_run::apply(st, def, value) {
+        return r;
+    }
+    if let Some(r) = super::apply_zone::apply(st, def, value) {
+        return r;
+    }
     let Some(v) = value else {
         return match def.kind {
             Kind::StrSet => {
                 set_flag(st, def.opt, true);
+                Ok(())
+            }
+            // a bare write_*_log: the logs are named after the job (fio
+            // make_log_name); the name is known when the job is complete
+            _ if matches!(
+                def.opt,
+                Opt::WriteBwLog | Opt::WriteIopsLog | Opt::WriteLatLog | Opt::WriteHistLog
+            ) =>
+            {
+                let l = &mut st.spec.logs;
+                let slot = match def.opt {
+                    Opt::WriteBwLog => &mut l.bw,
+                    Opt::WriteIopsLog => &mut l.iops,
+                    Opt::WriteLatLog => &mut l.lat,
+                    _ => &mut l.hist,
+                };
+                *slot = Some(String::new());
                 Ok(())
             }
             _ => Err(format!("Option {} requires an argument", def.name)),
@@ -588,7 +611,9 @@ mod tests {
         assert!(with(&[("per_job_logs", Some("0"))]).is_err());
         assert!(with(&[("log_avg_msec", Some("-1"))]).is_err());
         assert!(with(&[("log_avg_msec", Some("x"))]).is_err());
-        assert!(with(&[("write_iops_log", None)]).is_err());
+        // bare: named after the job once it is complete (job.rs finalize)
+        let bare = with(&[("write_iops_log", None)]).unwrap();
+        assert_eq!(bare.spec.logs.iops.as_deref(), Some(""));
     }
 
     #[test]

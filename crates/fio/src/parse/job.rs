@@ -180,6 +180,7 @@ impl<'a> Builder<'a> {
     pub fn add_job(&mut self, st: JobState, loc: &Loc) -> Result<(), ParseError> {
         let new_group = st.stonewall || st.new_group;
         let mut spec = finalize(st, loc)?;
+        self.check_waitee(&spec, loc)?;
         self.clones = super::limits::add_clones(self.clones, spec.numjobs).map_err(|m| {
             let n = spec.numjobs.to_string();
             loc.option_error("numjobs", Some(&n), format!("job `{}`: {m}", spec.name))
@@ -191,6 +192,30 @@ impl<'a> Builder<'a> {
         spec.group_id = self.groupid;
         self.prev_group_jobs += 1;
         self.jobs.push(spec);
+        Ok(())
+    }
+
+    /// `wait_for=NAME` must name a job defined before this one, not the
+    /// job itself (fio refuses both when it adds the job: "waitee job
+    /// NAME unknown", "a job cannot wait for itself").
+    fn check_waitee(&self, spec: &JobSpec, loc: &Loc) -> Result<(), ParseError> {
+        let Some(w) = &spec.control.wait_for else {
+            return Ok(());
+        };
+        let err = |m: String| loc.option_error("wait_for", Some(w), m);
+        if *w == spec.name {
+            return Err(err(format!(
+                "job `{}`: a job cannot wait for itself (wait_for={w})",
+                spec.name
+            )));
+        }
+        if !self.jobs.iter().any(|j| j.name == *w) {
+            return Err(err(format!(
+                "job `{}`: waitee job {w} unknown (wait_for must name a job defined \
+                 before this one)",
+                spec.name
+            )));
+        }
         Ok(())
     }
 
@@ -289,6 +314,20 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
         s.randrepeat = true;
     }
     s.stonewall = st.stonewall;
+    // bare write_*_log: logs named after the job
+    let job_name = s.name.clone();
+    let l = &mut s.logs;
+    for prefix in [&mut l.bw, &mut l.iops, &mut l.lat, &mut l.hist]
+        .into_iter()
+        .flatten()
+    {
+        if prefix.is_empty() {
+            prefix.clone_from(&job_name);
+        }
+    }
+    if let Err(m) = super::apply_zone::fixup(&mut s) {
+        return Err(loc.error(format!("job `{}`: {m}", s.name)));
+    }
     if let Err(m) = fixup_files(&mut s) {
         return Err(loc.error(format!("job `{}`: {m}", s.name)));
     }

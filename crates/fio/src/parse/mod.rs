@@ -23,7 +23,9 @@
 
 mod apply;
 mod apply_ext;
+mod apply_run;
 mod apply_verify;
+mod apply_zone;
 mod cli;
 mod engines;
 mod error;

@@ -140,6 +140,14 @@ pub(crate) enum Opt {
     CreateSerialize,
     ErrorDump,
     OffsetIncrement,
+    WaitFor,
+    ExitAll,
+    ExitWhat,
+    ExitAllOnError,
+    ZoneMode,
+    ZoneSize,
+    ZoneRange,
+    ZoneSkip,
 }
 
 /// One supported option.
@@ -310,6 +318,14 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("create_serialize", Kind::Bool, Opt::CreateSerialize),
     def("error_dump", Kind::Bool, Opt::ErrorDump),
     def("offset_increment", Kind::StrVal, Opt::OffsetIncrement),
+    def("wait_for", Kind::StrStore, Opt::WaitFor),
+    def("exitall", Kind::StrSet, Opt::ExitAll),
+    def("exit_what", Kind::Str, Opt::ExitWhat),
+    def("exitall_on_error", Kind::StrSet, Opt::ExitAllOnError),
+    def("zonemode", Kind::Str, Opt::ZoneMode),
+    def("zonesize", Kind::StrVal, Opt::ZoneSize),
+    def("zonerange", Kind::StrVal, Opt::ZoneRange),
+    def("zoneskip", Kind::StrVal, Opt::ZoneSkip),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job

@@ -225,6 +225,51 @@ fn ext_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     }
     file_args(j, &d, push);
     super::render_verify::data_args(j, &d, push);
+    run_zone_args(j, push);
+}
+
+/// `wait_for`, `exitall`, `exit_what`, `exitall_on_error`, and the zone
+/// options.
+fn run_zone_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
+    use blkqos_workload::spec_run::ExitWhat;
+    use blkqos_workload::spec_zone::{ZoneBytes, ZoneMode};
+    let c = &j.control;
+    if let Some(w) = &c.wait_for {
+        push("wait_for", w.clone());
+    }
+    if c.exitall {
+        push("exitall", "1".into());
+    }
+    if c.exit_what != ExitWhat::default() {
+        let w = match c.exit_what {
+            ExitWhat::Group => "group",
+            ExitWhat::Stonewall => "stonewall",
+            ExitWhat::All => "all",
+        };
+        push("exit_what", w.into());
+    }
+    if c.exitall_on_error {
+        push("exitall_on_error", "1".into());
+    }
+    let z = &j.zones;
+    if z.mode_given {
+        let m = match z.mode {
+            ZoneMode::None => "none",
+            ZoneMode::Strided => "strided",
+        };
+        push("zonemode", m.into());
+    }
+    if z.size_bytes > 0 {
+        push("zonesize", z.size_bytes.to_string());
+    }
+    if z.range_bytes > 0 {
+        push("zonerange", z.range_bytes.to_string());
+    }
+    match z.skip {
+        ZoneBytes::Bytes(0) => {}
+        ZoneBytes::Bytes(b) => push("zoneskip", b.to_string()),
+        ZoneBytes::Zones(n) => push("zoneskip", format!("{n}z")),
+    }
 }
 
 fn file_args(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, String)) {

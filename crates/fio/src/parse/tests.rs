@@ -634,6 +634,7 @@ fn jobs_round_trip_through_fio_args() {
     let texts = [
         JOB_A,
         "[global]\nkb_base=1000\nbs=4k,8k\nbsrange=1k-2k,\nsize=20%\noffset=5%\n[a]\nrate=1m,,2m\nstonewall\nignore_error=,EIO:7,ENOSPC\npercentile_list=99.99:1.5:50\nrandseed=99\n[b]\nrandrepeat=0\nrate_process=poisson\nthinktime=3ms\nthinktime_spin=1ms\nthinktime_blocks=4\nthinktime_blocks_type=issue\nramp_time=2\nruntime=1500ms\ntime_based\ndescription=two words\ncgroup=x/y\nunified_rw_reporting=both\nlat_percentiles=1\nslat_percentiles=1\nclat_percentiles=0\nbwavgtime=250\niopsavgtime=125\nfsync=4\nend_fsync=1\n[c]\nnew_group\nrate_iops=5,6\nrw=trim\nfilename=a:b\n",
+        "[w]\nsize=1m\nexitall\nexit_what=stonewall\n[r]\nsize=1m\nwait_for=w\nexitall_on_error\nzonemode=strided\nzonesize=64k\nzonerange=128k\nzoneskip=2z\n[s]\nsize=1m\nzonemode=strided\nzonesize=64k\nzoneskip=1m\nexit_what=all\n",
     ];
     for text in texts {
         let set = file(text).unwrap();
@@ -669,4 +670,31 @@ fn status_interval_is_a_time_in_seconds_by_default() {
     // `--status-interval 1` takes the next argument, as getopt does
     let p = cli(&["--status-interval", "1", "--name=x"]).unwrap();
     assert_eq!(p.status_interval_ms, Some(1000));
+}
+
+#[test]
+fn wait_for_needs_an_earlier_job() {
+    let ok = file("[a]\nsize=1m\n[b]\nwait_for=a\nsize=1m\n").unwrap();
+    assert_eq!(ok.jobs[1].control.wait_for.as_deref(), Some("a"));
+    let later = file("[b]\nwait_for=a\nsize=1m\n[a]\nsize=1m\n").unwrap_err();
+    let msg = later.to_string();
+    assert!(
+        msg.contains("t.fio:1") && msg.contains("wait_for") && msg.contains("waitee job a unknown"),
+        "{msg}"
+    );
+    let own = file("[a]\nwait_for=a\nsize=1m\n").unwrap_err().to_string();
+    assert!(own.contains("a job cannot wait for itself"), "{own}");
+}
+
+#[test]
+fn bare_log_options_take_the_job_name() {
+    // fio 3.33 writes myjob_bw.1.log, myjob_clat.1.log... for a bare option
+    let set = file(
+        "[myjob]\nsize=1m\nwrite_bw_log\nwrite_lat_log\n[b]\nname=n2\nsize=1m\nwrite_iops_log=x\n",
+    )
+    .unwrap();
+    assert_eq!(set.jobs[0].logs.bw.as_deref(), Some("myjob"));
+    assert_eq!(set.jobs[0].logs.lat.as_deref(), Some("myjob"));
+    assert_eq!(set.jobs[0].logs.iops, None);
+    assert_eq!(set.jobs[1].logs.iops.as_deref(), Some("x"));
 }

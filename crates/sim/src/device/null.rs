@@ -18,8 +18,12 @@
 //! lands after that request took its bytes, so the first request after an
 //! idle tick is free.
 //!
-//! Ignores: CPU cost, memory-backed mode, zones, bad blocks, fault injection.
+//! `zoned=1`: null_blk's zoned mode ([`super::zoned`]): a request the
+//! zone rules fail completes after `completion_ns` with their errno.
+//!
+//! Ignores: CPU cost, memory-backed mode, bad blocks, fault injection.
 
+use super::zoned::Zones;
 use super::{DeviceModel, EIO};
 use blkqos_core::{Duration, Instant, Io};
 
@@ -44,6 +48,8 @@ pub struct NullBlk {
     /// The bandwidth timer runs through this tick interval (it stops at the
     /// start of the next one unless a request consumed budget meanwhile).
     active_until: Option<u64>,
+    /// `zoned=1`: the zones and their write pointers.
+    zones: Option<Zones>,
 }
 
 impl NullBlk {
@@ -71,7 +77,19 @@ impl NullBlk {
             tick: u64::MAX,
             budget: 0,
             next_free_tick: 0,
+            zones: None,
         }
+    }
+
+    /// null_blk's zoned mode over the whole device.
+    pub fn with_zones(mut self, zones: Zones) -> Self {
+        self.zones = Some(zones);
+        self
+    }
+
+    /// The zones (`zoned=1`).
+    pub fn zones(&self) -> Option<&Zones> {
+        self.zones.as_ref()
     }
     fn per_tick(mbps: u32) -> i64 {
         ((1u64 << 20) / TICKS_PER_SEC * u64::from(mbps)) as i64
@@ -95,6 +113,13 @@ impl DeviceModel for NullBlk {
         let lat = Duration(self.completion_ns);
         if io.offset.saturating_add(io.len) > self.capacity {
             return (now + lat, EIO);
+        }
+        if let Some(z) = &mut self.zones {
+            // null_process_zoned_cmd fails the request before it is served
+            let e = z.apply(io);
+            if e != 0 {
+                return (now + lat, e);
+            }
         }
         let Some(mbps) = self.mbps else {
             return (now + lat, 0);

@@ -54,6 +54,32 @@ impl ModelKind {
                     "0",
                     "bandwidth cap in MiB/s as null_blk applies it (0 = none)",
                 ),
+                (
+                    "zoned",
+                    "0",
+                    "1: null_blk's zoned mode (writes at each sequential zone's write pointer)",
+                ),
+                ("zone_size", "256", "zoned: zone size in MiB, a power of two"),
+                (
+                    "zone_capacity",
+                    "0",
+                    "zoned: writable MiB of a zone (0 = zone_size)",
+                ),
+                (
+                    "zone_nr_conv",
+                    "0",
+                    "zoned: conventional zones at the start",
+                ),
+                (
+                    "zone_max_open",
+                    "0",
+                    "zoned: open zones at most (0 = no limit)",
+                ),
+                (
+                    "zone_max_active",
+                    "0",
+                    "zoned: open and closed zones at most (0 = no limit)",
+                ),
             ],
             ModelKind::Ssd => &[
                 ("channels", "8", "parallel flash units"),
@@ -329,7 +355,39 @@ impl DeviceSpec {
         Self::new(model, kv)
     }
 
+    /// `zoned=1` on a `null` device: its zone parameters.
+    pub fn zoned_params(&self) -> Option<super::ZonedParams> {
+        (self.kind == ModelKind::Null && self.get("zoned") == 1).then(|| super::ZonedParams {
+            zone_size_mib: self.get("zone_size"),
+            zone_capacity_mib: self.get("zone_capacity"),
+            zone_nr_conv: self.get("zone_nr_conv"),
+            zone_max_open: self.get("zone_max_open"),
+            zone_max_active: self.get("zone_max_active"),
+        })
+    }
+
     fn validate(&self) -> Result<(), SpecError> {
+        if self.kind == ModelKind::Null {
+            let bad = |key: &str, why| SpecError::BadValue {
+                model: self.kind.name(),
+                key: key.into(),
+                value: self.get(key).to_string(),
+                why,
+            };
+            if self.get("zoned") > 1 {
+                return Err(bad("zoned", "must be 0 or 1"));
+            }
+            if let Some(p) = self.zoned_params() {
+                p.check(self.capacity).map_err(|why| {
+                    let key = if why.starts_with("zone_capacity") {
+                        "zone_capacity"
+                    } else {
+                        "zone_size"
+                    };
+                    bad(key, why)
+                })?;
+            }
+        }
         let must_be_positive: &[&str] = match self.kind {
             ModelKind::Null => &["hw_queues", "queue_depth"],
             ModelKind::Ssd => &["channels", "read_mbps", "write_mbps", "nr_requests"],
@@ -387,14 +445,20 @@ impl DeviceSpec {
     pub fn build(&self) -> Box<dyn DeviceModel> {
         let g = |k| self.get(k);
         match self.kind {
-            ModelKind::Null => Box::new(NullBlk::new(
-                g("completion_ns"),
-                g("hw_queues") as u32,
-                g("queue_depth") as u32,
-                (g("mbps") > 0).then(|| g("mbps") as u32),
-                self.capacity,
-                self.seed,
-            )),
+            ModelKind::Null => {
+                let d = NullBlk::new(
+                    g("completion_ns"),
+                    g("hw_queues") as u32,
+                    g("queue_depth") as u32,
+                    (g("mbps") > 0).then(|| g("mbps") as u32),
+                    self.capacity,
+                    self.seed,
+                );
+                Box::new(match self.zoned_params() {
+                    Some(p) => d.with_zones(super::Zones::new(p, self.capacity)),
+                    None => d,
+                })
+            }
             ModelKind::Ssd => Box::new({
                 let mut d = Ssd::new(
                     g("channels") as u32,

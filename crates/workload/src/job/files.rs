@@ -5,6 +5,7 @@
 
 use super::dist::BlockDist;
 use super::map::BlockMap;
+use super::strided::{Step, Strided};
 use super::{div_by_unit, Ddir};
 use crate::rng::Stream;
 use crate::spec::{FileService, JobSpec, RandomDist, RwSeq};
@@ -14,6 +15,9 @@ use crate::spec::{FileService, JobSpec, RandomDist, RwSeq};
 struct FileState {
     start: u64,
     len: u64,
+    /// Random offsets fall in `[0, rand_span)` (of the zone's base with
+    /// `zonemode=strided`: fio `last_block` caps it at `zonerange`).
+    rand_span: u64,
     /// fio `last_pos - file_offset` per direction.
     seq_pos: [u64; 3],
     map: Option<BlockMap>,
@@ -44,6 +48,8 @@ pub(super) struct Files {
     seq_countdown: u32,
     /// Files never end their pass (time_based runs wrap).
     wrap: bool,
+    /// `zonemode=strided` (one file).
+    strided: Option<Strided>,
 }
 
 impl Files {
@@ -51,16 +57,26 @@ impl Files {
     /// in units of `unit` bytes.
     pub(super) fn new(spec: &JobSpec, extents: &[(u64, u64)], unit: u64) -> Self {
         let random = spec.rw.is_random();
+        let strided = match extents {
+            [(_, len)] => Strided::new(&spec.zones, *len),
+            _ => None,
+        };
         let list = extents
             .iter()
             .map(|&(start, len)| {
-                let nblocks = len / unit;
+                let rand_span = if strided.is_some() {
+                    spec.zones.range().min(len)
+                } else {
+                    len
+                };
+                let nblocks = rand_span / unit;
                 let uniform = matches!(spec.random_dist, RandomDist::Random);
-                let map = (random && uniform && !spec.norandommap && len >= unit)
+                let map = (random && uniform && !spec.norandommap && rand_span >= unit)
                     .then(|| BlockMap::new(nblocks));
                 FileState {
                     start,
                     len,
+                    rand_span,
                     seq_pos: [0; 3],
                     map,
                     next_want: None,
@@ -89,6 +105,7 @@ impl Files {
             rw_seq: spec.rw_seq,
             seq_countdown,
             wrap: spec.time_based,
+            strided,
         }
     }
 
@@ -97,8 +114,10 @@ impl Files {
         self.list.iter().map(|f| f.len).sum()
     }
 
-    /// The absolute offset of the next IO of `len` bytes in `ddir`.
-    pub(super) fn next_offset(&mut self, ddir: Ddir, len: u64, rng: &mut Stream) -> u64 {
+    /// The absolute offset of the next IO of `len` bytes in `ddir`;
+    /// `None` when the file is done before it (a strided zone at the end
+    /// of the file: fio `fill_io_u` fails it).
+    pub(super) fn next_offset(&mut self, ddir: Ddir, len: u64, rng: &mut Stream) -> Option<u64> {
         let idx = self.pick(rng);
         let random = self.random && self.random_this_io();
         let unit = self.unit;
@@ -107,7 +126,24 @@ impl Files {
             _ => 0,
         };
         let f = &mut self.list[idx];
-        let rel = if random {
+        let rel = if let Some(z) = &mut self.strided {
+            let mut pos = f.seq_pos[ddir];
+            if z.before_io(&mut pos) == Step::Reset {
+                f.reset(z.base);
+            } else {
+                f.seq_pos[ddir] = pos;
+            }
+            let rel = if random {
+                z.base + f.random_offset(len, unit, rng)
+            } else {
+                f.seq_pos[ddir]
+            };
+            if !z.after_offset(rel, len) {
+                f.done = true;
+                return None;
+            }
+            rel
+        } else if random {
             f.random_offset(len, unit, rng)
         } else {
             f.seq_offset(ddir, len, add)
@@ -117,7 +153,7 @@ impl Files {
         if !self.wrap && f.issued >= f.len {
             f.done = true;
         }
-        f.start + rel
+        Some(f.start + rel)
     }
 
     /// `rw=randX:N`: a new random offset every N-th IO, sequential ones
@@ -177,10 +213,20 @@ impl Files {
 }
 
 impl FileState {
+    /// fio `fio_file_reset`: every direction back to `base`, the random
+    /// map cleared.
+    fn reset(&mut self, base: u64) {
+        self.seq_pos = [base; 3];
+        if let Some(map) = &mut self.map {
+            *map = BlockMap::new(map.nblocks());
+            self.next_want = None;
+        }
+    }
+
     /// fio `get_next_rand_block` within this file: the distribution's
     /// block, or the random map's next free block near a uniform draw.
     fn random_offset(&mut self, len: u64, unit: u64, rng: &mut Stream) -> u64 {
-        let region = self.len.max(len);
+        let region = self.rand_span.max(len);
         let last_start = div_by_unit(region - len, unit); // inclusive block index
         let b = if let Some(d) = &self.dist {
             d.next(rng).min(last_start)
