@@ -28,6 +28,7 @@
 use crate::iolog::{JobLog, LogKind, LogSample};
 use crate::rng::Stream;
 use crate::spec::{self, JobSpec, RateProcess, RwMode, ThinkBlocksType};
+use crate::spec_submit::IoSubmitMode;
 use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
 use files::Files;
@@ -781,6 +782,13 @@ impl Job {
                     return JobAction::WaitCompletion;
                 }
                 Phase::Quiesce { until, after } => {
+                    if self.offloaded() {
+                        // fio rate_ddir quiesces only inline; with offload
+                        // the job's own io_u_quiesce (thinktime, flow) has
+                        // nothing in flight of its own: the workers hold it
+                        self.phase = Phase::Sleep { until, after };
+                        continue;
+                    }
                     // fio io_u_quiesce: io_u_queued_complete(td, 1) until
                     // nothing is in flight
                     while !self.ring.is_empty() {
@@ -992,7 +1000,10 @@ impl Job {
         self.rate[ddir].issued_bytes += len;
         if !self.in_ramp() {
             self.stats.issued[ddir] += 1;
-            self.stats.depth_level[JobStats::depth_index(self.in_flight)] += 1;
+            // fio io_u_mark_depth counts the submitting thread's depth: an
+            // offload worker's is always 1
+            let depth = if self.offloaded() { 1 } else { self.in_flight };
+            self.stats.depth_level[JobStats::depth_index(depth)] += 1;
             if self.submit_batch == 1 {
                 self.stats.submit_batches[JobStats::batch_index(1)] += 1;
             }
@@ -1108,6 +1119,23 @@ impl Job {
             }
             _ => self.reap_n(self.ring.len(), now),
         }
+    }
+
+    /// `io_submit_mode=offload`: each IO has a worker of its own that
+    /// submits it and waits for it (fio `rate-submit.c`).
+    #[inline]
+    pub fn offloaded(&self) -> bool {
+        self.spec.submit.mode == IoSubmitMode::Offload
+    }
+
+    /// `io_submit_mode=offload`: the IO's worker reaped it the moment it
+    /// completed, at `at` (fio `io_workqueue_fn`: one `io_u_queued_complete`
+    /// of one event per worker), so its clat ends there whatever the job
+    /// is doing; a job waiting for a free io_u goes on.
+    pub fn reap_offloaded(&mut self, r: Reaped, at: Instant) {
+        debug_assert!(self.offloaded());
+        self.count_reap_batch(1);
+        self.reap_one(r, at);
     }
 
     /// Completions wait in the ring until a getevents call reaps them.
@@ -1413,3 +1441,5 @@ mod files;
 mod map;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_submit;

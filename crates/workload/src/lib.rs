@@ -15,6 +15,7 @@ pub mod job;
 pub mod rng;
 pub mod spec;
 pub mod spec_ext;
+pub mod spec_submit;
 pub mod stats;
 
 pub use job::{FailedOp, Job, JobAction, JobFailure, JobIo};

@@ -330,6 +330,8 @@ pub struct JobSpec {
     /// The options the job was given, canonical names, values verbatim:
     /// fio's JSON `"job options"` (globals excluded).
     pub job_options: Vec<(String, String)>,
+    /// `io_submit_mode`, `random_generator`, `latency_target`.
+    pub submit: crate::spec_submit::SubmitSpec,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -401,6 +403,7 @@ impl JobSpec {
             notes: Vec::new(),
             logs: crate::iolog::LogSpec::default(),
             job_options: Vec::new(),
+            submit: crate::spec_submit::SubmitSpec::default(),
         }
     }
 

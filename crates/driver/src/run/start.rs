@@ -7,6 +7,7 @@ use super::{JobSetup, JobSlot, Loop, SlotState};
 use crate::backend::Backend;
 use blkqos_core::{Duration, Instant};
 use blkqos_workload::job::Reaped;
+use blkqos_workload::spec_submit::IoSubmitMode;
 use blkqos_workload::{IoEngine, Job, JobIo};
 
 /// What a clone waits for before it starts.
@@ -29,6 +30,7 @@ const NULL_IO_NS: u64 = 40;
 pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
     let stonewall = wall > 0;
     let null = s.spec.ioengine == IoEngine::Null;
+    let offload = s.spec.submit.mode == IoSubmitMode::Offload;
     debug_assert!(wall <= j);
     let job = if s.files.is_empty() {
         Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0)
@@ -55,6 +57,7 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
         gate,
         null,
         flow: None,
+        offload,
     }
 }
 

@@ -24,6 +24,9 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if let Some(r) = super::apply_ext::apply(st, def, value) {
         return r;
     }
+    if let Some(r) = super::apply_submit::apply(st, def, value) {
+        return r;
+    }
     let Some(v) = value else {
         return match def.kind {
             Kind::StrSet => {

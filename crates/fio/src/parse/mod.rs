@@ -23,6 +23,7 @@
 
 mod apply;
 mod apply_ext;
+mod apply_submit;
 mod cli;
 mod engines;
 mod error;

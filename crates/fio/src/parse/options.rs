@@ -114,6 +114,12 @@ pub(crate) enum Opt {
     WriteHistLog,
     LogHistMsec,
     LogHistCoarseness,
+    IoSubmitMode,
+    RandomGenerator,
+    LatencyTarget,
+    LatencyWindow,
+    LatencyPercentile,
+    LatencyRun,
 }
 
 /// One supported option.
@@ -251,6 +257,16 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("write_hist_log", Kind::StrStore, Opt::WriteHistLog),
     def("log_hist_msec", Kind::Int, Opt::LogHistMsec),
     def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
+    def("io_submit_mode", Kind::Str, Opt::IoSubmitMode),
+    def("random_generator", Kind::Str, Opt::RandomGenerator),
+    def("latency_target", Kind::Time, Opt::LatencyTarget),
+    def("latency_window", Kind::Time, Opt::LatencyWindow),
+    def(
+        "latency_percentile",
+        Kind::FloatList,
+        Opt::LatencyPercentile,
+    ),
+    def("latency_run", Kind::Bool, Opt::LatencyRun),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job
