@@ -34,6 +34,9 @@ use blkqos_core::{Duration, Instant};
 use files::Files;
 use std::collections::VecDeque;
 
+/// Linux `EINVAL`.
+const EINVAL: i32 = 22;
+
 /// fio's direction index: 0 read, 1 write, 2 trim.
 pub type Ddir = usize;
 
@@ -339,11 +342,34 @@ impl Job {
             log: JobLog::new(&spec.logs),
             spec,
         };
+        job.set_thread_number(u64::from(clone) + 1);
         job.start_epoch(now);
         if job.ramp_end.is_some() {
             job.end_at = None;
         }
         job
+    }
+
+    /// fio's `thread_number` of this clone (1-based over every clone of
+    /// the run, in job order; [`Job::new`] assumes the clone index + 1):
+    /// with `randrepeat`, `random_generator=lfsr` seeds each file's
+    /// register from it as fio does (`setup_random_seeds`). A seed fio
+    /// cannot start the register from fails the job with EINVAL (fio:
+    /// "failed initializing LFSR").
+    pub fn set_thread_number(&mut self, thread_number: u64) {
+        let seed = if self.spec.randrepeat {
+            lfsr::block_offset_seed(self.spec.randseed, thread_number)
+        } else {
+            Stream::new(self.seed, self.clone, 7).below(u64::MAX)
+        };
+        let min_bs = (0..3)
+            .filter(|&d| dir_used(self.spec.rw, d))
+            .map(|d| self.spec.min_bs(d))
+            .min()
+            .unwrap_or(4096);
+        if self.files.seed_lfsr(&self.spec, min_bs, seed).is_err() {
+            self.error = EINVAL;
+        }
     }
 
     /// The job starts at `now` rather than when it was made (a `stonewall`
@@ -1438,6 +1464,7 @@ fn dir_used(rw: RwMode, d: Ddir) -> bool {
 
 mod dist;
 mod files;
+mod lfsr;
 mod map;
 #[cfg(test)]
 mod tests;

@@ -37,6 +37,10 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
     } else {
         Job::with_files(s.spec, s.clone, &s.files, s.seed, t0)
     };
+    let mut job = job;
+    // fio numbers every clone of the run from 1, in job order, as the
+    // slots are
+    job.set_thread_number(j as u64 + 1);
     let delay = job.start_delay();
     let gate = (stonewall || delay > Duration::ZERO).then(|| Gate {
         after: wall,

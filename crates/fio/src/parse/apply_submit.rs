@@ -99,15 +99,6 @@ fn invalid(v: &str, allowed: &[&str]) -> String {
 /// together with the job's others: `Err((option, value, why))` for what
 /// blkqos cannot run.
 pub(crate) fn check(s: &mut JobSpec) -> Result<(), (&'static str, String, String)> {
-    if s.submit.random_generator == RandomGenerator::Lfsr {
-        return Err((
-            "random_generator",
-            "lfsr".into(),
-            "unsupported value (blkqos draws random offsets with its own uniform \
-             generator and random map); use random_generator=tausworthe"
-                .into(),
-        ));
-    }
     if s.submit.latency.enabled() {
         return Err((
             "latency_target",
