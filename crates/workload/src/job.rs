@@ -32,10 +32,13 @@ use crate::spec_submit::IoSubmitMode;
 use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
 use files::Files;
+use latency::{LatProbe, Step as LatStep};
 use std::collections::VecDeque;
 
 /// Linux `EINVAL`.
 const EINVAL: i32 = 22;
+/// Linux `ETIMEDOUT`.
+const ETIMEDOUT: i32 = 110;
 
 /// fio's direction index: 0 read, 1 write, 2 trim.
 pub type Ddir = usize;
@@ -199,6 +202,12 @@ pub struct Job {
     seed: u64,
     /// `flow=`: over its share of the group's IO (set by the driver).
     flow_blocked: bool,
+    /// `latency_target`: the depth probe, and what it asked for that the
+    /// loop has not done yet (a quiesce, the final run's reset).
+    lat_probe: Option<LatProbe>,
+    lat_pending: LatStep,
+    /// The probe's last window ran (fio `td->done`).
+    lat_done: bool,
     /// `rate_min`: completed bytes and time of the last check per direction.
     rate_check: [(u64, Option<Instant>); 3],
     rng_offset: Stream,
@@ -316,6 +325,9 @@ impl Job {
             files,
             seed,
             flow_blocked: false,
+            lat_probe: None,
+            lat_pending: LatStep::Go,
+            lat_done: false,
             rate_check: [(0, None); 3],
             rng_offset: Stream::new(base, clone, 1),
             rng_mix: Stream::new(base, clone, 2),
@@ -343,6 +355,10 @@ impl Job {
             spec,
         };
         job.set_thread_number(u64::from(clone) + 1);
+        if job.spec.submit.latency.enabled() {
+            let cfg = job.spec.submit.latency;
+            job.lat_probe = Some(LatProbe::new(cfg, job.iodepth, now, 0));
+        }
         job.start_epoch(now);
         if job.ramp_end.is_some() {
             job.end_at = None;
@@ -377,6 +393,10 @@ impl Job {
     /// runtime, ramp and sample clocks begin here.
     pub fn begin(&mut self, now: Instant) {
         self.started = now;
+        if let Some(p) = &mut self.lat_probe {
+            // fio do_io: lat_target_init when the job starts
+            *p = LatProbe::new(self.spec.submit.latency, self.iodepth, now, 0);
+        }
         self.ramp_end = (self.spec.ramp_time > Duration::ZERO).then(|| now + self.spec.ramp_time);
         self.start_epoch(now);
         if self.ramp_end.is_some() {
@@ -436,6 +456,39 @@ impl Job {
         self.rwmix_issues = 0;
         self.started = now;
         self.start_epoch(now);
+        if let Some(p) = &mut self.lat_probe {
+            p.reset(now, 0);
+        }
+    }
+
+    /// The depth the job fills before it reaps (fio `queue_full`): the
+    /// iodepth, or the latency probe's depth.
+    #[inline]
+    fn depth_limit(&self) -> u32 {
+        self.lat_probe
+            .as_ref()
+            .map_or(self.iodepth, LatProbe::depth)
+    }
+
+    fn completed_blocks(&self) -> u64 {
+        self.io_blocks.iter().sum()
+    }
+
+    /// What the probe asked for: a quiesce (or the final run's) for the
+    /// loop to do, or the job's end.
+    fn lat_step(&mut self, step: LatStep, ddir: Ddir, now: Instant) {
+        match step {
+            LatStep::Go => {}
+            LatStep::Quiesce => {
+                if self.lat_pending == LatStep::Go {
+                    self.lat_pending = LatStep::Quiesce;
+                }
+            }
+            LatStep::FinalRun => self.lat_pending = LatStep::FinalRun,
+            LatStep::Done => self.lat_done = true,
+            // fio lat_fatal: the IO fails with ETIMEDOUT
+            LatStep::Fatal => self.fail(ETIMEDOUT, ddir, now),
+        }
     }
 
     #[inline]
@@ -576,6 +629,7 @@ impl Job {
             }
         }
         st.job_runtime_ms = (now - self.epoch).as_ms();
+        st.latency_depth = self.depth_limit();
         st
     }
 
@@ -796,7 +850,7 @@ impl Job {
                     return JobAction::WaitCompletion;
                 }
                 Phase::Reap { reaped_at_start } => {
-                    if self.reaped > reaped_at_start || self.in_flight < self.iodepth {
+                    if self.reaped > reaped_at_start || self.in_flight < self.depth_limit() {
                         self.phase = Phase::Think;
                         continue;
                     }
@@ -861,9 +915,37 @@ impl Job {
                             };
                         }
                     }
+                    // fio do_io: lat_target_check at the end of each pass
+                    if !self.in_ramp() {
+                        let blocks = self.completed_blocks();
+                        if let Some(p) = &mut self.lat_probe {
+                            let step = p.check(now, blocks);
+                            let ddir = self.rwmix_ddir;
+                            self.lat_step(step, ddir, now);
+                        }
+                    }
                 }
                 Phase::Top => {
-                    if self.runtime_exceeded(now) || self.size_done() || self.error != 0 {
+                    if self.lat_pending != LatStep::Go {
+                        // the probe's io_u_quiesce, then (final run) fio's
+                        // reset_all_stats
+                        if self.in_flight > 0 && !self.offloaded() {
+                            self.phase = Phase::Quiesce {
+                                until: now,
+                                after: After::Retry,
+                            };
+                            continue;
+                        }
+                        if self.lat_pending == LatStep::FinalRun {
+                            self.end_ramp(now);
+                        }
+                        self.lat_pending = LatStep::Go;
+                    }
+                    if self.runtime_exceeded(now)
+                        || self.size_done()
+                        || self.error != 0
+                        || self.lat_done
+                    {
                         self.phase = Phase::Drain;
                         continue;
                     }
@@ -1074,7 +1156,7 @@ impl Job {
         match self.phase {
             Phase::Reap { reaped_at_start } => {
                 self.reaped == reaped_at_start
-                    && self.in_flight >= self.iodepth
+                    && self.in_flight >= self.depth_limit()
                     && self.ring.is_empty()
             }
             _ => false,
@@ -1100,7 +1182,7 @@ impl Job {
     #[inline]
     pub fn submitted(&mut self, _now: Instant) {
         debug_assert_eq!(self.phase, Phase::Submitting);
-        self.phase = if self.in_flight >= self.iodepth {
+        self.phase = if self.in_flight >= self.depth_limit() {
             Phase::Reap {
                 reaped_at_start: self.reaped,
             }
@@ -1215,6 +1297,14 @@ impl Job {
             return;
         }
         let lat = now - r.io.start_time;
+        if d < 2 {
+            // fio account_io_completion: a read or write over the target
+            let blocks = self.completed_blocks();
+            if let Some(p) = &mut self.lat_probe {
+                let step = p.completed(lat, now, blocks);
+                self.lat_step(step, d, now);
+            }
+        }
         let (slat, clat) = if self.no_slat() {
             (None, lat)
         } else {
@@ -1422,6 +1512,7 @@ impl Job {
             }
         }
         self.stats.job_runtime_ms = (now - self.epoch).as_ms();
+        self.stats.latency_depth = self.depth_limit();
     }
 }
 
@@ -1464,6 +1555,7 @@ fn dir_used(rw: RwMode, d: Ddir) -> bool {
 
 mod dist;
 mod files;
+mod latency;
 mod lfsr;
 mod map;
 #[cfg(test)]

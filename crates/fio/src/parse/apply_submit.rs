@@ -99,15 +99,6 @@ fn invalid(v: &str, allowed: &[&str]) -> String {
 /// together with the job's others: `Err((option, value, why))` for what
 /// blkqos cannot run.
 pub(crate) fn check(s: &mut JobSpec) -> Result<(), (&'static str, String, String)> {
-    if s.submit.latency.enabled() {
-        return Err((
-            "latency_target",
-            format!("{}us", s.submit.latency.target.as_ns() / 1000),
-            "unsupported option `latency_target` (fio's queue-depth probing); \
-             run at a fixed iodepth"
-                .into(),
-        ));
-    }
     if s.submit.mode == IoSubmitMode::Offload {
         if s.ioengine.is_sync() || s.ioengine == IoEngine::Null {
             return Err((
@@ -144,8 +135,8 @@ pub(crate) fn render(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     }
     let lat = &sub.latency;
     if lat.enabled() {
-        push("latency_target", format!("{}ns", lat.target.as_ns()));
-        push("latency_window", format!("{}ns", lat.window.as_ns()));
+        push("latency_target", format!("{}us", lat.target.as_us()));
+        push("latency_window", format!("{}us", lat.window.as_us()));
         push("latency_percentile", lat.percentile.to_string());
         push("latency_run", u8::from(lat.keep_running).to_string());
     }
