@@ -470,6 +470,19 @@ impl Job {
             .map_or(self.iodepth, LatProbe::depth)
     }
 
+    /// fio `iodepth_low`, fixed up as `fixup_options` does (0 or more
+    /// than the iodepth: the iodepth).
+    fn iodepth_low(&self) -> u32 {
+        if self.offloaded() {
+            // the job itself never reaps with offload
+            return self.iodepth;
+        }
+        match self.spec.submit.iodepth_low {
+            0 => self.iodepth,
+            n => n.min(self.iodepth),
+        }
+    }
+
     fn completed_blocks(&self) -> u64 {
         self.io_blocks.iter().sum()
     }
@@ -850,7 +863,11 @@ impl Job {
                     return JobAction::WaitCompletion;
                 }
                 Phase::Reap { reaped_at_start } => {
-                    if self.reaped > reaped_at_start || self.in_flight < self.depth_limit() {
+                    // fio wait_for_completions: a full queue is reaped
+                    // until no more than iodepth_low are in flight
+                    let reaped_enough =
+                        self.reaped > reaped_at_start || self.in_flight < self.depth_limit();
+                    if reaped_enough && self.in_flight <= self.iodepth_low() {
                         self.phase = Phase::Think;
                         continue;
                     }

@@ -89,4 +89,8 @@ pub struct SubmitSpec {
     pub random_generator: RandomGenerator,
     /// `latency_target` and friends.
     pub latency: LatencyTarget,
+    /// `iodepth_low`: a full queue is reaped down to this many IOs in
+    /// flight before the job submits again (0: the iodepth, fio's
+    /// default).
+    pub iodepth_low: u32,
 }

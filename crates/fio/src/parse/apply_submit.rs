@@ -25,6 +25,7 @@ pub(crate) fn apply(
             | Opt::LatencyWindow
             | Opt::LatencyPercentile
             | Opt::LatencyRun
+            | Opt::IoDepthLow
     );
     if !owned {
         return None;
@@ -74,6 +75,14 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
                 1 => true,
                 n => return Err(format!("max value out of range: {n} (1 max)")),
             }
+        }
+        Opt::IoDepthLow => {
+            let n = match pieces(Kind::Int, v).as_slice() {
+                [one] if !one.trim_start().starts_with('-') => parse_plain_int(one)?,
+                _ => return Err("this option takes a single non-negative value".into()),
+            };
+            sub.iodepth_low =
+                u32::try_from(n).map_err(|_| format!("max value out of range: {n}"))?;
         }
         _ => unreachable!("not an option of this module"),
     }
@@ -129,6 +138,9 @@ pub(crate) fn render(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     let sub = &j.submit;
     if sub.mode == IoSubmitMode::Offload {
         push("io_submit_mode", "offload".into());
+    }
+    if sub.iodepth_low != 0 {
+        push("iodepth_low", sub.iodepth_low.to_string());
     }
     if sub.random_generator != RandomGenerator::default() {
         push("random_generator", sub.random_generator.fio_name().into());

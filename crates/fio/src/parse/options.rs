@@ -120,6 +120,7 @@ pub(crate) enum Opt {
     LatencyWindow,
     LatencyPercentile,
     LatencyRun,
+    IoDepthLow,
 }
 
 /// One supported option.
@@ -267,6 +268,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
         Opt::LatencyPercentile,
     ),
     def("latency_run", Kind::Bool, Opt::LatencyRun),
+    def("iodepth_low", Kind::Int, Opt::IoDepthLow),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job

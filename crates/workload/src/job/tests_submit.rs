@@ -116,3 +116,59 @@ fn offload_clat_ends_at_completion() {
     assert_eq!(d.clat.min, 3_000_000);
     assert_eq!(d.clat.max, 3_000_000);
 }
+
+/// The number in flight before each submission, inline, with IOs taking
+/// `lat` and submit calls 1 µs, reaping one completion per call.
+fn depths_at_issue(spec: JobSpec, lat: Duration, n: usize) -> Vec<u32> {
+    let mut job = Job::new(spec, 0, 0, 1 << 30, 42, Instant::ZERO);
+    let mut now = Instant::ZERO;
+    let mut inflight: Vec<(Instant, JobIo)> = Vec::new();
+    let mut out = Vec::new();
+    while out.len() < n {
+        match job.next_action(now) {
+            JobAction::Issue(io) => {
+                out.push(job.in_flight() - 1);
+                inflight.push((now + lat, io));
+                now += Duration::from_us(1);
+                job.submitted(now);
+            }
+            JobAction::WaitCompletion => {
+                inflight.sort_by_key(|x| x.0);
+                let (at, io) = inflight.remove(0);
+                now = now.max(at);
+                let r = Reaped {
+                    io,
+                    issue_time: io.start_time,
+                    error: 0,
+                    bytes_done: io.len,
+                };
+                job.reap(&[r], now);
+            }
+            a => panic!("unexpected {a:?}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn iodepth_low_reaps_a_full_queue_down_before_refilling() {
+    let mut s = JobSpec::new("low");
+    s.rw = RwMode::RandRead;
+    s.ioengine = IoEngine::Libaio;
+    s.iodepth = 8;
+    s.time_based = true;
+    s.runtime = Some(Duration::from_secs(1));
+    let lat = Duration::from_us(100);
+    // fio's default (iodepth_low = iodepth): one reap, one submit
+    let d = depths_at_issue(s.clone(), lat, 40);
+    assert_eq!(&d[..8], &[0, 1, 2, 3, 4, 5, 6, 7]);
+    assert!(d[8..].iter().all(|&x| x == 7), "{d:?}");
+    // iodepth_low=2: reaped down to 2, then refilled to 8
+    s.submit.iodepth_low = 2;
+    let d = depths_at_issue(s.clone(), lat, 40);
+    assert_eq!(&d[8..20], &[2, 3, 4, 5, 6, 7, 2, 3, 4, 5, 6, 7], "{d:?}");
+    // more than the iodepth is the iodepth (fio fixup_options)
+    s.submit.iodepth_low = 100;
+    let d = depths_at_issue(s, lat, 40);
+    assert!(d[8..].iter().all(|&x| x == 7), "{d:?}");
+}
