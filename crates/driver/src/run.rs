@@ -313,6 +313,8 @@ struct JobSlot {
     terminated: bool,
     /// Its end was seen by [`Loop::check_exits`].
     exit_seen: bool,
+    /// `io_submit_mode=offload`: completions are reaped as they arrive.
+    offload: bool,
 }
 
 /// What a job clone is doing, as the driver sees it.
@@ -356,6 +358,21 @@ impl JobSlot {
             JobAction::WaitCompletion
         } else {
             self.job.next_action(now)
+        }
+    }
+
+    /// A completion of the job's at `at`: into its ring until the job
+    /// reaps it, or with `io_submit_mode=offload` reaped now by the IO's
+    /// worker (a job waiting for a free io_u goes on).
+    #[inline]
+    fn deliver(&mut self, r: Reaped, at: Instant) {
+        if !self.offload {
+            self.ring.push(r);
+            return;
+        }
+        self.job.reap_offloaded(r, at);
+        if self.state == SlotState::Waiting {
+            self.state = SlotState::Runnable;
         }
     }
 
@@ -1064,12 +1081,13 @@ impl<B: Backend> Loop<'_, B> {
                 return;
             }
         }
-        self.jobs[f.job as usize].ring.push(Reaped {
+        let reaped = Reaped {
             io: f.jio,
             issue_time: issue_time(&f, &c),
             error: c.error,
             bytes_done: if c.error == 0 { c.bytes } else { 0 },
-        });
+        };
+        self.jobs[f.job as usize].deliver(reaped, c.at);
     }
 }
 
@@ -1167,7 +1185,9 @@ pub fn run<B: Backend>(
         let n = s.job.submit_batch();
         // a buffered job through the page cache completes into it; the
         // null engine's IO never reaches a plug
-        if n > 1 && !(s.buffered && opts.pagecache.is_some()) && !s.null {
+        // an offloaded IO is submitted alone by its worker
+        let through_pagecache = s.buffered && opts.pagecache.is_some();
+        if n > 1 && !through_pagecache && !s.null && !s.offload {
             s.batch = Some(plug::Batch::new(n));
         }
     }

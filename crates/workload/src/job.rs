@@ -28,11 +28,18 @@
 use crate::iolog::{JobLog, LogKind, LogSample};
 use crate::rng::Stream;
 use crate::spec::{self, JobSpec, RateProcess, RwMode, ThinkBlocksType};
+use crate::spec_submit::IoSubmitMode;
 use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
 use files::Files;
+use latency::{LatProbe, Step as LatStep};
 use std::collections::VecDeque;
 use verify::VerifyState;
+
+/// Linux `EINVAL`.
+const EINVAL: i32 = 22;
+/// Linux `ETIMEDOUT`.
+const ETIMEDOUT: i32 = 110;
 
 /// fio's direction index: 0 read, 1 write, 2 trim.
 pub type Ddir = usize;
@@ -203,6 +210,12 @@ pub struct Job {
     seed: u64,
     /// `flow=`: over its share of the group's IO (set by the driver).
     flow_blocked: bool,
+    /// `latency_target`: the depth probe, and what it asked for that the
+    /// loop has not done yet (a quiesce, the final run's reset).
+    lat_probe: Option<LatProbe>,
+    lat_pending: LatStep,
+    /// The probe's last window ran (fio `td->done`).
+    lat_done: bool,
     /// `rate_min`: completed bytes and time of the last check per direction.
     rate_check: [(u64, Option<Instant>); 3],
     rng_offset: Stream,
@@ -334,6 +347,9 @@ impl Job {
             files,
             seed,
             flow_blocked: false,
+            lat_probe: None,
+            lat_pending: LatStep::Go,
+            lat_done: false,
             rate_check: [(0, None); 3],
             rng_offset: Stream::new(base, clone, 1),
             rng_mix: Stream::new(base, clone, 2),
@@ -360,6 +376,11 @@ impl Job {
             log: JobLog::new(&spec.logs),
             spec,
         };
+        job.set_thread_number(u64::from(clone) + 1);
+        if job.spec.submit.latency.enabled() {
+            let cfg = job.spec.submit.latency;
+            job.lat_probe = Some(LatProbe::new(cfg, job.iodepth, now, 0));
+        }
         job.start_epoch(now);
         if job.ramp_end.is_some() {
             job.end_at = None;
@@ -367,11 +388,37 @@ impl Job {
         job
     }
 
+    /// fio's `thread_number` of this clone (1-based over every clone of
+    /// the run, in job order; [`Job::new`] assumes the clone index + 1):
+    /// with `randrepeat`, `random_generator=lfsr` seeds each file's
+    /// register from it as fio does (`setup_random_seeds`). A seed fio
+    /// cannot start the register from fails the job with EINVAL (fio:
+    /// "failed initializing LFSR").
+    pub fn set_thread_number(&mut self, thread_number: u64) {
+        let seed = if self.spec.randrepeat {
+            lfsr::block_offset_seed(self.spec.randseed, thread_number)
+        } else {
+            Stream::new(self.seed, self.clone, 7).below(u64::MAX)
+        };
+        let min_bs = (0..3)
+            .filter(|&d| dir_used(self.spec.rw, d))
+            .map(|d| self.spec.min_bs(d))
+            .min()
+            .unwrap_or(4096);
+        if self.files.seed_lfsr(&self.spec, min_bs, seed).is_err() {
+            self.error = EINVAL;
+        }
+    }
+
     /// The job starts at `now` rather than when it was made (a `stonewall`
     /// or `startdelay` held it back; fio `run_threads` starts it then): its
     /// runtime, ramp and sample clocks begin here.
     pub fn begin(&mut self, now: Instant) {
         self.started = now;
+        if let Some(p) = &mut self.lat_probe {
+            // fio do_io: lat_target_init when the job starts
+            *p = LatProbe::new(self.spec.submit.latency, self.iodepth, now, 0);
+        }
         self.ramp_end = (self.spec.ramp_time > Duration::ZERO).then(|| now + self.spec.ramp_time);
         self.start_epoch(now);
         if self.ramp_end.is_some() {
@@ -435,6 +482,52 @@ impl Job {
         }
         self.started = now;
         self.start_epoch(now);
+        if let Some(p) = &mut self.lat_probe {
+            p.reset(now, 0);
+        }
+    }
+
+    /// The depth the job fills before it reaps (fio `queue_full`): the
+    /// iodepth, or the latency probe's depth.
+    #[inline]
+    fn depth_limit(&self) -> u32 {
+        self.lat_probe
+            .as_ref()
+            .map_or(self.iodepth, LatProbe::depth)
+    }
+
+    /// fio `iodepth_low`, fixed up as `fixup_options` does (0 or more
+    /// than the iodepth: the iodepth).
+    fn iodepth_low(&self) -> u32 {
+        if self.offloaded() {
+            // the job itself never reaps with offload
+            return self.iodepth;
+        }
+        match self.spec.submit.iodepth_low {
+            0 => self.iodepth,
+            n => n.min(self.iodepth),
+        }
+    }
+
+    fn completed_blocks(&self) -> u64 {
+        self.io_blocks.iter().sum()
+    }
+
+    /// What the probe asked for: a quiesce (or the final run's) for the
+    /// loop to do, or the job's end.
+    fn lat_step(&mut self, step: LatStep, ddir: Ddir, now: Instant) {
+        match step {
+            LatStep::Go => {}
+            LatStep::Quiesce => {
+                if self.lat_pending == LatStep::Go {
+                    self.lat_pending = LatStep::Quiesce;
+                }
+            }
+            LatStep::FinalRun => self.lat_pending = LatStep::FinalRun,
+            LatStep::Done => self.lat_done = true,
+            // fio lat_fatal: the IO fails with ETIMEDOUT
+            LatStep::Fatal => self.fail(ETIMEDOUT, ddir, now),
+        }
     }
 
     #[inline]
@@ -575,6 +668,7 @@ impl Job {
             }
         }
         st.job_runtime_ms = (now - self.epoch).as_ms();
+        st.latency_depth = self.depth_limit();
         st
     }
 
@@ -804,7 +898,11 @@ impl Job {
                     return JobAction::WaitCompletion;
                 }
                 Phase::Reap { reaped_at_start } => {
-                    if self.reaped > reaped_at_start || self.in_flight < self.iodepth {
+                    // fio wait_for_completions: a full queue is reaped
+                    // until no more than iodepth_low are in flight
+                    let reaped_enough =
+                        self.reaped > reaped_at_start || self.in_flight < self.depth_limit();
+                    if reaped_enough && self.in_flight <= self.iodepth_low() {
                         self.phase = Phase::Think;
                         continue;
                     }
@@ -816,6 +914,13 @@ impl Job {
                     return JobAction::WaitCompletion;
                 }
                 Phase::Quiesce { until, after } => {
+                    if self.offloaded() {
+                        // fio rate_ddir quiesces only inline; with offload
+                        // the job's own io_u_quiesce (thinktime, flow) has
+                        // nothing in flight of its own: the workers hold it
+                        self.phase = Phase::Sleep { until, after };
+                        continue;
+                    }
                     // fio io_u_quiesce: io_u_queued_complete(td, 1) until
                     // nothing is in flight
                     while !self.ring.is_empty() {
@@ -864,16 +969,48 @@ impl Job {
                             };
                         }
                     }
+                    // fio do_io: lat_target_check at the end of each pass
+                    if !self.in_ramp() {
+                        let blocks = self.completed_blocks();
+                        if let Some(p) = &mut self.lat_probe {
+                            let step = p.check(now, blocks);
+                            let ddir = self.rwmix_ddir;
+                            self.lat_step(step, ddir, now);
+                        }
+                    }
                 }
                 Phase::Top => {
-                    if self.verify.is_some() && !self.runtime_exceeded(now) && self.error == 0 {
+                    if self.lat_pending != LatStep::Go {
+                        // the probe's io_u_quiesce, then (final run) fio's
+                        // reset_all_stats
+                        if self.in_flight > 0 && !self.offloaded() {
+                            self.phase = Phase::Quiesce {
+                                until: now,
+                                after: After::Retry,
+                            };
+                            continue;
+                        }
+                        if self.lat_pending == LatStep::FinalRun {
+                            self.end_ramp(now);
+                        }
+                        self.lat_pending = LatStep::Go;
+                    }
+                    if self.verify.is_some()
+                        && !self.runtime_exceeded(now)
+                        && self.error == 0
+                        && !self.lat_done
+                    {
                         if let Some(a) = self.verify_step(now) {
                             return a;
                         }
                         if self.phase != Phase::Top {
                             continue;
                         }
-                    } else if self.runtime_exceeded(now) || self.size_done() || self.error != 0 {
+                    } else if self.runtime_exceeded(now)
+                        || self.size_done()
+                        || self.error != 0
+                        || self.lat_done
+                    {
                         self.phase = Phase::Drain;
                         continue;
                     }
@@ -1048,7 +1185,10 @@ impl Job {
         self.rate[ddir].issued_bytes += len;
         if !self.in_ramp() {
             self.stats.issued[ddir] += 1;
-            self.stats.depth_level[JobStats::depth_index(self.in_flight)] += 1;
+            // fio io_u_mark_depth counts the submitting thread's depth: an
+            // offload worker's is always 1
+            let depth = if self.offloaded() { 1 } else { self.in_flight };
+            self.stats.depth_level[JobStats::depth_index(depth)] += 1;
             if self.submit_batch == 1 {
                 self.stats.submit_batches[JobStats::batch_index(1)] += 1;
             }
@@ -1098,7 +1238,7 @@ impl Job {
         match self.phase {
             Phase::Reap { reaped_at_start } => {
                 self.reaped == reaped_at_start
-                    && self.in_flight >= self.iodepth
+                    && self.in_flight >= self.depth_limit()
                     && self.ring.is_empty()
             }
             _ => false,
@@ -1124,7 +1264,7 @@ impl Job {
     #[inline]
     pub fn submitted(&mut self, _now: Instant) {
         debug_assert_eq!(self.phase, Phase::Submitting);
-        self.phase = if self.in_flight >= self.iodepth {
+        self.phase = if self.in_flight >= self.depth_limit() {
             Phase::Reap {
                 reaped_at_start: self.reaped,
             }
@@ -1169,6 +1309,23 @@ impl Job {
             }
             _ => self.reap_n(self.ring.len(), now),
         }
+    }
+
+    /// `io_submit_mode=offload`: each IO has a worker of its own that
+    /// submits it and waits for it (fio `rate-submit.c`).
+    #[inline]
+    pub fn offloaded(&self) -> bool {
+        self.spec.submit.mode == IoSubmitMode::Offload
+    }
+
+    /// `io_submit_mode=offload`: the IO's worker reaped it the moment it
+    /// completed, at `at` (fio `io_workqueue_fn`: one `io_u_queued_complete`
+    /// of one event per worker), so its clat ends there whatever the job
+    /// is doing; a job waiting for a free io_u goes on.
+    pub fn reap_offloaded(&mut self, r: Reaped, at: Instant) {
+        debug_assert!(self.offloaded());
+        self.count_reap_batch(1);
+        self.reap_one(r, at);
     }
 
     /// Completions wait in the ring until a getevents call reaps them.
@@ -1228,6 +1385,14 @@ impl Job {
             return;
         }
         let lat = now - r.io.start_time;
+        if d < 2 {
+            // fio account_io_completion: a read or write over the target
+            let blocks = self.completed_blocks();
+            if let Some(p) = &mut self.lat_probe {
+                let step = p.completed(lat, now, blocks);
+                self.lat_step(step, d, now);
+            }
+        }
         let (slat, clat) = if self.no_slat() {
             (None, lat)
         } else {
@@ -1448,6 +1613,7 @@ impl Job {
             }
         }
         self.stats.job_runtime_ms = (now - self.epoch).as_ms();
+        self.stats.latency_depth = self.depth_limit();
     }
 }
 
@@ -1490,10 +1656,14 @@ fn dir_used(rw: RwMode, d: Ddir) -> bool {
 
 mod dist;
 mod files;
+mod latency;
+mod lfsr;
 mod map;
 mod strided;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_submit;
 mod verify;
 mod verify_steps;
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod rng;
 pub mod spec;
 pub mod spec_ext;
 pub mod spec_run;
+pub mod spec_submit;
 pub mod spec_verify;
 pub mod spec_zone;
 pub mod stats;

@@ -348,6 +348,8 @@ pub struct JobSpec {
     pub control: crate::spec_run::RunControl,
     /// `zonemode`, `zonesize`, `zonerange`, `zoneskip`.
     pub zones: crate::spec_zone::ZoneSpec,
+    /// `io_submit_mode`, `random_generator`, `latency_target`.
+    pub submit: crate::spec_submit::SubmitSpec,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -426,6 +428,7 @@ impl JobSpec {
             data_options: Vec::new(),
             control: crate::spec_run::RunControl::default(),
             zones: crate::spec_zone::ZoneSpec::default(),
+            submit: crate::spec_submit::SubmitSpec::default(),
         }
     }
 

@@ -234,6 +234,9 @@ pub struct JobStats {
     pub sync_hist: LatHist,
     /// CPU usage (real engine only).
     pub cpu: CpuUsage,
+    /// The depth the job ended at (fio `latency_qd`: the iodepth, or the
+    /// depth `latency_target`'s probe settled on).
+    pub latency_depth: u32,
 }
 
 impl JobStats {
@@ -282,6 +285,8 @@ impl JobStats {
         self.sync_lat.merge(&o.sync_lat);
         self.sync_hist.merge(&o.sync_hist);
         self.cpu.add(&o.cpu);
+        // fio __show_run_stats: the last job's
+        self.latency_depth = o.latency_depth;
     }
     /// The `mixed` direction: all directions summed as fio does for
     /// `unified_rw_reporting=mixed`.

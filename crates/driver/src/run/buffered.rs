@@ -73,7 +73,7 @@ impl<B: Backend> Loop<'_, B> {
                 continue;
             }
             let (_, j, r) = self.pc_pending.swap_remove(i);
-            self.jobs[j].ring.push(r);
+            self.jobs[j].deliver(r, now);
         }
         let mut wb = std::mem::take(&mut self.wb_ios);
         wb.clear();

@@ -7,6 +7,7 @@ use super::{JobSetup, JobSlot, Loop, SlotState};
 use crate::backend::Backend;
 use blkqos_core::{Duration, Instant};
 use blkqos_workload::job::Reaped;
+use blkqos_workload::spec_submit::IoSubmitMode;
 use blkqos_workload::{IoEngine, Job, JobIo};
 
 /// What a clone waits for before it starts.
@@ -29,12 +30,17 @@ const NULL_IO_NS: u64 = 40;
 pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
     let stonewall = wall > 0;
     let null = s.spec.ioengine == IoEngine::Null;
+    let offload = s.spec.submit.mode == IoSubmitMode::Offload;
     debug_assert!(wall <= j);
     let job = if s.files.is_empty() {
         Job::new(s.spec, s.clone, s.region_start, s.region_len, s.seed, t0)
     } else {
         Job::with_files(s.spec, s.clone, &s.files, s.seed, t0)
     };
+    let mut job = job;
+    // fio numbers every clone of the run from 1, in job order, as the
+    // slots are
+    job.set_thread_number(j as u64 + 1);
     let delay = job.start_delay();
     let gate = (stonewall || delay > Duration::ZERO).then(|| Gate {
         after: wall,
@@ -58,6 +64,7 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
         waits_for: Vec::new(),
         terminated: false,
         exit_seen: false,
+        offload,
     }
 }
 

@@ -33,6 +33,9 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if let Some(r) = super::apply_zone::apply(st, def, value) {
         return r;
     }
+    if let Some(r) = super::apply_submit::apply(st, def, value) {
+        return r;
+    }
     let Some(v) = value else {
         return match def.kind {
             Kind::StrSet => {

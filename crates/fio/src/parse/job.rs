@@ -338,6 +338,9 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
             s.iodepth
         ));
     }
+    super::apply_submit::check(&mut s).map_err(|(opt, value, m)| {
+        loc.option_error(opt, Some(&value), format!("job `{}`: {m}", s.name))
+    })?;
     if s.flow.watermark != 1024 {
         s.notes.push(
             "flow_watermark has no effect in fio 3.33 (flow control keeps the jobs' IO \

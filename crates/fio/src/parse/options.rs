@@ -148,6 +148,13 @@ pub(crate) enum Opt {
     ZoneSize,
     ZoneRange,
     ZoneSkip,
+    IoSubmitMode,
+    RandomGenerator,
+    LatencyTarget,
+    LatencyWindow,
+    LatencyPercentile,
+    LatencyRun,
+    IoDepthLow,
 }
 
 /// One supported option.
@@ -326,6 +333,17 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("zonesize", Kind::StrVal, Opt::ZoneSize),
     def("zonerange", Kind::StrVal, Opt::ZoneRange),
     def("zoneskip", Kind::StrVal, Opt::ZoneSkip),
+    def("io_submit_mode", Kind::Str, Opt::IoSubmitMode),
+    def("random_generator", Kind::Str, Opt::RandomGenerator),
+    def("latency_target", Kind::Time, Opt::LatencyTarget),
+    def("latency_window", Kind::Time, Opt::LatencyWindow),
+    def(
+        "latency_percentile",
+        Kind::FloatList,
+        Opt::LatencyPercentile,
+    ),
+    def("latency_run", Kind::Bool, Opt::LatencyRun),
+    def("iodepth_low", Kind::Int, Opt::IoDepthLow),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job

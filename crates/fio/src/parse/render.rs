@@ -146,6 +146,7 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     push("fdatasync", j.fdatasync_blocks.to_string());
     push("end_fsync", flag(j.end_fsync).into());
     ext_args(j, &mut push);
+    super::apply_submit::render(j, &mut push);
     let logs = &j.logs;
     for (name, prefix) in [
         ("write_bw_log", &logs.bw),

@@ -193,8 +193,15 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
         o.int("first_error", ts.first_error as i64);
     }
     // latency_depth is td->latency_qd = iodepth (as given), never 0
-    let depth = e.last.iodepth;
-    if depth != 0 {
+    let lat = &e.last.submit.latency;
+    if lat.enabled() {
+        // the probe's depth; the target in ns, the window in µs
+        o.uint("latency_depth", u64::from(ts.latency_depth));
+        o.uint("latency_target", lat.target.as_ns());
+        o.float("latency_percentile", lat.percentile);
+        o.uint("latency_window", lat.window.as_us());
+    } else if e.last.iodepth != 0 {
+        let depth = e.last.iodepth;
         o.uint("latency_depth", depth as u64);
         o.int("latency_target", 0);
         o.float("latency_percentile", 100.0);

@@ -167,6 +167,8 @@ pub fn sum_thread_stats(dst: &mut JobStats, src: &JobStats, mixed: bool) {
     dst.eta_s = dst.eta_s.max(src.eta_s);
     dst.total_err += src.total_err;
     dst.cpu.add(&src.cpu);
+    // fio __show_run_stats sets latency_depth from each job in turn
+    dst.latency_depth = src.latency_depth;
 }
 
 /// `(usr_cpu, sys_cpu)` in percent of the entry's `total_run_time`, as

@@ -195,7 +195,17 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
             cfmt::strerror(ts.first_error)
         ));
     }
-    if e.last.iodepth != 0 {
+    let lat = &e.last.submit.latency;
+    if lat.enabled() {
+        // fio show_thread_status_normal: the target in ns, the window in µs
+        out.push_str(&format!(
+            "     latency   : target={}, window={}, percentile={:.2}%, depth={}\n",
+            lat.target.as_ns(),
+            lat.window.as_us(),
+            lat.percentile,
+            ts.latency_depth
+        ));
+    } else if e.last.iodepth != 0 {
         out.push_str(&format!(
             "     latency   : target=0, window=0, percentile=100.00%, depth={}\n",
             e.last.iodepth

@@ -4,11 +4,13 @@
 //! map, distribution), as fio keeps per `struct fio_file`.
 
 use super::dist::BlockDist;
+use super::lfsr::Lfsr;
 use super::map::BlockMap;
 use super::strided::{Step, Strided};
 use super::{div_by_unit, Ddir};
 use crate::rng::Stream;
 use crate::spec::{FileService, JobSpec, RandomDist, RwSeq};
+use crate::spec_submit::RandomGenerator;
 
 /// One file: its extent on the target and its offset state.
 #[derive(Debug)]
@@ -21,6 +23,9 @@ struct FileState {
     /// fio `last_pos - file_offset` per direction.
     seq_pos: [u64; 3],
     map: Option<BlockMap>,
+    /// `random_generator=lfsr`: the file's register and the seed each
+    /// pass restarts it from (no random map then, as in fio).
+    lfsr: Option<(Lfsr, u64)>,
     /// The random block the map's next IO starts from (drawn ahead).
     next_want: Option<u64>,
     dist: Option<BlockDist>,
@@ -71,7 +76,8 @@ impl Files {
                 };
                 let nblocks = rand_span / unit;
                 let uniform = matches!(spec.random_dist, RandomDist::Random);
-                let map = (random && uniform && !spec.norandommap && rand_span >= unit)
+                let lfsr = spec.submit.random_generator == RandomGenerator::Lfsr;
+                let map = (random && uniform && !lfsr && !spec.norandommap && rand_span >= unit)
                     .then(|| BlockMap::new(nblocks));
                 FileState {
                     start,
@@ -79,6 +85,7 @@ impl Files {
                     rand_span,
                     seq_pos: [0; 3],
                     map,
+                    lfsr: None,
                     next_want: None,
                     dist: if random {
                         BlockDist::new(&spec.random_dist, nblocks, unit)
@@ -107,6 +114,22 @@ impl Files {
             wrap: spec.time_based,
             strided,
         }
+    }
+
+    /// `random_generator=lfsr` (fio `init_random_map`): each file's
+    /// register over its `len / min_bs` blocks, from `seed`. An error
+    /// when fio fails it (the seed is the register's forbidden state).
+    pub(super) fn seed_lfsr(&mut self, spec: &JobSpec, min_bs: u64, seed: u64) -> Result<(), ()> {
+        let uniform = matches!(spec.random_dist, RandomDist::Random);
+        if !self.random || !uniform || spec.submit.random_generator != RandomGenerator::Lfsr {
+            return Ok(());
+        }
+        for f in &mut self.list {
+            let blocks = f.len / min_bs.max(1);
+            let l = Lfsr::new(blocks.max(1), seed).ok_or(())?;
+            f.lfsr = Some((l, seed));
+        }
+        Ok(())
     }
 
     /// Bytes in all the files.
@@ -207,6 +230,10 @@ impl Files {
             for f in &mut self.list {
                 f.done = false;
                 f.issued = 0;
+                // fio_file_reset: the register restarts from its seed
+                if let Some((l, seed)) = &mut f.lfsr {
+                    l.reset(*seed);
+                }
             }
         }
     }
@@ -230,6 +257,17 @@ impl FileState {
         let last_start = div_by_unit(region - len, unit); // inclusive block index
         let b = if let Some(d) = &self.dist {
             d.next(rng).min(last_start)
+        } else if let Some((lfsr, seed)) = &mut self.lfsr {
+            // fio get_next_rand_block: a spent register starts its pass
+            // again (fio_file_reset -> lfsr_reset with the same seed)
+            let b = match lfsr.next() {
+                Some(b) => b,
+                None => {
+                    lfsr.reset(*seed);
+                    lfsr.next().unwrap_or(0)
+                }
+            };
+            b.min(last_start)
         } else if let Some(map) = &mut self.map {
             // the offset stream is drawn one IO ahead (the same draws in
             // the same order) so that the next block's bitmap word can be
