@@ -98,18 +98,25 @@ fn per_group_lines(
 
 fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
     let ivs = rate_intervals(se);
-    let per_s = |n: u64, iv: &Interval| n as f64 * 1e9 / iv.interval_ns.max(1) as f64;
-    let dev = se.device_name();
-    let mut out = Vec::new();
+    let mut out = vec![throughput_section(se, &ivs), latency_section(se)];
+    out.extend(util_section(se, &ivs));
+    out.push(waits_section(se));
+    if let Some(sec) = iocost_section(se, trace) {
+        out.push(sec);
+    }
+    out
+}
 
-    // throughput
+/// IOPS and bandwidth per cgroup over the rate intervals `ivs`.
+fn throughput_section(se: &Series, ivs: &[&Interval]) -> Section {
+    let per_s = |n: u64, iv: &Interval| n as f64 * 1e9 / iv.interval_ns.max(1) as f64;
     let mut iops = LineChart::over_time("IOPS per cgroup", "IOPS");
-    iops.lines = per_group_lines(se, &ivs, true, |r, iv, d| Some(per_s(r.ios[d], iv)));
+    iops.lines = per_group_lines(se, ivs, true, |r, iv, d| Some(per_s(r.ios[d], iv)));
     let mut bw = LineChart::over_time("Bandwidth per cgroup", "MiB/s");
-    bw.lines = per_group_lines(se, &ivs, true, |r, iv, d| {
+    bw.lines = per_group_lines(se, ivs, true, |r, iv, d| {
         Some(per_s(r.bytes[d], iv) / 1048576.0)
     });
-    out.push(Section {
+    Section {
         title: "Throughput".into(),
         note: "Requests completed per second and their bytes, per cgroup and direction, over each interval (requests as the device sees them: after splits, writeback included).".into(),
         figures: vec![
@@ -117,9 +124,11 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
             Figure { id: "chart-bandwidth", caption: "Bandwidth per cgroup over time".into(), chart: bw },
         ],
         html: String::new(),
-    });
+    }
+}
 
-    // latency
+/// Latency per cgroup and device over time, and the whole run's CDF.
+fn latency_section(se: &Series) -> Section {
     let mut figs = Vec::new();
     let mut lat = LineChart::over_time("Completion latency per cgroup (p50, p99)", "latency (ms)");
     for (name, pick) in [("p99", 0), ("p50", 1)] {
@@ -142,6 +151,21 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
         caption: "Completion latency per cgroup, per interval (block-layer entry to completion, io.max and iocost waits included)".into(),
         chart: lat,
     });
+    figs.push(device_latency_figure(se));
+    if let Some(f) = cdf_figure(se) {
+        figs.push(f);
+    }
+    Section {
+        title: "Latency".into(),
+        note: String::new(),
+        figures: figs,
+        html: String::new(),
+    }
+}
+
+/// The device's latency percentiles per interval.
+fn device_latency_figure(se: &Series) -> Figure {
+    let dev = se.device_name();
     let mut dlat = LineChart::over_time(
         &format!("Device latency ({dev}): p50, p90, p99, max"),
         "latency (ms)",
@@ -163,53 +187,53 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
             dlat.lines.push(Line::new(format!("{dev} {name}"), pts));
         }
     }
-    figs.push(Figure {
+    Figure {
         id: "chart-device-latency",
         caption: "Device latency per interval (request start to completion)".into(),
         chart: dlat,
-    });
-    if let Some(sum) = se.summary() {
-        let mut cdf = LineChart::new(
-            "Latency CDF per cgroup and device (whole run)",
-            "latency (ms, log scale)",
-            "fraction of IOs at or below",
-        );
-        cdf.log_x = true;
-        cdf.legend_low = true;
-        for r in sum.cgroups.iter().chain(std::iter::once(&sum.device)) {
-            let n = r.latency_ns_cdf.last().map_or(0, |c| c.1).max(1) as f64;
-            // a staircase: up by each bucket's share at its value
-            let mut pts: Vec<(f64, f64)> = Vec::new();
-            let mut below = 0.0;
-            for &(v, c) in &r.latency_ns_cdf {
-                let x = ms(v.max(1));
-                pts.push((x, below));
-                below = c as f64 / n;
-                pts.push((x, below));
-            }
-            let name = if std::ptr::eq(r, &sum.device) {
-                format!("{} (device)", r.name)
-            } else {
-                r.name.clone()
-            };
-            if !pts.is_empty() {
-                cdf.lines.push(Line::new(name, pts));
-            }
-        }
-        figs.push(Figure {
-            id: "chart-cdf",
-            caption: "Latency CDF: cgroups from block-layer entry, the device from request start, to completion".into(),
-            chart: cdf,
-        });
     }
-    out.push(Section {
-        title: "Latency".into(),
-        note: String::new(),
-        figures: figs,
-        html: String::new(),
-    });
+}
 
-    // device utilization
+/// The latency CDF of every cgroup and the device over the whole run.
+fn cdf_figure(se: &Series) -> Option<Figure> {
+    let sum = se.summary()?;
+    let mut cdf = LineChart::new(
+        "Latency CDF per cgroup and device (whole run)",
+        "latency (ms, log scale)",
+        "fraction of IOs at or below",
+    );
+    cdf.log_x = true;
+    cdf.legend_low = true;
+    for r in sum.cgroups.iter().chain(std::iter::once(&sum.device)) {
+        let n = r.latency_ns_cdf.last().map_or(0, |c| c.1).max(1) as f64;
+        // a staircase: up by each bucket's share at its value
+        let mut pts: Vec<(f64, f64)> = Vec::new();
+        let mut below = 0.0;
+        for &(v, c) in &r.latency_ns_cdf {
+            let x = ms(v.max(1));
+            pts.push((x, below));
+            below = c as f64 / n;
+            pts.push((x, below));
+        }
+        let name = if std::ptr::eq(r, &sum.device) {
+            format!("{} (device)", r.name)
+        } else {
+            r.name.clone()
+        };
+        if !pts.is_empty() {
+            cdf.lines.push(Line::new(name, pts));
+        }
+    }
+    Some(Figure {
+        id: "chart-cdf",
+        caption: "Latency CDF: cgroups from block-layer entry, the device from request start, to completion".into(),
+        chart: cdf,
+    })
+}
+
+/// `%util` of the device per interval (none when it has no accounting).
+fn util_section(se: &Series, ivs: &[&Interval]) -> Option<Section> {
+    let dev = se.device_name();
     let util: Vec<(f64, f64)> = ivs
         .iter()
         .filter_map(|iv| {
@@ -219,18 +243,21 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
                 .map(|u| (s(iv.t_ns), u))
         })
         .collect();
-    if !util.is_empty() {
-        let mut c = LineChart::over_time(&format!("%util of {dev}"), "%util");
-        c.lines.push(Line::new(format!("{dev} %util"), util));
-        out.push(Section {
-            title: "Device utilization".into(),
-            note: "iostat's %util per interval: the change of /proc/diskstats io_ticks over the interval's length, under the run's --iostats rule.".into(),
-            figures: vec![Figure { id: "chart-util", caption: "%util over time".into(), chart: c }],
-            html: String::new(),
-        });
+    if util.is_empty() {
+        return None;
     }
+    let mut c = LineChart::over_time(&format!("%util of {dev}"), "%util");
+    c.lines.push(Line::new(format!("{dev} %util"), util));
+    Some(Section {
+        title: "Device utilization".into(),
+        note: "iostat's %util per interval: the change of /proc/diskstats io_ticks over the interval's length, under the run's --iostats rule.".into(),
+        figures: vec![Figure { id: "chart-util", caption: "%util over time".into(), chart: c }],
+        html: String::new(),
+    })
+}
 
-    // waits and io.max
+/// The longest waits before the device, and what io.max holds.
+fn waits_section(se: &Series) -> Section {
     let all: Vec<&Interval> = se.intervals.iter().collect();
     let mut figs = Vec::new();
     let mut qw = LineChart::over_time("Longest wait before the device per cgroup", "wait (ms)");
@@ -261,7 +288,7 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
             chart: w,
         });
     }
-    out.push(Section {
+    Section {
         title: "Waits and io.max".into(),
         note: if held {
             String::new()
@@ -270,12 +297,7 @@ fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
         },
         figures: figs,
         html: String::new(),
-    });
-
-    if let Some(sec) = iocost_section(se, trace) {
-        out.push(sec);
     }
-    out
 }
 
 /// vrate, busy_level and hweights: per period from the trace, else per interval.
