@@ -480,7 +480,6 @@ fn totals_table(se: &Series) -> String {
 
 fn sweep_section(sw: &Sweep) -> Section {
     let mut figures = Vec::new();
-    let chosen = sw.solution.as_ref().map(|p| p.point);
     let mut note = format!(
         "Sweep of {} (seed {}), {} points.",
         esc(&sw.scenario),
@@ -489,61 +488,81 @@ fn sweep_section(sw: &Sweep) -> Section {
     );
     if let Some(o) = &sw.objective {
         let _ = write!(note, " Objective: {}.", esc(&o.text));
-        let (x_metric, x_desc) = match o.limits.first() {
-            Some(l) => (Some(l.metric.clone()), l.metric.clone()),
-            None => (None, "point".to_string()),
-        };
-        let x_of = |p: &super::sweep::Point| match &x_metric {
-            Some(m) => p.metric(m),
-            None => Some(p.point as f64),
-        };
-        let mut c = LineChart::new(
-            &format!("{} against {}", o.metric, x_desc),
-            &x_desc,
-            &o.metric,
-        );
-        for (name, feas) in [("feasible points", true), ("other points", false)] {
-            let pts: Vec<(f64, f64)> = sw
-                .points
-                .iter()
-                .filter(|p| p.feasible == feas && p.error.is_none())
-                .filter_map(|p| Some((x_of(p)?, p.metric(&o.metric)?)))
-                .collect();
-            if !pts.is_empty() {
-                let mut l = Line::new(name, pts);
-                l.scatter = true;
-                c.lines.push(l);
-            }
-        }
-        let mut chart = c;
-        if let Some(f) = &sw.frontier {
-            let pts: Vec<(f64, f64)> = f
-                .iter()
-                .filter_map(|p| Some((p.level?, p.objective?)))
-                .collect();
-            if !pts.is_empty() {
-                chart.lines.push(Line::new("frontier", pts));
-            }
-        }
-        if let Some(p) = &sw.solution {
-            if let (Some(x), Some(y)) = (x_of(p), p.metric(&o.metric)) {
-                chart
-                    .marks
-                    .push((format!("chosen: point {}", p.point), x, y));
-            }
-        }
-        if chart.has_data() {
-            figures.push(Figure {
-                id: "chart-sweep-frontier",
-                caption: format!(
-                    "Every point's {} against {}; the frontier (the best objective at each level) and the chosen point",
-                    o.metric, x_desc
-                ),
-                chart,
-            });
+        figures.extend(frontier_figure(sw, o));
+    }
+    let h = points_table(sw);
+    if let Some(p) = &sw.solution {
+        let _ = write!(note, " Chosen: point {}.", p.point);
+    } else if sw.objective.is_some() {
+        note += " No point meets every limit.";
+    }
+    Section {
+        title: "Sweep".into(),
+        note,
+        figures,
+        html: h,
+    }
+}
+
+/// Every point's objective against the first limit's metric, with the
+/// frontier and the chosen point.
+fn frontier_figure(sw: &Sweep, o: &super::sweep::Objective) -> Option<Figure> {
+    let (x_metric, x_desc) = match o.limits.first() {
+        Some(l) => (Some(l.metric.clone()), l.metric.clone()),
+        None => (None, "point".to_string()),
+    };
+    let x_of = |p: &super::sweep::Point| match &x_metric {
+        Some(m) => p.metric(m),
+        None => Some(p.point as f64),
+    };
+    let mut c = LineChart::new(
+        &format!("{} against {}", o.metric, x_desc),
+        &x_desc,
+        &o.metric,
+    );
+    for (name, feas) in [("feasible points", true), ("other points", false)] {
+        let pts: Vec<(f64, f64)> = sw
+            .points
+            .iter()
+            .filter(|p| p.feasible == feas && p.error.is_none())
+            .filter_map(|p| Some((x_of(p)?, p.metric(&o.metric)?)))
+            .collect();
+        if !pts.is_empty() {
+            let mut l = Line::new(name, pts);
+            l.scatter = true;
+            c.lines.push(l);
         }
     }
-    // the table
+    let mut chart = c;
+    if let Some(f) = &sw.frontier {
+        let pts: Vec<(f64, f64)> = f
+            .iter()
+            .filter_map(|p| Some((p.level?, p.objective?)))
+            .collect();
+        if !pts.is_empty() {
+            chart.lines.push(Line::new("frontier", pts));
+        }
+    }
+    if let Some(p) = &sw.solution {
+        if let (Some(x), Some(y)) = (x_of(p), p.metric(&o.metric)) {
+            chart
+                .marks
+                .push((format!("chosen: point {}", p.point), x, y));
+        }
+    }
+    chart.has_data().then(|| Figure {
+            id: "chart-sweep-frontier",
+            caption: format!(
+                "Every point's {} against {}; the frontier (the best objective at each level) and the chosen point",
+                o.metric, x_desc
+            ),
+            chart,
+        })
+}
+
+/// The table of every point: its knobs, metrics and feasibility.
+fn points_table(sw: &Sweep) -> String {
+    let chosen = sw.solution.as_ref().map(|p| p.point);
     let metrics = sw.metrics();
     let mut h =
         String::from("<div class=\"scroll\"><table class=\"sweep\" id=\"sweep-points\"><thead><tr><th>point</th>");
@@ -580,17 +599,7 @@ fn sweep_section(sw: &Sweep) -> Section {
         let _ = writeln!(h, "<td>{f}</td></tr>");
     }
     h += "</tbody></table></div>\n";
-    if let Some(p) = &sw.solution {
-        let _ = write!(note, " Chosen: point {}.", p.point);
-    } else if sw.objective.is_some() {
-        note += " No point meets every limit.";
-    }
-    Section {
-        title: "Sweep".into(),
-        note,
-        figures,
-        html: h,
-    }
+    h
 }
 
 const CSS: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:1140px;color:#222;background:#fff}\
