@@ -124,7 +124,18 @@ impl Report {
         Ok(())
     }
 
+    /// The report for a terminal: the measurements, the io.cost.model
+    /// line, the fitted device and the fit check.
     pub fn text(&self) -> String {
+        let mut o = self.measured_text();
+        self.cost_model_text(&mut o);
+        self.device_text(&mut o);
+        self.check_text(&mut o);
+        o
+    }
+
+    /// The header and the table of measured jobs.
+    fn measured_text(&self) -> String {
         let mut o = String::new();
         let m = &self.measured;
         let i = &m.target;
@@ -166,6 +177,11 @@ impl Report {
             )
             .unwrap();
         }
+        o
+    }
+
+    /// The io.cost.model line and its coefficients.
+    fn cost_model_text(&self, o: &mut String) {
         writeln!(
             o,
             "\nio.cost.model (tools/cgroup/iocost_coef_gen.py's jobs; write it to /sys/fs/cgroup/io.cost.model):"
@@ -182,6 +198,10 @@ impl Report {
             )
             .unwrap();
         }
+    }
+
+    /// The fitted device as flags and as a scenario's tables.
+    fn device_text(&self, o: &mut String) {
         let d = self.device();
         writeln!(
             o,
@@ -220,8 +240,13 @@ impl Report {
         if d.model == "ssd" && !d.params.iter().any(|(k, _)| *k == "write_ns") {
             writeln!(o, "# write_ns, write_bps: not measured (--write)").unwrap();
         }
+    }
+
+    /// Every candidate's error, then the chosen one job by job.
+    fn check_text(&self, o: &mut String) {
+        let d = self.device();
         if d.check.is_empty() {
-            return o;
+            return;
         }
         writeln!(
             o,
@@ -261,7 +286,6 @@ impl Report {
             )
             .unwrap();
         }
-        o
     }
 
     pub fn json(&self) -> String {
