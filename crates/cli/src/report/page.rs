@@ -315,75 +315,17 @@ fn iocost_section(se: &Series, trace: Option<&Trace>) -> Option<Section> {
         "iocost hweight per cgroup (active, inuse)",
         "share of the device (%)",
     );
-    let note;
-    if let Some(t) = trace {
-        note = format!("Per iocost period, from {}.", esc(&t.source));
-        vr.lines.push(Line::new(
-            "vrate",
-            t.periods.iter().map(|p| (p.t_s, p.vrate_pct)).collect(),
-        ));
-        busy.lines.push(Line::new(
-            "busy_level",
-            t.periods
-                .iter()
-                .map(|p| (p.t_s, p.busy_level as f64))
-                .collect(),
-        ));
-        let mut names: Vec<&str> = Vec::new();
-        for p in &t.periods {
-            for g in &p.groups {
-                if !names.contains(&g.0.as_str()) {
-                    names.push(&g.0);
-                }
-            }
+    let note = match trace {
+        Some(t) => {
+            periods_charts(t, &mut vr, &mut busy, &mut hw);
+            format!("Per iocost period, from {}.", esc(&t.source))
         }
-        for (k, name) in [("active", 1), ("inuse", 2)] {
-            for g in &names {
-                let pts = t
-                    .periods
-                    .iter()
-                    .filter_map(|p| {
-                        p.groups
-                            .iter()
-                            .find(|x| x.0 == *g)
-                            .map(|x| (p.t_s, if name == 1 { x.1 } else { x.2 }))
-                    })
-                    .collect();
-                hw.lines.push(Line::new(format!("{g} {k}"), pts));
-            }
-        }
-    } else {
-        note =
+        None => {
+            interval_charts(se, &mut vr, &mut busy, &mut hw);
             "Per interval, at its end (give the run's --iocost-trace=FILE.jsonl for every period)."
-                .into();
-        let pts = |f: fn(&super::series::IocostDevice) -> f64| {
-            se.intervals
-                .iter()
-                .filter_map(|i| i.iocost.as_ref().map(|c| (s(i.t_ns), f(c))))
-                .collect::<Vec<_>>()
-        };
-        vr.lines
-            .push(Line::new("vrate", pts(|c| c.vrate_ppm as f64 / 10_000.0)));
-        busy.lines
-            .push(Line::new("busy_level", pts(|c| c.busy_level as f64)));
-        let all: Vec<&Interval> = se.intervals.iter().collect();
-        for (k, active) in [("active", true), ("inuse", false)] {
-            let lines = per_group_lines(se, &all, false, |r, _, _| {
-                r.iocost.as_ref().map(|c| {
-                    let ppm = if active {
-                        c.hweight_active_ppm
-                    } else {
-                        c.hweight_inuse_ppm
-                    };
-                    ppm as f64 / 10_000.0
-                })
-            });
-            hw.lines.extend(lines.into_iter().map(|mut l| {
-                l.name = format!("{} {k}", l.name);
-                l
-            }));
+                .into()
         }
-    }
+    };
     hw.lines.retain(|l| !l.points.is_empty());
     let mut figures = vec![
         Figure {
@@ -410,6 +352,75 @@ fn iocost_section(se: &Series, trace: Option<&Trace>) -> Option<Section> {
         figures,
         html: String::new(),
     })
+}
+
+/// vrate, busy_level and hweights per iocost period, from a trace.
+fn periods_charts(t: &Trace, vr: &mut LineChart, busy: &mut LineChart, hw: &mut LineChart) {
+    vr.lines.push(Line::new(
+        "vrate",
+        t.periods.iter().map(|p| (p.t_s, p.vrate_pct)).collect(),
+    ));
+    busy.lines.push(Line::new(
+        "busy_level",
+        t.periods
+            .iter()
+            .map(|p| (p.t_s, p.busy_level as f64))
+            .collect(),
+    ));
+    let mut names: Vec<&str> = Vec::new();
+    for p in &t.periods {
+        for g in &p.groups {
+            if !names.contains(&g.0.as_str()) {
+                names.push(&g.0);
+            }
+        }
+    }
+    for (k, name) in [("active", 1), ("inuse", 2)] {
+        for g in &names {
+            let pts = t
+                .periods
+                .iter()
+                .filter_map(|p| {
+                    p.groups
+                        .iter()
+                        .find(|x| x.0 == *g)
+                        .map(|x| (p.t_s, if name == 1 { x.1 } else { x.2 }))
+                })
+                .collect();
+            hw.lines.push(Line::new(format!("{g} {k}"), pts));
+        }
+    }
+}
+
+/// vrate, busy_level and hweights at each interval's end.
+fn interval_charts(se: &Series, vr: &mut LineChart, busy: &mut LineChart, hw: &mut LineChart) {
+    let pts = |f: fn(&super::series::IocostDevice) -> f64| {
+        se.intervals
+            .iter()
+            .filter_map(|i| i.iocost.as_ref().map(|c| (s(i.t_ns), f(c))))
+            .collect::<Vec<_>>()
+    };
+    vr.lines
+        .push(Line::new("vrate", pts(|c| c.vrate_ppm as f64 / 10_000.0)));
+    busy.lines
+        .push(Line::new("busy_level", pts(|c| c.busy_level as f64)));
+    let all: Vec<&Interval> = se.intervals.iter().collect();
+    for (k, active) in [("active", true), ("inuse", false)] {
+        let lines = per_group_lines(se, &all, false, |r, _, _| {
+            r.iocost.as_ref().map(|c| {
+                let ppm = if active {
+                    c.hweight_active_ppm
+                } else {
+                    c.hweight_inuse_ppm
+                };
+                ppm as f64 / 10_000.0
+            })
+        });
+        hw.lines.extend(lines.into_iter().map(|mut l| {
+            l.name = format!("{} {k}", l.name);
+            l
+        }));
+    }
 }
 
 /// The per-cgroup totals table (and the device's).
