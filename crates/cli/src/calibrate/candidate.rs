@@ -134,8 +134,62 @@ fn est<F: Fn(&RoundFit) -> f64>(fits: &[RoundFit], f: F) -> Estimate {
 pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
     let t = &m.target;
     let submit_ns = est(fits, |f| f.submit_ns);
-    let mut out = Vec::new();
+    let slots = t.nr_requests.filter(|&n| n > 0);
+    let max_kb = t.max_sectors_kb.filter(|kb| (4..=1 << 20).contains(kb));
+    let size = ("size", t.size_bytes.max(4096));
+    let ssd_fixed: Vec<_> = std::iter::once(size)
+        .chain(slots.map(|n| ("nr_requests", n)))
+        .chain(max_kb.map(|kb| ("max_sectors_kb", kb)))
+        .collect();
+    // null_blk: tags = the target's request slots on one hardware queue
+    let null_fixed: Vec<_> = std::iter::once(size)
+        .chain(slots.map(|n| ("queue_depth", n)))
+        .chain(max_kb.map(|kb| ("max_sectors_kb", kb)))
+        .collect();
+    let cand = |model, label, params, fixed: &Vec<(&'static str, u64)>| Candidate {
+        model,
+        label,
+        params,
+        fixed: fixed.clone(),
+        submit_ns,
+        check: Vec::new(),
+    };
+    let mut out = vec![
+        cand(
+            "ssd",
+            "parallel units: base latency + transfer time",
+            ssd_jitter_params(fits),
+            &ssd_fixed,
+        ),
+        // the same units with the spread as a completion-path tail
+        cand(
+            "ssd",
+            "parallel units, completion-path tail",
+            ssd_tail_params(fits),
+            &ssd_fixed,
+        ),
+    ];
+    let completion = est(fits, |f| f.null.completion_ns);
+    let mbps = est(fits, |f| f.null.mbps);
+    if mbps.mean.round() >= 1.0 {
+        out.push(cand(
+            "null",
+            "null_blk with its mbps throttle",
+            vec![("completion_ns", completion), ("mbps", mbps)],
+            &null_fixed,
+        ));
+    }
+    out.push(cand(
+        "null",
+        "null_blk without a throttle",
+        vec![("completion_ns", completion)],
+        &null_fixed,
+    ));
+    out
+}
 
+/// The `ssd` family with jitter on the units.
+fn ssd_jitter_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
     let mut params = vec![
         ("channels", est(fits, |f| f.channels)),
         ("read_ns", est(fits, |f| f.read.base_ns)),
@@ -144,35 +198,26 @@ pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
         ("read_delay_ns", est(fits, |f| f.read.delay_ns)),
     ];
     if fits[0].write.is_some() {
-        params.push((
-            "write_ns",
-            est(fits, |f| f.write.map_or(0.0, |w| w.base_ns)),
-        ));
-        params.push((
-            "write_bps",
-            est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps)),
-        ));
-        params.push((
-            "write_delay_ns",
-            est(fits, |f| f.write.map_or(0.0, |w| w.delay_ns)),
-        ));
+        params.extend([
+            (
+                "write_ns",
+                est(fits, |f| f.write.map_or(0.0, |w| w.base_ns)),
+            ),
+            (
+                "write_bps",
+                est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps)),
+            ),
+            (
+                "write_delay_ns",
+                est(fits, |f| f.write.map_or(0.0, |w| w.delay_ns)),
+            ),
+        ]);
     }
-    let mut fixed = vec![("size", t.size_bytes.max(4096))];
-    if let Some(n) = t.nr_requests.filter(|&n| n > 0) {
-        fixed.push(("nr_requests", n));
-    }
-    if let Some(kb) = t.max_sectors_kb.filter(|kb| (4..=1 << 20).contains(kb)) {
-        fixed.push(("max_sectors_kb", kb));
-    }
-    out.push(Candidate {
-        model: "ssd",
-        label: "parallel units: base latency + transfer time",
-        params,
-        fixed: fixed.clone(),
-        submit_ns,
-        check: Vec::new(),
-    });
-    // the same units with the spread as a completion-path tail
+    params
+}
+
+/// The `ssd` family with the depth-1 spread as a completion-path tail.
+fn ssd_tail_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
     let mut params = vec![
         ("channels", est(fits, |f| f.channels)),
         ("read_ns", est(fits, |f| f.read_tail.base_ns)),
@@ -181,61 +226,26 @@ pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
         ("read_tail_ns", est(fits, |f| f.read_tail.tail_ns)),
     ];
     if fits[0].write.is_some() {
-        params.push((
-            "write_ns",
-            est(fits, |f| f.write_tail.map_or(0.0, |w| w.base_ns)),
-        ));
-        params.push((
-            "write_bps",
-            est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps)),
-        ));
-        params.push((
-            "write_delay_ns",
-            est(fits, |f| f.write_tail.map_or(0.0, |w| w.delay_ns)),
-        ));
-        params.push((
-            "write_tail_ns",
-            est(fits, |f| f.write_tail.map_or(0.0, |w| w.tail_ns)),
-        ));
+        params.extend([
+            (
+                "write_ns",
+                est(fits, |f| f.write_tail.map_or(0.0, |w| w.base_ns)),
+            ),
+            (
+                "write_bps",
+                est(fits, |f| f.write.map_or(0.0, |w| w.rate_bps)),
+            ),
+            (
+                "write_delay_ns",
+                est(fits, |f| f.write_tail.map_or(0.0, |w| w.delay_ns)),
+            ),
+            (
+                "write_tail_ns",
+                est(fits, |f| f.write_tail.map_or(0.0, |w| w.tail_ns)),
+            ),
+        ]);
     }
-    out.push(Candidate {
-        model: "ssd",
-        label: "parallel units, completion-path tail",
-        params,
-        fixed: fixed.clone(),
-        submit_ns,
-        check: Vec::new(),
-    });
-
-    // null_blk: tags = the target's request slots on one hardware queue
-    let mut null_fixed = vec![("size", t.size_bytes.max(4096))];
-    if let Some(n) = t.nr_requests.filter(|&n| n > 0) {
-        null_fixed.push(("queue_depth", n));
-    }
-    if let Some(kb) = t.max_sectors_kb.filter(|kb| (4..=1 << 20).contains(kb)) {
-        null_fixed.push(("max_sectors_kb", kb));
-    }
-    let completion = est(fits, |f| f.null.completion_ns);
-    let mbps = est(fits, |f| f.null.mbps);
-    if mbps.mean.round() >= 1.0 {
-        out.push(Candidate {
-            model: "null",
-            label: "null_blk with its mbps throttle",
-            params: vec![("completion_ns", completion), ("mbps", mbps)],
-            fixed: null_fixed.clone(),
-            submit_ns,
-            check: Vec::new(),
-        });
-    }
-    out.push(Candidate {
-        model: "null",
-        label: "null_blk without a throttle",
-        params: vec![("completion_ns", completion)],
-        fixed: null_fixed,
-        submit_ns,
-        check: Vec::new(),
-    });
-    out
+    params
 }
 
 /// The candidate with the smallest error (the first when unchecked).
