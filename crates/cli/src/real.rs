@@ -97,6 +97,11 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .iter()
         .flat_map(|i| i.jobs.jobs.iter())
         .collect();
+    // engines and engine options the real engine cannot honour (the
+    // parser wrote where and why)
+    if let Some(why) = jobs.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
+        bail!("{why}");
+    }
     let path = match &ro.path {
         Some(p) => p.clone(),
         None => target_of(&jobs)?,

@@ -24,6 +24,9 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if let Some(r) = super::apply_ext::apply(st, def, value) {
         return r;
     }
+    if def.opt == Opt::EngineOption {
+        return super::engine_opts::apply(st, def.name, value).map(|_| ());
+    }
     let Some(v) = value else {
         return match def.kind {
             Kind::StrSet => {
@@ -388,6 +391,8 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "pvsync2" => Ok(IoEngine::Pvsync2),
         "posixaio" => Ok(IoEngine::Posixaio),
         "null" => Ok(IoEngine::Null),
+        "io_uring_cmd" => Ok(IoEngine::IoUringCmd),
+        "sg" => Ok(IoEngine::Sg),
         _ => Err(super::engines::out_of_scope(v)),
     }
 }

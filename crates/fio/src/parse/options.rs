@@ -114,6 +114,8 @@ pub(crate) enum Opt {
     WriteHistLog,
     LogHistMsec,
     LogHistCoarseness,
+    /// An engine-private option ([`super::engine_opts::ENGINE_DEFS`]).
+    EngineOption,
 }
 
 /// One supported option.
@@ -272,6 +274,7 @@ pub(crate) fn lookup(name: &str) -> Lookup {
     if let Some(d) = OPTIONS
         .iter()
         .chain(PROFILE_OPTIONS)
+        .chain(super::engine_opts::ENGINE_DEFS)
         .find(|d| d.name == name || d.alias == Some(name))
     {
         return Lookup::Supported(d);
@@ -413,7 +416,8 @@ mod tests {
             lookup("ss_dur"),
             Lookup::Unsupported("steadystate_duration")
         ));
-        assert!(matches!(lookup("hipri"), Lookup::Unsupported("hipri")));
+        assert!(matches!(lookup("hipri"), Lookup::Supported(d) if d.name == "hipri"));
+        assert!(matches!(lookup("readfua"), Lookup::Unsupported("readfua")));
         assert!(matches!(lookup("ratemin"), Lookup::Supported(d) if d.name == "rate_min"));
         assert_eq!(prio("filename_format"), -1);
         assert!(matches!(lookup("BS"), Lookup::Unknown));

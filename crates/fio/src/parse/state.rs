@@ -16,6 +16,9 @@ pub(crate) struct JobState {
     /// The options given to this job, canonical name and verbatim value
     /// (`None` = a bare flag): fio's `opt_list`.
     pub dump: Vec<(String, Option<String>)>,
+    /// Engine options and `ioengine` as given, with where
+    /// ([`super::engine_opts::finish`] checks them; inherited from globals).
+    pub engine_given: Vec<super::engine_opts::Given>,
 }
 
 impl JobState {
@@ -28,6 +31,7 @@ impl JobState {
             stonewall: false,
             new_group: false,
             dump: Vec::new(),
+            engine_given: Vec::new(),
         }
     }
 
