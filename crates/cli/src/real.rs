@@ -161,6 +161,10 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         overwrite: ro.overwrite,
         ..EngineOptions::default()
     };
+    if ro.kind == BackendKind::Threads {
+        // no ring to register with: refuse before the target is laid out
+        check_registration(&jobs, BackendKind::Threads, (false, false))?;
+    }
     let mut backend = match open_backend(&path, opts.clone()) {
         Err(blkqos_engine::EngineError::DirectUnsupported { .. }) if write_buffer.is_some() && !direct => {
             eprintln!(
@@ -173,6 +177,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     }
     // every engine error names the target already
     .map_err(anyhow::Error::from)?;
+    check_registration(&jobs, backend.kind(), backend.registered())?;
     let capacity = backend.target().capacity;
     let (devid, dev_name) = target_identity(&path);
     // regions: lay the jobs out as on a device of the target's size
@@ -334,4 +339,38 @@ fn path_file_name(p: &Path) -> String {
         })
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "target".into())
+}
+
+/// `fixedbufs=1` / `registerfiles=1` (fio engines/io_uring.c
+/// `fio_ioring_queue_init`: a job whose registration fails does not run):
+/// honoured when the io_uring ring registered its buffers / the target,
+/// refused otherwise, at the place the option was given.
+fn check_registration(
+    jobs: &[&blkqos_workload::JobSpec],
+    kind: BackendKind,
+    (bufs, file): (bool, bool),
+) -> Result<()> {
+    for j in jobs {
+        let e = &j.engine;
+        let Some(at) = &e.registration_at else {
+            continue;
+        };
+        let missing = match (e.fixedbufs && !bufs, e.registerfiles && !file) {
+            (true, _) => "its buffers",
+            (_, true) => "the target",
+            _ => continue,
+        };
+        let why = match kind {
+            BackendKind::Threads => "the thread-pool backend has no ring".to_string(),
+            _ => "the kernel refused the registration (io_uring_register; RLIMIT_MEMLOCK caps \
+                  registered buffers)"
+                .to_string(),
+        };
+        bail!(
+            "{at}: job `{}` asks for {missing} registered with the io_uring ring, and {why}; \
+             run it with --backend=io_uring on a kernel that allows it, or leave the option out",
+            j.name
+        );
+    }
+    Ok(())
 }

@@ -252,6 +252,14 @@ impl RealBackend {
             RealBackend::Threads(b) => b.target(),
         }
     }
+    /// (buffers, target) registered with an io_uring ring; the thread
+    /// pool has no ring.
+    pub fn registered(&self) -> (bool, bool) {
+        match self {
+            RealBackend::Uring(b) => b.registered(),
+            RealBackend::Threads(_) => (false, false),
+        }
+    }
     /// What the backend did so far: IOs, completions, batches, syscalls.
     pub fn stats(&self) -> EngineStats {
         match self {

@@ -76,6 +76,11 @@ pub struct EngineSpec {
     pub vectored: bool,
     /// `sg_write_mode=`.
     pub sg_write_mode: SgWriteMode,
+    /// Where `fixedbufs=1` or `registerfiles=1` was given (`FILE:LINE:
+    /// option `x`: value `y``): the real engine honours them when its
+    /// io_uring ring registered its buffers and target, and refuses the
+    /// job with this place otherwise.
+    pub registration_at: Option<String>,
     /// The first engine option (or engine) the real engine cannot honour:
     /// the refusal to give, with the job file, line, option and value.
     pub real_refusal: Option<String>,

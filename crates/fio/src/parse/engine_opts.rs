@@ -200,11 +200,6 @@ fn refused_on_real(name: &str) -> &'static str {
              without IORING_SETUP_SQPOLL; run it on the simulator (the default backend) or \
              leave sqthread_poll out"
         }
-        "fixedbufs" | "registerfiles" => {
-            "the real engine submits every job's IO through one ring of its own (it registers \
-             its buffers and target when the kernel lets it, whatever the job says); run it \
-             on the simulator or leave the option out"
-        }
         "nonvectored" => {
             "nonvectored=0 asks for READV/WRITEV; the real engine issues plain READ/WRITE \
              (what fio does with nonvectored at its default, -1, or 1); leave nonvectored=0 \
@@ -278,7 +273,14 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
                 s.iodepth_batch
             ));
         }
-        if s.engine.real_refusal.is_none() {
+        if matches!(g.name, "fixedbufs" | "registerfiles") {
+            // checked when the real engine has opened its ring
+            if s.engine.registration_at.is_none() {
+                let at = g.loc.option_error(&g.written, g.value.as_deref(), "");
+                let at = at.to_string();
+                s.engine.registration_at = Some(at.trim_end_matches(": ").to_string());
+            }
+        } else if s.engine.real_refusal.is_none() {
             s.engine.real_refusal = Some(refusal_text(g, refused_on_real(g.name)));
         }
         if let Some(n) = sim_note(g.name, s) {
@@ -357,20 +359,21 @@ fn refusal_text(g: &Given, why: &str) -> String {
 /// What the simulator does with an engine option that is on.
 fn sim_note(name: &str, s: &JobSpec) -> Option<String> {
     Some(match name {
-        "nonvectored" => "nonvectored=0 (simulator): READV/WRITEV instead of READ/WRITE \
+        "nonvectored" => "nonvectored=0 (simulator only): READV/WRITEV instead of READ/WRITE \
                           changes only the kernel's per-IO work, which the simulator's submit \
                           cost (submit_ns) does not separate; the IOs, their order, sizes and \
                           offsets are the same"
             .into(),
         "fixedbufs" | "registerfiles" => format!(
-            "{name}=1 (simulator): it saves the kernel work of mapping buffers or looking the \
-             file up per IO, which the simulator's submit cost (submit_ns) does not separate; \
-             the IOs, their order, sizes and offsets are the same"
+            "{name}=1: on the simulator it saves the kernel work of mapping buffers or looking \
+             the file up per IO, which the modelled submit cost (submit_ns) does not separate \
+             (the IOs, their order, sizes and offsets are the same); the real engine's io_uring \
+             ring registers them"
         ),
         "sqthread_poll_cpu" if !s.engine.sqthread_poll => {
             "sqthread_poll_cpu has no effect without sqthread_poll=1 (as in fio)".into()
         }
-        "sqthread_poll_cpu" => "sqthread_poll_cpu (simulator): the simulator models no CPUs; \
+        "sqthread_poll_cpu" => "sqthread_poll_cpu (simulator only): the simulator models no CPUs; \
                                 where the polling thread runs changes nothing it shows"
             .into(),
         _ => return None,
@@ -437,6 +440,10 @@ mod tests {
     #[test]
     fn uring_flags_on_io_uring() {
         let j = job("[a]\nioengine=io_uring\nsqthread_poll=1\nfixedbufs\n").unwrap();
+        assert_eq!(
+            j.engine.registration_at.as_deref(),
+            Some("t.fio:4: option `fixedbufs`")
+        );
         let why = j.engine.real_refusal.unwrap();
         assert!(
             why.starts_with("t.fio:3: option `sqthread_poll`: value `1`: ")
