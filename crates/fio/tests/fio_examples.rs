@@ -88,6 +88,7 @@ fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
             // where a refusal points: the file's line or the command line
             engine: blkqos_workload::spec::EngineSpec {
                 real_refusal: j.engine.real_refusal.as_ref().map(|_| String::new()),
+                registration_at: j.engine.registration_at.as_ref().map(|_| String::new()),
                 ..j.engine.clone()
             },
             ..j.clone()
