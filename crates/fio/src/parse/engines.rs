@@ -15,8 +15,12 @@ fn category(name: &str) -> (&'static str, &'static str) {
             "blkqos runs block IO only (fio's cpuio and exec engines are not implemented on \
              either backend); leave such jobs out",
         ),
-        "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat" | "dirdelete"
-        | "ftruncate" | "falloc" => (
+        "dircreate" | "dirstat" | "dirdelete" => (
+            "not an engine of fio 3.33: it came with fio 3.34, and fio 3.33 stops with \
+             `engine ... not loadable`",
+            "blkqos follows fio 3.33; leave such jobs out",
+        ),
+        "filecreate" | "filestat" | "filedelete" | "ftruncate" | "falloc" => (
             "file system metadata operations, not implemented yet",
             "a simulated device has no file system; use rw= with ioengine=psync or libaio for \
              IO on the files",
@@ -84,6 +88,8 @@ mod tests {
         assert!(m.contains("shared object"), "{m}");
         let m = out_of_scope("filecreate");
         assert!(m.contains("metadata"), "{m}");
+        let m = out_of_scope("dirstat");
+        assert!(m.contains("fio 3.34"), "{m}");
         let m = out_of_scope("mtd");
         assert!(
             m.contains("MTD") && m.contains("io_uring_cmd and sg"),
