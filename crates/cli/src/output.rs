@@ -94,6 +94,15 @@ fn say_job_notes(exp: &crate::experiment::Experiment) {
 
 /// A simulated run, stopped by `signals`.
 fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
+    // the metadata engines need a file system (the parser wrote where)
+    if let Some(why) = exp
+        .invocations
+        .iter()
+        .flat_map(|i| i.jobs.jobs.iter())
+        .find_map(|j| j.engine.sim_refusal.as_ref())
+    {
+        bail!("{why}");
+    }
     let ran = exp.run_sim(Some(signals))?;
     crate::outcome::say_interrupted(signals, &ran.result, false);
     Ok(ran)

@@ -102,6 +102,9 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     if let Some(why) = jobs.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
         bail!("{why}");
     }
+    if crate::real_meta::all_metadata(&jobs)? {
+        return crate::real_meta::run_meta(exp, signals);
+    }
     let path = match &ro.path {
         Some(p) => p.clone(),
         None => target_of(&jobs)?,

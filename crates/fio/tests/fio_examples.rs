@@ -89,6 +89,7 @@ fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
             engine: blkqos_workload::spec::EngineSpec {
                 real_refusal: j.engine.real_refusal.as_ref().map(|_| String::new()),
                 registration_at: j.engine.registration_at.as_ref().map(|_| String::new()),
+                sim_refusal: j.engine.sim_refusal.as_ref().map(|_| String::new()),
                 ..j.engine.clone()
             },
             ..j.clone()

@@ -3,7 +3,7 @@
 
 use blkqos_core::Duration;
 
-pub use crate::spec_engine::{EngineSpec, SgWriteMode};
+pub use crate::spec_engine::{EngineSpec, SgWriteMode, StatType};
 pub use crate::spec_ext::{
     BsSplit, Fallocate, FileService, FilesSpec, FlowSpec, RandomDist, RwSeq, Zone, ZoneSize,
 };
@@ -119,6 +119,13 @@ pub enum IoEngine {
     /// `sg`: SCSI commands by `SG_IO` on a block device (fio
     /// engines/sg.c, `FIO_SYNCIO`): one IO per call, a passthrough request.
     Sg,
+    /// `filecreate`: each file opened with `O_CREAT` (fio
+    /// engines/filecreate.c); one "IO" of `bs` per file, no data moved.
+    Filecreate,
+    /// `filestat`: each file `stat`ed (`stat_type`; fio engines/filestat.c).
+    Filestat,
+    /// `filedelete`: each file unlinked (fio engines/filedelete.c).
+    Filedelete,
 }
 
 impl IoEngine {
@@ -127,7 +134,22 @@ impl IoEngine {
     pub fn is_sync(self) -> bool {
         matches!(
             self,
-            IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2 | IoEngine::Sg
+            IoEngine::Psync
+                | IoEngine::Sync
+                | IoEngine::Pvsync
+                | IoEngine::Pvsync2
+                | IoEngine::Sg
+                | IoEngine::Filecreate
+                | IoEngine::Filestat
+                | IoEngine::Filedelete
+        )
+    }
+    /// Engines whose operation is a file system call per file, timed as
+    /// the job's clat, with no data IO (`FIO_FAKEIO | FIO_NOSTATS`).
+    pub fn is_file_metadata(self) -> bool {
+        matches!(
+            self,
+            IoEngine::Filecreate | IoEngine::Filestat | IoEngine::Filedelete
         )
     }
     /// Engines whose commands reach the device as passthrough requests
@@ -153,6 +175,9 @@ impl IoEngine {
             IoEngine::Null => "null",
             IoEngine::IoUringCmd => "io_uring_cmd",
             IoEngine::Sg => "sg",
+            IoEngine::Filecreate => "filecreate",
+            IoEngine::Filestat => "filestat",
+            IoEngine::Filedelete => "filedelete",
         }
     }
 }

@@ -58,6 +58,26 @@ impl SgWriteMode {
     }
 }
 
+/// filestat's `stat_type=` (fio 3.33 engines/filestat.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum StatType {
+    #[default]
+    Stat,
+    Lstat,
+    /// `statx(2)` of the file's absolute path.
+    Statx,
+}
+
+impl StatType {
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            StatType::Stat => "stat",
+            StatType::Lstat => "lstat",
+            StatType::Statx => "statx",
+        }
+    }
+}
+
 /// Engine-private options of a job (fio's `td->eo`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct EngineSpec {
@@ -76,6 +96,11 @@ pub struct EngineSpec {
     pub vectored: bool,
     /// `sg_write_mode=`.
     pub sg_write_mode: SgWriteMode,
+    /// filestat's `stat_type=`.
+    pub stat_type: StatType,
+    /// Where `ioengine=` named a file system metadata engine: the
+    /// simulator's refusal (it has no file system).
+    pub sim_refusal: Option<String>,
     /// Where `fixedbufs=1` or `registerfiles=1` was given (`FILE:LINE:
     /// option `x`: value `y``): the real engine honours them when its
     /// io_uring ring registered its buffers and target, and refuses the

@@ -5,7 +5,7 @@
 //! and checked against the job's engine when the job is complete
 //! ([`finish`]), which also decides what the real engine must refuse.
 
-use blkqos_workload::spec::{IoEngine, JobSpec, SgWriteMode};
+use blkqos_workload::spec::{IoEngine, JobSpec, SgWriteMode, StatType};
 
 use super::error::{Loc, ParseError};
 use super::options::{Kind, Opt, OptDef};
@@ -37,6 +37,7 @@ pub(crate) static ENGINE_DEFS: &[OptDef] = &[
     engine_def("sg_write_mode", Kind::Str),
     engine_def("sqthread_poll", Kind::StrSet),
     engine_def("sqthread_poll_cpu", Kind::Int),
+    engine_def("stat_type", Kind::Str),
     engine_def("uncached", Kind::Int),
 ];
 
@@ -44,12 +45,12 @@ pub(crate) static ENGINE_DEFS: &[OptDef] = &[
 /// into refusals by [`finish`].
 #[derive(Clone, Debug)]
 pub(crate) struct Given {
-    name: &'static str,
-    written: String,
-    value: Option<String>,
+    pub name: &'static str,
+    pub written: String,
+    pub value: Option<String>,
     /// The option asks for something (not its default / off value).
-    on: bool,
-    loc: Loc,
+    pub on: bool,
+    pub loc: Loc,
 }
 
 /// The engines an option belongs to (fio: the engine whose `options[]`
@@ -58,6 +59,7 @@ fn owners(name: &str) -> &'static [IoEngine] {
     match name {
         "cmd_type" => &[IoEngine::IoUringCmd],
         "sg_write_mode" => &[IoEngine::Sg],
+        "stat_type" => &[IoEngine::Filestat],
         "hipri" => &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Sg],
         _ => &[IoEngine::IoUring, IoEngine::IoUringCmd],
     }
@@ -119,6 +121,20 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
         "sg_write_mode" => {
             e.sg_write_mode = parse_sg_write_mode(need()?)?;
             e.sg_write_mode != SgWriteMode::Write
+        }
+        "stat_type" => {
+            e.stat_type = match need()? {
+                "stat" => StatType::Stat,
+                "lstat" => StatType::Lstat,
+                "statx" => StatType::Statx,
+                v => {
+                    return Err(format!(
+                        "invalid value `{v}` (valid values: stat, lstat, statx)"
+                    ))
+                }
+            };
+            // every backend that runs filestat does what it says
+            false
         }
         _ => return Err(format!("`{name}` is not an engine option blkqos knows")),
     };
@@ -286,6 +302,9 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
         if let Some(n) = sim_note(g.name, s) {
             s.notes.push(n);
         }
+    }
+    if engine.is_file_metadata() {
+        super::engine_meta::check(s, given)?;
     }
     if engine.is_passthrough() {
         passthrough_checks(s, given)?;
@@ -502,5 +521,25 @@ mod tests {
         assert!(j.ioengine.is_sync() && j.ioengine.is_passthrough());
         assert_eq!(j.engine.sg_write_mode, SgWriteMode::WriteSameNdob);
         assert!(j.engine.real_refusal.unwrap().contains("SG_IO"));
+    }
+
+    #[test]
+    fn metadata_engines() {
+        let j = job("[a]\nioengine=filestat\nstat_type=statx\nnrfiles=3\nunlink=0\n").unwrap();
+        assert_eq!(j.engine.stat_type, StatType::Statx);
+        assert!(j.ioengine.is_file_metadata() && j.ioengine.is_sync());
+        let why = j.engine.sim_refusal.unwrap();
+        assert!(
+            why.starts_with("t.fio:2: option `ioengine`: value `filestat`"),
+            "{why}"
+        );
+        assert_eq!(j.engine.real_refusal, None);
+        let msg = |t: &str| job(t).unwrap_err().to_string();
+        let m = msg("[a]\nioengine=filecreate\nruntime=1\ntime_based\n");
+        assert!(m.contains("time_based"), "{m}");
+        let m = msg("[a]\nioengine=filecreate\nstat_type=lstat\n");
+        assert!(m.contains("option of ioengine=filestat"), "{m}");
+        let m = msg("[a]\nioengine=filedelete\nunlink=1\n");
+        assert!(m.contains("not implemented"), "{m}");
     }
 }

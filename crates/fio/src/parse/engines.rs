@@ -20,7 +20,7 @@ fn category(name: &str) -> (&'static str, &'static str) {
              `engine ... not loadable`",
             "blkqos follows fio 3.33; leave such jobs out",
         ),
-        "filecreate" | "filestat" | "filedelete" | "ftruncate" | "falloc" => (
+        "ftruncate" | "falloc" => (
             "file system metadata operations, not implemented yet",
             "a simulated device has no file system; use rw= with ioengine=psync or libaio for \
              IO on the files",
@@ -67,7 +67,8 @@ pub(crate) fn out_of_scope(name: &str) -> String {
     };
     format!(
         "unsupported ioengine `{name}` ({what}): blkqos runs null, sync, psync, pvsync, pvsync2, \
-         posixaio, libaio and io_uring, and on the simulator io_uring_cmd and sg; {instead}"
+         posixaio, libaio and io_uring, on the simulator io_uring_cmd and sg, on the real \
+         engine filecreate, filestat and filedelete; {instead}"
     )
 }
 
@@ -86,7 +87,7 @@ mod tests {
         assert!(m.contains("no block IO"), "{m}");
         let m = out_of_scope("cpp_null");
         assert!(m.contains("shared object"), "{m}");
-        let m = out_of_scope("filecreate");
+        let m = out_of_scope("falloc");
         assert!(m.contains("metadata"), "{m}");
         let m = out_of_scope("dirstat");
         assert!(m.contains("fio 3.34"), "{m}");

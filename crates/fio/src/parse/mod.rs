@@ -24,6 +24,7 @@
 mod apply;
 mod apply_ext;
 mod cli;
+mod engine_meta;
 mod engine_opts;
 mod engines;
 mod error;

@@ -114,6 +114,7 @@ pub(crate) enum Opt {
     WriteHistLog,
     LogHistMsec,
     LogHistCoarseness,
+    Unlink,
     /// An engine-private option ([`super::engine_opts::ENGINE_DEFS`]).
     EngineOption,
 }
@@ -253,6 +254,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("write_hist_log", Kind::StrStore, Opt::WriteHistLog),
     def("log_hist_msec", Kind::Int, Opt::LogHistMsec),
     def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
+    def("unlink", Kind::Bool, Opt::Unlink),
 ];
 
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job
