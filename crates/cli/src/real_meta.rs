@@ -160,9 +160,12 @@ fn run_clone(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneR
             break;
         }
         let d = &mut stats.dirs[ddir];
-        d.clat.add(ns);
-        if s.clat_percentiles {
-            d.clat_hist.record(ns);
+        // fio: no sample with disable_lat (gtod_reduce sets it)
+        if !s.gtod_reduce {
+            d.clat.add(ns);
+            if s.clat_percentiles {
+                d.clat_hist.record(ns);
+            }
         }
         d.io_bytes += ios_per_file * bs;
         d.total_ios += ios_per_file;
@@ -184,6 +187,13 @@ fn libc_eio() -> i32 {
 
 /// Run `exp`, whose jobs all use a metadata engine, on the file system.
 pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
+    if !exp.writes.is_empty() {
+        bail!(
+            "io.max/io.weight/io.cost lines act on the block IO blkqos issues, and jobs of \
+             ioengine=filecreate, filestat or filedelete issue none (their file system calls' \
+             own IO is the kernel's): leave the controller options out"
+        );
+    }
     // the plan gives the clones and their groups; the layout device is
     // only a ledger here (no file is on it)
     let layout_dev = DeviceSpec::new("null", [("size", "1048576t"), ("name", "fs")])

@@ -152,3 +152,22 @@ fn real_engine_refuses_a_mix_with_block_io() {
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(r.stderr.contains("on their own"), "{}", r.stderr);
 }
+
+#[test]
+fn real_engine_refuses_controllers_it_cannot_apply() {
+    let s = Scratch::new();
+    std::fs::write(s.path("j.fio"), job_text("ioengine=filecreate\n")).unwrap();
+    let r = blkqos(
+        &[
+            "run",
+            "j.fio",
+            "--backend=real",
+            "--cgroup=g",
+            "--io-max=8:0 wiops=10",
+        ],
+        s.dir.path(),
+    );
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("issue none"), "{}", r.stderr);
+    assert!(listing(s.dir.path()).is_empty(), "no file created");
+}

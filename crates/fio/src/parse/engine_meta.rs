@@ -41,6 +41,12 @@ pub(crate) fn check(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> 
             s.rw.fio_name()
         ));
     }
+    if let Some(opt) = unhonoured(s) {
+        return err(format!(
+            "ioengine={engine} with {opt}: blkqos runs these engines one call per file, in \
+             file order, with no pacing or logs; leave {opt} out"
+        ));
+    }
     if let Some((lo, hi)) = s.files.filesize {
         if lo != hi {
             return err(format!(
@@ -80,4 +86,35 @@ pub(crate) fn check(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> 
     );
     s.engine.sim_refusal = Some(e.to_string());
     Ok(())
+}
+
+/// The first option given that the metadata runner does not honour.
+fn unhonoured(s: &JobSpec) -> Option<&'static str> {
+    use blkqos_workload::spec::{FileService, PerDir, RandomDist};
+    let d = JobSpec::new("");
+    let any = |p: &PerDir<Option<u64>>| p.read.is_some() || p.write.is_some() || p.trim.is_some();
+    [
+        (any(&s.rate_bps), "rate"),
+        (any(&s.rate_iops), "rate_iops"),
+        (any(&s.rate_min), "rate_min"),
+        (s.thinktime != d.thinktime, "thinktime"),
+        (s.start_delay != d.start_delay, "startdelay"),
+        (s.ramp_time != d.ramp_time, "ramp_time"),
+        (s.number_ios != 0, "number_ios"),
+        (s.io_size.is_some(), "io_size"),
+        (s.flow.weight != 0, "flow"),
+        (s.logs.any(), "write_*_log"),
+        (s.bssplit.is_some(), "bssplit"),
+        (s.bsrange.is_some(), "bsrange"),
+        (s.random_dist != RandomDist::Random, "random_distribution"),
+        (
+            s.files.service != FileService::RoundRobin,
+            "file_service_type",
+        ),
+        (s.fsync_blocks != 0 || s.fdatasync_blocks != 0, "fsync"),
+        (s.end_fsync, "end_fsync"),
+        (s.offset != d.offset, "offset"),
+    ]
+    .into_iter()
+    .find_map(|(given, name)| given.then_some(name))
 }

@@ -539,6 +539,8 @@ mod tests {
         assert!(m.contains("time_based"), "{m}");
         let m = msg("[a]\nioengine=filecreate\nstat_type=lstat\n");
         assert!(m.contains("option of ioengine=filestat"), "{m}");
+        let m = msg("[a]\nioengine=filestat\nrate_iops=10\n");
+        assert!(m.contains("with rate_iops"), "{m}");
         let m = msg("[a]\nioengine=filedelete\nunlink=1\n");
         assert!(m.contains("not implemented"), "{m}");
     }
