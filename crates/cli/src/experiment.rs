@@ -2,16 +2,15 @@
 //! scenario file or from a command line, then run on a backend.
 
 use crate::accounting::AccountingOptions;
-use crate::scenario::{parse_at, scalar_to_string, Source};
 use crate::streams::{ControllerTrace, SharedStreams, Streams};
-use anyhow::{bail, Context, Result};
-use blkqos_core::cgroupfs::{split_target, ControllerOptions, DeviceInfo, KnobFile};
+use anyhow::{bail, Result};
+use blkqos_core::cgroupfs::{ControllerOptions, DeviceInfo, KnobFile};
 use blkqos_core::ControllerStack;
 use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions, RunResult};
 use blkqos_engine::StopOnSignal;
-use blkqos_fio::parse::{parse_fio_args, parse_job_file, JobSet, OutputFormat, MAX_JOBS};
+use blkqos_fio::parse::{JobSet, OutputFormat};
 use blkqos_sim::{DeviceSpec, SimBackend};
 use blkqos_workload::{JobSpec, SizeSpec};
 use std::path::PathBuf;
@@ -64,501 +63,36 @@ pub struct Experiment {
     pub status_every_ms: Option<u64>,
 }
 
-fn env_lookup(k: &str) -> Option<String> {
+pub(crate) fn env_lookup(k: &str) -> Option<String> {
     std::env::var(k).ok()
 }
 
-/// Flags blkqos adds to fio's command line.
-pub const FOREIGN_FLAGS: &[&str] = &[
-    "backend",
-    "writeback",
-    "pagecache",
-    "pagecache-report",
-    "device",
-    "seed",
-    "io-max",
-    "io-weight",
-    "io-cost-model",
-    "io-cost-qos",
-    "throttle",
-    "kernel",
-    "iocost",
-    "submit-ns",
-    "hz",
-    "io-stat",
-    "iostats",
-    "diskstats-every",
-    "diskstats-dir",
-    "iostat",
-    "lat-hist",
-    "request-trace",
-    "iocost-trace",
-    "blkcg-debug-stats",
-    "allow-destructive?",
-    "overwrite?",
-    "eta",
-    "live?",
-    "live-json",
-    "check-invariants?",
-    "report",
-];
-
 impl Experiment {
-    /// Build from a scenario file.
-    pub fn from_scenario(path: &std::path::Path) -> Result<Self> {
-        let src = Source::load(path)?;
-        let sc = src.parse()?;
-        let mut real: Option<crate::real::RealOptions> = None;
-        let device = match &sc.device {
-            None => DeviceSpec::parse("null").expect("default device"),
-            Some(t) => {
-                let mut model = "null".to_string();
-                let mut kv: Vec<(String, String)> = Vec::new();
-                for (k, v) in t {
-                    if k == "path" || k == "backend" {
-                        let s = scalar_to_string(v.get_ref()).unwrap_or_default();
-                        let r = real.get_or_insert_with(crate::real::RealOptions::default);
-                        if k == "path" {
-                            r.path = Some(src.resolve(&s));
-                        } else {
-                            r.kind = blkqos_engine::BackendKind::parse(&s).ok_or_else(|| {
-                                src.err(
-                                    v.span().start,
-                                    format!(
-                                        "[device] backend `{s}`: use auto, io_uring or threads"
-                                    ),
-                                )
-                            })?;
-                        }
-                        continue;
-                    }
-                    let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
-                        src.err(
-                            v.span().start,
-                            format!("[device] `{k}`: expected a string or a number"),
-                        )
-                    })?;
-                    if k == "model" {
-                        model = s;
-                    } else {
-                        kv.push((k.clone(), s));
-                    }
-                }
-                DeviceSpec::new(&model, kv.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(
-                    |e| {
-                        // point at the offending key's line (the model line otherwise)
-                        use blkqos_sim::device::SpecError;
-                        let key = match &e {
-                            SpecError::UnknownKey { key, .. } | SpecError::BadValue { key, .. } => {
-                                Some(key.as_str())
-                            }
-                            _ => None,
-                        };
-                        let at = key
-                            .and_then(|k| t.get(k))
-                            .or_else(|| t.get("model"))
-                            .or_else(|| t.values().next())
-                            .map(|v| v.span().start)
-                            .unwrap_or(0);
-                        src.err(at, e.to_string())
-                    },
-                )?
-            }
-        };
-        let mut controllers = ControllerOptions::default();
-        if let Some(c) = &sc.controllers {
-            for (k, v) in c {
-                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
-                    src.err(
-                        v.span().start,
-                        format!("[controllers] `{k}`: expected a string or a number"),
-                    )
-                })?;
-                controllers
-                    .set(k, &s)
-                    .map_err(|m| src.err(v.span().start, format!("[controllers] {m}")))?;
-            }
-        }
-        let mut accounting = AccountingOptions::default();
-        if let Some(c) = &sc.accounting {
-            for (k, v) in c {
-                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
-                    src.err(
-                        v.span().start,
-                        format!("[accounting] `{k}`: expected a string or a number"),
-                    )
-                })?;
-                // outputs: relative to the current directory, like fio's
-                // (and [[fio]] output=); never next to the scenario
-                accounting
-                    .set(k, &s)
-                    .map_err(|m| src.err(v.span().start, format!("[accounting] {m}")))?;
-            }
-        }
-        let mut pagecache = crate::pagecache::PageCacheOptions::default();
-        if let Some(c) = &sc.pagecache {
-            for (k, v) in c {
-                let s = scalar_to_string(v.get_ref()).ok_or_else(|| {
-                    src.err(
-                        v.span().start,
-                        format!("[pagecache] `{k}`: expected a string or a number"),
-                    )
-                })?;
-                pagecache
-                    .set(k, &s)
-                    .map_err(|m| src.err(v.span().start, format!("[pagecache] {m}")))?;
-            }
-        }
-        let mut writes = Vec::new();
-        for w in &sc.write {
-            let (cgroup, knob) =
-                split_target(w.file.get_ref()).map_err(|m| src.err(w.file.span().start, m))?;
-            let at_ns = match &w.at {
-                None => 0,
-                Some(a) => parse_at(a.get_ref()).ok_or_else(|| {
-                    src.err(
-                        a.span().start,
-                        format!(
-                            "`at = \"{}\"`: expected a time like 5s or 1500ms",
-                            a.get_ref()
-                        ),
-                    )
-                })?,
-            };
-            writes.push(KnobWrite {
-                at_ns,
-                cgroup,
-                knob,
-                value: w.value.get_ref().clone(),
-                origin: format!(
-                    "{}:{}",
-                    src.path.display(),
-                    src.line_of(w.value.span().start)
-                ),
-            });
-        }
-        let mut known: std::collections::BTreeSet<String> =
-            writes.iter().map(|w| w.cgroup.clone()).collect();
-        for c in &sc.cgroups {
-            known.insert(
-                CgroupTree::normalize(c.get_ref())
-                    .map_err(|e| src.err(c.span().start, e.to_string()))?,
-            );
-        }
-        let mut invocations = Vec::new();
-        let mut status_ms: Vec<(usize, Option<u64>)> = Vec::new();
-        let mut run_clones = 0u64;
-        for (i, f) in sc.fio.iter().enumerate() {
-            let given = [f.job_file.is_some(), f.job.is_some(), f.args.is_some()];
-            let anchor = f
-                .job_file
-                .as_ref()
-                .map(|s| s.span().start)
-                .or(f.job.as_ref().map(|s| s.span().start))
-                .or(f.args.as_ref().map(|s| s.span().start))
-                .or_else(|| src.table_header("fio", i))
-                .unwrap_or(0);
-            if given.iter().filter(|g| **g).count() != 1 {
-                bail!(src.err(
-                    anchor,
-                    format!(
-                        "[[fio]] #{}: give exactly one of job_file, job or args",
-                        i + 1
-                    )
-                ));
-            }
-            let mut output = f.output.as_ref().map(PathBuf::from);
-            let mut formats = match &f.output_format {
-                Some(s) => parse_formats(s).map_err(|m| src.err(anchor, m))?,
-                None => vec![OutputFormat::Normal],
-            };
-            let jobs = if let Some(p) = &f.job_file {
-                let path = src.resolve(p.get_ref());
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    src.err(p.span().start, format!("job file {}: {e}", path.display()))
-                })?;
-                parse_job_file(&path.display().to_string(), &text, &env_lookup)?
-            } else if let Some(t) = &f.job {
-                let first = src.content_first_line(t.span());
-                parse_job_file("<inline>", t.get_ref(), &env_lookup).map_err(|mut e| {
-                    e.file = format!("{} ([[fio]] #{} inline job)", src.path.display(), i + 1);
-                    e.line += first - 1;
-                    e
-                })?
-            } else {
-                let a = f.args.as_ref().expect("checked");
-                let argv: Vec<String> =
-                    a.get_ref().split_whitespace().map(str::to_string).collect();
-                let cli = parse_fio_args(&argv, &[], &env_lookup).map_err(|mut e| {
-                    e.file = format!("{} ([[fio]] #{} args)", src.path.display(), i + 1);
-                    e.line = src.line_of(a.span().start);
-                    e
-                })?;
-                if let Some(o) = cli.output {
-                    output.get_or_insert(PathBuf::from(o));
-                }
-                if !cli.output_format.is_empty() && f.output_format.is_none() {
-                    formats = cli.output_format;
-                }
-                status_ms.push((i, cli.status_interval_ms));
-                cli.jobs
-            };
-            let cgroup = match &f.cgroup {
-                Some(c) => {
-                    let p = CgroupTree::normalize(c.get_ref())
-                        .map_err(|e| src.err(c.span().start, e.to_string()))?;
-                    if p != "/" && !known.contains(&p) {
-                        bail!(src.err(
-                            c.span().start,
-                            format!(
-                                "[[fio]] #{}: cgroup `{p}` does not exist: list it in `cgroups = [...]` or write a knob to it",
-                                i + 1
-                            )
-                        ));
-                    }
-                    Some(p)
-                }
-                None => None,
-            };
-            run_clones += clones(&jobs);
-            if run_clones > u64::from(MAX_JOBS) {
-                bail!(src.err(anchor, too_many_clones(i, run_clones)));
-            }
-            invocations.push(Invocation {
-                jobs,
-                cgroup,
-                output: output.map(|o| src.resolve_output(&o)),
-                formats,
-            });
-        }
-        if invocations.is_empty() {
-            bail!(src.err(0, "the scenario has no [[fio]] invocation: nothing to run"));
-        }
-        let status_every_ms = one_status_interval(&status_ms, invocations.len())
-            .map_err(|(i, m)| src.err(src.table_header("fio", i).unwrap_or(0), m))?;
-        Ok(Experiment {
-            parse_only: false,
-            check_invariants: false,
-            showcmd: None,
-            device,
-            controllers,
-            seed: sc.seed.unwrap_or(1),
-            device_seed_explicit: sc.device.as_ref().is_some_and(|t| t.contains_key("seed")),
-            host: {
-                let d = HostModel::default();
-                let h = sc.host.as_ref();
-                HostModel {
-                    submit_ns: h.and_then(|h| h.submit_ns).unwrap_or(d.submit_ns),
-                    wake_jitter_ns: h.and_then(|h| h.wake_jitter_ns).unwrap_or(d.wake_jitter_ns),
-                    timer_dispatch_ns: h
-                        .and_then(|h| h.timer_dispatch_ns)
-                        .unwrap_or(d.timer_dispatch_ns),
-                    timer_dispatch_jitter_ns: h
-                        .and_then(|h| h.timer_dispatch_jitter_ns)
-                        .unwrap_or(d.timer_dispatch_jitter_ns),
-                    seed: sc.seed.unwrap_or(1),
-                }
-            },
-            writes,
-            invocations,
-            io_stat_out: None,
-            accounting,
-            pagecache,
-            real,
-            trace_out: None,
-            streams: None,
-            live: Default::default(),
-            status_every_ms,
-        })
-    }
-
-    /// Build from fio-style arguments (job files and/or `--name=...` options).
-    pub fn from_args(args: &[String]) -> Result<Self> {
-        let cli = parse_fio_args(args, FOREIGN_FLAGS, &env_lookup)?;
-        // parse_fio_args already read the job files named on the command line
-        let jobs = cli.jobs;
-        if jobs.jobs.is_empty() && cli.showcmd.is_none() {
-            bail!("no jobs given: pass a scenario (.toml), a fio job file, or --name=... options");
-        }
-        let mut device = DeviceSpec::parse("null").expect("default device");
-        let mut seed = 1;
-        let mut host = HostModel::default();
-        let mut check_invariants = false;
-        let mut writes = Vec::new();
-        let mut controllers = ControllerOptions::default();
-        let mut io_stat_out = None;
-        let mut accounting = AccountingOptions::default();
-        let mut pagecache = crate::pagecache::PageCacheOptions::default();
-        let mut real: Option<crate::real::RealOptions> = None;
-        let mut consent = (false, false);
-        let mut eta = crate::progress::Eta::default();
-        let mut trace_out = None;
-        let mut live = crate::live::LiveOptions::default();
-        for (k, v) in &cli.other {
-            match k.as_str() {
-                "iostats" | "diskstats-every" | "diskstats-dir" | "iostat" | "lat-hist"
-                | "request-trace" => accounting.set(k, v).map_err(|m| anyhow::anyhow!("--{m}"))?,
-                "io-stat" => io_stat_out = Some(PathBuf::from(v)),
-                "writeback" => pagecache
-                    .set("writeback", v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                "pagecache" => pagecache
-                    .set("enable", v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                "pagecache-report" => pagecache.report = Some(PathBuf::from(v)),
-                "kernel" => {
-                    let (p, low) = crate::kernel::KernelProfile::parse(v)
-                        .map_err(|m| anyhow::anyhow!("--{m}"))?;
-                    p.apply_build(&mut controllers, &mut accounting, low);
-                }
-                "throttle" | "hz" | "iocost" | "blkcg-debug-stats" => controllers
-                    .set(k, v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                "iocost-trace" => trace_out = Some(PathBuf::from(v)),
-                "device" => {
-                    device = DeviceSpec::parse(v).with_context(|| format!("--device={v}"))?
-                }
-                "seed" => {
-                    seed = v
-                        .parse()
-                        .with_context(|| format!("--seed={v}: expected an unsigned integer"))?
-                }
-                "submit-ns" => {
-                    host.submit_ns = v
-                        .parse()
-                        .with_context(|| format!("--submit-ns={v}: expected nanoseconds"))?
-                }
-                "backend" => {
-                    if v == "sim" {
-                        real = None;
-                    } else {
-                        let kind = blkqos_engine::BackendKind::parse(v).ok_or_else(|| {
-                            anyhow::anyhow!("--backend={v}: use sim, real (io_uring, falling back to threads), io_uring or threads")
-                        })?;
-                        let r = real.get_or_insert_with(crate::real::RealOptions::default);
-                        r.kind = if v == "real" {
-                            blkqos_engine::BackendKind::Auto
-                        } else {
-                            kind
-                        };
-                    }
-                }
-                "eta" => {
-                    eta = crate::progress::Eta::parse(v)
-                        .ok_or_else(|| anyhow::anyhow!("--eta={v}: use auto, always or never"))?
-                }
-                "live" => live.set_every(v)?,
-                "live-json" => live.json = Some(PathBuf::from(v)),
-                "report" => live.set_report(v)?,
-                "allow-destructive" => consent.0 = true,
-                "check-invariants" => {
-                    check_invariants = match v.as_str() {
-                        "" | "1" => true,
-                        "0" => false,
-                        _ => bail!("--check-invariants={v}: expected 1 or 0 (or no value)"),
-                    }
-                }
-                "overwrite" => consent.1 = true,
-                "io-max" | "io-weight" | "io-cost-model" | "io-cost-qos" => {
-                    let file = k.replacen("io-", "io.", 1).replace("cost-", "cost.");
-                    let knob = KnobFile::from_name(&file).expect("known flag");
-                    let cgroup = if knob.root_only() {
-                        "/".to_string()
-                    } else {
-                        job_cgroup(&jobs.jobs)?
-                    };
-                    writes.push(KnobWrite {
-                        at_ns: 0,
-                        cgroup,
-                        knob,
-                        value: v.to_string(),
-                        origin: format!("--{k}"),
-                    });
-                }
-                other => bail!("--{other}={v}: not available in this build"),
-            }
-        }
-        if let Some(r) = &mut real {
-            r.allow_destructive = consent.0;
-            r.overwrite = consent.1;
-            r.eta = eta;
-        } else if consent.0 || consent.1 {
-            bail!("--allow-destructive/--overwrite apply to the real engine: add --backend=real");
-        }
-        Ok(Experiment {
-            parse_only: cli.parse_only,
-            check_invariants,
-            showcmd: cli.showcmd.clone(),
-            device,
-            controllers,
-            seed,
-            device_seed_explicit: cli
-                .other
+    /// `--io-max`, `--io-weight`, `--io-cost-qos`, `--io-cost-model`: a
+    /// knob line for the job's cgroup (the root's for `io.cost.*`).
+    pub(crate) fn knob_flag(&mut self, flag: &str, value: &str) -> Result<()> {
+        let file = flag.replacen("io-", "io.", 1).replace("cost-", "cost.");
+        let knob = KnobFile::from_name(&file)
+            .ok_or_else(|| anyhow::anyhow!("--{flag}: not a knob file"))?;
+        let cgroup = if knob.root_only() {
+            "/".to_string()
+        } else {
+            let jobs: Vec<JobSpec> = self
+                .invocations
                 .iter()
-                .any(|(k, v)| k == "device" && v.split(',').any(|p| p.trim().starts_with("seed="))),
-            host,
-            io_stat_out,
-            accounting,
-            pagecache,
-            real,
-            trace_out,
-            streams: None,
-            live,
-            status_every_ms: cli.status_interval_ms,
-            writes,
-            invocations: vec![Invocation {
-                jobs,
-                cgroup: None,
-                output: cli.output.map(PathBuf::from),
-                formats: if cli.output_format.is_empty() {
-                    vec![OutputFormat::Normal]
-                } else {
-                    cli.output_format
-                },
-            }],
-        })
+                .flat_map(|i| i.jobs.jobs.iter().cloned())
+                .collect();
+            job_cgroup(&jobs)?
+        };
+        self.writes.push(KnobWrite {
+            at_ns: 0,
+            cgroup,
+            knob,
+            value: value.to_string(),
+            origin: format!("--{flag}"),
+        });
+        Ok(())
     }
-}
-
-/// The status interval of a scenario's `[[fio]]` invocations (`n` of
-/// them; `given` lists each `args=` one's `--status-interval`): blkqos
-/// runs them in one loop, so either none asks for one, or all ask for the
-/// same.
-fn one_status_interval(
-    given: &[(usize, Option<u64>)],
-    n: usize,
-) -> Result<Option<u64>, (usize, String)> {
-    let asked: Vec<(usize, u64)> = given.iter().filter_map(|&(i, v)| Some((i, v?))).collect();
-    let Some(&(first_i, first)) = asked.first() else {
-        return Ok(None);
-    };
-    if asked.len() == n && asked.iter().all(|&(_, v)| v == first) {
-        return Ok(Some(first));
-    }
-    Err((
-        first_i,
-        format!(
-            "[[fio]] #{}: --status-interval={first}ms: every [[fio]] of a scenario must give the same --status-interval (they run in one process), or none may: pass --status-interval after the scenario file instead",
-            first_i + 1
-        ),
-    ))
-}
-
-/// The job clones of one invocation (`numjobs` each).
-fn clones(jobs: &JobSet) -> u64 {
-    jobs.jobs.iter().map(|j| u64::from(j.numjobs.max(1))).sum()
-}
-
-/// Why a scenario's `[[fio]]` #`i` (0-based) is refused: its invocations'
-/// job clones add up to `total`. Each fio process has the limit (the fio
-/// parser enforces it per invocation); blkqos runs all of them in one
-/// process and keeps the same limit for the whole run, so the memory of a
-/// run stays bounded.
-fn too_many_clones(i: usize, total: u64) -> String {
-    format!(
-        "[[fio]] #{}: maximum number of jobs reached: the scenario's invocations add up to {total} jobs (numjobs clones included); blkqos runs at most {MAX_JOBS} per run (fio 3.33's limit per invocation)",
-        i + 1
-    )
 }
 
 /// The group the one-off knob flags apply to: the jobs' `cgroup=`.
@@ -587,13 +121,6 @@ pub fn parse_formats(s: &str) -> Result<Vec<OutputFormat>, String> {
             )),
         })
         .collect()
-}
-
-impl Source {
-    /// Outputs are written relative to the current directory, like fio.
-    fn resolve_output(&self, p: &std::path::Path) -> PathBuf {
-        p.to_path_buf()
-    }
 }
 
 /// `file:line` of a job's section (`<command line>` for options).
@@ -647,13 +174,59 @@ impl Layout {
             let len = size.unwrap_or(cap - offset).min(cap - offset);
             return Ok((offset, len));
         }
-        let Some(size) = size else {
+        // fio fill_device without size: write until the file system is
+        // full (fio `fixup_options`: size = -1); here, the rest of the
+        // simulated device
+        let fill = || {
+            spec.fill_device
+                .then(|| cap.saturating_sub(self.next_free + offset))
+                .filter(|&b| b > 0)
+        };
+        // a file an earlier job laid out has its size (fio reads it)
+        let laid_out = || {
+            self.files
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, _, len)| len.saturating_sub(offset))
+                .filter(|&b| b > 0)
+        };
+        let Some(size) = size.or_else(laid_out).or_else(fill) else {
             bail!(
                 "job `{}`: file `{name}` needs a size= (a simulated file has no existing size)",
                 spec.name
             );
         };
         self.place(spec, &name, offset, size, dev)
+    }
+
+    /// Clone `clone`'s region with `offset_increment` (fio
+    /// `get_start_offset`: the offset plus the increment times the clone's
+    /// number); a file is laid out to cover the last clone's region.
+    fn clone_region(&mut self, spec: &JobSpec, clone: u32, dev: &DeviceSpec) -> Result<(u64, u64)> {
+        let SizeSpec::Bytes(base) = spec.offset else {
+            bail!(
+                "job `{}` ({}): offset as a percentage with offset_increment is not supported: give offset in bytes",
+                spec.name,
+                origin(spec)
+            );
+        };
+        let at = |n: u32| -> Result<JobSpec> {
+            let off = u64::from(n)
+                .checked_mul(spec.offset_increment)
+                .and_then(|i| i.checked_add(base))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("job `{}`: offset_increment overflows", spec.name)
+                })?;
+            Ok(JobSpec {
+                offset: SizeSpec::Bytes(off),
+                ..spec.clone()
+            })
+        };
+        if clone == 0 {
+            // the file covers every clone's region (fio extends it per clone)
+            self.region(&at(spec.numjobs.max(1) - 1)?, dev)?;
+        }
+        self.region(&at(clone)?, dev)
     }
 
     /// The file `name` of `size` bytes (IO from `offset` in it): where an
@@ -733,8 +306,9 @@ pub struct Ran {
     pub tree: CgroupTree,
     /// `io.stat` counters per group (own IO only), indexed by group id.
     pub iostat: Vec<blkqos_core::controller::IoStat>,
-    /// Controller keys of each group's io.stat line (iocost's cost.*).
-    pub iostat_suffix: Vec<String>,
+    /// Controller keys of each group's io.stat line (iocost's cost.*),
+    /// indexed by group id.
+    pub iostat_keys: Vec<Vec<blkqos_core::IostatKey>>,
     /// Controllers' per-period trace (text, or JSON lines for `.jsonl`).
     pub trace: String,
     /// What job offsets are offsets of (the real target's path, or the
@@ -776,7 +350,7 @@ impl Experiment {
                     None => GroupId::ROOT,
                 };
                 let multi = spec.files.is_multi(spec.filename.as_deref());
-                let (start, len) = if multi {
+                let (start, len) = if multi || spec.offset_increment > 0 {
                     (0, 0)
                 } else {
                     layout.region(spec, layout_dev)?
@@ -788,7 +362,13 @@ impl Experiment {
                     } else {
                         Vec::new()
                     };
-                    let (start, len) = files.first().copied().unwrap_or((start, len));
+                    let (start, len) = match files.first() {
+                        Some(&f) => f,
+                        None if spec.offset_increment > 0 => {
+                            layout.clone_region(spec, clone, layout_dev)?
+                        }
+                        None => (start, len),
+                    };
                     setups.push(JobSetup {
                         spec: job_spec.clone(),
                         clone,
@@ -1033,14 +613,14 @@ impl Experiment {
         opts.pagecache = self.pagecache.config();
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
-        let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();
+        let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();
         let trace = trace_for(&mut stack, &self.device.name, self.trace_out.as_deref());
         Ok(Ran {
             result,
             invocation_of,
             tree,
             iostat,
-            iostat_suffix,
+            iostat_keys,
             trace,
             target: format!("simulated device {}", self.device.name),
             lost_pages: 0,
@@ -1068,7 +648,7 @@ pub fn trace_for(
 ) -> String {
     let mut s = String::new();
     if let Some(p) = out {
-        stack.drain_trace(dev, p.extension().is_some_and(|e| e == "jsonl"), &mut s);
+        stack.drain_trace_formatted(dev, p.extension().is_some_and(|e| e == "jsonl"), &mut s);
         let dropped = stack.trace_dropped();
         if dropped > 0 {
             eprintln!(

@@ -144,7 +144,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.toml");
         std::fs::write(&path, &text).unwrap();
-        match Experiment::from_scenario(&path) {
+        match crate::scenario_build::experiment(&path) {
             Ok(exp) => run_briefly(&exp),
             Err(e) => {
                 let msg = format!("{e:#}");
@@ -170,7 +170,7 @@ proptest! {
         let i = pick % args.len();
         let key = args[i].split_once('=').map_or(args[i].clone(), |(k, _)| k.to_string());
         args[i] = format!("{key}={odd}");
-        match crate::output::build(&args) {
+        match crate::flags::build(&args) {
             Ok(exp) => run_briefly(&exp),
             Err(e) => {
                 let msg = format!("{e:#}");

@@ -4,9 +4,11 @@
 mod accounting;
 mod bench;
 mod calibrate;
+mod data_opts;
 mod experiment;
 mod failure;
 mod files;
+mod flags;
 #[cfg(test)]
 mod fuzz_tests;
 mod iostat_cmd;
@@ -25,6 +27,7 @@ mod real_report;
 mod report;
 mod request_trace;
 mod scenario;
+mod scenario_build;
 mod status;
 mod stdout;
 mod streams;
@@ -44,7 +47,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a scenario file or fio jobs on the simulated device.
-    #[command(long_about = RUN_HELP)]
+    #[command(long_about = run_help())]
     Run {
         /// A scenario (.toml), fio job files, and fio-style options
         /// (--name=NAME --rw=randread ...), plus blkqos flags.
@@ -118,7 +121,13 @@ enum Cmd {
     },
 }
 
-const RUN_HELP: &str = "\
+/// `run --help`: the usage, the "blkqos flags" block from the flag table
+/// ([`flags::help_block`]), then the notes.
+fn run_help() -> String {
+    format!("{RUN_HELP_HEAD}{}\n{RUN_HELP_TAIL}", flags::help_block())
+}
+
+const RUN_HELP_HEAD: &str = "\
 Run a scenario file or fio jobs on the simulated device (the default backend).
 
   blkqos run SCENARIO.toml [--seed=N]
@@ -135,69 +144,9 @@ of the run so far in every output format, then the final one; simulated time
 on the simulator). Options blkqos does not support are errors, never ignored;
 a misspelt one gets a suggestion.
 
-blkqos flags:
-  --device=MODEL[,key=value...]  simulated device (default: null); see `blkqos devices`
-  --seed=N                       seed for randrepeat=0 streams and device jitter (default 1)
-  --submit-ns=N                  CPU time of one submit call, shown as slat (default 1000)
-  --backend=sim|real|io_uring|threads
-                                 sim (default): the simulated --device; real: the jobs' file or
-                                 block device with io_uring, falling back to a thread pool
-  --allow-destructive            real engine: write to a block device even if it carries a
-                                 partition table or filesystem signature
-  --overwrite                    real engine: write to an existing file blkqos did not lay out
-  --pagecache=on|off             simulator: buffered (direct=0) jobs go through a simulated page
-                                 cache with writeback (on, default) or straight to the device (off);
-                                 real engine: on = blkqos's own write-back buffer (writeback under
-                                 the group's limits, drained and fsynced before the run ends)
-  --writeback=async|sync|root    how writeback meets the controllers: async (default; charged to
-                                 the dirtier's group, held IO released on its own, as Linux cgroup
-                                 writeback), sync (one flusher waits while its IO is held), root
-                                 (cgroup v1: charged to the root, the limits miss it)
-  --pagecache-report=FILE        per-second writeback per group and per task; FILE.json = JSON
-  --io-max='MAJ:MIN key=val'   an io.max line for the job's cgroup (--cgroup=NAME)
-  --throttle=VARIANT             io.max implementation: mainline (default), legacy,
-                                 slice-remainder, linux-4.18 ... linux-6.18, or paced
-  --io-weight='N|MAJ:MIN N'       an io.weight line for the job's cgroup
-  --io-cost-qos='MAJ:MIN ...'    the root's io.cost.qos line (enable=1 turns iocost on)
-  --io-cost-model='MAJ:MIN ...'  the root's io.cost.model line
-  --iocost=VARIANT               hold (default: busy_level kept when a period has no
-                                 completions but lagging IO, 7.1+), reset (<= 7.0), hold-v2
-  --blkcg-debug-stats=0|1        io.stat also shows iocost's cost.wait, cost.indebt, cost.indelay
-  --check-invariants             check every controller's invariants after each pass of the driver
-                                 loop (a violation, a bug, ends the run with exit 1); debug builds
-                                 check every 64th pass, every run checks once at its end
-  --iocost-trace=FILE            per-period iocost trace (iocost_monitor style); FILE.jsonl = JSON
-  --kernel=VER[,hz=N][,throttling_low=y]
-                                 every controller and accounting rule of a kernel release as
-                                 distributions build it: 6.1, 6.12, 7.2 (HZ=250, no
-                                 THROTTLING_LOW); flags after it override single choices
-  --hz=N                         kernel HZ for blk-throttle: 100, 250, 300, 1000 (default)
-  --io-stat=FILE                 after the run, write every cgroup's io.stat to FILE
-  --iostats=MODE                 busy-time accounting: precise (default), inflight (6.10+),
-                                 sampling-v2 (5.7-6.9), sampling-v1 (5.0-5.6), round-stats (<=4.20),
-                                 off (queue/iostats=0: no disk accounting)
-  --eta=auto|always|never        real engine: a status line (elapsed, ETA, IOPS and bandwidth
-                                 per job) on stderr every second; auto (default) = if a terminal
-  --live=SECONDS                 a block on stderr every SECONDS of run time (bare --live: every
-                                 second; simulated time on the simulator): device line (iocost vrate, busy_level,
-                                 total IOPS/bw), then per cgroup r/w IOPS and bandwidth, p99
-                                 latency, IOs io.max holds and the longest wait, iocost hweight
-                                 active/inuse%, debt and delay; redrawn in place on a terminal;
-                                 replaces the --eta line
-  --live-json=FILE               the same per interval as JSON lines (exact counts) to FILE, with
-                                 latency percentiles, the device's %util, and whole-run latency
-                                 CDFs on the last line (docs/live.md)
-  --report=FILE                  after the run, an HTML report of its time series (charts per
-                                 cgroup and device; docs/report.md), as `blkqos report`
-  --diskstats-every=T            snapshot /proc/diskstats every T (default 1s when needed)
-  --diskstats-dir=DIR            write snapshots as DIR/NNNN/{diskstats,uptime}
-  --iostat='ARGS'                print sysstat's iostat over the snapshots, e.g. --iostat='-x 1'
-  --lat-hist=FILE                after the run, write latency percentiles per device (request
-                                 start -> completion) and per cgroup (submit -> completion, with
-                                 io.max/iocost wait) to FILE; FILE.json = JSON
-  --request-trace=FILE           write every request (cgroup, direction, submit, start and
-                                 completion ns) to FILE, one line each, as the run goes
+";
 
+const RUN_HELP_TAIL: &str = "\
 fio's sample logs are job options (write_bw_log=NAME, write_iops_log=NAME,
 write_lat_log=NAME, log_avg_msec, log_max_value, log_offset, and the latency
 histogram log write_hist_log=NAME with log_hist_msec, log_hist_coarseness):
@@ -275,7 +224,7 @@ fn main() -> ExitCode {
         }
     };
     let res = match cli.cmd {
-        Cmd::Run { args } => output::run_command(&args),
+        Cmd::Run { args } => output::run_command(flags::build(&args)),
         Cmd::Sweep { args } => sweep::run_command(&args),
         Cmd::Calibrate(a) => calibrate::run_command(&a),
         Cmd::Devices => {
@@ -323,20 +272,21 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    /// Every blkqos flag `run --help` lists is accepted on a fio command line.
+    /// Every blkqos flag `run --help` lists is one the fio parser leaves
+    /// to blkqos.
     #[test]
     fn every_listed_run_flag_is_accepted() {
-        let flags: Vec<&str> = super::RUN_HELP
+        let help = super::run_help();
+        let flags: Vec<&str> = help
             .lines()
             .skip_while(|l| !l.starts_with("blkqos flags:"))
             .filter_map(|l| l.strip_prefix("  --"))
             .map(|l| l.split(['=', ' ']).next().unwrap_or(""))
             .collect();
         assert!(flags.len() > 20, "{flags:?}");
+        let foreign = crate::flags::foreign();
         for f in flags {
-            let known = crate::experiment::FOREIGN_FLAGS
-                .iter()
-                .any(|k| k.trim_end_matches('?') == f);
+            let known = foreign.iter().any(|k| k.trim_end_matches('?') == f);
             assert!(known, "--{f} is in `run --help` but not accepted");
         }
     }

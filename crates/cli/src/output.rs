@@ -35,10 +35,11 @@ fn epoch_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// `blkqos run`: run, write every report, then exit as
-/// [`crate::outcome`] decides (signals, IO errors).
-pub fn run_command(args: &[String]) -> Result<(), Failure> {
-    let mut exp = build(args).map_err(input)?;
+/// `blkqos run` of the experiment `args` gave (`Err`: a bad input): run,
+/// write every report, then exit as [`crate::outcome`] decides (signals,
+/// IO errors).
+pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
+    let mut exp = built.map_err(input)?;
     if let Some(text) = &exp.showcmd {
         return crate::stdout::write_out(text).map_err(|e| runtime(e.into()));
     }
@@ -102,6 +103,12 @@ fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         .find_map(|j| j.engine.sim_refusal.as_ref())
     {
         bail!("{why}");
+    }
+    let jobs = || exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter());
+    for spec in jobs() {
+        if let Some(n) = crate::data_opts::sim_note(spec) {
+            eprintln!("blkqos: note: job `{}`: {n}", spec.name);
+        }
     }
     let ran = exp.run_sim(Some(signals))?;
     crate::outcome::say_interrupted(signals, &ran.result, false);
@@ -299,11 +306,13 @@ pub fn format_io_stat(ran: &Ran) -> String {
     for g in tree.ids() {
         let s = &rolled[g.idx()];
         out += &format!("# {} io.stat\n", tree.path(g));
-        let suffix = ran
-            .iostat_suffix
+        let suffix: String = ran
+            .iostat_keys
             .get(g.idx())
-            .map(String::as_str)
-            .unwrap_or("");
+            .into_iter()
+            .flatten()
+            .map(|k| format!(" {k}"))
+            .collect();
         let has_io = s.bytes[..2].iter().chain(&s.ios[..2]).any(|&v| v > 0);
         if has_io || !suffix.is_empty() {
             out += &ran.devid.to_string();
@@ -313,118 +322,11 @@ pub fn format_io_stat(ran: &Ran) -> String {
                     s.bytes[0], s.bytes[1], s.ios[0], s.ios[1], s.bytes[2], s.ios[2]
                 );
             }
-            out += suffix;
+            out += &suffix;
             out += "\n";
         }
     }
     out
-}
-
-pub(crate) fn build(args: &[String]) -> Result<Experiment> {
-    let mut e = build_experiment(args)?;
-    // the report's title: the command, without the report's own file
-    let shown: Vec<&str> = args
-        .iter()
-        .map(String::as_str)
-        .filter(|a| !a.starts_with("--report="))
-        .collect();
-    e.live.report_title = format!("blkqos run {}", shown.join(" "));
-    Ok(e)
-}
-
-fn build_experiment(args: &[String]) -> Result<Experiment> {
-    let Some(first) = args.first() else {
-        bail!("nothing to run: give a scenario (.toml), a job file, or fio options (see `blkqos run --help`)");
-    };
-    Ok(if first.ends_with(".toml") {
-        let mut e = Experiment::from_scenario(std::path::Path::new(first))?;
-        for a in &args[1..] {
-            if a == "--parse-only" {
-                e.parse_only = true;
-                continue;
-            }
-            if a == "--live" {
-                e.live.set_every("")?;
-                continue;
-            }
-            if a == "--check-invariants" {
-                e.check_invariants = true;
-                continue;
-            }
-            match a.split_once('=') {
-                Some(("--seed", v)) => {
-                    e.seed = v
-                        .parse()
-                        .with_context(|| format!("{a}: expected an unsigned integer"))?
-                }
-                Some(("--kernel", v)) => {
-                    let (p, low) = crate::kernel::KernelProfile::parse(v)
-                        .map_err(|m| anyhow::anyhow!("--{m}"))?;
-                    p.apply_build(&mut e.controllers, &mut e.accounting, low);
-                }
-                Some(("--throttle", v)) => e
-                    .controllers
-                    .set("throttle", v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                Some(("--io-stat", v)) => e.io_stat_out = Some(std::path::PathBuf::from(v)),
-                Some(("--writeback", v)) => e
-                    .pagecache
-                    .set("writeback", v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                Some(("--pagecache", v)) => e
-                    .pagecache
-                    .set("enable", v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                Some(("--pagecache-report", v)) => {
-                    e.pagecache.report = Some(std::path::PathBuf::from(v))
-                }
-                Some(("--iocost-trace", v)) => e.trace_out = Some(std::path::PathBuf::from(v)),
-                Some(("--iocost", v)) => e
-                    .controllers
-                    .set("iocost", v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                Some((
-                    k @ ("--iostats" | "--diskstats-every" | "--diskstats-dir" | "--iostat"
-                    | "--lat-hist" | "--request-trace"),
-                    v,
-                )) => e
-                    .accounting
-                    .set(&k[2..], v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                Some((k @ ("--hz" | "--blkcg-debug-stats"), v)) => e
-                    .controllers
-                    .set(&k[2..], v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?,
-                Some(("--eta", v)) => {
-                    let eta = crate::progress::Eta::parse(v)
-                        .ok_or_else(|| anyhow::anyhow!("--eta={v}: use auto, always or never"))?;
-                    if let Some(r) = &mut e.real {
-                        r.eta = eta;
-                    }
-                }
-                Some(("--live", v)) => e.live.set_every(v)?,
-                Some(("--live-json", v)) => e.live.json = Some(std::path::PathBuf::from(v)),
-                Some(("--status-interval", v)) => {
-                    let ms = blkqos_fio::parse::parse_status_interval(v)
-                        .map_err(|m| anyhow::anyhow!("<command line>: option `status-interval`: value `{v}`: {m}"))?;
-                    e.status_every_ms = Some(ms);
-                }
-                Some(("--report", v)) => e.live.set_report(v)?,
-                Some(("--output-format", v)) => {
-                    let f = crate::experiment::parse_formats(v).map_err(|m| anyhow::anyhow!("--{m}"))?;
-                    for inv in &mut e.invocations {
-                        inv.formats = f.clone();
-                    }
-                }
-                _ => bail!(
-                    "`{a}`: after a scenario file only --seed, --kernel, --throttle, --iocost, --iocost-trace, --hz, --blkcg-debug-stats, --io-stat, --iostats, --diskstats-every, --diskstats-dir, --iostat, --lat-hist, --request-trace, --eta, --live, --live-json, --report, --output-format, --status-interval, --check-invariants and --parse-only are accepted"
-                ),
-            }
-        }
-        e
-    } else {
-        Experiment::from_args(args)?
-    })
 }
 
 /// The local zone's offset from UTC at `secs`, in seconds east, which

@@ -97,6 +97,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .iter()
         .flat_map(|i| i.jobs.jobs.iter())
         .collect();
+    crate::data_opts::check_real(jobs.iter().copied())?;
     // engines and engine options the real engine cannot honour (the
     // parser wrote where and why)
     if let Some(why) = jobs.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
@@ -124,7 +125,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
             let off = match j.offset {
                 SizeSpec::Bytes(b) => b,
                 SizeSpec::Percent(_) => 0,
-            };
+            } + u64::from(j.numjobs.max(1) - 1) * j.offset_increment;
             match (j.size, j.files.filesize) {
                 (_, Some((_, hi))) => off + hi,
                 (Some(SizeSpec::Bytes(b)), None) => off + b,
@@ -149,7 +150,10 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .map(|j| j.effective_iodepth() * j.numjobs.max(1))
         .sum::<u32>()
         .clamp(1, 4096);
+    let write_fill =
+        crate::data_opts::real_write_fill(jobs.iter().copied(), write_buffer.is_some())?;
     let opts = EngineOptions {
+        write_fill,
         kind: ro.kind,
         // the write-back buffer is the cache: its writeback bypasses the
         // kernel's (O_DIRECT), unless the file system refuses O_DIRECT
@@ -258,14 +262,14 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     }
     let lost_pages = report_store(&backend);
     let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
-    let iostat_suffix = tree.ids().map(|g| stack.iostat_suffix(g)).collect();
+    let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();
     let trace = crate::experiment::trace_for(&mut stack, &dev_name, exp.trace_out.as_deref());
     Ok(Ran {
         result,
         invocation_of,
         tree,
         iostat,
-        iostat_suffix,
+        iostat_keys,
         trace,
         target: path.display().to_string(),
         lost_pages,

@@ -293,7 +293,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         },
         invocation_of,
         iostat: tree.ids().map(|_| Default::default()).collect(),
-        iostat_suffix: tree.ids().map(|_| String::new()).collect(),
+        iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
         tree,
         trace: String::new(),
         target: dir.display().to_string(),

@@ -80,7 +80,7 @@ impl ControllerTrace {
 
     fn drain(&mut self, stack: &mut ControllerStack) {
         self.buf.clear();
-        stack.drain_trace(&self.dev, self.json, &mut self.buf);
+        stack.drain_trace_formatted(&self.dev, self.json, &mut self.buf);
         let text = self.buf.as_bytes();
         self.out.write_with(|o| o.write_all(text));
     }

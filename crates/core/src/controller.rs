@@ -142,14 +142,61 @@ impl Fault {
     }
 }
 
+/// A record of a controller's trace: typed (downcast it to the
+/// controller's record type, e.g. [`crate::iocost::PeriodTrace`], through
+/// `&dyn Any`), and formatted on request.
+pub trait TraceRecord: std::any::Any + std::fmt::Debug + Send {
+    /// Append the record for device `dev`: a text line, or a JSON line
+    /// when `json`; each ends with a newline.
+    fn format(&self, dev: &str, json: bool, out: &mut String);
+}
+
+/// One key a controller adds to a group's `io.stat` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IostatKey {
+    /// The key as the kernel prints it (`cost.usage`).
+    pub name: &'static str,
+    /// Its value.
+    pub value: IostatValue,
+}
+
+/// An `io.stat` value, typed so a reader never parses the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IostatValue {
+    /// A count (µs, IOs, bytes), printed as an integer.
+    Count(u64),
+    /// A percentage in hundredths, printed with two decimals
+    /// (`cost.vrate=127.50` is `Hundredths(12750)`).
+    Hundredths(u64),
+}
+
+impl std::fmt::Display for IostatKey {
+    /// `name=value` as the kernel prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.value {
+            IostatValue::Count(v) => write!(f, "{}={v}", self.name),
+            IostatValue::Hundredths(v) => write!(f, "{}={}.{:02}", self.name, v / 100, v % 100),
+        }
+    }
+}
+
 /// The contract every IO controller implements.
 ///
+/// A controller is `'static` (`Any`): the cgroupfs layer finds the
+/// kernel's controllers among a stack's stages by type to write knob
+/// lines into them ([`ControllerStack::write`]).
+///
 /// Call protocol: `now` never decreases from one call to the next; every IO
-/// passed in belongs to a group of the tree the controller was built for.
-/// A controller that sees either records a [`Fault`] ([`Controller::check`]
-/// returns it; debug builds panic). The driver calls [`Controller::check`]
-/// after its passes (every pass with `--check-invariants`).
-pub trait Controller {
+/// passed in belongs to an online group: one of the tree the controller
+/// was built for, or added since by [`Controller::on_group_added`], and not
+/// removed by [`Controller::on_group_removed`]. A controller that sees
+/// either breach records a [`Fault`] ([`Controller::check`] returns it;
+/// debug builds panic). The driver calls [`Controller::check`] after its
+/// passes (every pass with `--check-invariants`). Embedders add and remove
+/// groups through [`ControllerStack::add_group`] and
+/// [`ControllerStack::remove_group`], which keep the tree and every stage
+/// in step.
+pub trait Controller: std::any::Any {
     /// Short name for traces and errors (`"throttle"`, `"iocost"`).
     fn name(&self) -> &'static str;
 
@@ -193,15 +240,13 @@ pub trait Controller {
     /// Number of IOs currently held.
     fn held(&self) -> usize;
 
-    /// Keys this controller adds to a group's `io.stat` line (e.g. iocost's
-    /// ` cost.usage=...`), with their leading spaces.
-    fn iostat_suffix(&self, _group: crate::GroupId) -> String {
-        String::new()
-    }
+    /// Append the keys this controller adds to `group`'s `io.stat` line
+    /// (`ioc_pd_stat`: iocost's `cost.vrate`, `cost.usage`, ...), in the
+    /// kernel's order.
+    fn iostat_keys(&self, _group: crate::GroupId, _out: &mut Vec<IostatKey>) {}
 
-    /// Append the per-period trace records gathered since the last call
-    /// (text lines, or JSON lines when `json`).
-    fn drain_trace(&mut self, _dev: &str, _json: bool, _out: &mut String) {}
+    /// Move the trace records gathered since the last call into `out`.
+    fn drain_trace(&mut self, _out: &mut Vec<Box<dyn TraceRecord>>) {}
 
     /// Record per-period traces (on by default). A run that writes no
     /// trace turns them off: the records cost memory and timer time.
@@ -231,6 +276,32 @@ pub trait Controller {
     fn check(&self) -> Result<(), Violation> {
         Ok(())
     }
+
+    /// Group `group` was created under `parent` (at `path`) at `now`: the
+    /// kernel's `pd_alloc` + `pd_init` + `pd_online` for the new blkg.
+    /// Groups arrive in id order, each one past the highest the
+    /// controller knows (anything else is a protocol fault).
+    fn on_group_added(
+        &mut self,
+        group: crate::GroupId,
+        parent: crate::GroupId,
+        path: &str,
+        now: Instant,
+    );
+
+    /// Group `group` was removed (`rmdir`: the kernel's `pd_offline`, and
+    /// `pd_free` once its last IO is done) at `now`. It submits nothing
+    /// more (a submit is a protocol fault); what the controller holds or
+    /// has in flight for it finishes as the kernel lets it finish.
+    fn on_group_removed(&mut self, group: crate::GroupId, now: Instant);
+
+    /// Submitters of `group` blocked in this controller now (tasks in the
+    /// cgroup: it cannot be removed while there are any). Only controllers
+    /// whose holds block the submitter
+    /// ([`Controller::hold_blocks_submitter`]) have any.
+    fn blocked_submitters(&self, _group: crate::GroupId) -> u32 {
+        0
+    }
 }
 
 /// The controller that never holds anything: the whole pipeline runs with it
@@ -256,6 +327,15 @@ impl Controller for PassThrough {
     fn is_pass_through(&self) -> bool {
         true
     }
+    fn on_group_added(
+        &mut self,
+        _g: crate::GroupId,
+        _p: crate::GroupId,
+        _path: &str,
+        _now: Instant,
+    ) {
+    }
+    fn on_group_removed(&mut self, _g: crate::GroupId, _now: Instant) {}
 }
 
 /// Outcome of submitting an IO to the whole stack.
@@ -373,6 +453,10 @@ impl ControllerStack {
     /// The stages in order, stage 0 first.
     pub fn stages(&self) -> impl Iterator<Item = &dyn Controller> {
         self.stages.iter().map(|b| b.as_ref())
+    }
+    /// The stages in order, mutably.
+    pub fn stages_mut(&mut self) -> impl Iterator<Item = &mut (dyn Controller + 'static)> {
+        self.stages.iter_mut().map(|b| b.as_mut())
     }
     /// Stage `i` by index, mutably (to write knobs into a running
     /// controller); `None` past the last stage.
@@ -581,8 +665,12 @@ impl ControllerStack {
     }
 
     /// Every stage's `io.stat` keys for a group.
-    pub fn iostat_suffix(&self, g: crate::GroupId) -> String {
-        self.stages.iter().map(|s| s.iostat_suffix(g)).collect()
+    pub fn iostat_keys(&self, g: crate::GroupId) -> Vec<IostatKey> {
+        let mut out = Vec::new();
+        for st in &self.stages {
+            st.iostat_keys(g, &mut out);
+        }
+        out
     }
 
     /// Record traces in every stage, or in none.
@@ -592,10 +680,21 @@ impl ControllerStack {
         }
     }
 
-    /// Every stage's trace records since the last call.
-    pub fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
+    /// Every stage's trace records since the last call, typed.
+    pub fn drain_trace(&mut self, out: &mut Vec<Box<dyn TraceRecord>>) {
         for s in &mut self.stages {
-            s.drain_trace(dev, json, out);
+            s.drain_trace(out);
+        }
+    }
+
+    /// Every stage's trace records since the last call, formatted for the
+    /// device named `dev`: text lines as iocost_monitor.py prints them, or
+    /// JSON lines when `json`.
+    pub fn drain_trace_formatted(&mut self, dev: &str, json: bool, out: &mut String) {
+        let mut recs = Vec::new();
+        self.drain_trace(&mut recs);
+        for r in &recs {
+            r.format(dev, json, out);
         }
     }
 
@@ -608,6 +707,59 @@ impl ControllerStack {
         for s in &self.stages {
             s.live(now, into);
         }
+    }
+
+    /// Create the group at `path` (and any missing ancestor, as `mkdir -p`
+    /// does) in `tree` and in every stage at `now`; returns its id. A
+    /// path that exists already is returned as it is.
+    pub fn add_group(
+        &mut self,
+        tree: &mut crate::CgroupTree,
+        path: &str,
+        now: Instant,
+    ) -> Result<crate::GroupId, crate::cgroup::BadCgroupPath> {
+        let before = tree.len();
+        let g = tree.ensure(path)?;
+        for id in before..tree.len() {
+            let id = crate::GroupId(id as u32);
+            let parent = tree.parent(id).unwrap_or(crate::GroupId::ROOT);
+            for st in &mut self.stages {
+                st.on_group_added(id, parent, tree.path(id), now);
+            }
+        }
+        Ok(g)
+    }
+
+    /// Remove `group` from `tree` and from every stage at `now` (`rmdir`).
+    /// Refused, with nothing changed, for the root, a group removed
+    /// already, one with child groups, or one with submitters blocked in a
+    /// stage (tasks still in the cgroup). IOs it has queued or in flight
+    /// finish ([`Controller::on_group_removed`]); its `io.stat` counters
+    /// stay readable.
+    pub fn remove_group(
+        &mut self,
+        tree: &mut crate::CgroupTree,
+        group: crate::GroupId,
+        now: Instant,
+    ) -> Result<(), crate::RemoveGroupError> {
+        if tree.is_online(group) && group != crate::GroupId::ROOT && tree.children(group).is_empty()
+        {
+            for st in &self.stages {
+                let tasks = st.blocked_submitters(group);
+                if tasks > 0 {
+                    return Err(crate::RemoveGroupError::Busy {
+                        path: tree.path(group).to_string(),
+                        tasks,
+                        controller: st.name(),
+                    });
+                }
+            }
+        }
+        tree.remove(group)?;
+        for st in &mut self.stages {
+            st.on_group_removed(group, now);
+        }
+        Ok(())
     }
 
     /// Every stage's trace records not kept ([`Controller::trace_dropped`]).
@@ -650,6 +802,8 @@ mod tests {
         fn held(&self) -> usize {
             self.0.len()
         }
+        fn on_group_added(&mut self, _g: GroupId, _p: GroupId, _path: &str, _now: Instant) {}
+        fn on_group_removed(&mut self, _g: GroupId, _now: Instant) {}
     }
 
     fn io(n: u64) -> Io {

@@ -75,10 +75,10 @@ pub mod io;
 pub mod math;
 pub mod time;
 
-pub use cgroup::{CgroupTree, GroupId};
+pub use cgroup::{CgroupTree, GroupId, RemoveGroupError};
 pub use controller::{
-    Controller, ControllerStack, GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive, LiveState,
-    PassThrough, Verdict, Violation,
+    Controller, ControllerStack, GroupLive, HeldLive, IocostDeviceLive, IocostGroupLive, IostatKey,
+    IostatValue, LiveState, PassThrough, Verdict, Violation,
 };
 pub use hist::LatHist;
 pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp, Submitter};

@@ -459,6 +459,23 @@ impl PageCache {
         self.cfg.cache_reads && Self::pages_of(offset, len).all(|p| self.pages.contains_key(&p))
     }
 
+    /// Drop the clean pages of `inode` (`posix_fadvise(POSIX_FADV_DONTNEED)`
+    /// after an fsync, as fio's `file_invalidate_cache` does before a verify
+    /// read-back): later reads of them go to the device. Dirty pages and
+    /// pages under writeback stay. Returns how many pages went.
+    pub fn drop_clean(&mut self, inode: usize) -> u64 {
+        let before = self.pages.len();
+        self.pages
+            .retain(|_, pg| !(pg.inode as usize == inode && pg.state == PageState::Clean));
+        let dropped = (before - self.pages.len()) as u64;
+        if dropped > 0 {
+            self.nr_clean -= dropped;
+            let pages = &self.pages;
+            self.clean_fifo.retain(|p| pages.contains_key(p));
+        }
+        dropped
+    }
+
     /// A device read of `[offset, offset+len)` completed: cache it clean.
     pub fn insert_clean(&mut self, inode: usize, offset: u64, len: u64) {
         for p in Self::pages_of(offset, len) {

@@ -108,6 +108,8 @@ pub(crate) struct Core {
     in_flight: usize,
     pub max_io: u64,
     pub verify: bool,
+    /// [`crate::EngineOptions::write_fill`].
+    pub write_fill: Option<Vec<u8>>,
     pub stats: EngineStats,
     /// The userspace write-back buffer's data ([`crate::wbuf`]), if on.
     pub store: Option<PageStore>,
@@ -126,9 +128,16 @@ impl Core {
             in_flight: 0,
             max_io,
             verify,
+            write_fill: None,
             stats: EngineStats::default(),
             store: None,
         }
+    }
+
+    /// Writes carry `fill` ([`crate::EngineOptions::write_fill`]).
+    pub fn with_write_fill(mut self, fill: Option<Vec<u8>>) -> Self {
+        self.write_fill = fill.filter(|f| !f.is_empty());
+        self
     }
 
     pub fn in_flight(&self) -> usize {
@@ -220,7 +229,11 @@ impl Core {
         match &mut self.store {
             Some(store) if sl.writeback => store.copy_out(sl.offset, &mut buf[..sl.len as usize]),
             _ if self.verify => pattern::fill(&mut buf[..sl.len as usize], sl.offset),
-            _ => {}
+            _ => {
+                if let Some(fill) = &self.write_fill {
+                    pattern::repeat(&mut buf[..sl.len as usize], fill);
+                }
+            }
         }
     }
 

@@ -126,6 +126,10 @@ pub struct EngineOptions {
     pub overwrite: bool,
     /// Writes carry [`pattern`]; reads are checked against it (EILSEQ on mismatch).
     pub verify: bool,
+    /// Without `verify`: every write's buffer holds these bytes, repeated
+    /// from the buffer's first byte (fio `buffer_pattern`, `fill_pattern`;
+    /// `[0]` for `zero_buffers`). None: the buffer is written as it is.
+    pub write_fill: Option<Vec<u8>>,
     /// Register the buffers and the file with io_uring (fixed buffers/files).
     pub register: bool,
     /// blkqos's userspace write-back buffer ([`wbuf`]): buffered writes are
@@ -146,6 +150,7 @@ impl Default for EngineOptions {
             allow_destructive: false,
             overwrite: false,
             verify: false,
+            write_fill: None,
             register: true,
             write_buffer: false,
         }

@@ -47,6 +47,17 @@ pub fn fill(buf: &mut [u8], offset: u64) {
     }
 }
 
+/// Fill `buf` with `bytes` repeated from its first byte (fio
+/// lib/pattern.c `cpy_pattern`: what `buffer_pattern` puts in every write).
+pub fn repeat(buf: &mut [u8], bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    for chunk in buf.chunks_mut(bytes.len()) {
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+}
+
 /// Check `buf` against the pattern at `offset`: `None` if it matches, else
 /// the absolute offset of the first wrong byte.
 pub fn check(buf: &[u8], offset: u64) -> Option<u64> {

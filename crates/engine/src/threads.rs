@@ -140,7 +140,8 @@ impl ThreadsBackend {
             .collect();
         ThreadsBackend {
             info: target.info,
-            core: Core::new(depth, opts.max_io, opts.verify),
+            core: Core::new(depth, opts.max_io, opts.verify)
+                .with_write_fill(opts.write_fill.clone()),
             nr_requests: depth,
             bufs,
             pending: Vec::with_capacity(depth as usize),

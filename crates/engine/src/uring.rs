@@ -112,7 +112,8 @@ impl UringBackend {
             bufs,
             file: target.file,
             info: target.info,
-            core: Core::new(depth, opts.max_io, opts.verify),
+            core: Core::new(depth, opts.max_io, opts.verify)
+                .with_write_fill(opts.write_fill.clone()),
             nr_requests: depth,
             fixed_file,
             fixed_bufs,

@@ -92,6 +92,7 @@ fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
                 sim_refusal: j.engine.sim_refusal.as_ref().map(|_| String::new()),
                 ..j.engine.clone()
             },
+            data_options: Vec::new(),
             ..j.clone()
         })
         .collect()

@@ -68,6 +68,15 @@ impl Controller for Script {
     fn held(&self) -> usize {
         usize::from(self.held.is_some())
     }
+    fn on_group_added(
+        &mut self,
+        _g: blkqos_core::GroupId,
+        _p: blkqos_core::GroupId,
+        _path: &str,
+        _now: Instant,
+    ) {
+    }
+    fn on_group_removed(&mut self, _g: blkqos_core::GroupId, _now: Instant) {}
 }
 
 /// One call of sixteen sequential 4 KiB writes (QD16, batch 16, 64 KiB in

@@ -128,6 +128,15 @@ impl Controller for Recorder {
     fn held(&self) -> usize {
         0
     }
+    fn on_group_added(
+        &mut self,
+        _g: blkqos_core::GroupId,
+        _p: blkqos_core::GroupId,
+        _path: &str,
+        _now: Instant,
+    ) {
+    }
+    fn on_group_removed(&mut self, _g: blkqos_core::GroupId, _now: Instant) {}
 }
 
 /// 1 MiB reads on a device with `max_sectors_kb=128`: the disk counts 8

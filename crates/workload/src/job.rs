@@ -32,6 +32,7 @@ use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
 use files::Files;
 use std::collections::VecDeque;
+use verify::VerifyState;
 
 /// fio's direction index: 0 read, 1 write, 2 trim.
 pub type Ddir = usize;
@@ -127,6 +128,13 @@ enum Phase {
     Drain,
     /// `end_fsync` in progress.
     Fsync,
+    /// `verify`: the pass's writes (or its read-back) are issued; wait
+    /// for everything in flight, then start the read-back (or the next
+    /// pass).
+    PassEnd,
+    /// `verify`: the sync before the read-back is running (fio
+    /// `do_verify`: `fio_io_sync`).
+    VerifySync,
     /// `fsync=N` / `fdatasync=N`: a sync issued at `started` is running.
     Sync {
         started: Instant,
@@ -218,6 +226,8 @@ pub struct Job {
     finished_at: Option<Instant>,
     /// fio's sample logs (`write_*_log`), if the job writes any.
     log: Option<Box<JobLog>>,
+    /// `verify` with `do_verify`: the written blocks to read back.
+    verify: Option<Box<VerifyState>>,
 }
 
 /// Outcome of one reaped IO, as the driver reports it.
@@ -287,7 +297,19 @@ impl Job {
             2
         };
         let iodepth = spec.effective_iodepth();
+        let verify = (spec.verify.logs_writes() && spec.rw.has_write()).then(|| {
+            // fio `file_randommap`: only random jobs without norandommap
+            // have a random map; the others sort the log by offset
+            let sorted = !spec.rw.is_random() || spec.norandommap;
+            Box::new(VerifyState::new(
+                sorted,
+                spec.verify.backlog,
+                spec.verify.backlog_batch,
+                io_limit / loops,
+            ))
+        });
         let mut job = Job {
+            verify,
             clone,
             io_limit,
             ios_limit,
@@ -407,6 +429,10 @@ impl Job {
         self.io_blocks = [0; 3];
         self.io_issues = [0; 3];
         self.rwmix_issues = 0;
+        if let Some(v) = &mut self.verify {
+            v.phase_start = None;
+            v.elapsed_us = [0; 3];
+        }
         self.started = now;
         self.start_epoch(now);
     }
@@ -751,7 +777,16 @@ impl Job {
         loop {
             match self.phase {
                 Phase::Done => return JobAction::Done,
-                Phase::Fsync | Phase::Sync { .. } => return JobAction::Fsync,
+                Phase::Fsync | Phase::Sync { .. } | Phase::VerifySync => return JobAction::Fsync,
+                Phase::PassEnd => {
+                    self.reap_n(self.ring.len(), now);
+                    if self.in_flight > 0 {
+                        return JobAction::WaitCompletion;
+                    }
+                    if let Some(a) = self.end_pass_phase(now) {
+                        return a;
+                    }
+                }
                 Phase::Submitting => return JobAction::WaitCompletion,
                 Phase::Drain => {
                     // fio: io_u_queued_complete(td, cur_depth)
@@ -806,7 +841,9 @@ impl Job {
                 }
                 Phase::Think => {
                     self.phase = Phase::Top;
-                    if self.spec.thinktime > Duration::ZERO {
+                    // fio's do_verify loop has no thinktime
+                    let verifying = self.verify.as_ref().is_some_and(|v| v.verifying);
+                    if self.spec.thinktime > Duration::ZERO && !verifying {
                         let b = match self.spec.thinktime_blocks_type {
                             ThinkBlocksType::Complete => self.io_blocks.iter().sum::<u64>(),
                             ThinkBlocksType::Issue => self.io_issues.iter().sum::<u64>(),
@@ -829,7 +866,14 @@ impl Job {
                     }
                 }
                 Phase::Top => {
-                    if self.runtime_exceeded(now) || self.size_done() || self.error != 0 {
+                    if self.verify.is_some() && !self.runtime_exceeded(now) && self.error == 0 {
+                        if let Some(a) = self.verify_step(now) {
+                            return a;
+                        }
+                        if self.phase != Phase::Top {
+                            continue;
+                        }
+                    } else if self.runtime_exceeded(now) || self.size_done() || self.error != 0 {
                         self.phase = Phase::Drain;
                         continue;
                     }
@@ -985,6 +1029,12 @@ impl Job {
             len,
             start_time: now,
         };
+        if let Some(v) = &mut self.verify {
+            v.pass_issued += len;
+            if ddir == 1 {
+                v.log.log_write(offset, len);
+            }
+        }
         self.in_flight += 1;
         self.io_issues[ddir] += 1;
         self.last_issued_write = ddir == 1;
@@ -1008,7 +1058,12 @@ impl Job {
     pub fn stop(&mut self) {
         if !matches!(
             self.phase,
-            Phase::Done | Phase::Drain | Phase::Submitting | Phase::Fsync | Phase::Sync { .. }
+            Phase::Done
+                | Phase::Drain
+                | Phase::Submitting
+                | Phase::Fsync
+                | Phase::Sync { .. }
+                | Phase::VerifySync
         ) {
             self.phase = Phase::Drain;
         }
@@ -1148,6 +1203,12 @@ impl Job {
         self.in_flight -= 1;
         self.reaped += 1;
         let d = r.io.ddir;
+        if let Some(v) = &mut self.verify {
+            v.last_done_ddir = d;
+            if d == 1 {
+                v.log.write_done(r.io.offset, r.io.len);
+            }
+        }
         if r.error != 0 {
             self.reap_error(&r, in_ramp);
             return;
@@ -1289,6 +1350,13 @@ impl Job {
     /// the job is done (its runtime includes the sync, as fio's does).
     pub fn fsync_done(&mut self, now: Instant) {
         match self.phase {
+            Phase::VerifySync => {
+                if let Some(v) = &mut self.verify {
+                    v.verifying = true;
+                    v.drop_cache = true;
+                }
+                self.phase = Phase::Top;
+            }
             Phase::Fsync => {
                 self.phase = Phase::Done;
                 self.finish(now);
@@ -1337,6 +1405,8 @@ impl Job {
                 self.finish(now);
             }
             Phase::Sync { .. } => self.phase = Phase::Think,
+            // fio do_verify: a failed sync ends the job before the read-back
+            Phase::VerifySync => self.phase = Phase::Drain,
             _ => {}
         }
     }
@@ -1362,9 +1432,13 @@ impl Job {
         }
         let elapsed_us = (now - self.started).as_us();
         let runtime_ms = elapsed_us.div_ceil(1000);
+        let per_dir = self.verify_runtimes_us(now);
         for d in 0..3 {
             if self.stats.dirs[d].io_bytes > 0 {
-                self.stats.dirs[d].runtime_ms = runtime_ms;
+                self.stats.dirs[d].runtime_ms = match per_dir {
+                    Some(us) => us[d].div_ceil(1000),
+                    None => runtime_ms,
+                };
             }
         }
         self.stats.job_runtime_ms = (now - self.epoch).as_ms();
@@ -1413,3 +1487,7 @@ mod files;
 mod map;
 #[cfg(test)]
 mod tests;
+mod verify;
+mod verify_steps;
+#[cfg(test)]
+mod verify_tests;

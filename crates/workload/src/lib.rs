@@ -16,6 +16,7 @@ pub mod rng;
 pub mod spec;
 pub mod spec_engine;
 pub mod spec_ext;
+pub mod spec_verify;
 pub mod stats;
 
 pub use job::{FailedOp, Job, JobAction, JobFailure, JobIo};

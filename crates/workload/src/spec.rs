@@ -7,6 +7,7 @@ pub use crate::spec_engine::{EngineSpec, SgWriteMode, StatType};
 pub use crate::spec_ext::{
     BsSplit, Fallocate, FileService, FilesSpec, FlowSpec, RandomDist, RwSeq, Zone, ZoneSize,
 };
+pub use crate::spec_verify::{BufferSpec, DataOption, DedupeMode, VerifyKind, VerifySpec};
 
 /// Values given per direction (read, write, trim) as fio's `R[,W[,T]]` lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -378,6 +379,19 @@ pub struct JobSpec {
     pub job_options: Vec<(String, String)>,
     /// Engine-private options (io_uring's ring flags, `sg_write_mode`).
     pub engine: EngineSpec,
+    /// `verify=` and its family.
+    pub verify: VerifySpec,
+    /// What write buffers hold (`buffer_pattern`, `zero_buffers`, ...).
+    pub buffers: BufferSpec,
+    /// `fill_device=1` (`fill_fs`): without `size`, write until the target
+    /// is full.
+    pub fill_device: bool,
+    /// `offset_increment=` bytes: clone `n` starts `n` times this after
+    /// `offset` (fio `get_start_offset`).
+    pub offset_increment: u64,
+    /// Where the job was given options about data (verification, buffer
+    /// contents), for the real engine's refusal.
+    pub data_options: Vec<DataOption>,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -450,6 +464,11 @@ impl JobSpec {
             logs: crate::iolog::LogSpec::default(),
             job_options: Vec::new(),
             engine: EngineSpec::default(),
+            verify: VerifySpec::default(),
+            buffers: BufferSpec::default(),
+            fill_device: false,
+            offset_increment: 0,
+            data_options: Vec::new(),
         }
     }
 

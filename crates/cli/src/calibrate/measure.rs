@@ -4,7 +4,7 @@
 //! needs.
 
 use super::plan::Job;
-use crate::experiment::{Experiment, Ran};
+use crate::experiment::Ran;
 use crate::failure::Failure;
 use anyhow::{bail, Result};
 use blkqos_engine::StopOnSignal;
@@ -104,7 +104,7 @@ pub fn run(
     signals: &StopOnSignal,
 ) -> Result<Point, Failure> {
     let args = job_args(job, target, secs);
-    let exp = Experiment::from_args(&args).map_err(|err| Failure {
+    let exp = crate::flags::experiment_from_args(&args).map_err(|err| Failure {
         code: 2,
         err: err.context(format!("calibration job `{}`", job.name)),
     })?;

@@ -18,7 +18,6 @@
 
 pub mod metrics;
 
-use crate::experiment::Experiment;
 use crate::kernel::KernelProfile;
 use anyhow::{bail, Context, Result};
 use metrics::{Kind, RunMetrics};
@@ -285,7 +284,7 @@ pub fn sim_spreads(
 ) -> Result<Spreads> {
     let mut spreads = Spreads::new();
     for seed in 1..=seeds {
-        let mut exp = Experiment::from_scenario(&job.scenario)?;
+        let mut exp = crate::scenario_build::experiment(&job.scenario)?;
         exp.seed = seed;
         if let Some(h) = host {
             exp.host.submit_ns = h.submit_ns;

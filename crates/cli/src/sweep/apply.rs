@@ -33,7 +33,7 @@ pub struct Base {
 impl Base {
     /// Load `path` with `--seed`/`--kernel` applied.
     pub fn load(path: &Path, seed: Option<u64>, kernel: Option<&str>) -> Result<Base> {
-        let mut exp = Experiment::from_scenario(path)?;
+        let mut exp = crate::scenario_build::experiment(path)?;
         if exp.real.is_some() {
             bail!(
                 "{}: the scenario runs on the real engine ([device] path/backend): a sweep runs on the simulator",

@@ -101,15 +101,15 @@ fn latency_values(stat: &LatStat, hist: &LatHist, out: &mut Vec<Option<Milli>>) 
 }
 
 /// iocost's vrate at the end of the run from the root's io.stat keys
-/// (` cost.vrate=127.50`), in thousandths of a percent.
+/// (`cost.vrate`), in thousandths of a percent.
 fn vrate(ran: &Ran) -> Option<Milli> {
-    let suffix = ran.iostat_suffix.first()?;
-    let v = suffix
-        .split_whitespace()
-        .find_map(|t| t.strip_prefix("cost.vrate="))?;
-    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
-    let frac: Milli = format!("{frac:0<3}").get(..3)?.parse().ok()?;
-    Some(int.parse::<Milli>().ok()? * 1000 + frac)
+    ran.iostat_keys.first()?.iter().find_map(|k| match k {
+        blkqos_core::IostatKey {
+            name: "cost.vrate",
+            value: blkqos_core::IostatValue::Hundredths(v),
+        } => Milli::try_from(*v).ok().map(|v| v * 10),
+        _ => None,
+    })
 }
 
 /// Every metric of [`metric_names`] of `groups` for a run, in that order.

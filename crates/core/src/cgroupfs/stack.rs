@@ -14,6 +14,7 @@ use crate::throttle::knob::{parse_io_max, parse_v1, Limits, V1File};
 use crate::throttle::paced::{Paced, PacedConfig};
 use crate::throttle::{Throttle, ThrottleConfig, Variant};
 use crate::{CgroupTree, ControllerStack, DevId, GroupId, Instant, PassThrough};
+use std::any::Any;
 use std::collections::BTreeMap;
 
 /// One write to a knob file (`echo VALUE > /sys/fs/cgroup/CGROUP/FILE`).
@@ -77,6 +78,30 @@ pub enum CgroupfsError {
         origin: String,
         /// The cgroup path as written.
         cgroup: String,
+    },
+    /// The file does not exist in that cgroup (`io.cost.*` outside the
+    /// root, `io.max` in the root).
+    #[error("{origin}: {file} does not exist in cgroup `{cgroup}` ({why})")]
+    NoFile {
+        /// Where the write comes from (`file:line`).
+        origin: String,
+        /// The knob file written.
+        file: &'static str,
+        /// The cgroup path as written.
+        cgroup: String,
+        /// Where the file exists.
+        why: &'static str,
+    },
+    /// A write into a running stack that no stage implements: its stages
+    /// were chosen when it was built ([`ControllerStack::from_writes`]).
+    #[error("{origin}: no stage of this stack takes {file} ({why})")]
+    NoStage {
+        /// Where the write comes from (`file:line`).
+        origin: String,
+        /// The knob file written.
+        file: &'static str,
+        /// What the stack would have needed at build time.
+        why: &'static str,
     },
 }
 
@@ -347,6 +372,107 @@ impl ControllerStack {
         }
         push_iocost(&mut stack, opts, tree, device, cost_writes)?;
         Ok(stack)
+    }
+}
+
+impl ControllerStack {
+    /// Write knob line `w` into the running stack at `now`, as
+    /// `echo LINE > FILE` on a live system: parsed and checked as
+    /// [`ControllerStack::from_writes`] checks it (the device must be
+    /// `dev`, the cgroup online in `tree`), then applied at once by the
+    /// stage that implements the file. `w.at_ns` is not read. The stages
+    /// are those the stack was built with: a file none of them implements
+    /// is refused with [`CgroupfsError::NoStage`] (build with an `io.max`
+    /// line of `max` values to have blk-throttle, with an `io.cost.qos`
+    /// line to have iocost).
+    pub fn write(
+        &mut self,
+        tree: &CgroupTree,
+        dev: DevId,
+        w: &KnobWrite,
+        now: Instant,
+    ) -> Result<(), CgroupfsError> {
+        let root = CgroupTree::normalize(&w.cgroup).is_ok_and(|p| p == "/");
+        let misplaced = if w.knob.root_only() && !root {
+            Some("it exists only in the root cgroup")
+        } else if w.knob.non_root() && root {
+            Some("the root cgroup cannot be limited")
+        } else {
+            None
+        };
+        if let Some(why) = misplaced {
+            return Err(CgroupfsError::NoFile {
+                origin: w.origin.clone(),
+                file: w.knob.name(),
+                cgroup: w.cgroup.clone(),
+                why,
+            });
+        }
+        let refused = |err| CgroupfsError::Refused {
+            origin: w.origin.clone(),
+            err,
+        };
+        let mut stages = self.stages_mut().map(|s| s as &mut dyn Any);
+        let applied = match w.knob {
+            KnobFile::IoMax => {
+                let p = parse_io_max(&w.value).map_err(refused)?;
+                check_dev(w, p.dev, dev)?;
+                let g = group_of(tree, w)?;
+                stages.any(|st| {
+                    if let Some(t) = st.downcast_mut::<Throttle>() {
+                        t.write_io_max(g, &p, now)
+                    } else if let Some(t) = st.downcast_mut::<Paced>() {
+                        t.write_io_max(g, &p, now)
+                    } else {
+                        false
+                    }
+                })
+            }
+            KnobFile::V1Throttle { write, iops } => {
+                let (d, value) = parse_v1(V1File { write, iops }, &w.value).map_err(refused)?;
+                check_dev(w, d, dev)?;
+                let g = group_of(tree, w)?;
+                stages.any(|st| {
+                    if let Some(t) = st.downcast_mut::<Throttle>() {
+                        t.write_v1(g, write, iops, value, now)
+                    } else if let Some(t) = st.downcast_mut::<Paced>() {
+                        t.write_v1(g, write, iops, value, now)
+                    } else {
+                        false
+                    }
+                })
+            }
+            KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
+                let r = parse_cost_write(w, dev, tree)?.1;
+                match stages.find_map(|st| st.downcast_mut::<IoCost>()) {
+                    Some(c) => {
+                        return c.write_at(now, r).map_err(|err| CgroupfsError::RefusedAt {
+                            origin: w.origin.clone(),
+                            err,
+                            value: w.value.trim().to_string(),
+                        })
+                    }
+                    None => false,
+                }
+            }
+        };
+        if applied {
+            return Ok(());
+        }
+        let why = match w.knob {
+            KnobFile::IoMax => {
+                "it was built without io.max writes, or for cgroup v1 (blkio.throttle.*)"
+            }
+            KnobFile::V1Throttle { .. } => {
+                "it was built without blkio.throttle.* writes, or for cgroup v2 (io.max)"
+            }
+            _ => "it was built without io.weight or io.cost.* writes: iocost is not a stage",
+        };
+        Err(CgroupfsError::NoStage {
+            origin: w.origin.clone(),
+            file: w.knob.name(),
+            why,
+        })
     }
 }
 

@@ -110,9 +110,9 @@ pub(super) struct CostGroup {
     // ---- line 1: waiting ----
     /// The wait queue; its timer is in [`super::timerq::TimerQueue`].
     pub waitq: VecDeque<Waiter>,
-    /// Issuer delay (µs) in effect since `delay_at` (µs), halving per second.
-    pub delay: u64,
-    pub wait_since: Option<u64>,
+    /// Issuer delay (µs) in effect since `delay_at_us`, halving per second.
+    pub delay_us: u64,
+    pub wait_since_us: Option<u64>,
     /// Depth (root = 0); the ancestors are in `ancestors`.
     pub level: usize,
 
@@ -140,7 +140,7 @@ pub(super) struct CostGroup {
     /// blkcg `use_delay` / `delay_nsec` (set by `blkcg_set_delay`).
     pub use_delay: bool,
     pub delay_nsec: u64,
-    pub delay_at: u64,
+    pub delay_at_us: u64,
 
     // ---- the period timer's and the tree's ----
     /// The ancestors from the root down to self (`level + 1` entries).
@@ -149,13 +149,13 @@ pub(super) struct CostGroup {
     pub child_inuse_sum: u64,
     pub child_adjusted_sum: u64,
     /// Last activation (µs).
-    pub activated_at: u64,
+    pub activated_at_us: u64,
     pub stat: CostStats,
     pub last_stat: CostStats,
     pub last_stat_abs_vusage: u64,
     pub usage_delta_us: u64,
-    pub indebt_since: Option<u64>,
-    pub indelay_since: Option<u64>,
+    pub indebt_since_us: Option<u64>,
+    pub indelay_since_us: Option<u64>,
 }
 
 impl CostGroup {
@@ -174,8 +174,8 @@ impl CostGroup {
             vtime: vnow,
             done_vtime: vnow,
             abs_vdebt: 0,
-            delay: 0,
-            delay_at: 0,
+            delay_us: 0,
+            delay_at_us: 0,
             active_period: cur_period,
             on_active_list: false,
             child_active_sum: 0,
@@ -188,15 +188,15 @@ impl CostGroup {
             hweight_after_donation: 0,
             on_walk: false,
             waitq: VecDeque::new(),
-            activated_at: 0,
+            activated_at_us: 0,
             stat: CostStats::default(),
             last_stat: CostStats::default(),
             abs_vusage: 0,
             last_stat_abs_vusage: 0,
             usage_delta_us: 0,
-            wait_since: None,
-            indebt_since: None,
-            indelay_since: None,
+            wait_since_us: None,
+            indebt_since_us: None,
+            indelay_since_us: None,
             use_delay: false,
             delay_nsec: 0,
             inflight_cost: 0,
@@ -231,8 +231,8 @@ mod tests {
                 offset_of!(CostGroup, waitq),
                 size_of::<VecDeque<Waiter>>(),
             ),
-            ("delay", offset_of!(CostGroup, delay), 8),
-            ("wait_since", offset_of!(CostGroup, wait_since), 16),
+            ("delay", offset_of!(CostGroup, delay_us), 8),
+            ("wait_since_us", offset_of!(CostGroup, wait_since_us), 16),
             ("level", offset_of!(CostGroup, level), 8),
             ("hweight_gen", offset_of!(CostGroup, hweight_gen), 4),
             ("hweight_active", offset_of!(CostGroup, hweight_active), 4),

@@ -25,12 +25,12 @@ impl IoCost {
     pub(super) fn snapshot(&self, ns: u64) -> Now {
         let us = ns / 1_000;
         let vnow = self.period_at_vtime.plus(
-            us.wrapping_sub(self.period_at)
+            us.wrapping_sub(self.period_at_us)
                 .wrapping_mul(self.vtime_rate),
         );
         Now {
             now_ns: ns,
-            now: us,
+            now_us: us,
             vnow,
         }
     }
@@ -68,11 +68,11 @@ impl IoCost {
         self.active_list.push_front(g);
         let inuse = if last_inuse != 0 { last_inuse } else { weight };
         self.propagate_weights(g, weight, inuse, true, now);
-        self.groups[g].activated_at = now.now;
+        self.groups[g].activated_at_us = now.now_us;
         if !self.running {
             self.running = true;
-            self.dfgv_period_at = now.now;
-            self.dfgv_period_rem = 0;
+            self.dfgv_period_at_us = now.now_us;
+            self.dfgv_period_rem_us = 0;
             self.start_period(now);
         }
         true
@@ -145,11 +145,11 @@ impl IoCost {
     /// `Held` when the submitter sleeps in the group's wait queue.
     pub(super) fn throttle(&mut self, io: &Io, ns: u64) -> Verdict {
         let g = io.group.idx();
-        if g >= self.groups.len() {
+        if !self.is_online(g) {
             let n = self.groups.len();
             self.fault.raise(|| {
                 format!(
-                    "IO {:?} of group {g}, which is not among the {n} groups",
+                    "IO {:?} of group {g}, which is not among the {n} online groups",
                     io.id
                 )
             });
@@ -224,7 +224,17 @@ impl IoCost {
     pub fn merge(&mut self, io: &Io, rq: &Io, at: crate::time::Instant) -> bool {
         let ns = self.clock(at);
         let g = io.group.idx();
-        if !self.enabled || g >= self.groups.len() || self.groups[g].level == 0 {
+        if !self.is_online(g) {
+            let n = self.groups.len();
+            self.fault.raise(|| {
+                format!(
+                    "merge of IO {:?} of group {g}, which is not among the {n} online groups",
+                    io.id
+                )
+            });
+            return false;
+        }
+        if !self.enabled || self.groups[g].level == 0 {
             return false;
         }
         let abs_cost = self.params.vtime_cost(io, self.groups[g].cursor, true);
@@ -276,7 +286,7 @@ impl IoCost {
     /// the minimum inuse until paid off.
     pub(super) fn incur_debt(&mut self, g: usize, abs_cost: u64, now: &Now) {
         if self.groups[g].abs_vdebt == 0 && abs_cost != 0 {
-            self.groups[g].indebt_since = Some(now.now);
+            self.groups[g].indebt_since_us = Some(now.now_us);
             let active = self.groups[g].active;
             self.propagate_weights(g, active, 0, false, now);
         }
@@ -290,11 +300,11 @@ impl IoCost {
         let grp = &mut self.groups[g];
         grp.abs_vdebt -= abs_vpay.min(grp.abs_vdebt);
         if grp.abs_vdebt == 0 {
-            let since = grp.indebt_since.take().unwrap_or(now.now);
+            let since = grp.indebt_since_us.take().unwrap_or(now.now_us);
             grp.stat.indebt_us = grp
                 .stat
                 .indebt_us
-                .wrapping_add(now.now.saturating_sub(since));
+                .wrapping_add(now.now_us.saturating_sub(since));
             let (active, last_inuse) = (grp.active, grp.last_inuse);
             self.propagate_weights(g, active, last_inuse, false, now);
         }
@@ -305,13 +315,13 @@ impl IoCost {
     /// (vtime + debt beyond vnow, in % of a period) on the 500%..25000%
     /// ramp; the larger applies. `true` if a delay (≥ 250 µs) is in effect.
     pub(super) fn kick_delay(&mut self, g: usize, now: &Now) -> bool {
-        if now.now < self.groups[g].delay_at {
+        if now.now_us < self.groups[g].delay_at_us {
             return false;
         }
         let grp = &self.groups[g];
-        let shift = (now.now - grp.delay_at) / 1_000_000;
-        let mut delay = if grp.delay != 0 && shift < 64 {
-            grp.delay >> shift
+        let shift = (now.now_us - grp.delay_at_us) / 1_000_000;
+        let mut delay = if grp.delay_us != 0 && shift < 64 {
+            grp.delay_us >> shift
         } else {
             0
         };
@@ -326,24 +336,24 @@ impl IoCost {
         let new_delay = delay_for_overage_pct(vover_pct);
         let grp = &mut self.groups[g];
         if new_delay > delay {
-            grp.delay = new_delay;
-            grp.delay_at = now.now;
+            grp.delay_us = new_delay;
+            grp.delay_at_us = now.now_us;
             delay = new_delay;
         }
         if delay >= MIN_DELAY {
-            grp.indelay_since.get_or_insert(now.now);
+            grp.indelay_since_us.get_or_insert(now.now_us);
             // blkcg_set_delay()
             grp.use_delay = true;
             grp.delay_nsec = delay * 1_000;
             true
         } else {
-            if let Some(since) = grp.indelay_since.take() {
+            if let Some(since) = grp.indelay_since_us.take() {
                 grp.stat.indelay_us = grp
                     .stat
                     .indelay_us
-                    .wrapping_add(now.now.saturating_sub(since));
+                    .wrapping_add(now.now_us.saturating_sub(since));
             }
-            grp.delay = 0;
+            grp.delay_us = 0;
             // blkcg_clear_delay()
             grp.use_delay = false;
             false
@@ -368,7 +378,7 @@ impl IoCost {
             self.pay_debt(g, abs_vpay, now);
             vbudget = vbudget.wrapping_sub(vpay as i64);
         }
-        if self.groups[g].abs_vdebt != 0 || self.groups[g].delay != 0 {
+        if self.groups[g].abs_vdebt != 0 || self.groups[g].delay_us != 0 {
             self.kick_delay(g, now);
         }
         if self.groups[g].abs_vdebt != 0 {
@@ -394,12 +404,15 @@ impl IoCost {
         let base = self.vtime_base_rate;
         let grp = &mut self.groups[g];
         if grp.waitq.is_empty() {
-            if let Some(since) = grp.wait_since.take() {
-                grp.stat.wait_us = grp.stat.wait_us.wrapping_add(now.now.saturating_sub(since));
+            if let Some(since) = grp.wait_since_us.take() {
+                grp.stat.wait_us = grp
+                    .stat
+                    .wait_us
+                    .wrapping_add(now.now_us.saturating_sub(since));
             }
             return;
         }
-        grp.wait_since.get_or_insert(now.now);
+        grp.wait_since_us.get_or_insert(now.now_us);
         if vbudget >= 0 {
             return;
         }
@@ -435,6 +448,7 @@ impl IoCost {
             let grp = &mut self.groups[g];
             grp.done_vtime = grp.done_vtime.plus(cost);
             grp.inflight_cost = grp.inflight_cost.wrapping_sub(cost);
+            self.free_if_done(g, ns);
         }
         if !self.enabled {
             return;

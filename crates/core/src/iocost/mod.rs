@@ -30,7 +30,7 @@
 //!  A0 (100)  A1 (100)
 //! ```
 //! **Virtual time.** [`vtime`]: the device vtime runs at `vrate` (vtime per
-//! µs; 137,438 = 100%): `vnow = period_at_vtime + (now_us − period_at) ×
+//! µs; 137,438 = 100%): `vnow = period_at_vtime + (now_us − period_at_us) ×
 //! vrate`. Each group has a `vtime` that advances by `abs_cost × 65536 /
 //! hweight_inuse` (rounded up) per issued IO: with 12.5% a 117 µs IO costs
 //! 939 µs of the group's vtime. A group may issue while `vtime + cost ≤
@@ -159,7 +159,7 @@
 //! per active group weight inuse/active, hweight% inuse/active, inflight%,
 //! debt ms, delay ms, usage%), formatted like iocost_monitor.py
 //! ([`PeriodTrace::format_text`], [`PeriodTrace::format_json`]); `io.stat`
-//! keys via [`IoCost::iostat_suffix`].
+//! keys via [`IoCost::iostat_keys_with`] (typed) and [`IoCost::iostat_suffix`].
 //!
 //! # 7. Source map (ours ↔ `block/blk-iocost.c`)
 //! | here | kernel |
@@ -181,8 +181,9 @@
 //! | `period::next_busy_level` | the busy_level block of `ioc_timer_fn` (+ f91ffe89b201) |
 //! | `hweight_after_donation`, `transfer_surpluses`, `build_inner_walk` | same names |
 //! | `knob::parse_*`, `knob::format_*` | `ioc_weight_write/show`, `ioc_qos_write/prfill`, `ioc_cost_model_write/prfill` |
-//! | `IoCost::iostat_suffix` | `ioc_pd_stat` |
+//! | `IoCost::iostat_keys_with` | `ioc_pd_stat` |
 //! | `timerq::TimerQueue` | the per-iocg `waitq_timer` hrtimers (the hrtimer base's ordered queue) |
+//! | `lifecycle.rs`: `add_group`, `remove_group`, `free_if_done` | `ioc_pd_alloc` + `ioc_pd_init`; `ioc_pd_free` once the bios pinning the blkg are done |
 //!
 //! # 8. Cost
 //! As in the kernel, only the period timer visits every active group. An
@@ -200,6 +201,7 @@ pub mod donation;
 pub mod group;
 pub mod issue;
 pub mod knob;
+mod lifecycle;
 pub mod model;
 pub mod period;
 mod timerq;
@@ -285,24 +287,26 @@ pub struct IoCost {
     vtime_rate: u64,
     vtime_base_rate: u64,
     vtime_err: i64,
-    period_at: u64,
+    period_at_us: u64,
     period_at_vtime: VTime,
     cur_period: u64,
     busy_level: i32,
     weights_updated: bool,
     hweight_gen: u32,
-    dfgv_period_at: u64,
-    dfgv_period_rem: u64,
+    dfgv_period_at_us: u64,
+    dfgv_period_rem_us: u64,
     dfgv_usage_us_sum: u64,
-    autop_too_fast_at: Option<u64>,
-    autop_too_slow_at: Option<u64>,
+    autop_too_fast_at_ns: Option<u64>,
+    autop_too_slow_at_ns: Option<u64>,
     /// Active groups, most recently activated first (kernel list order).
     active_list: VecDeque<usize>,
     /// Armed period timer: the start (ns) of the jiffy it fires at.
-    period_timer: Option<u64>,
+    period_timer_ns: Option<u64>,
     /// The groups' armed wait-queue timers, earliest first.
     waitq_timers: TimerQueue,
     lat: LatCounters,
+    /// Each group's life: online, removed and draining, or freed.
+    life: Vec<lifecycle::Life>,
     /// Cost charged to each committed IO in flight (`bi_iocost_cost`).
     inflight: HashMap<IoId, (usize, u64), group::IdBuildHasher>,
     /// Woken waiters not yet handed out by `on_timer`.
@@ -345,21 +349,22 @@ impl IoCost {
             vtime_rate: VTIME_PER_USEC,
             vtime_base_rate: VTIME_PER_USEC,
             vtime_err: 0,
-            period_at: 0,
+            period_at_us: 0,
             period_at_vtime: VTime(0),
             cur_period: 0,
             busy_level: 0,
             weights_updated: false,
             hweight_gen: 0,
-            dfgv_period_at: 0,
-            dfgv_period_rem: 0,
+            dfgv_period_at_us: 0,
+            dfgv_period_rem_us: 0,
             dfgv_usage_us_sum: 0,
-            autop_too_fast_at: None,
-            autop_too_slow_at: None,
+            autop_too_fast_at_ns: None,
+            autop_too_slow_at_ns: None,
             active_list: VecDeque::new(),
-            period_timer: None,
+            period_timer_ns: None,
             waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
+            life: vec![lifecycle::Life::Online; tree.len()],
             inflight: HashMap::default(),
             out: Vec::new(),
             waiting: 0,
@@ -504,6 +509,21 @@ impl IoCost {
         let now = self.snapshot(self.last_ns);
         self.weight_updated(g, &now);
         Ok(())
+    }
+
+    /// Apply knob write `r` now, at `at` (`ioc_weight_write`,
+    /// `ioc_qos_write`, `ioc_cost_model_write` on a running system); a
+    /// refused write changes nothing.
+    pub fn write_at(&mut self, at: Instant, r: Reconfig) -> Result<(), KnobError> {
+        self.clock(at);
+        match r {
+            Reconfig::Qos(q) => self.apply_qos(&q),
+            Reconfig::Model(m) => {
+                self.apply_model(&m);
+                Ok(())
+            }
+            Reconfig::Weight(g, w) => self.set_weight(g, w),
+        }
     }
 
     /// Apply a knob write at `at` (runs from `on_timer`; a refused write is
@@ -682,7 +702,7 @@ impl IoCost {
         // every timer re-arms strictly later than `ns`, so each fires at
         // most once per call
         for _ in 0..self.groups.len() + 2 {
-            if self.period_timer.is_some_and(|t| t <= ns) {
+            if self.period_timer_ns.is_some_and(|t| t <= ns) {
                 self.period_timer_fired(ns);
                 continue;
             }
@@ -695,7 +715,7 @@ impl IoCost {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        let mut d = self.period_timer;
+        let mut d = self.period_timer_ns;
         let mut take = |t: u64| d = Some(d.map_or(t, |x| x.min(t)));
         if !self.out.is_empty() {
             take(self.last_ns);
@@ -780,7 +800,7 @@ impl IoCost {
                     grp.active, grp.inuse
                 ));
             }
-            let has_state = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay != 0;
+            let has_state = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay_us != 0;
             if has_state && !grp.on_active_list {
                 return Err(format!("4: {p}: waiters/debt/delay on an inactive group"));
             }
@@ -808,7 +828,7 @@ impl IoCost {
         if waiters != self.waiting {
             return Err(format!("6: {waiters} queued but count {}", self.waiting));
         }
-        let timer_armed = self.running && self.period_timer.is_some();
+        let timer_armed = self.running && self.period_timer_ns.is_some();
         if !self.active_list.is_empty() && !timer_armed {
             return Err("6: active groups but the period timer is not running".into());
         }
@@ -857,6 +877,15 @@ impl Controller for IoCost {
     fn hold_blocks_submitter(&self) -> bool {
         true
     }
+    fn on_group_added(&mut self, g: GroupId, parent: GroupId, path: &str, now: Instant) {
+        self.add_group(g, parent, path, now);
+    }
+    fn on_group_removed(&mut self, g: GroupId, now: Instant) {
+        self.remove_group(g, now);
+    }
+    fn blocked_submitters(&self, g: GroupId) -> u32 {
+        self.waiters_of(g)
+    }
     fn check(&self) -> Result<(), crate::controller::Violation> {
         self.invariants()
             .map_err(|what| crate::controller::Violation {
@@ -868,8 +897,8 @@ impl Controller for IoCost {
     fn held(&self) -> usize {
         self.waiting + self.out.len()
     }
-    fn iostat_suffix(&self, group: GroupId) -> String {
-        self.iostat_suffix_with(group, self.debug_stats)
+    fn iostat_keys(&self, group: GroupId, out: &mut Vec<crate::controller::IostatKey>) {
+        self.iostat_keys_with(group, self.debug_stats, out);
     }
     fn live(&self, _now: Instant, into: &mut crate::controller::LiveState) {
         self.live_state(into);
@@ -881,19 +910,12 @@ impl Controller for IoCost {
         IoCost::trace_dropped(self)
     }
 
-    fn drain_trace(&mut self, dev: &str, json: bool, out: &mut String) {
-        let mut recs = Vec::new();
-        self.take_trace(&mut recs);
-        for r in &recs {
-            out.push_str(&if json {
-                r.format_json(dev)
-            } else {
-                r.format_text(dev)
-            });
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
-        }
+    fn drain_trace(&mut self, out: &mut Vec<Box<dyn crate::controller::TraceRecord>>) {
+        out.extend(
+            self.trace
+                .drain(..)
+                .map(|t| Box::new(t) as Box<dyn crate::controller::TraceRecord>),
+        );
     }
 }
 

@@ -112,7 +112,7 @@ pub fn next_busy_level(
 }
 
 /// Add the time since `since` to `acc` and restart the interval (the
-/// flush of `wait_since`/`indebt_since`/`indelay_since` in ioc_check_iocgs()).
+/// flush of `wait_since_us`/`indebt_since_us`/`indelay_since_us` in ioc_check_iocgs()).
 fn flush_since(acc: &mut u64, since: &mut Option<u64>, now: u64) {
     if let Some(s) = since {
         *acc = acc.wrapping_add(now.saturating_sub(*s));
@@ -139,20 +139,20 @@ impl IoCost {
         let p = autop(idx);
         let vrate_pct = self.vtime_base_rate.saturating_mul(100) / VTIME_PER_USEC;
         if p.too_fast_vrate_pct != 0 && p.too_fast_vrate_pct as u64 <= vrate_pct {
-            let at = *self.autop_too_fast_at.get_or_insert(now_ns);
+            let at = *self.autop_too_fast_at_ns.get_or_insert(now_ns);
             if now_ns.saturating_sub(at) >= AUTOP_CYCLE_NSEC {
                 return idx.up();
             }
         } else {
-            self.autop_too_fast_at = None;
+            self.autop_too_fast_at_ns = None;
         }
         if p.too_slow_vrate_pct != 0 && p.too_slow_vrate_pct as u64 >= vrate_pct {
-            let at = *self.autop_too_slow_at.get_or_insert(now_ns);
+            let at = *self.autop_too_slow_at_ns.get_or_insert(now_ns);
             if now_ns.saturating_sub(at) >= AUTOP_CYCLE_NSEC {
                 return idx.down();
             }
         } else {
-            self.autop_too_slow_at = None;
+            self.autop_too_slow_at_ns = None;
         }
         idx
     }
@@ -171,8 +171,8 @@ impl IoCost {
             self.vtime_base_rate = VTIME_PER_USEC;
         }
         self.autop_idx = Some(idx);
-        self.autop_too_fast_at = None;
-        self.autop_too_slow_at = None;
+        self.autop_too_fast_at_ns = None;
+        self.autop_too_slow_at_ns = None;
         let a = Params::from_autop(idx);
         if !self.user_qos {
             self.params.qos = a.qos;
@@ -193,19 +193,20 @@ impl IoCost {
     /// linux block/blk-iocost.c: ioc_start_period() — the timer is a
     /// jiffies timer: `expires = jiffies + usecs_to_jiffies(period_us)`.
     pub(super) fn start_period(&mut self, now: &Now) {
-        self.period_at = now.now;
+        self.period_at_us = now.now_us;
         self.period_at_vtime = now.vnow;
         let hz = self.cfg.hz.max(1);
         let tick = self.tick_ns();
         let phase = self.cfg.tick_phase_ns % tick;
         let j = (now.now_ns + phase) / tick;
         let expires = j + usecs_to_jiffies(self.period_us, hz).max(1);
-        self.period_timer = Some(expires.saturating_mul(tick) - phase);
+        self.period_timer_ns = Some(expires.saturating_mul(tick) - phase);
     }
 
     /// linux block/blk-iocost.c: ioc_refresh_vrate().
     fn refresh_vrate(&mut self, now: &Now) {
-        let pleft = (self.period_at.wrapping_add(self.period_us)).wrapping_sub(now.now) as i64;
+        let pleft =
+            (self.period_at_us.wrapping_add(self.period_us)).wrapping_sub(now.now_us) as i64;
         let (rate, err) =
             vrate_compensation(self.vtime_base_rate, self.vtime_err, pleft, self.period_us);
         if let Some(r) = rate {
@@ -254,18 +255,26 @@ impl IoCost {
         for i in 0..self.active_list.len() {
             let g = self.active_list[i];
             let grp = &self.groups[g];
-            let busy = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay != 0;
+            let busy = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay_us != 0;
             if !busy && !self.is_idle(g) {
                 continue;
             }
             let grp = &mut self.groups[g];
-            flush_since(&mut grp.stat.wait_us, &mut grp.wait_since, now.now);
-            flush_since(&mut grp.stat.indebt_us, &mut grp.indebt_since, now.now);
-            flush_since(&mut grp.stat.indelay_us, &mut grp.indelay_since, now.now);
+            flush_since(&mut grp.stat.wait_us, &mut grp.wait_since_us, now.now_us);
+            flush_since(
+                &mut grp.stat.indebt_us,
+                &mut grp.indebt_since_us,
+                now.now_us,
+            );
+            flush_since(
+                &mut grp.stat.indelay_us,
+                &mut grp.indelay_since_us,
+                now.now_us,
+            );
             if busy {
                 self.kick_waitq(g, true, now);
                 let grp = &self.groups[g];
-                if grp.abs_vdebt != 0 || grp.delay != 0 {
+                if grp.abs_vdebt != 0 || grp.delay_us != 0 {
                     nr_debtors += 1;
                 }
             } else {
@@ -342,8 +351,8 @@ impl IoCost {
     /// and delay once per 100 ms elapsed (remainder carried) and kick.
     fn forgive_debts(&mut self, usage_us_sum: u64, nr_debtors: u32, now: &Now) {
         if nr_debtors == 0 {
-            self.dfgv_period_at = now.now;
-            self.dfgv_period_rem = 0;
+            self.dfgv_period_at_us = now.now_us;
+            self.dfgv_period_rem_us = 0;
             self.dfgv_usage_us_sum = 0;
             return;
         }
@@ -352,31 +361,31 @@ impl IoCost {
             usage = usage.max(self.period_us);
         }
         self.dfgv_usage_us_sum = self.dfgv_usage_us_sum.wrapping_add(usage);
-        if now.now < self.dfgv_period_at.saturating_add(DFGV_PERIOD) {
+        if now.now_us < self.dfgv_period_at_us.saturating_add(DFGV_PERIOD) {
             return;
         }
-        let dur = now.now - self.dfgv_period_at;
+        let dur = now.now_us - self.dfgv_period_at_us;
         let usage_pct = (self.dfgv_usage_us_sum as u128 * 100 / dur.max(1) as u128) as u64;
-        self.dfgv_period_at = now.now;
+        self.dfgv_period_at_us = now.now_us;
         self.dfgv_usage_us_sum = 0;
         if usage_pct > DFGV_USAGE_PCT {
-            self.dfgv_period_rem = 0;
+            self.dfgv_period_rem_us = 0;
             return;
         }
-        let cycles = dur + self.dfgv_period_rem;
-        self.dfgv_period_rem = cycles % DFGV_PERIOD;
+        let cycles = dur + self.dfgv_period_rem_us;
+        self.dfgv_period_rem_us = cycles % DFGV_PERIOD;
         let shift = (cycles / DFGV_PERIOD).min(63);
         for i in 0..self.active_list.len() {
             let g = self.active_list[i];
             let grp = &mut self.groups[g];
-            if grp.abs_vdebt == 0 && grp.delay == 0 {
+            if grp.abs_vdebt == 0 && grp.delay_us == 0 {
                 continue;
             }
             if grp.abs_vdebt != 0 {
                 grp.abs_vdebt = (grp.abs_vdebt >> shift).max(1);
             }
-            if grp.delay != 0 {
-                grp.delay = (grp.delay >> shift).max(1);
+            if grp.delay_us != 0 {
+                grp.delay_us = (grp.delay_us >> shift).max(1);
             }
             self.kick_waitq(g, true, now);
         }
@@ -384,7 +393,7 @@ impl IoCost {
 
     /// linux block/blk-iocost.c: ioc_timer_fn() — one period ends.
     pub(super) fn period_timer_fired(&mut self, ns: u64) {
-        self.period_timer = None;
+        self.period_timer_ns = None;
         let lat = self.lat_stat();
         let ppm_thr = [
             (MILLION as u32).wrapping_sub(self.params.qos[QOS_RPPM]),
@@ -478,11 +487,11 @@ impl IoCost {
                     let abs = cost_to_abs_cost(vtime.since(vdone) as u64, hw_inuse);
                     usage_us = usage_us.max(ceil_div(abs, self.vtime_base_rate));
                 }
-                let activated_at = self.groups[g].activated_at;
-                let usage_dur = if activated_at > self.period_at {
-                    now.now.saturating_sub(activated_at).max(1)
+                let activated_at_us = self.groups[g].activated_at_us;
+                let usage_dur = if activated_at_us > self.period_at_us {
+                    now.now_us.saturating_sub(activated_at_us).max(1)
                 } else {
-                    now.now.saturating_sub(self.period_at).max(1)
+                    now.now_us.saturating_sub(self.period_at_us).max(1)
                 };
                 // clamp_t(u32, …): truncate to 32 bits, then clamp
                 let usage = (ceil_div(usage_us.wrapping_mul(WEIGHT_ONE as u64), usage_dur) as u32)

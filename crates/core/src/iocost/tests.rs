@@ -722,7 +722,7 @@ fn protocol_faults_are_loud() {
     if cfg!(debug_assertions) {
         let msg = *r.unwrap_err().downcast::<String>().unwrap();
         assert!(
-            msg.contains("group 99, which is not among the 2 groups"),
+            msg.contains("group 99, which is not among the 2 online groups"),
             "{msg}"
         );
     } else {

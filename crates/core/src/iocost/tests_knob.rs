@@ -264,6 +264,23 @@ fn iostat_suffix_and_trace_format() {
         " cost.vrate=100.00 cost.usage=0"
     );
     assert_eq!(off.iostat_suffix(b), " cost.usage=0");
+    // the same keys typed, as a reader takes them (no parsing)
+    let mut keys = Vec::new();
+    off.iostat_keys_with(GroupId::ROOT, false, &mut keys);
+    use crate::controller::{IostatKey, IostatValue};
+    assert_eq!(
+        keys,
+        [
+            IostatKey {
+                name: "cost.vrate",
+                value: IostatValue::Hundredths(10_000)
+            },
+            IostatKey {
+                name: "cost.usage",
+                value: IostatValue::Count(0)
+            }
+        ]
+    );
     assert_eq!(
         off.iostat_suffix_debug(b),
         " cost.usage=0 cost.wait=0 cost.indebt=0 cost.indelay=0"

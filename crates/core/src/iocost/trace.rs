@@ -17,9 +17,10 @@
 
 use super::model::AutopClass;
 use super::period::PeriodSignals;
-use super::vtime::{format_vrate, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
+use super::vtime::{vrate_hundredths, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
 use super::IoCost;
 use crate::cgroup::GroupId;
+use crate::controller::{IostatKey, IostatValue};
 use crate::time::Instant;
 use std::fmt::Write as _;
 
@@ -160,6 +161,21 @@ impl GroupTrace {
             self.delay_nsec as f64 / 1e6
         } else {
             0.0
+        }
+    }
+}
+
+impl crate::controller::TraceRecord for PeriodTrace {
+    /// iocost_monitor.py's line ([`PeriodTrace::format_text`]) or a JSON
+    /// line ([`PeriodTrace::format_json`]).
+    fn format(&self, dev: &str, json: bool, out: &mut String) {
+        out.push_str(&if json {
+            self.format_json(dev)
+        } else {
+            self.format_text(dev)
+        });
+        if !out.ends_with('\n') {
+            out.push('\n');
         }
     }
 }
@@ -384,7 +400,7 @@ impl IoCost {
             period,
             state: self.run_state(),
             period_us: self.period_us,
-            period_at_us: self.period_at,
+            period_at_us: self.period_at_us,
             period_at_vtime: self.period_at_vtime.0,
             busy_level: self.busy_level,
             vrate: self.vtime_base_rate,
@@ -398,28 +414,40 @@ impl IoCost {
         self.trace.push(t);
     }
 
-    /// The iocost keys of a group's `io.stat` line (`ioc_pd_stat`), each
-    /// with a leading space: ` cost.vrate=X.YY` on the root only, then
-    /// ` cost.usage=N`; with `debug` (`blkcg_debug_stats`) also
-    /// ` cost.wait=N cost.indebt=N cost.indelay=N`. Empty when iocost is
-    /// disabled. The values are those flushed at the last period end.
-    pub fn iostat_suffix_with(&self, group: GroupId, debug: bool) -> String {
+    /// The iocost keys of a group's `io.stat` line (`ioc_pd_stat`):
+    /// `cost.vrate` (hundredths of a percent) on the root only, then
+    /// `cost.usage`; with `debug` (`blkcg_debug_stats`) also `cost.wait`,
+    /// `cost.indebt`, `cost.indelay` (µs). None when iocost is disabled.
+    /// The values are those flushed at the last period end.
+    pub fn iostat_keys_with(&self, group: GroupId, debug: bool, out: &mut Vec<IostatKey>) {
         let g = group.idx();
         if !self.enabled || g >= self.groups.len() {
-            return String::new();
+            return;
         }
-        let mut s = String::new();
+        let key = |name, value| IostatKey { name, value };
         if self.groups[g].level == 0 {
-            let _ = write!(s, " cost.vrate={}", format_vrate(self.vtime_base_rate));
+            out.push(key(
+                "cost.vrate",
+                IostatValue::Hundredths(vrate_hundredths(self.vtime_base_rate)),
+            ));
         }
         let st = &self.groups[g].last_stat;
-        let _ = write!(s, " cost.usage={}", st.usage_us);
+        out.push(key("cost.usage", IostatValue::Count(st.usage_us)));
         if debug {
-            let _ = write!(
-                s,
-                " cost.wait={} cost.indebt={} cost.indelay={}",
-                st.wait_us, st.indebt_us, st.indelay_us
-            );
+            out.push(key("cost.wait", IostatValue::Count(st.wait_us)));
+            out.push(key("cost.indebt", IostatValue::Count(st.indebt_us)));
+            out.push(key("cost.indelay", IostatValue::Count(st.indelay_us)));
+        }
+    }
+
+    /// [`IoCost::iostat_keys_with`] as the line prints them, each with a
+    /// leading space (` cost.vrate=127.50 cost.usage=1234`).
+    pub fn iostat_suffix_with(&self, group: GroupId, debug: bool) -> String {
+        let mut keys = Vec::new();
+        self.iostat_keys_with(group, debug, &mut keys);
+        let mut s = String::new();
+        for k in keys {
+            let _ = write!(s, " {k}");
         }
         s
     }

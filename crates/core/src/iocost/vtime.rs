@@ -134,8 +134,8 @@ pub struct Now {
     /// The time of the event, ns of run time (the kernel's `ktime_get_ns`).
     pub now_ns: u64,
     /// µs (`ktime_to_us`, truncating).
-    pub now: u64,
-    /// Device vtime at `now`: `period_at_vtime + (now − period_at) × vtime_rate`.
+    pub now_us: u64,
+    /// Device vtime at `now`: `period_at_vtime + (now − period_at_us) × vtime_rate`.
     pub vnow: VTime,
 }
 
@@ -284,7 +284,12 @@ pub fn usecs_to_jiffies(us: u64, hz: u64) -> u64 {
 /// Base vrate as `XX.YY` percent, rounded to nearest (`ioc_pd_stat`'s
 /// `DIV64_U64_ROUND_CLOSEST(base × 10000, VTIME_PER_USEC)`).
 pub fn format_vrate(base_vrate: u64) -> String {
-    let vp10k = ((base_vrate as u128 * 10_000 + (VTIME_PER_USEC / 2) as u128)
-        / VTIME_PER_USEC as u128) as u64;
+    let vp10k = vrate_hundredths(base_vrate);
     format!("{}.{:02}", vp10k / 100, vp10k % 100)
+}
+
+/// The base vrate in hundredths of a percent, rounded to the closest
+/// (`DIV64_U64_ROUND_CLOSEST(vtime_base_rate * 10000, VTIME_PER_USEC)`).
+pub fn vrate_hundredths(base_vrate: u64) -> u64 {
+    ((base_vrate as u128 * 10_000 + (VTIME_PER_USEC / 2) as u128) / VTIME_PER_USEC as u128) as u64
 }

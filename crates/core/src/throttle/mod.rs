@@ -57,6 +57,10 @@
 //!   with `clear=false` does not reset; that stale carry (and 6.1's unsigned
 //!   wrap) is not modelled: a 6.1 stall it likely caused in the lab
 //!   (docs/fidelity.md, t08) does not happen here.
+//! * A removed group's queued bios are flushed as mainline's
+//!   `throtl_pd_offline` → `tg_flush_bios` does (they skip the group's own
+//!   limits and leave when its parent's timer next fires), in every
+//!   variant: kernels before that flush kept them under the group's limits.
 //! * The run starts at a jiffy phase and `jiffies` value the caller gives
 //!   (`tick_phase_ns`, `jiffies_at_start`; the simulator draws them from
 //!   the seed).
@@ -76,6 +80,8 @@
 //! | `slice::DirBudget` | `throtl_*_slice`, `tg_within_{bps,iops}_limit` |
 //! | `charge_split` | `blk_throtl_charge_bio_split` (5.15 – 5.17) |
 //! | `charge_bps` / `charge_leave` | `throtl_charge_bps_bio` / `throtl_charge_iops_bio`, `throtl_charge_bio` |
+//! | [`Throttle::add_group`] | `throtl_pd_alloc`, `throtl_pd_init`, `throtl_pd_online` (`tg_update_has_rules`) |
+//! | [`Throttle::remove_group`] | `throtl_pd_offline` → `tg_flush_bios` (`THROTL_TG_CANCELING`) |
 
 pub mod knob;
 pub mod paced;
@@ -142,10 +148,10 @@ struct ServiceQueue {
     queued: [VecDeque<usize>; 2],
     nr_queued_bps: [u32; 2],
     nr_queued_iops: [u32; 2],
-    /// Pending children: (disptime, insertion seq, group).
+    /// Pending children: (disptime_jiffy, insertion seq, group).
     pending: BTreeSet<(u64, u64, usize)>,
     /// Armed timer: jiffy at which it fires.
-    timer: Option<u64>,
+    timer_jiffy: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -154,11 +160,14 @@ struct Tg {
     has_rules_bps: [bool; 2],
     has_rules_iops: [bool; 2],
     budget: [DirBudget; 2],
-    disptime: u64,
+    disptime_jiffy: u64,
     /// Key in the parent's pending set when pending.
     pending_key: Option<(u64, u64)>,
     was_empty: bool,
     iops_was_empty: bool,
+    /// `THROTL_TG_CANCELING`: the group was removed; its queued bios
+    /// leave without waiting for its limits (`tg_flush_bios`).
+    canceling: bool,
 }
 
 /// blk-throttle for one device.
@@ -168,7 +177,7 @@ pub struct Throttle {
     last_now: Instant,
     fault: crate::controller::Fault,
     cfg: ThrottleConfig,
-    slice: u64,
+    slice_jiffies: u64,
     /// Index of the device-level service queue (after all groups).
     td: usize,
     parent_sq: Vec<usize>,
@@ -204,7 +213,7 @@ impl Throttle {
         Throttle {
             last_now: Instant::ZERO,
             fault: Default::default(),
-            slice: cfg.variant.slice_jiffies(cfg.hz, cfg.rotational),
+            slice_jiffies: cfg.variant.slice_jiffies(cfg.hz, cfg.rotational),
             cfg,
             td,
             parent_sq,
@@ -226,7 +235,7 @@ impl Throttle {
     }
     /// Slice length in jiffies.
     pub fn slice_jiffies(&self) -> u64 {
-        self.slice
+        self.slice_jiffies
     }
     /// The current limits of group `g` (`tg->bps` / `tg->iops`).
     pub fn limits(&self, g: GroupId) -> Limits {
@@ -284,13 +293,129 @@ impl Throttle {
         self.update_has_rules();
         let clear = !self.cfg.variant.carryover;
         for d in 0..2 {
-            self.tgs[gi].budget[d].start_new_slice(j, self.slice, clear);
+            self.tgs[gi].budget[d].start_new_slice(j, self.slice_jiffies, clear);
         }
         if self.tgs[gi].pending_key.is_some() {
             self.update_disptime(gi, j);
             let p = self.parent_sq[gi];
             self.schedule_next_dispatch(p, true, j);
         }
+    }
+
+    /// Group `g` was created under `parent` at `now` (`throtl_pd_alloc` +
+    /// `throtl_pd_init` + `throtl_pd_online`): no limits, and the rules of
+    /// its ancestors (`tg_update_has_rules`), so a new group cannot escape
+    /// them.
+    pub fn add_group(&mut self, g: GroupId, parent: GroupId, now: Instant) {
+        self.see(now);
+        let n = self.tgs.len();
+        if g.idx() != n || parent.idx() >= n {
+            self.fault.raise(|| {
+                format!("group {g} added under {parent}, but the controller has {n} groups")
+            });
+            return;
+        }
+        // the device-level service queue keeps the index after the groups
+        let (old_td, td) = (self.td, n + 1);
+        self.sqs.insert(n, ServiceQueue::default());
+        for p in &mut self.parent_sq {
+            if *p == old_td {
+                *p = td;
+            }
+        }
+        self.timers = std::mem::take(&mut self.timers)
+            .into_iter()
+            .map(|(j, std::cmp::Reverse(s))| {
+                (j, std::cmp::Reverse(if s == old_td { td } else { s }))
+            })
+            .collect();
+        self.td = td;
+        self.tgs.push(Tg::default());
+        self.qnodes
+            .extend(std::iter::repeat_with(Qnode::default).take(4));
+        self.parent_sq
+            .push(if self.cfg.flat { td } else { parent.idx() });
+        self.update_has_rules();
+    }
+
+    /// Group `g` was removed at `now` (`throtl_pd_offline` →
+    /// `tg_flush_bios`): its queued bios leave without waiting for its own
+    /// limits — its ancestors' still apply — the next time its parent's
+    /// timer fires, and it submits nothing more.
+    pub fn remove_group(&mut self, g: GroupId, now: Instant) {
+        self.see(now);
+        let gi = g.idx();
+        if gi == 0 || gi >= self.tgs.len() || self.tgs[gi].canceling {
+            let n = self.tgs.len();
+            self.fault.raise(|| {
+                format!("group {g} removed, but it is the root, removed already or not among the {n} groups")
+            });
+            return;
+        }
+        self.tgs[gi].canceling = true;
+        if self.tgs[gi].pending_key.is_none() {
+            return;
+        }
+        let j = self.jiffies(now);
+        self.update_disptime(gi, j);
+        // the kernel arms the group's own queue's timer (a no-op for a
+        // leaf): its bios go when the parent's timer fires
+        let expires = (j + 1).min(j + 8 * self.slice_jiffies);
+        self.arm_timer(gi, expires);
+    }
+
+    /// A cgroup v2 `io.max` line written to group `g` at `now`
+    /// (`tg_set_limit`): the keys it names change. `false`, changing
+    /// nothing, on a cgroup v1 hierarchy (it has no io.max) or for a group
+    /// not among the controller's.
+    pub fn write_io_max(
+        &mut self,
+        g: GroupId,
+        w: &crate::throttle::knob::IoMaxWrite,
+        now: Instant,
+    ) -> bool {
+        let Some(mut l) = self
+            .tgs
+            .get(g.idx())
+            .map(|x| x.limits)
+            .filter(|_| !self.cfg.flat)
+        else {
+            return false;
+        };
+        w.apply(&mut l);
+        self.see(now);
+        self.set_limits(g, l, now);
+        true
+    }
+
+    /// A cgroup v1 `blkio.throttle.{read,write}_{bps,iops}_device` line
+    /// written to group `g` at `now`: that one limit changes. `false`,
+    /// changing nothing, on a cgroup v2 hierarchy or for an unknown group.
+    pub fn write_v1(
+        &mut self,
+        g: GroupId,
+        write: bool,
+        iops: bool,
+        value: u64,
+        now: Instant,
+    ) -> bool {
+        let Some(mut l) = self
+            .tgs
+            .get(g.idx())
+            .map(|x| x.limits)
+            .filter(|_| self.cfg.flat)
+        else {
+            return false;
+        };
+        let d = usize::from(write);
+        if iops {
+            l.iops[d] = value;
+        } else {
+            l.bps[d] = value;
+        }
+        self.see(now);
+        self.set_limits(g, l, now);
+        true
     }
 
     /// Schedule a limit change at a later time (a runtime `io.max` write).
@@ -358,7 +483,7 @@ impl Throttle {
             return;
         }
         self.seq += 1;
-        let key = (self.tgs[g].disptime, self.seq);
+        let key = (self.tgs[g].disptime_jiffy, self.seq);
         self.tgs[g].pending_key = Some(key);
         let p = self.parent_sq[g];
         self.sqs[p].pending.insert((key.0, key.1, g));
@@ -395,11 +520,11 @@ impl Throttle {
     fn bps_time(&mut self, g: usize, bio: &Qio, j: u64) -> u64 {
         let d = bio.io.dir().idx();
         let bps = self.tgs[g].limits.bps[d];
-        if bps == BPS_MAX || bio.bps_throttled || bio.tg_bps_charged {
+        if bps == BPS_MAX || self.tgs[g].canceling || bio.bps_throttled || bio.tg_bps_charged {
             return 0;
         }
         let queued = self.queued(g, d) > 0;
-        let (slice, hz) = (self.slice, self.cfg.hz);
+        let (slice, hz) = (self.slice_jiffies, self.cfg.hz);
         let b = &mut self.tgs[g].budget[d];
         b.update_slice(j, slice, queued);
         let wait = b.bps_wait(bps, charge_size(&bio.io), j, slice, hz);
@@ -410,11 +535,11 @@ impl Throttle {
     /// `tg_dispatch_iops_time`.
     fn iops_time(&mut self, g: usize, d: usize, j: u64) -> u64 {
         let iops = self.tgs[g].limits.iops[d];
-        if iops >= IOPS_MAX {
+        if iops >= IOPS_MAX || self.tgs[g].canceling {
             return 0;
         }
         let queued = self.queued(g, d) > 0;
-        let (slice, hz, rule) = (self.slice, self.cfg.hz, self.cfg.variant.iops_wait);
+        let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.iops_wait);
         let b = &mut self.tgs[g].budget[d];
         b.update_slice(j, slice, queued);
         let wait = b.iops_wait(iops, rule, j, slice, hz).unwrap_or(0);
@@ -471,11 +596,11 @@ impl Throttle {
     fn may_dispatch(&mut self, g: usize, bio: &Qio, j: u64) -> Result<(), u64> {
         let d = bio.io.dir().idx();
         let l = self.tgs[g].limits;
-        if l.bps[d] == BPS_MAX && l.iops[d] >= IOPS_MAX {
+        if l.bps[d] == BPS_MAX && l.iops[d] >= IOPS_MAX || self.tgs[g].canceling {
             return Ok(());
         }
         let queued = self.queued(g, d) > 0;
-        let (slice, hz, rule) = (self.slice, self.cfg.hz, self.cfg.variant.iops_wait);
+        let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.iops_wait);
         let b = &mut self.tgs[g].budget[d];
         b.update_slice(j, slice, queued);
         if l.iops[d] < IOPS_MAX {
@@ -531,12 +656,22 @@ impl Throttle {
 
     fn trim(&mut self, g: usize, d: usize, j: u64) {
         let l = self.tgs[g].limits;
-        let (slice, hz, rule) = (self.slice, self.cfg.hz, self.cfg.variant.trim);
+        let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.trim);
         self.tgs[g].budget[d].trim(l.bps[d], l.iops[d], rule, j, slice, hz);
     }
 
     /// `tg_update_disptime`.
     fn update_disptime(&mut self, g: usize, j: u64) {
+        if self.tgs[g].canceling {
+            // the kernel skips the waits and adds its initial -1: the
+            // group is due since the jiffy before
+            self.dequeue_tg(g);
+            self.tgs[g].disptime_jiffy = j.saturating_sub(1);
+            self.enqueue_tg(g);
+            self.tgs[g].was_empty = false;
+            self.tgs[g].iops_was_empty = false;
+            return;
+        }
         let mut min_wait = u64::MAX;
         for d in 0..2 {
             if let Some(mut head) = self.peek_mut(g, d).copied() {
@@ -550,9 +685,9 @@ impl Throttle {
                 min_wait = min_wait.min(w);
             }
         }
-        let disptime = j.saturating_add(min_wait);
+        let disptime_jiffy = j.saturating_add(min_wait);
         self.dequeue_tg(g);
-        self.tgs[g].disptime = disptime;
+        self.tgs[g].disptime_jiffy = disptime_jiffy;
         self.enqueue_tg(g);
         self.tgs[g].was_empty = false;
         self.tgs[g].iops_was_empty = false;
@@ -560,7 +695,7 @@ impl Throttle {
 
     /// `mod_timer` on a service queue's pending timer.
     fn arm_timer(&mut self, sq: usize, expires: u64) {
-        if let Some(old) = self.sqs[sq].timer.replace(expires) {
+        if let Some(old) = self.sqs[sq].timer_jiffy.replace(expires) {
             self.timers.remove(&(old, std::cmp::Reverse(sq)));
         }
         self.timers.insert((expires, std::cmp::Reverse(sq)));
@@ -572,7 +707,7 @@ impl Throttle {
             return true;
         };
         if force || first > j {
-            let expires = first.min(j + 8 * self.slice).max(j + 1);
+            let expires = first.min(j + 8 * self.slice_jiffies).max(j + 1);
             self.arm_timer(sq, expires);
             return true;
         }
@@ -589,8 +724,8 @@ impl Throttle {
         if p != self.td {
             self.add_bio_tg(bio, Some(Self::parent_qn(g, d)), p);
             if self.tgs[p].budget[d].slice_used(j) {
-                let start = self.tgs[g].budget[d].slice_start;
-                self.tgs[p].budget[d].start_new_slice_with_credit(j, self.slice, start);
+                let start = self.tgs[g].budget[d].slice_start_jiffy;
+                self.tgs[p].budget[d].start_new_slice_with_credit(j, self.slice_jiffies, start);
             }
         } else {
             bio.bps_throttled = true;
@@ -637,7 +772,7 @@ impl Throttle {
             nr += n;
             if self.queued(g, 0) > 0 || self.queued(g, 1) > 0 {
                 self.update_disptime(g, j);
-                if n == 0 && self.tgs[g].disptime <= j {
+                if n == 0 && self.tgs[g].disptime_jiffy <= j {
                     // zero wait yet nothing may go (the 2018 rule at an exact
                     // slice multiple): the kernel spins here until the next
                     // jiffy; stop and let the caller re-arm for it
@@ -705,11 +840,11 @@ impl Throttle {
         let mut g = io.group.idx();
         let d = io.dir().idx();
         self.see(now);
-        if g >= self.tgs.len() {
+        if g >= self.tgs.len() || self.tgs[g].canceling {
             let n = self.tgs.len();
             self.fault.raise(|| {
                 format!(
-                    "IO {:?} of group {g}, which is not among the {n} groups",
+                    "IO {:?} of group {g}, which is not among the {n} online groups",
                     io.id
                 )
             });
@@ -792,7 +927,7 @@ impl Throttle {
                 break;
             }
             self.timers.pop_first();
-            self.sqs[s].timer = None;
+            self.sqs[s].timer_jiffy = None;
             self.pending_timer(s, j);
         }
         released.append(&mut self.out);
@@ -895,6 +1030,12 @@ impl Controller for Throttle {
     }
     fn held(&self) -> usize {
         self.held
+    }
+    fn on_group_added(&mut self, g: GroupId, parent: GroupId, _path: &str, now: Instant) {
+        self.add_group(g, parent, now);
+    }
+    fn on_group_removed(&mut self, g: GroupId, now: Instant) {
+        self.remove_group(g, now);
     }
     fn check(&self) -> Result<(), crate::controller::Violation> {
         self.invariants()

@@ -95,11 +95,16 @@ struct Group {
     queue: [VecDeque<(Io, u64)>; 2],
     /// Key of the queue head in the timer set.
     armed: [Option<(Instant, u64)>; 2],
+    /// Removed (`rmdir`): submits nothing more; what it queued leaves
+    /// under its ancestors' limits only.
+    removed: bool,
 }
 
 /// The paced limiter for one device.
 pub struct Paced {
     cfg: PacedConfig,
+    /// cgroup v1: every group limited on its own.
+    flat: bool,
     parent: Vec<Option<usize>>,
     groups: Vec<Group>,
     timers: BTreeSet<(Instant, u64, usize, usize)>,
@@ -128,6 +133,7 @@ impl Paced {
             .collect();
         Paced {
             cfg,
+            flat,
             parent,
             groups: vec![Group::default(); tree.len()],
             timers: BTreeSet::new(),
@@ -151,6 +157,93 @@ impl Paced {
                 self.arm(g.idx(), d, e);
             }
         }
+    }
+
+    /// Group `g` was created under `parent` at `now`: no limits of its
+    /// own, charged to its ancestors' (none with `flat`).
+    pub fn add_group(&mut self, g: GroupId, parent: GroupId, now: Instant) {
+        self.see(now);
+        let n = self.groups.len();
+        if g.idx() != n || parent.idx() >= n || self.groups[parent.idx()].removed {
+            self.fault.raise(|| {
+                format!("group {g} added under {parent}, but the limiter has {n} groups (the parent must be online)")
+            });
+            return;
+        }
+        self.groups.push(Group::default());
+        self.parent.push((!self.flat).then_some(parent.idx()));
+    }
+
+    /// Group `g` was removed at `now`: as blk-throttle's offline flush,
+    /// its own limits stop applying, so what it queued leaves as soon as
+    /// its ancestors' limits let it.
+    pub fn remove_group(&mut self, g: GroupId, now: Instant) {
+        self.see(now);
+        let gi = g.idx();
+        if gi == 0 || gi >= self.groups.len() || self.groups[gi].removed {
+            let n = self.groups.len();
+            self.fault.raise(|| {
+                format!("group {g} removed, but it is the root, removed already or not among the {n} groups")
+            });
+            return;
+        }
+        self.groups[gi].removed = true;
+        // its heads are re-timed against the ancestors' limits alone
+        self.set_limits(g, Limits::default(), now);
+    }
+
+    /// A cgroup v2 `io.max` line written to group `g` at `now`
+    /// (`tg_set_limit`): the keys it names change. `false`, changing
+    /// nothing, on a cgroup v1 hierarchy (it has no io.max) or for a group
+    /// not among the controller's.
+    pub fn write_io_max(
+        &mut self,
+        g: GroupId,
+        w: &crate::throttle::knob::IoMaxWrite,
+        now: Instant,
+    ) -> bool {
+        let Some(mut l) = self
+            .groups
+            .get(g.idx())
+            .map(|x| x.limits)
+            .filter(|_| !self.flat)
+        else {
+            return false;
+        };
+        w.apply(&mut l);
+        self.see(now);
+        self.set_limits(g, l, now);
+        true
+    }
+
+    /// A cgroup v1 `blkio.throttle.{read,write}_{bps,iops}_device` line
+    /// written to group `g` at `now`: that one limit changes. `false`,
+    /// changing nothing, on a cgroup v2 hierarchy or for an unknown group.
+    pub fn write_v1(
+        &mut self,
+        g: GroupId,
+        write: bool,
+        iops: bool,
+        value: u64,
+        now: Instant,
+    ) -> bool {
+        let Some(mut l) = self
+            .groups
+            .get(g.idx())
+            .map(|x| x.limits)
+            .filter(|_| self.flat)
+        else {
+            return false;
+        };
+        let d = usize::from(write);
+        if iops {
+            l.iops[d] = value;
+        } else {
+            l.bps[d] = value;
+        }
+        self.see(now);
+        self.set_limits(g, l, now);
+        true
     }
 
     /// Schedule a limit change at `at` (a runtime `io.max` write); applied
@@ -293,11 +386,11 @@ impl Controller for Paced {
     fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
         let (g, d) = (io.group.idx(), io.dir().idx());
         self.see(now);
-        if g >= self.groups.len() {
+        if g >= self.groups.len() || self.groups[g].removed {
             let n = self.groups.len();
             self.fault.raise(|| {
                 format!(
-                    "IO {:?} of group {g}, which is not among the {n} groups",
+                    "IO {:?} of group {g}, which is not among the {n} online groups",
                     io.id
                 )
             });
@@ -355,6 +448,12 @@ impl Controller for Paced {
                 }
             }
         }
+    }
+    fn on_group_added(&mut self, g: GroupId, parent: GroupId, _path: &str, now: Instant) {
+        self.add_group(g, parent, now);
+    }
+    fn on_group_removed(&mut self, g: GroupId, now: Instant) {
+        self.remove_group(g, now);
     }
     fn on_complete(&mut self, _io: &Io, _a: Instant, _s: Instant, now: Instant) {
         self.see(now);

@@ -41,9 +41,9 @@ pub struct DirBudget {
     /// IOs charged in the current slice.
     pub io_disp: i64,
     /// First jiffy of the current slice (`tg->slice_start[rw]`).
-    pub slice_start: u64,
+    pub slice_start_jiffy: u64,
     /// Last jiffy of the current slice (`tg->slice_end[rw]`).
-    pub slice_end: u64,
+    pub slice_end_jiffy: u64,
     /// IOs of split bios not yet taken into `io_disp` (`io_split_cnt`,
     /// 5.15 – 5.17 only; dropped when a new slice starts).
     pub io_split: i64,
@@ -52,7 +52,7 @@ pub struct DirBudget {
 impl DirBudget {
     /// `throtl_slice_used`: true unless `start ≤ now ≤ end`.
     pub fn slice_used(&self, now: u64) -> bool {
-        !(self.slice_start <= now && now <= self.slice_end)
+        !(self.slice_start_jiffy <= now && now <= self.slice_end_jiffy)
     }
 
     /// `throtl_start_new_slice`.
@@ -62,8 +62,8 @@ impl DirBudget {
             self.io_disp = 0;
         }
         self.io_split = 0;
-        self.slice_start = now;
-        self.slice_end = now + slice;
+        self.slice_start_jiffy = now;
+        self.slice_end_jiffy = now + slice;
     }
 
     /// `throtl_start_new_slice_with_credit`: a parent whose slice is used
@@ -72,20 +72,20 @@ impl DirBudget {
         self.bytes_disp = 0;
         self.io_disp = 0;
         self.io_split = 0;
-        if start >= self.slice_start {
-            self.slice_start = start;
+        if start >= self.slice_start_jiffy {
+            self.slice_start_jiffy = start;
         }
-        self.slice_end = now + slice;
+        self.slice_end_jiffy = now + slice;
     }
 
     /// `throtl_set_slice_end`.
     pub fn set_slice_end(&mut self, end: u64, slice: u64) {
-        self.slice_end = roundup(end, slice);
+        self.slice_end_jiffy = roundup(end, slice);
     }
 
     /// `throtl_extend_slice`: only ever lengthens.
     pub fn extend_slice(&mut self, end: u64, slice: u64) {
-        if self.slice_end < end {
+        if self.slice_end_jiffy < end {
             self.set_slice_end(end, slice);
         }
     }
@@ -105,7 +105,7 @@ impl DirBudget {
         if bps == BPS_MAX {
             return 0;
         }
-        let elapsed = now - self.slice_start;
+        let elapsed = now - self.slice_start_jiffy;
         let rnd = roundup(if elapsed == 0 { slice } else { elapsed }, slice);
         let allowed = bytes_allowed(bps, rnd, hz);
         let need = self.bytes_disp as i128 + size as i128;
@@ -134,7 +134,7 @@ impl DirBudget {
         if iops >= IOPS_MAX {
             return None;
         }
-        let elapsed = now - self.slice_start;
+        let elapsed = now - self.slice_start_jiffy;
         let rnd = match rule {
             IopsWait::Legacy | IopsWait::SliceRemainder => {
                 roundup(if elapsed == 0 { slice } else { elapsed }, slice)
@@ -168,7 +168,7 @@ impl DirBudget {
         self.set_slice_end(now + slice, slice);
         match rule {
             TrimRule::WholeSlices => {
-                let n = (now - self.slice_start) / slice;
+                let n = (now - self.slice_start_jiffy) / slice;
                 if n == 0 {
                     return;
                 }
@@ -196,10 +196,10 @@ impl DirBudget {
                 } else {
                     0
                 };
-                self.slice_start += t;
+                self.slice_start_jiffy += t;
             }
             TrimRule::KeepOneSlice => {
-                let mut t = rounddown(now - self.slice_start, slice);
+                let mut t = rounddown(now - self.slice_start_jiffy, slice);
                 if t < 2 * slice {
                     return;
                 }
@@ -235,7 +235,7 @@ impl DirBudget {
                 if bytes_trim == 0 && io_trim == 0 {
                     return;
                 }
-                self.slice_start += t;
+                self.slice_start_jiffy += t;
             }
         }
     }
@@ -252,7 +252,7 @@ impl DirBudget {
             self.io_disp = 0;
             return;
         }
-        let elapsed = now - self.slice_start;
+        let elapsed = now - self.slice_start_jiffy;
         // the carry is taken only when the old limit allowed something
         // (the kernel's overflow guard), else the counter starts from 0
         let bytes_carry = match bytes_allowed(bps, elapsed, hz) {
@@ -279,8 +279,8 @@ mod tests {
         DirBudget {
             bytes_disp: 0,
             io_disp,
-            slice_start: start,
-            slice_end: start + 100,
+            slice_start_jiffy: start,
+            slice_end_jiffy: start + 100,
             io_split: 0,
         }
     }
@@ -356,8 +356,8 @@ mod tests {
         let b = DirBudget {
             bytes_disp: 0,
             io_disp: 2,
-            slice_start: 0,
-            slice_end: 20,
+            slice_start_jiffy: 0,
+            slice_end_jiffy: 20,
             io_split: 0,
         };
         assert_eq!(b.iops_wait(100, IopsWait::Legacy, 8, 20, 1000), Some(23));
@@ -396,24 +396,24 @@ mod tests {
         let mut b = DirBudget {
             bytes_disp: 0,
             io_disp: 30,
-            slice_start: 0,
-            slice_end: 300,
+            slice_start_jiffy: 0,
+            slice_end_jiffy: 300,
             io_split: 0,
         };
         b.trim(BPS_MAX, 100, TrimRule::KeepOneSlice, 250, 100, 1000);
         // rounddown(250) = 200 >= 2 slices; trim 100 jiffies = 10 IOs
-        assert_eq!(b.slice_start, 100);
+        assert_eq!(b.slice_start_jiffy, 100);
         assert_eq!(b.io_disp, 20);
-        assert_eq!(b.slice_end, 400);
+        assert_eq!(b.slice_end_jiffy, 400);
         let mut c = DirBudget {
             bytes_disp: 0,
             io_disp: 30,
-            slice_start: 0,
-            slice_end: 300,
+            slice_start_jiffy: 0,
+            slice_end_jiffy: 300,
             io_split: 0,
         };
         c.trim(BPS_MAX, 100, TrimRule::WholeSlices, 250, 100, 1000);
-        assert_eq!(c.slice_start, 200);
+        assert_eq!(c.slice_start_jiffy, 200);
         assert_eq!(c.io_disp, 10);
     }
 
@@ -425,8 +425,8 @@ mod tests {
         let mut b = DirBudget {
             bytes_disp: 40 << 20,
             io_disp: 3,
-            slice_start: 0,
-            slice_end: 100,
+            slice_start_jiffy: 0,
+            slice_end_jiffy: 100,
             io_split: 0,
         };
         b.carryover(BPS_MAX, 100, true, 50, 1000);
@@ -457,32 +457,35 @@ mod tests {
         let mut b = DirBudget {
             bytes_disp: 12345,
             io_disp: 30,
-            slice_start: 0,
-            slice_end: 300,
+            slice_start_jiffy: 0,
+            slice_end_jiffy: 300,
             io_split: 0,
         };
         b.trim(BPS_MAX, 100, TrimRule::KeepOneSlice, 250, 100, 1000);
         assert_eq!(b.bytes_disp, 12345);
-        assert_eq!((b.io_disp, b.slice_start), (20, 100));
+        assert_eq!((b.io_disp, b.slice_start_jiffy), (20, 100));
         let mut c = DirBudget {
             bytes_disp: 12345,
             io_disp: 30,
-            slice_start: 0,
-            slice_end: 300,
+            slice_start_jiffy: 0,
+            slice_end_jiffy: 300,
             io_split: 0,
         };
         c.trim(BPS_MAX, IOPS_MAX, TrimRule::KeepOneSlice, 250, 100, 1000);
-        assert_eq!((c.bytes_disp, c.io_disp, c.slice_start), (12345, 30, 0));
+        assert_eq!(
+            (c.bytes_disp, c.io_disp, c.slice_start_jiffy),
+            (12345, 30, 0)
+        );
         // whole-slice trim (6.1 - 6.14) trims a max dimension to 0
         let mut w = DirBudget {
             bytes_disp: 12345,
             io_disp: 30,
-            slice_start: 0,
-            slice_end: 300,
+            slice_start_jiffy: 0,
+            slice_end_jiffy: 300,
             io_split: 0,
         };
         w.trim(BPS_MAX, 100, TrimRule::WholeSlices, 250, 100, 1000);
-        assert_eq!((w.bytes_disp, w.io_disp, w.slice_start), (0, 10, 200));
+        assert_eq!((w.bytes_disp, w.io_disp, w.slice_start_jiffy), (0, 10, 200));
     }
 
     #[test]
@@ -490,8 +493,8 @@ mod tests {
         let mut b = DirBudget {
             bytes_disp: 0,
             io_disp: 3,
-            slice_start: 0,
-            slice_end: 100,
+            slice_start_jiffy: 0,
+            slice_end_jiffy: 100,
             io_split: 0,
         };
         // 50 jiffies at 100 iops allowed 5, used 3 -> 2 IOs of credit

@@ -104,7 +104,18 @@ fn protocol_faults_are_loud() {
         },
     ];
     for m in make {
-        let cases: [(&Case<'_>, &str); 2] = [
+        let cases: [(&Case<'_>, &str); 4] = [
+            (
+                &|c| {
+                    c.on_group_removed(a, Instant::ZERO);
+                    c.on_submit(&io(1, a, IoOp::Read, 4096, Instant::ZERO), Instant::ZERO);
+                },
+                "group 1, which is not among the 2 online groups",
+            ),
+            (
+                &|c| c.on_group_added(GroupId(5), GroupId::ROOT, "/x", Instant::ZERO),
+                "group g5 added under g0, but",
+            ),
             (
                 &|c| {
                     c.on_submit(
@@ -112,7 +123,7 @@ fn protocol_faults_are_loud() {
                         Instant::ZERO,
                     );
                 },
-                "group 7, which is not among the 2 groups",
+                "group 7, which is not among the 2 online groups",
             ),
             (
                 &|c| {

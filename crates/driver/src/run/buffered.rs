@@ -209,6 +209,15 @@ impl<B: Backend> Loop<'_, B> {
                     self.jobs[j].state = SlotState::Runnable;
                     if error == 0 {
                         self.jobs[j].job.fsync_done(now);
+                        // fio do_verify: the file's cache is dropped after
+                        // the sync (file_invalidate_cache)
+                        if self.jobs[j].job.take_cache_drop() {
+                            let slot = &self.jobs[j];
+                            if let (Some(pc), true) = (self.pc.as_mut(), slot.buffered) {
+                                let inode = pc.inode(slot.file_key, slot.group);
+                                pc.drop_clean(inode);
+                            }
+                        }
                     } else {
                         self.jobs[j].job.fsync_failed(now, error);
                     }

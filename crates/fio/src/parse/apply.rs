@@ -38,6 +38,9 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if def.opt == Opt::EngineOption {
         return super::engine_opts::apply(st, def.name, value).map(|_| ());
     }
+    if let Some(r) = super::apply_verify::apply(st, def, value) {
+        return r;
+    }
     let Some(v) = value else {
         return match def.kind {
             Kind::StrSet => {

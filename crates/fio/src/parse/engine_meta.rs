@@ -19,7 +19,7 @@ pub(crate) fn check(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> 
         Err(g.loc.option_error(
             &g.written,
             g.value.as_deref(),
-            format!("job `{}`: {m}", s.name),
+            format!("job `{}`: unsupported: {m}", s.name),
         ))
     };
     if s.time_based {

@@ -270,11 +270,11 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
             continue;
         }
         if let Some(why) = refused_everywhere(g.name) {
-            return err(why.to_string());
+            return err(format!("unsupported: {why}"));
         }
         if g.name == "sg_write_mode" && s.engine.sg_write_mode.compares_data() {
             return err(format!(
-                "sg_write_mode={} has the device compare the data sent with its medium: the \
+                "unsupported on the simulator: sg_write_mode={} has the device compare the data sent with its medium: the \
                  simulated device keeps no data, so whether the command passes or fails \
                  (MISCOMPARE, an EIO in fio) cannot be known; use verify_bytchk_00 (the \
                  device checks its medium only) or write_and_verify",
@@ -283,7 +283,7 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
         }
         if g.name == "sqthread_poll" && s.iodepth_batch > 1 {
             return err(format!(
-                "sqthread_poll=1 with iodepth_batch_submit={}: the simulator's batched submit \
+                "unsupported: sqthread_poll=1 with iodepth_batch_submit={}: the simulator's batched submit \
                  calls are system calls, which a polled submission queue does away with; \
                  leave iodepth_batch_submit out (or 1)",
                 s.iodepth_batch
@@ -334,7 +334,7 @@ fn passthrough_checks(s: &JobSpec, given: &[Given]) -> Result<(), ParseError> {
     };
     if s.iodepth_batch > 1 {
         return err(format!(
-            "ioengine={} with iodepth_batch_submit={}: the simulator's batched submit runs \
+            "unsupported: ioengine={} with iodepth_batch_submit={}: the simulator's batched submit runs \
              bios through a plug, and passthrough requests are no bios; leave \
              iodepth_batch_submit out (or 1)",
             s.ioengine.fio_name(),
@@ -355,14 +355,14 @@ fn passthrough_checks(s: &JobSpec, given: &[Given]) -> Result<(), ParseError> {
     });
     if let Some(bad) = sizes.into_iter().find(|b| b % PASSTHROUGH_LBA_BYTES != 0) {
         return err(format!(
-            "ioengine={} sends commands in whole logical blocks ({PASSTHROUGH_LBA_BYTES} bytes \
+            "unsupported: ioengine={} sends commands in whole logical blocks ({PASSTHROUGH_LBA_BYTES} bytes \
              on the simulated device): block size {bad} is not a multiple",
             s.ioengine.fio_name()
         ));
     }
     if s.ioengine == IoEngine::IoUringCmd && s.rw.has_trim() {
         return err(format!(
-            "ioengine=io_uring_cmd with rw={}: fio 3.33 builds NVMe read and write commands \
+            "unsupported: ioengine=io_uring_cmd with rw={}: fio 3.33 builds NVMe read and write commands \
              only (fio_nvme_uring_cmd_prep fails others with ENOTSUP); use rw= without trims",
             s.rw.fio_name()
         ));

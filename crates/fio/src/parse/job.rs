@@ -64,6 +64,16 @@ pub(crate) fn set_option(
     ) {
         super::engine_opts::record(st, def, engine_on, written, loc);
     }
+    if super::apply_verify::owns(def.opt) {
+        st.spec
+            .data_options
+            .push(blkqos_workload::spec::DataOption {
+                file: loc.file.clone(),
+                line: loc.line,
+                option: written.0.to_string(),
+                value: written.1.map(str::to_string),
+            });
+    }
     st.dump
         .push((def.name.to_string(), value.map(str::to_string)));
     Ok(())

@@ -23,6 +23,7 @@
 
 mod apply;
 mod apply_ext;
+mod apply_verify;
 mod cli;
 mod engine_meta;
 mod engine_opts;
@@ -34,6 +35,7 @@ mod known;
 mod limits;
 mod options;
 mod render;
+mod render_verify;
 mod showcmd;
 mod state;
 mod subst;

@@ -225,6 +225,7 @@ fn ext_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
         push("rate_cycle", j.rate_cycle.as_ms().to_string());
     }
     file_args(j, &d, push);
+    super::render_verify::data_args(j, &d, push);
 }
 
 fn file_args(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, String)) {

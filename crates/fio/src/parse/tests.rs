@@ -426,9 +426,16 @@ fn empty_sections_and_no_jobs() {
 
 #[test]
 fn unsupported_and_unknown() {
-    let e = file("[a]\nbs=4k\nverify=md5\n").unwrap_err();
-    assert_eq!((e.line, e.option.as_deref()), (3, Some("verify")));
-    assert!(e.message.starts_with("unsupported option `verify`"), "{e}");
+    let e = file("[a]\nbs=4k\nverify_state_save=1\n").unwrap_err();
+    assert_eq!(
+        (e.line, e.option.as_deref()),
+        (3, Some("verify_state_save"))
+    );
+    assert!(
+        e.message
+            .starts_with("unsupported option `verify_state_save`"),
+        "{e}"
+    );
     let e = file("[a]\nbogus=1\n").unwrap_err();
     assert!(e.message.starts_with("unknown option `bogus`"), "{e}");
     let e = file("[a]\nioengine=rbd\n").unwrap_err();
@@ -615,13 +622,14 @@ fn showcmd_like_fio() {
     assert_eq!(set.jobs[0].numjobs, 4);
 }
 
-/// Origin and the verbatim option list are the only things a command line
-/// cannot carry over.
+/// Origin, the verbatim option list and where data options were given
+/// are the only things a command line cannot carry over.
 pub(crate) fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
     jobs.iter()
         .map(|j| JobSpec {
             origin: Origin::default(),
             job_options: Vec::new(),
+            data_options: Vec::new(),
             ..j.clone()
         })
         .collect()

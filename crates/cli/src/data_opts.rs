@@ -1,0 +1,151 @@
+//! What each backend does with the options about data (`verify` and its
+//! family, buffer contents, `fill_device`; docs/fio-options.md, "Data
+//! verification and buffer contents").
+//!
+//! * The simulator has no data: a verifying job issues fio's read-back IOs
+//!   (count, order, sizes, `verify_backlog` interleaving) and nothing is
+//!   checked; buffer contents change nothing. A note says so.
+//! * The real engine writes `buffer_pattern` and `zero_buffers` as fio does
+//!   (every write holds the pattern from its first byte, or zeros); it
+//!   does not write fio's verify headers, scrambled, compressible or
+//!   deduplicated buffers: those options are refused, by file, line, option
+//!   and value.
+
+use anyhow::{bail, Result};
+use blkqos_workload::spec_verify::asks_for_data;
+use blkqos_workload::JobSpec;
+
+fn asks(j: &JobSpec) -> bool {
+    asks_for_data(&j.verify, &j.buffers, j.fill_device)
+}
+
+/// The simulator's note for a job that asks for data, if any.
+pub fn sim_note(j: &JobSpec) -> Option<String> {
+    if !asks(j) {
+        return None;
+    }
+    let mut what = Vec::new();
+    if j.verify.enabled() && j.verify.do_verify && j.rw.has_write() {
+        what.push("the verify read-backs are issued as fio issues them, nothing is checked");
+    } else if j.verify.enabled() {
+        what.push("the reads are not checked");
+    }
+    if !j.buffers.is_default() {
+        what.push("buffer contents options change nothing");
+    }
+    if j.fill_device {
+        what.push("fill_device writes to the end of the simulated target (its ENOSPC)");
+    }
+    // fio's warnings (init.c fixup_options), as notes
+    let writes = j.verify.logs_writes() && j.rw.has_write();
+    if writes && j.numjobs > 1 && j.offset_increment == 0 {
+        what.push(
+            "fio warns: multiple writers may overwrite blocks that belong to other jobs; \
+             this can cause verification failures",
+        );
+    }
+    if writes && j.runtime.is_some() && j.time_based && !j.rw.has_read() && j.verify.backlog == 0 {
+        what.push(
+            "fio warns: verification read phase will never start because write phase uses \
+             all of runtime (true of sync engines; with a queued engine fio, and blkqos, read \
+             back after each pass of `size`)",
+        );
+    }
+    Some(format!(
+        "simulated devices hold no data: {}",
+        what.join("; ")
+    ))
+}
+
+/// Data options the real engine honours or that change nothing there.
+const REAL_OK: [&str; 11] = [
+    "buffer_pattern",
+    "zero_buffers",
+    "refill_buffers",
+    "scramble_buffers",
+    "create_serialize",
+    "error_dump",
+    "dedupe_mode",
+    "dedupe_working_set_percentage",
+    "dedupe_global",
+    "buffer_compress_chunk",
+    "do_verify",
+];
+
+/// What every write of `j` holds on the real engine: `buffer_pattern`'s
+/// bytes, or zeros for `zero_buffers` (fio io_u.c `fill_io_buffer`: the
+/// pattern first, then zeros). None: neither.
+fn fill_of(j: &JobSpec) -> Option<Vec<u8>> {
+    j.buffers
+        .pattern
+        .clone()
+        .or_else(|| j.buffers.zero.then(|| vec![0]))
+}
+
+/// Can the real engine write `j`'s data as fio would? Only fixed contents
+/// (a pattern or zeros), not scrambled (fio scrambles only when
+/// `scramble_buffers=1` is given with them), nothing compressible or
+/// deduplicated, no verification, no filling.
+fn real_can(j: &JobSpec) -> bool {
+    let b = &j.buffers;
+    let scrambled = j
+        .data_options
+        .iter()
+        .any(|o| o.option == "scramble_buffers" && o.value.as_deref() != Some("0"));
+    !j.verify.enabled()
+        && !j.verify.only
+        && !j.fill_device
+        && b.compress_percentage == 0
+        && b.dedupe_percentage == 0
+        && fill_of(j).is_some()
+        && !scrambled
+}
+
+/// The real engine's write fill for the jobs (all on one target): the
+/// writing jobs must agree; `write_buffer`: blkqos's write-back buffer is
+/// on (it writes blkqos's own pattern).
+pub fn real_write_fill<'a>(
+    jobs: impl IntoIterator<Item = &'a JobSpec>,
+    write_buffer: bool,
+) -> Result<Option<Vec<u8>>> {
+    let writers: Vec<&JobSpec> = jobs.into_iter().filter(|j| j.rw.has_write()).collect();
+    let fill = writers.iter().find_map(|j| fill_of(j));
+    if fill.is_none() {
+        return Ok(None);
+    }
+    if let Some(j) = writers.iter().find(|j| fill_of(j) != fill) {
+        bail!(
+            "job `{}`: the jobs writing one target on the real engine must agree on buffer_pattern \
+             and zero_buffers (the engine fills every write alike): give every writing job the \
+             same, or run on the simulator",
+            j.name
+        );
+    }
+    if write_buffer {
+        bail!(
+            "buffer_pattern/zero_buffers with the real engine's write-back buffer \
+             (--pagecache=on): the buffer writes blkqos's own pattern: drop one of them"
+        );
+    }
+    Ok(fill)
+}
+
+/// Refusals on the real engine.
+pub fn check_real<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Result<()> {
+    if let Some(j) = jobs.into_iter().find(|j| asks(j) && !real_can(j)) {
+        let at = j
+            .data_options
+            .iter()
+            .find(|o| !REAL_OK.contains(&o.option.as_str()) || o.option == "scramble_buffers")
+            .or(j.data_options.first())
+            .map_or_else(|| format!("job `{}`", j.name), |o| o.to_string());
+        bail!(
+            "{at}: job `{}`: the real engine writes no fio verify headers or checksums, no \
+             scrambled, compressible or deduplicated buffers (only buffer_pattern or \
+             zero_buffers, unscrambled) and does not fill a target to ENOSPC: run the job on \
+             the simulator (without --backend), which issues fio's IOs for it",
+            j.name
+        );
+    }
+    Ok(())
+}
