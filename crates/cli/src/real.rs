@@ -103,9 +103,6 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     if let Some(why) = jobs.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
         bail!("{why}");
     }
-    if crate::real_meta::all_metadata(&jobs)? {
-        return crate::real_meta::run_meta(exp, signals);
-    }
     let path = match &ro.path {
         Some(p) => p.clone(),
         None => target_of(&jobs)?,
@@ -380,4 +377,73 @@ fn check_registration(
         );
     }
     Ok(())
+}
+
+/// Run `exp`, whose jobs all use a file system metadata engine
+/// (filecreate, filestat, filedelete), on the file system: the calls are
+/// made by [`crate::real_meta`]; this builds the run's report input.
+pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
+    if !exp.writes.is_empty() {
+        bail!(
+            "io.max/io.weight/io.cost lines act on the block IO blkqos issues, and jobs of \
+             ioengine=filecreate, filestat or filedelete issue none (their file system calls' \
+             own IO is the kernel's): leave the controller options out"
+        );
+    }
+    // the plan gives the clones and their groups; the layout device is
+    // only a ledger here (no file is on it)
+    let layout_dev = DeviceSpec::new("null", [("size", "1048576t"), ("name", "fs")])
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Plan {
+        tree,
+        setups,
+        invocation_of,
+    } = exp.plan(&layout_dev, None)?;
+    crate::real_meta::lay_out_all(&setups)?;
+    let disk_jobs = crate::real_meta::watches_disk(&setups);
+    let dir: PathBuf = setups
+        .first()
+        .and_then(|s| s.spec.files.directory.first().cloned())
+        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let stop = signals.flag();
+    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
+    let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
+    let t0 = std::time::Instant::now();
+    let mut jobs = crate::real_meta::run_clones(setups, &stop);
+    let ended_at = blkqos_core::Instant(t0.elapsed().as_nanos() as u64);
+    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
+        crate::real_report::charge_cpu(&mut jobs, &b.since(&a));
+    }
+    let kernel_disks = if disk_jobs {
+        crate::real_report::kernel_disk_util(&disks.finish())
+    } else {
+        Vec::new()
+    };
+    let opts = exp.run_options(blkqos_engine::host_model(), None);
+    let (devid, dev_name) = target_identity(&dir);
+    Ok(Ran {
+        result: blkqos_driver::RunResult {
+            jobs,
+            disk: blkqos_driver::DiskStats::new(opts.ticks_mode, opts.hz.max(1)),
+            ended_at,
+            interrupted: stop.load(std::sync::atomic::Ordering::Relaxed),
+            abandoned: false,
+            dropped_ios: 0,
+            diskstats: Vec::new(),
+            diskstats_dropped: 0,
+            request_trace: Vec::new(),
+            lat_hists: None,
+            pagecache: None,
+        },
+        invocation_of,
+        iostat: tree.ids().map(|_| Default::default()).collect(),
+        iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
+        tree,
+        trace: String::new(),
+        target: dir.display().to_string(),
+        lost_pages: 0,
+        dev_name,
+        devid,
+        kernel_disks: Some(kernel_disks),
+    })
 }

@@ -19,19 +19,15 @@
 //! Clones of the jobs between stonewalls run at the same time, one thread
 //! each, as fio's job processes; a job stops at its `runtime`.
 
-use crate::experiment::{Experiment, Plan, Ran};
 use anyhow::{bail, Result};
-use blkqos_core::Instant;
 use blkqos_driver::run::JobSetup;
-use blkqos_driver::{DiskStats, JobResult, RunResult};
+use blkqos_driver::JobResult;
 use blkqos_engine::meta::{absolute, stat_path, StatCall};
-use blkqos_engine::StopOnSignal;
-use blkqos_sim::DeviceSpec;
 use blkqos_workload::spec::StatType;
 use blkqos_workload::stats::JobStats;
 use blkqos_workload::{IoEngine, JobSpec};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant as WallInstant;
 
@@ -185,27 +181,10 @@ fn libc_eio() -> i32 {
     5
 }
 
-/// Run `exp`, whose jobs all use a metadata engine, on the file system.
-pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
-    if !exp.writes.is_empty() {
-        bail!(
-            "io.max/io.weight/io.cost lines act on the block IO blkqos issues, and jobs of \
-             ioengine=filecreate, filestat or filedelete issue none (their file system calls' \
-             own IO is the kernel's): leave the controller options out"
-        );
-    }
-    // the plan gives the clones and their groups; the layout device is
-    // only a ledger here (no file is on it)
-    let layout_dev = DeviceSpec::new("null", [("size", "1048576t"), ("name", "fs")])
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let Plan {
-        tree,
-        setups,
-        invocation_of,
-    } = exp.plan(&layout_dev, None)?;
-    for st in &setups {
-        // fio's file setup writes the files out, unless create_on_open
-        // leaves it to the engine's open
+/// Lay out the files of filestat's and filedelete's clones (fio's file
+/// setup writes them, unless create_on_open leaves it to the engine).
+pub fn lay_out_all(setups: &[JobSetup]) -> Result<()> {
+    for st in setups {
         if !st.spec.files.create_on_open && st.spec.ioengine != IoEngine::Filecreate {
             let size = file_size_bytes(&st.spec);
             for p in st
@@ -217,17 +196,19 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
             }
         }
     }
-    // filecreate is FIO_DISKLESSIO: fio watches no disk for it
-    let disk_jobs = setups
+    Ok(())
+}
+
+/// Whether fio would watch a disk: filecreate is FIO_DISKLESSIO.
+pub fn watches_disk(setups: &[JobSetup]) -> bool {
+    setups
         .iter()
-        .any(|s| s.spec.ioengine != IoEngine::Filecreate);
-    let stop = signals.flag();
-    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    let dir: PathBuf = setups
-        .first()
-        .and_then(|s| s.spec.files.directory.first().cloned())
-        .map_or_else(|| PathBuf::from("."), PathBuf::from);
-    let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
+        .any(|s| s.spec.ioengine != IoEngine::Filecreate)
+}
+
+/// Run every clone, the clones between stonewalls at once, one thread
+/// each; one result per setup, in order.
+pub fn run_clones(setups: Vec<JobSetup>, stop: &AtomicBool) -> Vec<JobResult> {
     let run_t0 = WallInstant::now();
     let mut runs: Vec<Option<CloneRun>> = (0..setups.len()).map(|_| None).collect();
     // stonewall groups: a stonewalled job's clone 0 starts a new one
@@ -239,7 +220,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         std::thread::scope(|sc| {
             let handles: Vec<_> = setups[start..end]
                 .iter()
-                .map(|st| sc.spawn(|| run_clone(st, run_t0, &stop)))
+                .map(|st| sc.spawn(|| run_clone(st, run_t0, stop)))
                 .collect();
             for (i, h) in handles.into_iter().enumerate() {
                 runs[start + i] = h.join().ok();
@@ -247,7 +228,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         });
         start = end;
     }
-    let mut jobs: Vec<JobResult> = setups
+    setups
         .into_iter()
         .zip(runs)
         .map(|(st, run)| {
@@ -265,41 +246,5 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
                 failed_ios: u64::from(run.error != 0),
             }
         })
-        .collect();
-    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut jobs, &b.since(&a));
-    }
-    let kernel_disks = if disk_jobs {
-        crate::real_report::kernel_disk_util(&disks.finish())
-    } else {
-        Vec::new()
-    };
-    let opts = exp.run_options(blkqos_engine::host_model(), None);
-    let ended_at = Instant(run_t0.elapsed().as_nanos() as u64);
-    let (devid, dev_name) = crate::real::target_identity(&dir);
-    Ok(Ran {
-        result: RunResult {
-            jobs,
-            disk: DiskStats::new(opts.ticks_mode, opts.hz.max(1)),
-            ended_at,
-            interrupted: stop.load(Ordering::Relaxed),
-            abandoned: false,
-            dropped_ios: 0,
-            diskstats: Vec::new(),
-            diskstats_dropped: 0,
-            request_trace: Vec::new(),
-            lat_hists: None,
-            pagecache: None,
-        },
-        invocation_of,
-        iostat: tree.ids().map(|_| Default::default()).collect(),
-        iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
-        tree,
-        trace: String::new(),
-        target: dir.display().to_string(),
-        lost_pages: 0,
-        dev_name,
-        devid,
-        kernel_disks: Some(kernel_disks),
-    })
+        .collect()
 }

@@ -6,8 +6,8 @@
 
 use blkqos_workload::spec::JobSpec;
 
-use super::engine_opts::Given;
 use super::error::ParseError;
+use super::state::Given;
 
 /// Checks a metadata engine's job and records the simulator's refusal.
 pub(crate) fn check(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> {

@@ -8,50 +8,9 @@
 use blkqos_workload::spec::{IoEngine, JobSpec, SgWriteMode, StatType};
 
 use super::error::{Loc, ParseError};
-use super::options::{Kind, Opt, OptDef};
-use super::state::JobState;
+use super::options::OptDef;
+use super::state::{Given, JobState};
 use super::units::parse_plain_int;
-
-const fn engine_def(name: &'static str, kind: Kind) -> OptDef {
-    OptDef {
-        name,
-        alias: None,
-        kind,
-        opt: Opt::EngineOption,
-        // fio parses a section's engine options after all of its core
-        // options (`fio_options_parse`, then the engine's own table), so
-        // they come last in its option list
-        prio: -2,
-    }
-}
-
-/// The engine options blkqos implements, with fio's types.
-pub(crate) static ENGINE_DEFS: &[OptDef] = &[
-    engine_def("cmd_type", Kind::Str),
-    engine_def("fixedbufs", Kind::StrSet),
-    engine_def("force_async", Kind::Int),
-    engine_def("hipri", Kind::StrSet),
-    engine_def("nonvectored", Kind::Int),
-    engine_def("nowait", Kind::Bool),
-    engine_def("registerfiles", Kind::StrSet),
-    engine_def("sg_write_mode", Kind::Str),
-    engine_def("sqthread_poll", Kind::StrSet),
-    engine_def("sqthread_poll_cpu", Kind::Int),
-    engine_def("stat_type", Kind::Str),
-    engine_def("uncached", Kind::Int),
-];
-
-/// An engine option (or `ioengine`) as given, where: checked and turned
-/// into refusals by [`finish`].
-#[derive(Clone, Debug)]
-pub(crate) struct Given {
-    pub name: &'static str,
-    pub written: String,
-    pub value: Option<String>,
-    /// The option asks for something (not its default / off value).
-    pub on: bool,
-    pub loc: Loc,
-}
 
 /// The engines an option belongs to (fio: the engine whose `options[]`
 /// lists it).
@@ -405,14 +364,16 @@ mod tests {
 
     #[test]
     fn defs_are_fio_engine_options() {
-        for d in ENGINE_DEFS {
+        for d in super::super::options::ENGINE_DEFS {
             assert!(
                 super::super::known::ENGINE_OPTIONS.contains(&d.name),
                 "{}",
                 d.name
             );
         }
-        assert!(ENGINE_DEFS.windows(2).all(|w| w[0].name < w[1].name));
+        assert!(super::super::options::ENGINE_DEFS
+            .windows(2)
+            .all(|w| w[0].name < w[1].name));
     }
 
     #[test]

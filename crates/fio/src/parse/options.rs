@@ -115,7 +115,7 @@ pub(crate) enum Opt {
     LogHistMsec,
     LogHistCoarseness,
     Unlink,
-    /// An engine-private option ([`super::engine_opts::ENGINE_DEFS`]).
+    /// An engine-private option ([`ENGINE_DEFS`]).
     EngineOption,
     // verification and buffer contents (apply_verify.rs)
     Verify,
@@ -316,6 +316,35 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("offset_increment", Kind::StrVal, Opt::OffsetIncrement),
 ];
 
+const fn engine_def(name: &'static str, kind: Kind) -> OptDef {
+    OptDef {
+        name,
+        alias: None,
+        kind,
+        opt: Opt::EngineOption,
+        // fio parses a section's engine options after all of its core
+        // options (`fio_options_parse`, then the engine's own table), so
+        // they come last in its option list
+        prio: -2,
+    }
+}
+
+/// The engine options blkqos implements (applied in `engine_opts`), with fio's types.
+pub(crate) static ENGINE_DEFS: &[OptDef] = &[
+    engine_def("cmd_type", Kind::Str),
+    engine_def("fixedbufs", Kind::StrSet),
+    engine_def("force_async", Kind::Int),
+    engine_def("hipri", Kind::StrSet),
+    engine_def("nonvectored", Kind::Int),
+    engine_def("nowait", Kind::Bool),
+    engine_def("registerfiles", Kind::StrSet),
+    engine_def("sg_write_mode", Kind::Str),
+    engine_def("sqthread_poll", Kind::StrSet),
+    engine_def("sqthread_poll_cpu", Kind::Int),
+    engine_def("stat_type", Kind::Str),
+    engine_def("uncached", Kind::Int),
+];
+
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job
 /// and, without their profile, they change nothing.
 pub(crate) static PROFILE_OPTIONS: &[OptDef] = &[def("threads", Kind::Int, Opt::ProfileThreads)];
@@ -335,7 +364,7 @@ pub(crate) fn lookup(name: &str) -> Lookup {
     if let Some(d) = OPTIONS
         .iter()
         .chain(PROFILE_OPTIONS)
-        .chain(super::engine_opts::ENGINE_DEFS)
+        .chain(ENGINE_DEFS)
         .find(|d| d.name == name || d.alias == Some(name))
     {
         return Lookup::Supported(d);
