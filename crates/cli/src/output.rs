@@ -58,7 +58,12 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
     let t0 = epoch_ms();
     crate::streams::Streams::set_status_anchor(&exp.streams, t0);
     let ran = match &exp.real {
-        Some(r) => crate::real::run_real(&exp, r, &signals),
+        // the metadata engines have no block IO for the real engine
+        Some(r) => match crate::real_meta::all_metadata(&real_jobs(&exp)) {
+            Ok(true) => crate::real::run_meta(&exp, &signals),
+            Ok(false) => crate::real::run_real(&exp, r, &signals),
+            Err(e) => Err(e),
+        },
         None => run_sim(&exp, &signals),
     }
     .map_err(|e| {
@@ -93,8 +98,25 @@ fn say_job_notes(exp: &crate::experiment::Experiment) {
     }
 }
 
+/// Every job of every invocation.
+fn real_jobs(exp: &Experiment) -> Vec<&blkqos_workload::JobSpec> {
+    exp.invocations
+        .iter()
+        .flat_map(|i| i.jobs.jobs.iter())
+        .collect()
+}
+
 /// A simulated run, stopped by `signals`.
 fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
+    // the metadata engines need a file system (the parser wrote where)
+    if let Some(why) = exp
+        .invocations
+        .iter()
+        .flat_map(|i| i.jobs.jobs.iter())
+        .find_map(|j| j.engine.sim_refusal.as_ref())
+    {
+        bail!("{why}");
+    }
     let jobs = || exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter());
     for spec in jobs() {
         if let Some(n) = crate::data_opts::sim_note(spec) {

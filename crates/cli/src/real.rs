@@ -98,6 +98,11 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .flat_map(|i| i.jobs.jobs.iter())
         .collect();
     crate::data_opts::check_real(jobs.iter().copied())?;
+    // engines and engine options the real engine cannot honour (the
+    // parser wrote where and why)
+    if let Some(why) = jobs.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
+        bail!("{why}");
+    }
     let path = match &ro.path {
         Some(p) => p.clone(),
         None => target_of(&jobs)?,
@@ -160,6 +165,10 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         overwrite: ro.overwrite,
         ..EngineOptions::default()
     };
+    if ro.kind == BackendKind::Threads {
+        // no ring to register with: refuse before the target is laid out
+        check_registration(&jobs, BackendKind::Threads, (false, false))?;
+    }
     let mut backend = match open_backend(&path, opts.clone()) {
         Err(blkqos_engine::EngineError::DirectUnsupported { .. }) if write_buffer.is_some() && !direct => {
             eprintln!(
@@ -172,6 +181,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     }
     // every engine error names the target already
     .map_err(anyhow::Error::from)?;
+    check_registration(&jobs, backend.kind(), backend.registered())?;
     let capacity = backend.target().capacity;
     let (devid, dev_name) = target_identity(&path);
     // regions: lay the jobs out as on a device of the target's size
@@ -333,4 +343,107 @@ fn path_file_name(p: &Path) -> String {
         })
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "target".into())
+}
+
+/// `fixedbufs=1` / `registerfiles=1` (fio engines/io_uring.c
+/// `fio_ioring_queue_init`: a job whose registration fails does not run):
+/// honoured when the io_uring ring registered its buffers / the target,
+/// refused otherwise, at the place the option was given.
+fn check_registration(
+    jobs: &[&blkqos_workload::JobSpec],
+    kind: BackendKind,
+    (bufs, file): (bool, bool),
+) -> Result<()> {
+    for j in jobs {
+        let e = &j.engine;
+        let Some(at) = &e.registration_at else {
+            continue;
+        };
+        let missing = match (e.fixedbufs && !bufs, e.registerfiles && !file) {
+            (true, _) => "its buffers",
+            (_, true) => "the target",
+            _ => continue,
+        };
+        let why = match kind {
+            BackendKind::Threads => "the thread-pool backend has no ring".to_string(),
+            _ => "the kernel refused the registration (io_uring_register; RLIMIT_MEMLOCK caps \
+                  registered buffers)"
+                .to_string(),
+        };
+        bail!(
+            "{at}: job `{}` asks for {missing} registered with the io_uring ring, and {why}; \
+             run it with --backend=io_uring on a kernel that allows it, or leave the option out",
+            j.name
+        );
+    }
+    Ok(())
+}
+
+/// Run `exp`, whose jobs all use a file system metadata engine
+/// (filecreate, filestat, filedelete), on the file system: the calls are
+/// made by [`crate::real_meta`]; this builds the run's report input.
+pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
+    if !exp.writes.is_empty() {
+        bail!(
+            "io.max/io.weight/io.cost lines act on the block IO blkqos issues, and jobs of \
+             ioengine=filecreate, filestat or filedelete issue none (their file system calls' \
+             own IO is the kernel's): leave the controller options out"
+        );
+    }
+    // the plan gives the clones and their groups; the layout device is
+    // only a ledger here (no file is on it)
+    let layout_dev = DeviceSpec::new("null", [("size", "1048576t"), ("name", "fs")])
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Plan {
+        tree,
+        setups,
+        invocation_of,
+    } = exp.plan(&layout_dev, None)?;
+    crate::real_meta::lay_out_all(&setups)?;
+    let disk_jobs = crate::real_meta::watches_disk(&setups);
+    let dir: PathBuf = setups
+        .first()
+        .and_then(|s| s.spec.files.directory.first().cloned())
+        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let stop = signals.flag();
+    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
+    let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
+    let t0 = std::time::Instant::now();
+    let mut jobs = crate::real_meta::run_clones(setups, &stop);
+    let ended_at = blkqos_core::Instant(t0.elapsed().as_nanos() as u64);
+    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
+        crate::real_report::charge_cpu(&mut jobs, &b.since(&a));
+    }
+    let kernel_disks = if disk_jobs {
+        crate::real_report::kernel_disk_util(&disks.finish())
+    } else {
+        Vec::new()
+    };
+    let opts = exp.run_options(blkqos_engine::host_model(), None);
+    let (devid, dev_name) = target_identity(&dir);
+    Ok(Ran {
+        result: blkqos_driver::RunResult {
+            jobs,
+            disk: blkqos_driver::DiskStats::new(opts.ticks_mode, opts.hz.max(1)),
+            ended_at,
+            interrupted: stop.load(std::sync::atomic::Ordering::Relaxed),
+            abandoned: false,
+            dropped_ios: 0,
+            diskstats: Vec::new(),
+            diskstats_dropped: 0,
+            request_trace: Vec::new(),
+            lat_hists: None,
+            pagecache: None,
+        },
+        invocation_of,
+        iostat: tree.ids().map(|_| Default::default()).collect(),
+        iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
+        tree,
+        trace: String::new(),
+        target: dir.display().to_string(),
+        lost_pages: 0,
+        dev_name,
+        devid,
+        kernel_disks: Some(kernel_disks),
+    })
 }

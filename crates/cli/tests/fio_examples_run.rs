@@ -5,10 +5,13 @@
 //! Every file fio 3.33 accepts (`fio --parse-only`) is made small — each job
 //! gets `runtime=1`, sizes become 16 MiB (file sizes 4 MiB), numeric
 //! `startdelay`s become milliseconds, and for the real engine files and
-//! directories move into a scratch directory — then:
+//! directories move into a scratch directory; the file system metadata
+//! engines' jobs (filecreate, filestat, filedelete) keep their sizes and
+//! get at most 64 files each — then:
 //!
-//! * `coverage`: run on the simulator and, when it names files or devices,
-//!   on the real engine. The statuses must not fall below
+//! * `coverage`: run on the simulator and, when it names files or devices
+//!   or uses a metadata engine (in the scratch directory), on the real
+//!   engine. The statuses must not fall below
 //!   `tests/data/fio_coverage_expected.txt` (a file that ran must still
 //!   run); `BLKQOS_WRITE_COVERAGE=1` rewrites that list and
 //!   `docs/fio-coverage.md` from the run.
@@ -88,6 +91,7 @@ fn split_line(l: &str) -> Option<(String, String)> {
 /// The example made small (see the module doc); `scratch`: move its files
 /// and directories there (real engine and fio runs).
 fn shrink(text: &str, scratch: Option<&Path>) -> String {
+    let meta = metadata_engine(text);
     let mut out = Vec::new();
     let mut global_keys: Vec<String> = Vec::new();
     let mut section: Option<String> = None;
@@ -99,6 +103,11 @@ fn shrink(text: &str, scratch: Option<&Path>) -> String {
                 return;
             }
             let has = |k: &str| keys.iter().chain(g).any(|x| x == k);
+            if meta {
+                // a file per call: fewer files, not smaller ones
+                out.push("runtime=1".to_string());
+                return;
+            }
             if has("size") || !(has("filesize")) {
                 out.push("size=16m".to_string());
             }
@@ -127,6 +136,11 @@ fn shrink(text: &str, scratch: Option<&Path>) -> String {
             global_keys.push(k.clone());
         }
         keys.push(k.clone());
+        if meta && (k == "nrfiles" || k == "nr_files") {
+            let n: u64 = v.parse().unwrap_or(1);
+            out.push(format!("{k}={}", n.min(META_MAX_FILES)));
+            continue;
+        }
         out.push(rewrite(&k, &v, scratch).unwrap_or_else(|| l.to_string()));
     }
     finish(&mut out, &section, &keys, &global_keys);
@@ -159,10 +173,24 @@ fn rewrite(k: &str, v: &str, scratch: Option<&Path>) -> Option<String> {
     }
 }
 
+/// Files per job of a metadata engine's example, made small.
+const META_MAX_FILES: u64 = 64;
+
+/// The file uses a file system metadata engine (one call per file).
+fn metadata_engine(text: &str) -> bool {
+    text.lines().filter_map(split_line).any(|(k, v)| {
+        k == "ioengine" && matches!(v.as_str(), "filecreate" | "filestat" | "filedelete")
+    })
+}
+
+/// The file runs on the real engine: it names files or devices, or its
+/// engine works on files in the current directory.
 fn names_files(text: &str) -> bool {
-    text.lines()
-        .filter_map(split_line)
-        .any(|(k, _)| k == "filename" || k == "directory")
+    metadata_engine(text)
+        || text
+            .lines()
+            .filter_map(split_line)
+            .any(|(k, _)| k == "filename" || k == "directory")
 }
 
 fn blkqos_run(file: &Path, cwd: &Path, real: bool) -> common::Ran {

@@ -80,6 +80,11 @@ impl IoFlags {
     pub const SPLIT_REST: IoFlags = IoFlags(16);
     /// A piece cut from the front of a split bio: one device request.
     pub const FRAGMENT: IoFlags = IoFlags(32);
+    /// A passthrough request (`blk_rq_is_passthrough`: SCSI commands by
+    /// `SG_IO`, NVMe commands by io_uring's `URING_CMD`): built as a
+    /// request, with no bio, so blk-throttle and rq-qos never see it and
+    /// the disk statistics do not count it (`blk_do_io_stat`).
+    pub const PASSTHROUGH: IoFlags = IoFlags(64);
 
     /// Are all of `other`'s flags set?
     #[inline]

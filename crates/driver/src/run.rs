@@ -305,6 +305,9 @@ struct JobSlot {
     gate: Option<start::Gate>,
     /// `ioengine=null`: IOs complete in the engine, no block IO.
     null: bool,
+    /// What the job's IOs become ([`start::EngineIo`]): passthrough
+    /// requests, a polled submission queue, sg's write commands.
+    engine: start::EngineIo,
     /// `flow=`: the clone's flow group membership ([`start`]).
     flow: Option<start::FlowSlot>,
     /// `wait_for=`: the clones that must end before this one starts ([`exit`]).
@@ -451,7 +454,7 @@ fn issue_time(f: &Flight, c: &Completion) -> Instant {
     }
 }
 
-fn op_of(ddir: usize) -> IoOp {
+pub(super) fn op_of(ddir: usize) -> IoOp {
     match ddir {
         0 => IoOp::Read,
         1 => IoOp::Write,
@@ -549,8 +552,10 @@ impl<B: Backend> Loop<'_, B> {
             // the run is giving up: the IO is dropped with its flight
             return;
         }
-        self.stack.on_start(io, alloc_at, now);
-        self.disk.start(io.op, now);
+        if !io.flags.contains(IoFlags::PASSTHROUGH) {
+            self.stack.on_start(io, alloc_at, now);
+            self.disk.start(io.op, now);
+        }
         self.backend.submit(io, now);
     }
 
@@ -566,7 +571,9 @@ impl<B: Backend> Loop<'_, B> {
             return;
         }
         let id = self.insert_job_flight(j, jio, now);
-        if self.host.submit_ns > 0 {
+        // sqthread_poll: the job writes the SQ ring and makes no system
+        // call; the kernel's polling thread takes the IO in
+        if self.host.submit_ns > 0 && !self.jobs[j].engine.sqpoll {
             let returns_at = now + Duration(self.host.submit_ns);
             self.jobs[j].state = SlotState::Submitting(returns_at, id);
         } else {
@@ -593,16 +600,17 @@ impl<B: Backend> Loop<'_, B> {
     #[inline]
     fn job_io(&self, j: usize, jio: &JobIo, now: Instant) -> Io {
         let slot = &self.jobs[j];
+        let flags = if jio.ddir == 1 && slot.job.spec().direct {
+            IoFlags::SYNC
+        } else {
+            IoFlags::default()
+        };
         Io {
             id: IoId::default(),
             submitter: blkqos_core::Submitter(j as u32),
             group: slot.group,
-            op: op_of(jio.ddir),
-            flags: if jio.ddir == 1 && slot.job.spec().direct {
-                IoFlags::SYNC
-            } else {
-                IoFlags::default()
-            },
+            op: slot.engine.device_op(jio.ddir),
+            flags: slot.engine.flags(flags),
             offset: jio.offset,
             len: jio.len,
             submitted_at: now,
@@ -626,7 +634,13 @@ impl<B: Backend> Loop<'_, B> {
         let f = self.flights.get_mut(id).expect("flight exists");
         f.io.submitted_at = now;
         let io = f.io;
-        match self.stack.submit(&io, now) {
+        let verdict = if io.flags.contains(IoFlags::PASSTHROUGH) {
+            // no bio: straight to a request
+            StackVerdict::Ready
+        } else {
+            self.stack.submit(&io, now)
+        };
+        match verdict {
             StackVerdict::Ready => {
                 // the submit call returns and the IO asks for a request at
                 // once (finish_submit + enqueue_request in one slab lookup)
@@ -642,6 +656,9 @@ impl<B: Backend> Loop<'_, B> {
                 }
             }
             StackVerdict::Queued => self.finish_submit(j, id, now),
+            // with sqthread_poll the kernel's polling thread waits, not
+            // the job: its IOs behind queue up in the controller in order
+            StackVerdict::Blocked if self.jobs[j].engine.sqpoll => self.finish_submit(j, id, now),
             StackVerdict::Blocked => self.jobs[j].state = SlotState::Blocked(id),
             StackVerdict::Split => {
                 if !self.split(io, now, Some(j), None) {
@@ -879,7 +896,10 @@ impl<B: Backend> Loop<'_, B> {
             return;
         };
         let now = c.at;
-        self.disk.done(f.io.op, c.bytes, f.started_at, now);
+        let passthrough = f.io.flags.contains(IoFlags::PASSTHROUGH);
+        if !passthrough {
+            self.disk.done(f.io.op, c.bytes, f.started_at, now);
+        }
 
         if self.trace.is_some() || self.sink_requests {
             self.trace_request(&f, now);
@@ -893,7 +913,9 @@ impl<B: Backend> Loop<'_, B> {
                 (now - f.io.submitted_at).as_ns(),
             );
         }
-        self.stack.on_complete(&f.io, f.alloc_at, f.started_at, now);
+        if !passthrough {
+            self.stack.on_complete(&f.io, f.alloc_at, f.started_at, now);
+        }
         if let Some((next, _alloc)) = self.rq.free() {
             self.start(next, now);
         }

@@ -38,6 +38,7 @@
 pub mod buf;
 mod common;
 pub mod diskutil;
+pub mod meta;
 pub mod pattern;
 pub mod safety;
 pub mod signal;
@@ -255,6 +256,14 @@ impl RealBackend {
         match self {
             RealBackend::Uring(b) => b.target(),
             RealBackend::Threads(b) => b.target(),
+        }
+    }
+    /// (buffers, target) registered with an io_uring ring; the thread
+    /// pool has no ring.
+    pub fn registered(&self) -> (bool, bool) {
+        match self {
+            RealBackend::Uring(b) => b.registered(),
+            RealBackend::Threads(_) => (false, false),
         }
     }
     /// What the backend did so far: IOs, completions, batches, syscalls.

@@ -85,6 +85,13 @@ fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
             origin: Origin::default(),
             job_options: Vec::new(),
             notes: Vec::new(),
+            // where a refusal points: the file's line or the command line
+            engine: blkqos_workload::spec::EngineSpec {
+                real_refusal: j.engine.real_refusal.as_ref().map(|_| String::new()),
+                registration_at: j.engine.registration_at.as_ref().map(|_| String::new()),
+                sim_refusal: j.engine.sim_refusal.as_ref().map(|_| String::new()),
+                ..j.engine.clone()
+            },
             data_options: Vec::new(),
             ..j.clone()
         })

@@ -14,6 +14,7 @@ pub mod iolog;
 pub mod job;
 pub mod rng;
 pub mod spec;
+pub mod spec_engine;
 pub mod spec_ext;
 pub mod spec_run;
 pub mod spec_submit;

@@ -3,6 +3,7 @@
 
 use blkqos_core::Duration;
 
+pub use crate::spec_engine::{EngineSpec, SgWriteMode, StatType};
 pub use crate::spec_ext::{
     BsSplit, Fallocate, FileService, FilesSpec, FlowSpec, RandomDist, RwSeq, Zone, ZoneSize,
 };
@@ -112,6 +113,20 @@ pub enum IoEngine {
     /// `null`: every IO completes at once, nothing reaches a device
     /// (fio engines/null.c).
     Null,
+    /// `io_uring_cmd` with `cmd_type=nvme`: NVMe commands through an NVMe
+    /// generic character device (fio engines/io_uring.c): queued up to
+    /// iodepth, a passthrough request (no bio).
+    IoUringCmd,
+    /// `sg`: SCSI commands by `SG_IO` on a block device (fio
+    /// engines/sg.c, `FIO_SYNCIO`): one IO per call, a passthrough request.
+    Sg,
+    /// `filecreate`: each file opened with `O_CREAT` (fio
+    /// engines/filecreate.c); one "IO" of `bs` per file, no data moved.
+    Filecreate,
+    /// `filestat`: each file `stat`ed (`stat_type`; fio engines/filestat.c).
+    Filestat,
+    /// `filedelete`: each file unlinked (fio engines/filedelete.c).
+    Filedelete,
 }
 
 impl IoEngine {
@@ -120,8 +135,34 @@ impl IoEngine {
     pub fn is_sync(self) -> bool {
         matches!(
             self,
-            IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2
+            IoEngine::Psync
+                | IoEngine::Sync
+                | IoEngine::Pvsync
+                | IoEngine::Pvsync2
+                | IoEngine::Sg
+                | IoEngine::Filecreate
+                | IoEngine::Filestat
+                | IoEngine::Filedelete
         )
+    }
+    /// Engines whose operation is a file system call per file, timed as
+    /// the job's clat, with no data IO (`FIO_FAKEIO | FIO_NOSTATS`).
+    pub fn is_file_metadata(self) -> bool {
+        matches!(
+            self,
+            IoEngine::Filecreate | IoEngine::Filestat | IoEngine::Filedelete
+        )
+    }
+    /// Engines whose commands reach the device as passthrough requests
+    /// (`blk_rq_is_passthrough`): no bio, so blk-throttle and rq-qos
+    /// (iocost) never see them, and the disk statistics do not count them
+    /// (`blk_do_io_stat`).
+    pub fn is_passthrough(self) -> bool {
+        matches!(self, IoEngine::IoUringCmd | IoEngine::Sg)
+    }
+    /// io_uring's ring flags apply (`io_uring`, `io_uring_cmd`).
+    pub fn is_uring(self) -> bool {
+        matches!(self, IoEngine::IoUring | IoEngine::IoUringCmd)
     }
     pub fn fio_name(self) -> &'static str {
         match self {
@@ -133,6 +174,11 @@ impl IoEngine {
             IoEngine::Pvsync2 => "pvsync2",
             IoEngine::Posixaio => "posixaio",
             IoEngine::Null => "null",
+            IoEngine::IoUringCmd => "io_uring_cmd",
+            IoEngine::Sg => "sg",
+            IoEngine::Filecreate => "filecreate",
+            IoEngine::Filestat => "filestat",
+            IoEngine::Filedelete => "filedelete",
         }
     }
 }
@@ -331,6 +377,8 @@ pub struct JobSpec {
     /// The options the job was given, canonical names, values verbatim:
     /// fio's JSON `"job options"` (globals excluded).
     pub job_options: Vec<(String, String)>,
+    /// Engine-private options (io_uring's ring flags, `sg_write_mode`).
+    pub engine: EngineSpec,
     /// `verify=` and its family.
     pub verify: VerifySpec,
     /// What write buffers hold (`buffer_pattern`, `zero_buffers`, ...).
@@ -421,6 +469,7 @@ impl JobSpec {
             notes: Vec::new(),
             logs: crate::iolog::LogSpec::default(),
             job_options: Vec::new(),
+            engine: EngineSpec::default(),
             verify: VerifySpec::default(),
             buffers: BufferSpec::default(),
             fill_device: false,

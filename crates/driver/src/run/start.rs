@@ -1,14 +1,15 @@
 //! Starting job clones: `stonewall` and `startdelay` hold a clone back
 //! until its gate opens (fio `run_threads`: a stonewalled job waits until
 //! no earlier job runs; a delayed one until `start_delay` has passed since
-//! fio started), and the `null` engine, whose IOs complete in the engine.
+//! fio started), the `null` engine, whose IOs complete in the engine, and
+//! what other engines make of a job's IOs ([`EngineIo`]).
 
 use super::{JobSetup, JobSlot, Loop, SlotState};
 use crate::backend::Backend;
-use blkqos_core::{Duration, Instant};
+use blkqos_core::{Duration, Instant, IoFlags, IoOp};
 use blkqos_workload::job::Reaped;
 use blkqos_workload::spec_submit::IoSubmitMode;
-use blkqos_workload::{IoEngine, Job, JobIo};
+use blkqos_workload::{IoEngine, Job, JobIo, JobSpec};
 
 /// What a clone waits for before it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +18,51 @@ pub(super) struct Gate {
     pub after: usize,
     /// Not before this time (`startdelay`); cleared once passed.
     pub at: Option<Instant>,
+}
+
+/// What a job's engine makes of its IOs on their way to the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(super) struct EngineIo {
+    /// `io_uring_cmd`, `sg`: passthrough requests (no bio, so no
+    /// blk-throttle, no iocost, no disk statistics, no page cache).
+    pub passthrough: bool,
+    /// `sqthread_poll=1`: the job's submit is no system call, and a
+    /// controller that blocks the submitter blocks the kernel's polling
+    /// thread instead of the job.
+    pub sqpoll: bool,
+    /// `sg_write_mode=verify_bytchk_*`: the job's writes are SCSI VERIFY
+    /// commands, which read the medium (fio counts them as writes).
+    pub writes_read: bool,
+}
+
+impl EngineIo {
+    pub fn of(spec: &JobSpec) -> Self {
+        EngineIo {
+            passthrough: spec.ioengine.is_passthrough(),
+            sqpoll: spec.ioengine.is_uring() && spec.engine.sqthread_poll,
+            writes_read: spec.ioengine == IoEngine::Sg && spec.engine.sg_write_mode.device_reads(),
+        }
+    }
+
+    /// The device operation of an IO in direction `ddir`.
+    #[inline]
+    pub fn device_op(self, ddir: usize) -> IoOp {
+        if ddir == 1 && self.writes_read {
+            IoOp::Read
+        } else {
+            super::op_of(ddir)
+        }
+    }
+
+    /// The request flags of an IO with block-layer flags `flags`.
+    #[inline]
+    pub fn flags(self, flags: IoFlags) -> IoFlags {
+        if self.passthrough {
+            flags.with(IoFlags::PASSTHROUGH)
+        } else {
+            flags
+        }
+    }
 }
 
 /// CPU time the null engine spends per IO on the simulator (fio 3.33's
@@ -41,13 +87,15 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
     // fio numbers every clone of the run from 1, in job order, as the
     // slots are
     job.set_thread_number(j as u64 + 1);
+    let engine = EngineIo::of(job.spec());
     let delay = job.start_delay();
     let gate = (stonewall || delay > Duration::ZERO).then(|| Gate {
         after: wall,
         at: (delay > Duration::ZERO).then(|| t0 + delay),
     });
     JobSlot {
-        buffered: !job.spec().direct,
+        // SG_IO and NVMe passthrough never touch the page cache
+        buffered: !job.spec().direct && !engine.passthrough,
         file_key: s.region_start,
         job,
         group: s.group,
@@ -60,6 +108,7 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
         batch: None,
         gate,
         null,
+        engine,
         flow: None,
         waits_for: Vec::new(),
         terminated: false,

@@ -24,6 +24,20 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if let Some(r) = super::apply_ext::apply(st, def, value) {
         return r;
     }
+    if def.opt == Opt::Unlink {
+        // fio's default; unlink=1 (remove the job's files when it ends)
+        // would delete what the jobs made
+        return match value {
+            Some("0") => Ok(()),
+            Some("1") | None => Err("unlink=1 (remove the job's files when it ends) is not \
+                                     implemented; leave it out (unlink=0 is fio's default)"
+                .into()),
+            Some(v) => Err(format!("invalid value `{v}` (valid values: 0, 1)")),
+        };
+    }
+    if def.opt == Opt::EngineOption {
+        return super::engine_opts::apply(st, def.name, value).map(|_| ());
+    }
     if let Some(r) = super::apply_verify::apply(st, def, value) {
         return r;
     }
@@ -417,6 +431,11 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "pvsync2" => Ok(IoEngine::Pvsync2),
         "posixaio" => Ok(IoEngine::Posixaio),
         "null" => Ok(IoEngine::Null),
+        "io_uring_cmd" => Ok(IoEngine::IoUringCmd),
+        "sg" => Ok(IoEngine::Sg),
+        "filecreate" => Ok(IoEngine::Filecreate),
+        "filestat" => Ok(IoEngine::Filestat),
+        "filedelete" => Ok(IoEngine::Filedelete),
         _ => Err(super::engines::out_of_scope(v)),
     }
 }

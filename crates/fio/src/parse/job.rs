@@ -45,7 +45,12 @@ pub(crate) fn set_option(
     loc: &Loc,
 ) -> Result<(), ParseError> {
     let def = find_option(name, written, loc)?;
-    apply(st, def, value).map_err(|mut msg| {
+    let engine_on = if def.opt == super::options::Opt::EngineOption {
+        super::engine_opts::apply(st, def.name, value)
+    } else {
+        apply(st, def, value).map(|()| true)
+    };
+    let engine_on = engine_on.map_err(|mut msg| {
         if let (Some(v), Some(w)) = (value, written.1) {
             if v != w {
                 msg.push_str(&format!(" (value after substitution: `{v}`)"));
@@ -53,6 +58,12 @@ pub(crate) fn set_option(
         }
         loc.option_error(written.0, written.1, msg)
     })?;
+    if matches!(
+        def.opt,
+        super::options::Opt::EngineOption | super::options::Opt::IoEngine
+    ) {
+        super::engine_opts::record(st, def, engine_on, written, loc);
+    }
     if super::apply_verify::owns(def.opt) {
         st.spec
             .data_options
@@ -348,6 +359,7 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
                 .into(),
         );
     }
+    super::engine_opts::finish(&mut s, &st.engine_given)?;
     s.job_options = given_options(st.dump);
     Ok(s)
 }

@@ -114,6 +114,9 @@ pub(crate) enum Opt {
     WriteHistLog,
     LogHistMsec,
     LogHistCoarseness,
+    Unlink,
+    /// An engine-private option ([`ENGINE_DEFS`]).
+    EngineOption,
     // verification and buffer contents (apply_verify.rs)
     Verify,
     DoVerify,
@@ -292,6 +295,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("write_hist_log", Kind::StrStore, Opt::WriteHistLog),
     def("log_hist_msec", Kind::Int, Opt::LogHistMsec),
     def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
+    def("unlink", Kind::Bool, Opt::Unlink),
     def("verify", Kind::Str, Opt::Verify),
     def("do_verify", Kind::Bool, Opt::DoVerify),
     def("verify_only", Kind::StrSet, Opt::VerifyOnly),
@@ -346,6 +350,35 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("iodepth_low", Kind::Int, Opt::IoDepthLow),
 ];
 
+const fn engine_def(name: &'static str, kind: Kind) -> OptDef {
+    OptDef {
+        name,
+        alias: None,
+        kind,
+        opt: Opt::EngineOption,
+        // fio parses a section's engine options after all of its core
+        // options (`fio_options_parse`, then the engine's own table), so
+        // they come last in its option list
+        prio: -2,
+    }
+}
+
+/// The engine options blkqos implements (applied in `engine_opts`), with fio's types.
+pub(crate) static ENGINE_DEFS: &[OptDef] = &[
+    engine_def("cmd_type", Kind::Str),
+    engine_def("fixedbufs", Kind::StrSet),
+    engine_def("force_async", Kind::Int),
+    engine_def("hipri", Kind::StrSet),
+    engine_def("nonvectored", Kind::Int),
+    engine_def("nowait", Kind::Bool),
+    engine_def("registerfiles", Kind::StrSet),
+    engine_def("sg_write_mode", Kind::Str),
+    engine_def("sqthread_poll", Kind::StrSet),
+    engine_def("sqthread_poll_cpu", Kind::Int),
+    engine_def("stat_type", Kind::Str),
+    engine_def("uncached", Kind::Int),
+];
+
 /// Options of fio's profiles (`--profile=`): fio accepts them in any job
 /// and, without their profile, they change nothing.
 pub(crate) static PROFILE_OPTIONS: &[OptDef] = &[def("threads", Kind::Int, Opt::ProfileThreads)];
@@ -365,6 +398,7 @@ pub(crate) fn lookup(name: &str) -> Lookup {
     if let Some(d) = OPTIONS
         .iter()
         .chain(PROFILE_OPTIONS)
+        .chain(ENGINE_DEFS)
         .find(|d| d.name == name || d.alias == Some(name))
     {
         return Lookup::Supported(d);
@@ -506,7 +540,8 @@ mod tests {
             lookup("ss_dur"),
             Lookup::Unsupported("steadystate_duration")
         ));
-        assert!(matches!(lookup("hipri"), Lookup::Unsupported("hipri")));
+        assert!(matches!(lookup("hipri"), Lookup::Supported(d) if d.name == "hipri"));
+        assert!(matches!(lookup("readfua"), Lookup::Unsupported("readfua")));
         assert!(matches!(lookup("ratemin"), Lookup::Supported(d) if d.name == "rate_min"));
         assert_eq!(prio("filename_format"), -1);
         assert!(matches!(lookup("BS"), Lookup::Unknown));

@@ -81,6 +81,7 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     }
     push("direct", flag(j.direct).into());
     push("ioengine", j.ioengine.fio_name().into());
+    engine_args(j, &mut push);
     push("iodepth", j.iodepth.to_string());
     push("iodepth_batch", j.iodepth_batch.to_string());
     push("numjobs", j.numjobs.to_string());
@@ -359,4 +360,33 @@ pub fn to_fio_args(jobs: &[JobSpec]) -> Vec<String> {
         out.extend(job_args(j, new_group));
     }
     out
+}
+
+/// Engine-private options that differ from their defaults.
+fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
+    let e = &j.engine;
+    if j.ioengine == blkqos_workload::IoEngine::IoUringCmd {
+        push("cmd_type", "nvme".into());
+    }
+    for (name, on) in [
+        ("sqthread_poll", e.sqthread_poll),
+        ("fixedbufs", e.fixedbufs),
+        ("registerfiles", e.registerfiles),
+    ] {
+        if on {
+            push(name, "1".into());
+        }
+    }
+    if let Some(cpu) = e.sqthread_poll_cpu {
+        push("sqthread_poll_cpu", cpu.to_string());
+    }
+    if e.vectored {
+        push("nonvectored", "0".into());
+    }
+    if j.ioengine == blkqos_workload::IoEngine::Filestat {
+        push("stat_type", e.stat_type.fio_name().into());
+    }
+    if e.sg_write_mode != blkqos_workload::spec::SgWriteMode::Write {
+        push("sg_write_mode", e.sg_write_mode.fio_name().into());
+    }
 }

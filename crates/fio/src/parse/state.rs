@@ -16,6 +16,9 @@ pub(crate) struct JobState {
     /// The options given to this job, canonical name and verbatim value
     /// (`None` = a bare flag): fio's `opt_list`.
     pub dump: Vec<(String, Option<String>)>,
+    /// Engine options and `ioengine` as given, with where
+    /// (`engine_opts::finish` checks them; inherited from globals).
+    pub engine_given: Vec<Given>,
 }
 
 impl JobState {
@@ -28,6 +31,7 @@ impl JobState {
             stonewall: false,
             new_group: false,
             dump: Vec::new(),
+            engine_given: Vec::new(),
         }
     }
 
@@ -39,4 +43,16 @@ impl JobState {
             ..self.clone()
         }
     }
+}
+
+/// An engine option (or `ioengine`) as given, where: checked and turned
+/// into refusals by [`finish`].
+#[derive(Clone, Debug)]
+pub(crate) struct Given {
+    pub name: &'static str,
+    pub written: String,
+    pub value: Option<String>,
+    /// The option asks for something (not its default / off value).
+    pub on: bool,
+    pub loc: super::error::Loc,
 }

@@ -440,8 +440,11 @@ fn unsupported_and_unknown() {
     assert!(e.message.starts_with("unknown option `bogus`"), "{e}");
     let e = file("[a]\nioengine=rbd\n").unwrap_err();
     assert!(e.message.contains("unsupported ioengine `rbd`"), "{e}");
+    let e = file("[a]\nreadfua=1\n").unwrap_err();
+    assert!(e.message.starts_with("unsupported option `readfua`"), "{e}");
     let e = file("[a]\nhipri\n").unwrap_err();
-    assert!(e.message.starts_with("unsupported option `hipri`"), "{e}");
+    assert_eq!((e.line, e.option.as_deref()), (2, Some("hipri")));
+    assert!(e.message.contains("option of ioengine=io_uring"), "{e}");
     let e = file("[a]\niodepth=0\n").unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -553,9 +556,12 @@ fn command_line_errors() {
     assert!(err(&["--name=x", "--frobnicate=1"])
         .message
         .starts_with("unknown option"));
-    assert!(err(&["--name=x", "--hipri"])
+    assert!(err(&["--name=x", "--readfua"])
         .message
-        .starts_with("unsupported option `hipri`"));
+        .starts_with("unsupported option `readfua`"));
+    assert!(err(&["--name=x", "--ioengine=io_uring", "--hipri"])
+        .message
+        .contains("IORING_SETUP_IOPOLL"));
     assert!(err(&["--name=x", "--minimal"])
         .message
         .contains("unsupported fio command-line option"));
