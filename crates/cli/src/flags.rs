@@ -94,14 +94,14 @@ pub const FLAGS: &[Flag] = &[
         "cache with writeback (on, default) or straight to the device (off);",
         "real engine: on = blkqos's own write-back buffer (writeback under",
         "the group's limits, drained and fsynced before the run ends)",
-    ], false, Some("off")),
+    ], true, Some("off")),
     flag("writeback", Value, "--writeback=async|sync|root", &[
         "how writeback meets the controllers: async (default; charged to",
         "the dirtier's group, held IO released on its own, as Linux cgroup",
         "writeback), sync (one flusher waits while its IO is held), root",
         "(cgroup v1: charged to the root, the limits miss it)",
-    ], false, Some("sync")),
-    flag("pagecache-report", Value, "--pagecache-report=FILE", &["per-second writeback per group and per task; FILE.json = JSON"], false, Some("wb.txt")),
+    ], true, Some("sync")),
+    flag("pagecache-report", Value, "--pagecache-report=FILE", &["per-second writeback per group and per task; FILE.json = JSON"], true, Some("wb.txt")),
     flag("io-max", Value, "--io-max='MAJ:MIN key=val'", &["an io.max line for the job's cgroup (--cgroup=NAME)"], false, Some("254:0 riops=100")),
     flag("throttle", Value, "--throttle=VARIANT", &[
         "io.max implementation: mainline (default), legacy,",
