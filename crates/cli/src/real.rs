@@ -92,22 +92,141 @@ fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<PathBuf> {
 
 /// Run `exp` on the real target; `signals` stops it (SIGINT, SIGTERM).
 pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
+    let jobs = real_jobs(exp)?;
+    let path = match &ro.path {
+        Some(p) => p.clone(),
+        None => target_of(&jobs)?,
+    };
+    let write_buffer = exp.pagecache.engine_buffer();
+    let opts = engine_options(&jobs, ro, write_buffer.as_ref())?;
+    if ro.kind == BackendKind::Threads {
+        // no ring to register with: refuse before the target is laid out
+        check_registration(&jobs, BackendKind::Threads, (false, false))?;
+    }
+    let depth = opts.depth;
+    let jobs_direct = jobs.iter().any(|j| j.direct);
+    let mut backend = open_target(&path, opts, write_buffer.is_some(), jobs_direct)?;
+    check_registration(&jobs, backend.kind(), backend.registered())?;
+    let (devid, dev_name) = target_identity(&path);
+    let Plan {
+        tree,
+        setups,
+        invocation_of,
+    } = plan_on(exp, &backend, &path)?;
+    let mut stack = blkqos_core::ControllerStack::from_writes(
+        &exp.controllers,
+        &tree,
+        blkqos_core::cgroupfs::DeviceInfo {
+            dev: devid,
+            rotational: false,
+            nr_requests: depth,
+        },
+        &exp.writes,
+    )?;
+    stack.set_trace(exp.trace_out.is_some());
+    let buffered = write_buffer.is_some();
+    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
+    opts.pagecache = write_buffer;
+    // the thread pool's waits are not cut short by a signal
+    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
+    // fio reads the disk's stat before its jobs start and after they end
+    let disks = blkqos_engine::diskutil::DiskWatch::start(&path);
+    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
+    attach_streams(exp, &path, &dev_name, cpu_at_start);
+    // the live view has the elapsed time and rates: no status line under it
+    let eta = exp
+        .live
+        .every_s
+        .map_or(ro.eta, |_| crate::progress::Eta::Never);
+    let result = match crate::progress::Progress::start(&setups, eta) {
+        Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts),
+        None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts),
+    };
+    let mut result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            write_out_after_failure(&mut backend, &path);
+            return Err(e.into());
+        }
+    };
+    let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
+    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
+        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
+    }
+    let lost_pages = after_the_run(signals, &result, buffered, &mut backend, &path);
+    let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
+    let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();
+    let trace = crate::experiment::trace_for(&mut stack, &dev_name, exp.trace_out.as_deref());
+    Ok(Ran {
+        result,
+        invocation_of,
+        tree,
+        iostat,
+        iostat_keys,
+        trace,
+        target: path.display().to_string(),
+        lost_pages,
+        dev_name,
+        devid,
+        kernel_disks: Some(kernel_disks),
+    })
+}
+
+/// The run's jobs, once the real engine has checked it can honour them
+/// (data options, engines and engine options the parser marked).
+fn real_jobs(exp: &Experiment) -> Result<Vec<&blkqos_workload::JobSpec>> {
     let jobs: Vec<_> = exp
         .invocations
         .iter()
         .flat_map(|i| i.jobs.jobs.iter())
         .collect();
     crate::data_opts::check_real(jobs.iter().copied())?;
-    // engines and engine options the real engine cannot honour (the
-    // parser wrote where and why)
     if let Some(why) = jobs.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
         bail!("{why}");
     }
-    let path = match &ro.path {
-        Some(p) => p.clone(),
-        None => target_of(&jobs)?,
-    };
-    let write_buffer = exp.pagecache.engine_buffer();
+    Ok(jobs)
+}
+
+/// After the driver loop: say how a signal ended it, write out what an
+/// abandoned drain left, report the write-back buffer; the acknowledged
+/// pages it could not put on the target.
+fn after_the_run(
+    signals: &StopOnSignal,
+    result: &blkqos_driver::RunResult,
+    buffered: bool,
+    backend: &mut RealBackend,
+    path: &Path,
+) -> u64 {
+    crate::outcome::say_interrupted(signals, result, buffered);
+    if result.abandoned {
+        write_out_after_abandon(backend, path);
+    }
+    report_store(backend)
+}
+
+/// The job clones laid out on the target as on a device of its size.
+fn plan_on(exp: &Experiment, backend: &RealBackend, path: &Path) -> Result<Plan> {
+    let layout_dev = DeviceSpec::new(
+        "null",
+        [
+            (
+                "size",
+                backend.target().capacity.max(4096).to_string().as_str(),
+            ),
+            ("name", path_file_name(path).as_str()),
+        ],
+    )
+    .map_err(|e| anyhow::anyhow!("target {}: {e}", path.display()))?;
+    exp.plan(&layout_dev, Some(&path.to_string_lossy()))
+}
+
+/// What the engine must open the target for, from the jobs: direct IO,
+/// reads and writes, the size they need, the largest IO and the depth.
+fn engine_options(
+    jobs: &[&blkqos_workload::JobSpec],
+    ro: &RealOptions,
+    write_buffer: Option<&blkqos_driver::pagecache::PageCacheConfig>,
+) -> Result<EngineOptions> {
     let direct = jobs.iter().any(|j| j.direct);
     if write_buffer.is_none() && direct && !jobs.iter().all(|j| j.direct) {
         bail!("jobs on one target must agree on direct= (the target is opened once)");
@@ -115,7 +234,6 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     let writes = jobs
         .iter()
         .any(|j| j.rw.has_write() || j.rw.has_trim() || matches!(j.rw, RwMode::Trim));
-    let reads = jobs.iter().any(|j| j.rw.has_read());
     let size_needed = jobs
         .iter()
         .map(|j| {
@@ -137,143 +255,87 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         .max()
         .unwrap_or(4096)
         .max(4096);
-    // writeback IOs are up to `writeback_io` long
-    let max_io = match &write_buffer {
-        Some(c) => max_io.max(c.writeback_io_bytes),
-        None => max_io,
-    };
-    let depth: u32 = jobs
-        .iter()
-        .map(|j| j.effective_iodepth() * j.numjobs.max(1))
-        .sum::<u32>()
-        .clamp(1, 4096);
-    let write_fill =
-        crate::data_opts::real_write_fill(jobs.iter().copied(), write_buffer.is_some())?;
-    let opts = EngineOptions {
-        write_fill,
+    Ok(EngineOptions {
+        write_fill: crate::data_opts::real_write_fill(
+            jobs.iter().copied(),
+            write_buffer.is_some(),
+        )?,
         kind: ro.kind,
         // the write-back buffer is the cache: its writeback bypasses the
         // kernel's (O_DIRECT), unless the file system refuses O_DIRECT
         direct: direct || write_buffer.is_some(),
         write_buffer: write_buffer.is_some(),
-        depth,
-        max_io,
+        depth: jobs
+            .iter()
+            .map(|j| j.effective_iodepth() * j.numjobs.max(1))
+            .sum::<u32>()
+            .clamp(1, 4096),
+        // writeback IOs are up to `writeback_io` long
+        max_io: write_buffer.map_or(max_io, |c| max_io.max(c.writeback_io_bytes)),
         size_needed,
-        reads,
+        reads: jobs.iter().any(|j| j.rw.has_read()),
         writes,
         allow_destructive: ro.allow_destructive,
         overwrite: ro.overwrite,
         ..EngineOptions::default()
-    };
-    if ro.kind == BackendKind::Threads {
-        // no ring to register with: refuse before the target is laid out
-        check_registration(&jobs, BackendKind::Threads, (false, false))?;
-    }
-    let mut backend = match open_backend(&path, opts.clone()) {
-        Err(blkqos_engine::EngineError::DirectUnsupported { .. }) if write_buffer.is_some() && !direct => {
+    })
+}
+
+/// Open the target; a run of buffered jobs through the write-back
+/// buffer, on a file system that refuses O_DIRECT, writes back through
+/// the kernel's page cache instead.
+fn open_target(
+    path: &Path,
+    opts: EngineOptions,
+    write_buffer: bool,
+    jobs_direct: bool,
+) -> Result<RealBackend> {
+    let r = match open_backend(path, opts.clone()) {
+        Err(blkqos_engine::EngineError::DirectUnsupported { .. })
+            if write_buffer && !jobs_direct =>
+        {
             eprintln!(
                 "blkqos: {}: O_DIRECT refused; the write-back buffer writes through the kernel's page cache",
                 path.display()
             );
-            open_backend(&path, EngineOptions { direct: false, ..opts })
+            open_backend(
+                path,
+                EngineOptions {
+                    direct: false,
+                    ..opts
+                },
+            )
         }
         r => r,
-    }
+    };
     // every engine error names the target already
-    .map_err(anyhow::Error::from)?;
-    check_registration(&jobs, backend.kind(), backend.registered())?;
-    let capacity = backend.target().capacity;
-    let (devid, dev_name) = target_identity(&path);
-    // regions: lay the jobs out as on a device of the target's size
-    let layout_dev = DeviceSpec::new(
-        "null",
-        [
-            ("size", capacity.max(4096).to_string().as_str()),
-            ("name", path_file_name(&path).as_str()),
-        ],
-    )
-    .map_err(|e| anyhow::anyhow!("target {}: {e}", path.display()))?;
-    let Plan {
-        tree,
-        setups,
-        invocation_of,
-    } = exp.plan(&layout_dev, Some(&path.to_string_lossy()))?;
-    let mut stack = blkqos_core::ControllerStack::from_writes(
-        &exp.controllers,
-        &tree,
-        blkqos_core::cgroupfs::DeviceInfo {
-            dev: devid,
-            rotational: false,
-            nr_requests: depth,
-        },
-        &exp.writes,
-    )?;
-    stack.set_trace(exp.trace_out.is_some());
-    let buffered = write_buffer.is_some();
-    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
-    opts.pagecache = write_buffer;
-    // the thread pool's waits are not cut short by a signal
-    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
-    // fio reads the disk's stat before its jobs start and after they end
-    let disks = blkqos_engine::diskutil::DiskWatch::start(&path);
-    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    if let Some(streams) = &exp.streams {
-        let mut s = streams
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(l) = &mut s.live {
-            l.set_device(&dev_name);
-        }
-        if let Some(st) = &mut s.status {
-            let host = crate::status::HostProbe {
-                disks: blkqos_engine::diskutil::DiskWatch::start(&path),
-                cpu_at_start,
-            };
-            st.set_real(&path.display().to_string(), &dev_name, host);
-        }
-    }
-    // the live view has the elapsed time and rates: no status line under it
-    let eta = if exp.live.every_s.is_some() {
-        crate::progress::Eta::Never
-    } else {
-        ro.eta
+    r.map_err(anyhow::Error::from)
+}
+
+/// The live view and the status reports learn the device's name and how
+/// to read the host's numbers.
+fn attach_streams(
+    exp: &Experiment,
+    path: &Path,
+    dev_name: &str,
+    cpu_at_start: Option<blkqos_engine::usage::ProcessUsage>,
+) {
+    let Some(streams) = &exp.streams else {
+        return;
     };
-    let result = match crate::progress::Progress::start(&setups, eta) {
-        Some(p) => blkqos_driver::run(&mut p.wrap(&mut backend), &mut stack, setups, &opts),
-        None => blkqos_driver::run(&mut backend, &mut stack, setups, &opts),
-    };
-    let mut result = match result {
-        Ok(r) => r,
-        Err(e) => {
-            write_out_after_failure(&mut backend, &path);
-            return Err(e.into());
-        }
-    };
-    let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
-    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
+    let mut s = streams
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(l) = &mut s.live {
+        l.set_device(dev_name);
     }
-    crate::outcome::say_interrupted(signals, &result, buffered);
-    if result.abandoned {
-        write_out_after_abandon(&mut backend, &path);
+    if let Some(st) = &mut s.status {
+        let host = crate::status::HostProbe {
+            disks: blkqos_engine::diskutil::DiskWatch::start(path),
+            cpu_at_start,
+        };
+        st.set_real(&path.display().to_string(), dev_name, host);
     }
-    let lost_pages = report_store(&backend);
-    let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
-    let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();
-    let trace = crate::experiment::trace_for(&mut stack, &dev_name, exp.trace_out.as_deref());
-    Ok(Ran {
-        result,
-        invocation_of,
-        tree,
-        iostat,
-        iostat_keys,
-        trace,
-        target: path.display().to_string(),
-        lost_pages,
-        dev_name,
-        devid,
-        kernel_disks: Some(kernel_disks),
-    })
 }
 
 /// The run failed before draining the write-back buffer: acknowledged
