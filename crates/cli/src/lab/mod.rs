@@ -589,22 +589,8 @@ fn parse_args(args: &[String]) -> Result<Args> {
 /// a miss the file does not list or a listed miss that now matches.
 pub fn run(args: &[String]) -> Result<bool> {
     let a = parse_args(args)?;
+    let kernels = selected_kernels(&a)?;
     let matrix = load_matrix(&a.lab)?;
-    let mut kernels = recorded_kernels(&a.lab)?;
-    if !a.kernels.is_empty() {
-        kernels.retain(|k| {
-            a.kernels.iter().any(|want| {
-                k == want || KernelProfile::for_release(k).is_some_and(|p| p.name == want)
-            })
-        });
-        if kernels.is_empty() {
-            bail!(
-                "no recorded kernel matches {:?} under {}/fixtures",
-                a.kernels,
-                a.lab.display()
-            );
-        }
-    }
     let expected = match &a.expect {
         Some(p) => Some(Expected::load(p)?),
         None => None,
@@ -641,63 +627,90 @@ pub fn run(args: &[String]) -> Result<bool> {
         render(&all, a.markdown, a.engine)
     };
     crate::stdout::write_out(&text)?;
-    let mut ok = true;
-    if let Some(exp) = &expected {
-        let mut used = vec![0usize; exp.misses.len()];
-        let mut exact_ok: Vec<(usize, &Row)> = Vec::new();
-        for r in &all {
-            match (r.ok, exp.covers(r)) {
-                (false, Some(i)) => used[i] += 1,
-                (true, Some(i)) => exact_ok.push((i, r)),
-                (false, None) => {
-                    ok = false;
-                    eprintln!(
-                        "lab: {} {} {}: blkqos {} outside the real {} (not a listed miss)",
-                        r.kernel,
-                        r.job,
-                        r.metric,
-                        fmt_range(r.kind, r.sim),
-                        fmt_range(r.kind, r.real)
-                    );
-                }
-                (true, None) => {}
-            }
-        }
-        // an entry without wildcards that now matches, or any entry that
-        // covers no miss at all, is stale
-        for (i, r) in exact_ok {
-            let m = &exp.misses[i];
-            if !m.job.contains('*') && !m.metric.contains('*') {
-                ok = false;
-                eprintln!(
-                    "lab: {} {} {}: now matches; remove it from the expected misses",
-                    r.kernel, r.job, r.metric
-                );
-            }
-        }
-        let compared: Vec<&str> = all.iter().map(|r| r.kernel.as_str()).collect();
-        for (m, &u) in exp.misses.iter().zip(&used) {
-            if u > 0 {
-                eprintln!(
-                    "lab: expected: {} {} {} ({u} metric{}): {}",
-                    m.kernel,
-                    m.job,
-                    m.metric,
-                    if u == 1 { "" } else { "s" },
-                    m.why
-                );
-            }
-            let in_scope = all.iter().any(|r| m.applies_to(r));
-            if in_scope && u == 0 && !compared.is_empty() {
-                ok = false;
-                eprintln!(
-                    "lab: expected miss {} {} {} covers no miss any more; remove it",
-                    m.kernel, m.job, m.metric
-                );
-            }
+    Ok(match &expected {
+        Some(exp) => judge(exp, &all),
+        None => true,
+    })
+}
+
+/// The recorded kernels the arguments select (all by default).
+fn selected_kernels(a: &Args) -> Result<Vec<String>> {
+    let mut kernels = recorded_kernels(&a.lab)?;
+    if !a.kernels.is_empty() {
+        kernels.retain(|k| {
+            a.kernels.iter().any(|want| {
+                k == want || KernelProfile::for_release(k).is_some_and(|p| p.name == want)
+            })
+        });
+        if kernels.is_empty() {
+            bail!(
+                "no recorded kernel matches {:?} under {}/fixtures",
+                a.kernels,
+                a.lab.display()
+            );
         }
     }
-    Ok(ok)
+    Ok(kernels)
+}
+
+/// The comparisons against the expected misses: `false` when a miss is
+/// not listed, or a listed one no longer happens (each said on stderr).
+fn judge(exp: &Expected, all: &[Row]) -> bool {
+    let mut ok = true;
+    let mut used = vec![0usize; exp.misses.len()];
+    let mut exact_ok: Vec<(usize, &Row)> = Vec::new();
+    for r in all {
+        match (r.ok, exp.covers(r)) {
+            (false, Some(i)) => used[i] += 1,
+            (true, Some(i)) => exact_ok.push((i, r)),
+            (false, None) => {
+                ok = false;
+                eprintln!(
+                    "lab: {} {} {}: blkqos {} outside the real {} (not a listed miss)",
+                    r.kernel,
+                    r.job,
+                    r.metric,
+                    fmt_range(r.kind, r.sim),
+                    fmt_range(r.kind, r.real)
+                );
+            }
+            (true, None) => {}
+        }
+    }
+    // an entry without wildcards that now matches, or any entry that
+    // covers no miss at all, is stale
+    for (i, r) in exact_ok {
+        let m = &exp.misses[i];
+        if !m.job.contains('*') && !m.metric.contains('*') {
+            ok = false;
+            eprintln!(
+                "lab: {} {} {}: now matches; remove it from the expected misses",
+                r.kernel, r.job, r.metric
+            );
+        }
+    }
+    let compared: Vec<&str> = all.iter().map(|r| r.kernel.as_str()).collect();
+    for (m, &u) in exp.misses.iter().zip(&used) {
+        if u > 0 {
+            eprintln!(
+                "lab: expected: {} {} {} ({u} metric{}): {}",
+                m.kernel,
+                m.job,
+                m.metric,
+                if u == 1 { "" } else { "s" },
+                m.why
+            );
+        }
+        let in_scope = all.iter().any(|r| m.applies_to(r));
+        if in_scope && u == 0 && !compared.is_empty() {
+            ok = false;
+            eprintln!(
+                "lab: expected miss {} {} {} covers no miss any more; remove it",
+                m.kernel, m.job, m.metric
+            );
+        }
+    }
+    ok
 }
 
 /// Per kernel and job: how many metrics match, and which miss (with the
