@@ -98,65 +98,11 @@ fn bad(err: anyhow::Error) -> Failure {
 /// The target, its `MAJ:MIN`, name, and the bytes the jobs may use.
 fn resolve(a: &Args) -> Result<(Target, raw::TargetInfo), Failure> {
     if let Some(spec) = &a.device {
-        let d = blkqos_sim::DeviceSpec::parse(spec)
-            .map_err(|e| bad(anyhow!("calibrate: --device={spec}: {e}")))?;
-        let info = raw::TargetInfo {
-            path: format!("simulated {}", d.kind.name()),
-            devid: d.devid.to_string(),
-            name: d.name.clone(),
-            size_bytes: d.capacity,
-            nr_requests: None,
-            max_sectors_kb: None,
-        };
-        return Ok((
-            Target::Sim {
-                device: spec.clone(),
-                name: d.name.clone(),
-                submit_ns: a.submit_ns,
-            },
-            info,
-        ));
+        return resolve_sim(a, spec);
     }
     let path = a.target.clone().expect("clap requires TARGET or --device");
-    let meta = std::fs::metadata(&path);
-    let size_arg = match &a.size {
-        Some(s) => Some(
-            blkqos_sim::device::parse_size(s)
-                .filter(|&b| b >= 1 << 20)
-                .ok_or_else(|| {
-                    bad(anyhow!(
-                        "calibrate: --size={s}: expected a size of at least 1m, e.g. 1g"
-                    ))
-                })?,
-        ),
-        None => None,
-    };
     let (devid, name) = crate::real::target_identity(&path);
-    use std::os::unix::fs::FileTypeExt;
-    let size_bytes = match (&meta, size_arg) {
-        (_, Some(b)) => b,
-        (Ok(m), None) if m.file_type().is_block_device() => {
-            sys_u64(&devid, "size").map(|s| s * 512).ok_or_else(|| {
-                bad(anyhow!(
-                    "calibrate: {}: cannot read its size",
-                    path.display()
-                ))
-            })?
-        }
-        (Ok(m), None) if m.len() >= 1 << 20 => m.len(),
-        (Ok(_), None) => {
-            return Err(bad(anyhow!(
-                "calibrate: {}: smaller than 1 MiB: give --size= (blkqos lays the file out)",
-                path.display()
-            )))
-        }
-        (Err(e), None) => {
-            return Err(bad(anyhow!(
-                "calibrate: {}: {e}: give --size= to have blkqos create and lay it out",
-                path.display()
-            )))
-        }
-    };
+    let size_bytes = target_size(a, &path, &devid)?;
     let mut flags = vec![format!("--backend={}", a.backend)];
     if !["real", "io_uring", "threads"].contains(&a.backend.as_str()) {
         return Err(bad(anyhow!(
@@ -186,6 +132,75 @@ fn resolve(a: &Args) -> Result<(Target, raw::TargetInfo), Failure> {
         },
         info,
     ))
+}
+
+/// `--device=SPEC`: a simulated target.
+fn resolve_sim(a: &Args, spec: &str) -> Result<(Target, raw::TargetInfo), Failure> {
+    let d = blkqos_sim::DeviceSpec::parse(spec)
+        .map_err(|e| bad(anyhow!("calibrate: --device={spec}: {e}")))?;
+    let info = raw::TargetInfo {
+        path: format!("simulated {}", d.kind.name()),
+        devid: d.devid.to_string(),
+        name: d.name.clone(),
+        size_bytes: d.capacity,
+        nr_requests: None,
+        max_sectors_kb: None,
+    };
+    Ok((
+        Target::Sim {
+            device: spec.to_string(),
+            name: d.name.clone(),
+            submit_ns: a.submit_ns,
+        },
+        info,
+    ))
+}
+
+/// The bytes to calibrate over: `--size`, else the block device's or the
+/// file's size (at least 1 MiB).
+fn target_size(
+    a: &Args,
+    path: &std::path::Path,
+    devid: &blkqos_core::DevId,
+) -> Result<u64, Failure> {
+    let meta = std::fs::metadata(path);
+    let size_arg = match &a.size {
+        Some(s) => Some(
+            blkqos_sim::device::parse_size(s)
+                .filter(|&b| b >= 1 << 20)
+                .ok_or_else(|| {
+                    bad(anyhow!(
+                        "calibrate: --size={s}: expected a size of at least 1m, e.g. 1g"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
+    use std::os::unix::fs::FileTypeExt;
+    Ok(match (&meta, size_arg) {
+        (_, Some(b)) => b,
+        (Ok(m), None) if m.file_type().is_block_device() => {
+            sys_u64(devid, "size").map(|s| s * 512).ok_or_else(|| {
+                bad(anyhow!(
+                    "calibrate: {}: cannot read its size",
+                    path.display()
+                ))
+            })?
+        }
+        (Ok(m), None) if m.len() >= 1 << 20 => m.len(),
+        (Ok(_), None) => {
+            return Err(bad(anyhow!(
+                "calibrate: {}: smaller than 1 MiB: give --size= (blkqos lays the file out)",
+                path.display()
+            )))
+        }
+        (Err(e), None) => {
+            return Err(bad(anyhow!(
+                "calibrate: {}: {e}: give --size= to have blkqos create and lay it out",
+                path.display()
+            )))
+        }
+    })
 }
 
 /// A number from `/sys/dev/block/MAJ:MIN/FILE`, or from the whole disk's
