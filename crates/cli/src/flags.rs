@@ -359,6 +359,26 @@ pub fn apply_after_scenario(e: &mut Experiment, args: &[String]) -> Result<()> {
     pending.finish(e)
 }
 
+/// `--backend=sim|real|io_uring|threads`.
+fn set_backend(e: &mut Experiment, v: &str) -> Result<()> {
+    if v == "sim" {
+        e.real = None;
+    } else {
+        let kind = blkqos_engine::BackendKind::parse(v).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--backend={v}: use sim, real (io_uring, falling back to threads), io_uring or threads"
+            )
+        })?;
+        let r = e.real.get_or_insert_with(crate::real::RealOptions::default);
+        r.kind = if v == "real" {
+            blkqos_engine::BackendKind::Auto
+        } else {
+            kind
+        };
+    }
+    Ok(())
+}
+
 /// Apply flag `name` with `value` (`""` when given bare) to `e`.
 pub fn apply(e: &mut Experiment, p: &mut Pending, name: &str, value: &str) -> Result<()> {
     let v = value;
@@ -392,23 +412,7 @@ pub fn apply(e: &mut Experiment, p: &mut Pending, name: &str, value: &str) -> Re
                 .parse()
                 .with_context(|| format!("--submit-ns={v}: expected nanoseconds"))?
         }
-        "backend" => {
-            if v == "sim" {
-                e.real = None;
-            } else {
-                let kind = blkqos_engine::BackendKind::parse(v).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "--backend={v}: use sim, real (io_uring, falling back to threads), io_uring or threads"
-                    )
-                })?;
-                let r = e.real.get_or_insert_with(crate::real::RealOptions::default);
-                r.kind = if v == "real" {
-                    blkqos_engine::BackendKind::Auto
-                } else {
-                    kind
-                };
-            }
-        }
+        "backend" => set_backend(e, v)?,
         "eta" => {
             p.eta = Some(
                 crate::progress::Eta::parse(v)

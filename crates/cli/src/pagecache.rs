@@ -172,6 +172,11 @@ pub fn render_text(
             .map_or(0, |x| x.1);
         writeln!(s, "{} dirtied={d} written_back={w}", groups(*g))?;
     }
+    render_tasks(r, tasks, s)
+}
+
+/// The per-task table (io-throttle's per-task stats).
+fn render_tasks(r: &PageCacheReport, tasks: &[TaskName], s: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         s,
         "# per task: balance_dirty_pages pauses and fsync (io-throttle's per-task stats)"
