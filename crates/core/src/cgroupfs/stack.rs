@@ -10,7 +10,7 @@ use super::file::KnobFile;
 use super::line::KnobError;
 use crate::iocost::knob::{parse_io_weight, parse_model, parse_qos};
 use crate::iocost::{IoCost, IoCostConfig, Reconfig, WeightWrite};
-use crate::throttle::knob::{parse_io_max, parse_v1, Limits, V1File};
+use crate::throttle::knob::{parse_io_max, parse_v1, LimitWrite, Limits, V1File};
 use crate::throttle::paced::{Paced, PacedConfig};
 use crate::throttle::{Throttle, ThrottleConfig, Variant};
 use crate::{CgroupTree, ControllerStack, DevId, GroupId, Instant, PassThrough};
@@ -318,12 +318,12 @@ impl ControllerStack {
                     check_dev(w, d, dev)?;
                     let g = group_of(tree, w)?;
                     let l = current.entry(g).or_default();
-                    let k = usize::from(write);
-                    if iops {
-                        l.iops[k] = v;
-                    } else {
-                        l.bps[k] = v;
+                    LimitWrite::V1 {
+                        write,
+                        iops,
+                        value: v,
                     }
+                    .apply(l);
                     changes.push((w.at_ns, g, *l));
                 }
                 KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
@@ -417,30 +417,13 @@ impl ControllerStack {
             KnobFile::IoMax => {
                 let p = parse_io_max(&w.value).map_err(refused)?;
                 check_dev(w, p.dev, dev)?;
-                let g = group_of(tree, w)?;
-                stages.any(|st| {
-                    if let Some(t) = st.downcast_mut::<Throttle>() {
-                        t.write_io_max(g, &p, now)
-                    } else if let Some(t) = st.downcast_mut::<Paced>() {
-                        t.write_io_max(g, &p, now)
-                    } else {
-                        false
-                    }
-                })
+                write_limits(&mut stages, group_of(tree, w)?, LimitWrite::IoMax(p), now)
             }
             KnobFile::V1Throttle { write, iops } => {
                 let (d, value) = parse_v1(V1File { write, iops }, &w.value).map_err(refused)?;
                 check_dev(w, d, dev)?;
-                let g = group_of(tree, w)?;
-                stages.any(|st| {
-                    if let Some(t) = st.downcast_mut::<Throttle>() {
-                        t.write_v1(g, write, iops, value, now)
-                    } else if let Some(t) = st.downcast_mut::<Paced>() {
-                        t.write_v1(g, write, iops, value, now)
-                    } else {
-                        false
-                    }
-                })
+                let lw = LimitWrite::V1 { write, iops, value };
+                write_limits(&mut stages, group_of(tree, w)?, lw, now)
             }
             KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
                 let r = parse_cost_write(w, dev, tree)?.1;
@@ -474,6 +457,25 @@ impl ControllerStack {
             why,
         })
     }
+}
+
+/// A limit file into the stack's blk-throttle or paced stage; `false`
+/// when none takes it.
+fn write_limits<'s>(
+    stages: &mut impl Iterator<Item = &'s mut dyn Any>,
+    g: GroupId,
+    lw: LimitWrite,
+    now: Instant,
+) -> bool {
+    stages.any(|st| {
+        if let Some(t) = st.downcast_mut::<Throttle>() {
+            t.write_limits(g, &lw, now)
+        } else if let Some(t) = st.downcast_mut::<Paced>() {
+            t.write_limits(g, &lw, now)
+        } else {
+            false
+        }
+    })
 }
 
 fn group_of(tree: &CgroupTree, w: &KnobWrite) -> Result<GroupId, CgroupfsError> {

@@ -29,6 +29,44 @@ impl Default for Limits {
     }
 }
 
+/// A limit file written to a group: cgroup v2's `io.max` line, or one of
+/// cgroup v1's `blkio.throttle.{read,write}_{bps,iops}_device`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitWrite {
+    /// `io.max`: the keys it names.
+    IoMax(IoMaxWrite),
+    /// A v1 file: one limit.
+    V1 {
+        /// `write_*` rather than `read_*`.
+        write: bool,
+        /// `*_iops_device` rather than `*_bps_device`.
+        iops: bool,
+        /// The new limit (`u64::MAX`: none).
+        value: u64,
+    },
+}
+
+impl LimitWrite {
+    /// A cgroup v1 file (the flat hierarchy has only these).
+    pub fn is_v1(&self) -> bool {
+        matches!(self, LimitWrite::V1 { .. })
+    }
+    /// Apply to the current limits.
+    pub fn apply(&self, l: &mut Limits) {
+        match *self {
+            LimitWrite::IoMax(w) => w.apply(l),
+            LimitWrite::V1 { write, iops, value } => {
+                let d = usize::from(write);
+                if iops {
+                    l.iops[d] = value;
+                } else {
+                    l.bps[d] = value;
+                }
+            }
+        }
+    }
+}
+
 impl Limits {
     /// No limit set in either direction (`max` everywhere): the group is not
     /// throttled on this device.

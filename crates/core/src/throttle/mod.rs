@@ -364,55 +364,25 @@ impl Throttle {
         self.arm_timer(gi, expires);
     }
 
-    /// A cgroup v2 `io.max` line written to group `g` at `now`
-    /// (`tg_set_limit`): the keys it names change. `false`, changing
-    /// nothing, on a cgroup v1 hierarchy (it has no io.max) or for a group
-    /// not among the controller's.
-    pub fn write_io_max(
+    /// A limit file written to group `g` at `now` (`tg_set_limit`): the
+    /// limits it names change. `false`, changing nothing, when the file
+    /// is not of this hierarchy (`io.max` on cgroup v1, a v1 file on v2)
+    /// or the group is not among the controller's.
+    pub fn write_limits(
         &mut self,
         g: GroupId,
-        w: &crate::throttle::knob::IoMaxWrite,
+        w: &crate::throttle::knob::LimitWrite,
         now: Instant,
     ) -> bool {
         let Some(mut l) = self
             .tgs
             .get(g.idx())
             .map(|x| x.limits)
-            .filter(|_| !self.cfg.flat)
+            .filter(|_| w.is_v1() == self.cfg.flat)
         else {
             return false;
         };
         w.apply(&mut l);
-        self.see(now);
-        self.set_limits(g, l, now);
-        true
-    }
-
-    /// A cgroup v1 `blkio.throttle.{read,write}_{bps,iops}_device` line
-    /// written to group `g` at `now`: that one limit changes. `false`,
-    /// changing nothing, on a cgroup v2 hierarchy or for an unknown group.
-    pub fn write_v1(
-        &mut self,
-        g: GroupId,
-        write: bool,
-        iops: bool,
-        value: u64,
-        now: Instant,
-    ) -> bool {
-        let Some(mut l) = self
-            .tgs
-            .get(g.idx())
-            .map(|x| x.limits)
-            .filter(|_| self.cfg.flat)
-        else {
-            return false;
-        };
-        let d = usize::from(write);
-        if iops {
-            l.iops[d] = value;
-        } else {
-            l.bps[d] = value;
-        }
         self.see(now);
         self.set_limits(g, l, now);
         true
