@@ -200,8 +200,11 @@ pub trait Controller: std::any::Any {
     /// Short name for traces and errors (`"throttle"`, `"iocost"`).
     fn name(&self) -> &'static str;
 
-    /// An IO reaches this controller at `now`.
-    fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict;
+    /// An IO reaches this controller at `now`. A controller changes
+    /// nothing of `io` but [`Io::cost_vtime`] (iocost's charge); a held IO
+    /// is kept by value and handed back by [`Controller::on_timer`] with
+    /// that charge set.
+    fn on_submit(&mut self, io: &mut Io, now: Instant) -> Verdict;
 
     /// Release the held IOs whose time has come, in the order they must be
     /// passed on. Called at (or after) [`Controller::next_deadline`], and
@@ -214,8 +217,14 @@ pub trait Controller: std::any::Any {
     /// `bio_attempt_front_merge` → `rq_qos_merge`). The bio completes with
     /// `rq`. Returns how long the submitting task must sleep on its way
     /// back to userspace, if the merge put its group in issuer delay
-    /// (`blkcg_schedule_throttle`).
-    fn on_merge(&mut self, _bio: &Io, _rq: &Io, _now: Instant) -> Option<crate::time::Duration> {
+    /// (`blkcg_schedule_throttle`). A controller may add the bio's charge
+    /// to `rq`'s [`Io::cost_vtime`] and change nothing else.
+    fn on_merge(
+        &mut self,
+        _bio: &Io,
+        _rq: &mut Io,
+        _now: Instant,
+    ) -> Option<crate::time::Duration> {
         None
     }
 
@@ -313,7 +322,7 @@ impl Controller for PassThrough {
     fn name(&self) -> &'static str {
         "none"
     }
-    fn on_submit(&mut self, _io: &Io, _now: Instant) -> Verdict {
+    fn on_submit(&mut self, _io: &mut Io, _now: Instant) -> Verdict {
         Verdict::Dispatch
     }
     fn on_timer(&mut self, _now: Instant, _released: &mut Vec<Io>) {}
@@ -483,7 +492,7 @@ impl ControllerStack {
     }
 
     /// Run stages `first..` (`first ≥ 1`: stage 0 is behind the IO).
-    fn submit_from(&mut self, first: usize, io: &Io, now: Instant) -> StackVerdict {
+    fn submit_from(&mut self, first: usize, io: &mut Io, now: Instant) -> StackVerdict {
         for (k, st) in self.stages.iter_mut().enumerate().skip(first) {
             if st.on_submit(io, now) == Verdict::Held {
                 return if st.hold_blocks_submitter() {
@@ -510,7 +519,7 @@ impl ControllerStack {
 
     /// Submit a new IO (or the rest of a split one) at `now`.
     #[inline(always)]
-    pub fn submit(&mut self, io: &Io, now: Instant) -> StackVerdict {
+    pub fn submit(&mut self, io: &mut Io, now: Instant) -> StackVerdict {
         if self.passive {
             return if self.cleared_stage0(io) {
                 StackVerdict::Split
@@ -525,7 +534,7 @@ impl ControllerStack {
     /// must go on with [`ControllerStack::merge`] or
     /// [`ControllerStack::submit_rq_qos`]; `Queued`/`Blocked` as
     /// [`ControllerStack::submit`]; `Split` as there.
-    pub fn submit_stage0(&mut self, io: &Io, now: Instant) -> StackVerdict {
+    pub fn submit_stage0(&mut self, io: &mut Io, now: Instant) -> StackVerdict {
         if self.passive || self.stages.is_empty() {
             return if self.cleared_stage0(io) {
                 StackVerdict::Split
@@ -550,7 +559,7 @@ impl ControllerStack {
 
     /// An IO that cleared stage 0 ([`ControllerStack::submit_stage0`])
     /// and merged into no request goes through the rq-qos stages.
-    pub fn submit_rq_qos(&mut self, io: &Io, now: Instant) -> StackVerdict {
+    pub fn submit_rq_qos(&mut self, io: &mut Io, now: Instant) -> StackVerdict {
         if self.passive {
             return StackVerdict::Ready;
         }
@@ -561,7 +570,7 @@ impl ControllerStack {
     /// before the merge): every later stage sees the merge instead of the
     /// bio ([`Controller::on_merge`]). Returns the longest issuer delay a
     /// stage imposes on the submitting task.
-    pub fn merge(&mut self, bio: &Io, rq: &Io, now: Instant) -> Option<crate::time::Duration> {
+    pub fn merge(&mut self, bio: &Io, rq: &mut Io, now: Instant) -> Option<crate::time::Duration> {
         if self.passive {
             return None;
         }
@@ -574,7 +583,7 @@ impl ControllerStack {
 
     /// A piece cut from the front of a bio that cleared stage 0 (after
     /// [`StackVerdict::Split`]) enters stage 1 at `now`: never `Split`.
-    pub fn submit_fragment(&mut self, frag: &Io, now: Instant) -> StackVerdict {
+    pub fn submit_fragment(&mut self, frag: &mut Io, now: Instant) -> StackVerdict {
         if self.passive {
             return StackVerdict::Ready;
         }
@@ -599,12 +608,12 @@ impl ControllerStack {
                 continue;
             }
             let blocking = self.stages[k].hold_blocks_submitter();
-            for io in scratch.drain(..) {
+            for mut io in scratch.drain(..) {
                 if k == 0 && self.cleared_stage0(&io) {
                     ready.push(io);
                     continue;
                 }
-                let v = self.submit_from(k + 1, &io, now);
+                let v = self.submit_from(k + 1, &mut io, now);
                 if blocking {
                     unblocked.push(io);
                 }
@@ -779,7 +788,7 @@ mod tests {
         fn name(&self) -> &'static str {
             "delay10"
         }
-        fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
+        fn on_submit(&mut self, io: &mut Io, now: Instant) -> Verdict {
             self.0.push((Instant(now.0 + 10), *io));
             Verdict::Held
         }
@@ -816,6 +825,7 @@ mod tests {
             offset: 0,
             len: 4096,
             submitted_at: Instant(0),
+            cost_vtime: 0,
         }
     }
 
@@ -823,12 +833,12 @@ mod tests {
     fn pass_through_is_ready() {
         let mut s = ControllerStack::pass_through();
         assert!(s.is_pass_through());
-        assert_eq!(s.submit(&io(1), Instant(0)), StackVerdict::Ready);
+        assert_eq!(s.submit(&mut io(1), Instant(0)), StackVerdict::Ready);
         assert_eq!(s.next_deadline(), None);
         assert_eq!(s.iostat(GroupId::ROOT).ios, [1, 0, 0]);
         // an empty stack counts io.stat too
         let mut e = ControllerStack::new();
-        assert_eq!(e.submit(&io(2), Instant(0)), StackVerdict::Ready);
+        assert_eq!(e.submit(&mut io(2), Instant(0)), StackVerdict::Ready);
         assert_eq!(e.iostat(GroupId::ROOT).ios, [1, 0, 0]);
         e.push(Box::new(Delay10(vec![], false)));
         assert!(!e.is_pass_through());
@@ -848,10 +858,13 @@ mod tests {
         // pass-through: split at once; bytes once, one IO per clear
         let mut s = ControllerStack::pass_through();
         s.set_max_io_bytes(128 << 10);
-        assert_eq!(s.submit(&big(1), Instant(0)), StackVerdict::Split);
-        assert_eq!(s.submit(&rest(1), Instant(0)), StackVerdict::Split);
-        assert_eq!(s.submit(&io(2), Instant(0)), StackVerdict::Ready);
-        assert_eq!(s.submit_fragment(&io(3), Instant(0)), StackVerdict::Ready);
+        assert_eq!(s.submit(&mut big(1), Instant(0)), StackVerdict::Split);
+        assert_eq!(s.submit(&mut rest(1), Instant(0)), StackVerdict::Split);
+        assert_eq!(s.submit(&mut io(2), Instant(0)), StackVerdict::Ready);
+        assert_eq!(
+            s.submit_fragment(&mut io(3), Instant(0)),
+            StackVerdict::Ready
+        );
         let st = s.iostat(GroupId::ROOT);
         assert_eq!((st.bytes[0], st.ios[0]), ((1 << 20) + 4096, 3));
 
@@ -860,14 +873,14 @@ mod tests {
         s.push(Box::new(Delay10(vec![], false)));
         s.push(Box::new(Delay10(vec![], true)));
         s.set_max_io_bytes(128 << 10);
-        assert_eq!(s.submit(&big(1), Instant(0)), StackVerdict::Queued);
+        assert_eq!(s.submit(&mut big(1), Instant(0)), StackVerdict::Queued);
         let (mut ready, mut unb) = (vec![], vec![]);
         s.on_timer(Instant(10), &mut ready, &mut unb);
         assert_eq!(ready.len(), 1, "released by stage 0 to be split");
         assert_eq!(s.held(), 0, "stage 1 did not see it");
         // a piece enters stage 1 (which blocks the submitter)
         assert_eq!(
-            s.submit_fragment(&io(5), Instant(10)),
+            s.submit_fragment(&mut io(5), Instant(10)),
             StackVerdict::Blocked
         );
         assert_eq!(s.iostat(GroupId::ROOT).ios[0], 1);
@@ -878,7 +891,7 @@ mod tests {
         let mut s = ControllerStack::new();
         s.push(Box::new(Delay10(vec![], false)));
         s.push(Box::new(Delay10(vec![], true)));
-        assert_eq!(s.submit(&io(1), Instant(0)), StackVerdict::Queued);
+        assert_eq!(s.submit(&mut io(1), Instant(0)), StackVerdict::Queued);
         assert_eq!(s.next_deadline(), Some(Instant(10)));
         let (mut ready, mut unb) = (vec![], vec![]);
         s.on_timer(Instant(10), &mut ready, &mut unb);

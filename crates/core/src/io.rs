@@ -140,6 +140,14 @@ pub struct Io {
     pub len: u64,
     /// When the IO entered the block layer (`submit_bio`).
     pub submitted_at: Instant,
+    /// blk-iocost's charge for this IO in device vtime, as the kernel
+    /// keeps it on the bio (`bio->bi_iocost_cost`): 0 when it is created,
+    /// set by iocost when the IO passes it (and grown by the bios merged
+    /// into it), read back at completion. Whoever carries the IO from
+    /// submission to [`crate::Controller::on_complete`] keeps it as the
+    /// stack left it: the stack's `submit` and `merge` write it, and a
+    /// held IO comes back from the timer with it set.
+    pub cost_vtime: u64,
 }
 
 impl Io {
@@ -238,6 +246,7 @@ mod tests {
             offset: 0,
             len: 1 << 20,
             submitted_at: Instant::ZERO,
+            cost_vtime: 0,
         };
         assert!(io.needs_split(128 << 10));
         assert!(!io.needs_split(1 << 20));

@@ -48,7 +48,7 @@
 //!         .unwrap();
 //! assert_eq!(stack.stages().next().unwrap().name(), "throttle");
 //!
-//! let io = Io {
+//! let mut io = Io {
 //!     id: IoId(1),
 //!     submitter: blkqos_core::Submitter(0), // who submitted it: opaque to the controllers
 //!     group: a,
@@ -57,8 +57,9 @@
 //!     offset: 0,
 //!     len: 4096,
 //!     submitted_at: Instant::ZERO,
+//!     cost_vtime: 0,
 //! };
-//! let verdict = stack.submit(&io, Instant::ZERO);
+//! let verdict = stack.submit(&mut io, Instant::ZERO);
 //! assert_eq!(verdict, StackVerdict::Ready);
 //! assert_eq!(stack.held(), 0);
 //! // io.stat counts the IO where the kernel does, as it clears blk-throttle

@@ -97,7 +97,7 @@ impl Loop {
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
-            let io = Io {
+            let mut io = Io {
                 id: IoId(self.next_id),
                 submitter: Submitter(j as u32),
                 group: self.jobs[j].group,
@@ -106,9 +106,10 @@ impl Loop {
                 offset: (self.rng % (1 << 26)) << 12,
                 len: 4096,
                 submitted_at: self.now,
+                cost_vtime: 0,
             };
             self.jobs[j].outstanding += 1;
-            match self.stack.submit(&io, self.now) {
+            match self.stack.submit(&mut io, self.now) {
                 StackVerdict::Ready => self.dispatch(io),
                 StackVerdict::Queued | StackVerdict::Blocked => {}
                 StackVerdict::Split => unreachable!("4 KiB is never split"),

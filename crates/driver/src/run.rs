@@ -523,6 +523,8 @@ impl<B: Backend> Loop<'_, B> {
     /// The IO cleared the controller stack: allocate a request or wait.
     fn enqueue_request(&mut self, io: Io, now: Instant) {
         if let Some(f) = self.flights.get_mut(io.id) {
+            // the stack's charge travels with the IO to its completion
+            f.io.cost_vtime = io.cost_vtime;
             f.alloc_at = now;
             if f.kind == FlightKind::Writeback {
                 if let Some(pc) = &mut self.pc {
@@ -614,6 +616,7 @@ impl<B: Backend> Loop<'_, B> {
             offset: jio.offset,
             len: jio.len,
             submitted_at: now,
+            cost_vtime: 0,
         }
     }
 
@@ -633,13 +636,14 @@ impl<B: Backend> Loop<'_, B> {
     fn enter_block_layer(&mut self, j: usize, id: IoId, now: Instant) {
         let f = self.flights.get_mut(id).expect("flight exists");
         f.io.submitted_at = now;
-        let io = f.io;
+        let mut io = f.io;
         let verdict = if io.flags.contains(IoFlags::PASSTHROUGH) {
             // no bio: straight to a request
             StackVerdict::Ready
         } else {
-            self.stack.submit(&io, now)
+            self.stack.submit(&mut io, now)
         };
+        f.io.cost_vtime = io.cost_vtime;
         match verdict {
             StackVerdict::Ready => {
                 // the submit call returns and the IO asks for a request at

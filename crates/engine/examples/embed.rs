@@ -147,7 +147,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for (w, worker) in workers.iter_mut().enumerate() {
             while now < end && worker.outstanding < DEPTH {
                 next_id += 1;
-                let io = Io {
+                let mut io = Io {
                     id: IoId(next_id),
                     submitter: Submitter(w as u32),
                     group: worker.group,
@@ -156,9 +156,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     offset: worker.next_offset(),
                     len: BLOCK,
                     submitted_at: now,
+                    cost_vtime: 0,
                 };
                 worker.outstanding += 1;
-                match stack.submit(&io, now) {
+                match stack.submit(&mut io, now) {
                     StackVerdict::Ready => ready.push(io),
                     // held by io.max: comes back from on_timer
                     StackVerdict::Queued | StackVerdict::Blocked => {}

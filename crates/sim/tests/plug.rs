@@ -38,22 +38,28 @@ impl Controller for Script {
     fn name(&self) -> &'static str {
         "script"
     }
-    fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
+    /// Charges a byte of vtime per byte (as iocost keeps its charge on
+    /// the IO): at once when dispatched, at release when held.
+    fn on_submit(&mut self, io: &mut Io, now: Instant) -> Verdict {
         let mut seen = self.seen.borrow_mut();
         seen.submitted.push(*io);
         if seen.submitted.len() == 1 && self.hold_first > Duration::ZERO {
             self.held = Some((now + self.hold_first, *io));
             return Verdict::Held;
         }
+        io.cost_vtime = io.len;
         Verdict::Dispatch
     }
-    fn on_merge(&mut self, bio: &Io, rq: &Io, _now: Instant) -> Option<Duration> {
+    fn on_merge(&mut self, bio: &Io, rq: &mut Io, _now: Instant) -> Option<Duration> {
         self.seen.borrow_mut().merged.push((*bio, *rq));
+        rq.cost_vtime += bio.len;
         self.delay
     }
     fn on_timer(&mut self, now: Instant, released: &mut Vec<Io>) {
         if self.held.is_some_and(|(t, _)| t <= now) {
-            released.push(self.held.take().expect("checked").1);
+            let mut io = self.held.take().expect("checked").1;
+            io.cost_vtime = io.len;
+            released.push(io);
         }
     }
     fn on_complete(&mut self, io: &Io, _a: Instant, _s: Instant, _now: Instant) {
@@ -153,6 +159,11 @@ fn one_call_of_sixteen_is_one_request() {
     }
     assert_eq!(seen.completed.len(), 1);
     assert_eq!(seen.completed[0].len, 64 * KIB);
+    assert_eq!(
+        seen.completed[0].cost_vtime,
+        64 * KIB,
+        "the request completes with its own charge and its 15 bios'"
+    );
     assert_eq!(r.disk.ios[1], 1);
     assert_eq!(r.disk.merges[1], 15);
     assert_eq!(r.disk.sectors[1], 128);
@@ -202,6 +213,14 @@ fn a_released_bio_takes_the_next_merges() {
     assert_eq!(seen.submitted.len(), 1);
     assert_eq!(seen.merged.len(), 15);
     assert_eq!((r.disk.ios[1], r.disk.merges[1]), (1, 15));
+    assert_eq!(
+        seen.completed
+            .iter()
+            .map(|io| io.cost_vtime)
+            .collect::<Vec<_>>(),
+        [64 * KIB],
+        "the charge set at release, and the merged bios', reach the completion"
+    );
     let w = &r.jobs[0].stats.dirs[1];
     assert_eq!(
         (w.slat.min, w.slat.max),
@@ -226,5 +245,29 @@ fn merges_stop_at_max_segments_and_max_sectors() {
         assert_eq!(seen.submitted.len() as u64, rqs, "{dev}");
         let per_rq = 16 / rqs * 4 * KIB;
         assert!(seen.completed.iter().all(|io| io.len == per_rq), "{dev}");
+        assert!(
+            seen.completed.iter().all(|io| io.cost_vtime == per_rq),
+            "{dev}: each request completes with its own charge"
+        );
     }
+}
+
+/// Unplugged calls: the first write waits 1 ms in the stage and comes back
+/// from its timer straight to a request. Every request, held or not,
+/// completes with the charge the stage gave it (iocost's `bi_iocost_cost`
+/// carried on the IO, not looked up).
+#[test]
+fn a_held_io_completes_with_the_charge_it_was_released_with() {
+    let (r, seen) = sixteen_writes(None, Duration::from_ms(1), 1);
+    let seen = seen.borrow();
+    assert_eq!(r.disk.ios[1], 16);
+    assert_eq!(seen.completed.len(), 16);
+    assert!(
+        seen.completed.iter().all(|io| io.cost_vtime == 4 * KIB),
+        "{:?}",
+        seen.completed
+            .iter()
+            .map(|io| io.cost_vtime)
+            .collect::<Vec<_>>()
+    );
 }

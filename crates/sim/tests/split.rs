@@ -114,7 +114,7 @@ impl Controller for Recorder {
     fn name(&self) -> &'static str {
         "recorder"
     }
-    fn on_submit(&mut self, io: &Io, _now: Instant) -> Verdict {
+    fn on_submit(&mut self, io: &mut Io, _now: Instant) -> Verdict {
         self.0.borrow_mut().submitted.push(*io);
         Verdict::Dispatch
     }

@@ -108,6 +108,7 @@ fn io(id: u64, g: GroupId, at: Instant) -> Io {
         offset: id * 4096,
         len: 4096,
         submitted_at: at,
+        cost_vtime: 0,
     }
 }
 
@@ -165,8 +166,8 @@ fn throttle_cost(
             continue;
         }
         offered += 1;
-        let x = io(i, g, now);
-        if t.on_submit(&x, now) == blkqos_core::Verdict::Dispatch {
+        let mut x = io(i, g, now);
+        if t.on_submit(&mut x, now) == blkqos_core::Verdict::Dispatch {
             t.on_complete(&x, now, now, now);
             passed += 1;
         } else {
@@ -366,7 +367,7 @@ fn iocost_cost(groups: usize, n: u64, gap_ns: u64, depth: Option<u64>) -> Result
         x.offset = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % (1 << 26)) * 4096;
         offered += 1;
         outstanding[g.idx()] += 1;
-        if c.on_submit(&x, now) == blkqos_core::Verdict::Dispatch {
+        if c.on_submit(&mut x, now) == blkqos_core::Verdict::Dispatch {
             inflight.push_back((now + blkqos_core::Duration(lat), x));
         }
     }

@@ -5,37 +5,6 @@ use super::knob::WEIGHT_DFL;
 use super::vtime::{VTime, WEIGHT_ONE};
 use crate::io::Io;
 use std::collections::VecDeque;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Hasher for the in-flight records, keyed by [`crate::IoId`]: one 64×64→128
-/// multiply folded to 64 bits (every input bit reaches the bucket bits).
-/// The kernel keeps the charged cost in the bio (`bi_iocost_cost`); an
-/// `Io` has no such field, so the cost sits in a map, and SipHash's
-/// DoS resistance buys nothing for ids the driver hands out.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct IdHasher(u64);
-
-const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
-
-impl Hasher for IdHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, x: u64) {
-        let m = (self.0 ^ x) as u128 * MIX as u128;
-        self.0 = (m as u64) ^ ((m >> 64) as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(super) type IdBuildHasher = BuildHasherDefault<IdHasher>;
 
 /// A submitter blocked in the wait queue (`struct iocg_wait`).
 #[derive(Clone, Copy, Debug)]

@@ -11,7 +11,7 @@ use super::vtime::{
 use super::weights::ceil_div;
 use super::IoCost;
 use crate::controller::Verdict;
-use crate::io::{Io, IoFlags, IoId, IoOp};
+use crate::io::{Io, IoFlags, IoOp};
 use crate::math::div_round_up;
 
 /// Bound on snapback steps. The step is `ceil(active × 25 / 100)` computed
@@ -114,36 +114,22 @@ impl IoCost {
         cost
     }
 
-    /// linux block/blk-iocost.c: iocg_commit_bio() — charge and remember the cost.
-    /// The cost is remembered under `key`: the IO's own id, or the
-    /// request a merged bio joined (both complete together).
-    pub(super) fn commit_bio(&mut self, g: usize, key: IoId, abs_cost: u64, cost: u64) {
+    /// linux block/blk-iocost.c: iocg_commit_bio() — charge the group;
+    /// returns the charge, which the caller stores on the IO it belongs
+    /// to ([`Io::cost_vtime`], the kernel's `bio->bi_iocost_cost`): the
+    /// IO's own, or the request a merged bio joined (both complete
+    /// together).
+    pub(super) fn commit_bio(&mut self, g: usize, abs_cost: u64, cost: u64) -> u64 {
         let grp = &mut self.groups[g];
         grp.vtime = grp.vtime.plus(cost);
         grp.abs_vusage = grp.abs_vusage.wrapping_add(abs_cost);
-        if cost != 0 {
-            grp.inflight_cost = grp.inflight_cost.wrapping_add(cost);
-            use std::collections::hash_map::Entry;
-            match self.inflight.entry(key) {
-                Entry::Vacant(v) => {
-                    v.insert((g, cost));
-                }
-                // a bio merged into a charged request of the same group
-                Entry::Occupied(mut o) if o.get().0 == g => o.get_mut().1 += cost,
-                Entry::Occupied(mut o) => {
-                    // an id reused while in flight: keep the books balanced
-                    let (og, oc) = std::mem::replace(o.get_mut(), (g, cost));
-                    let x = &mut self.groups[og];
-                    x.inflight_cost = x.inflight_cost.wrapping_sub(oc);
-                    x.done_vtime = x.done_vtime.plus(oc);
-                }
-            }
-        }
+        grp.inflight_cost = grp.inflight_cost.wrapping_add(cost);
+        cost
     }
 
     /// linux block/blk-iocost.c: ioc_rqos_throttle() — `Dispatch`, or
     /// `Held` when the submitter sleeps in the group's wait queue.
-    pub(super) fn throttle(&mut self, io: &Io, ns: u64) -> Verdict {
+    pub(super) fn throttle(&mut self, io: &mut Io, ns: u64) -> Verdict {
         let g = io.group.idx();
         if !self.is_online(g) {
             let n = self.groups.len();
@@ -175,7 +161,7 @@ impl IoCost {
         let cost = self.adjust_inuse_and_calc_cost(g, abs_cost, &now);
         let grp = &self.groups[g];
         if grp.waitq.is_empty() && grp.abs_vdebt == 0 && vtime.plus(cost).before_eq(now.vnow) {
-            self.commit_bio(g, io.id, abs_cost, cost);
+            io.cost_vtime = self.commit_bio(g, abs_cost, cost);
             return Verdict::Dispatch;
         }
         // over budget: REQ_META / REQ_SWAP-like IO is issued as debt
@@ -183,7 +169,7 @@ impl IoCost {
             io.flags.contains(IoFlags::META) || io.flags.contains(IoFlags::ISSUE_AS_ROOT);
         let mut pay_debt = use_debt || grp.abs_vdebt != 0;
         if !grp.on_active_list {
-            self.commit_bio(g, io.id, abs_cost, cost);
+            io.cost_vtime = self.commit_bio(g, abs_cost, cost);
             return Verdict::Dispatch;
         }
         if use_debt {
@@ -204,7 +190,9 @@ impl IoCost {
         self.kick_waitq(g, pay_debt, &now);
         // committed by its own kick: it never sleeps
         if self.out.last().is_some_and(|x| x.id == io.id) {
-            self.out.pop();
+            if let Some(charged) = self.out.pop() {
+                io.cost_vtime = charged.cost_vtime;
+            }
             return Verdict::Dispatch;
         }
         Verdict::Held
@@ -212,16 +200,16 @@ impl IoCost {
 
     /// linux block/blk-iocost.c: ioc_rqos_merge() — bio `io` joins request
     /// `rq` (its extent before the merge; the request "carries a cost"
-    /// when its IO has an in-flight record, as `rq->bio->bi_iocost_cost`).
+    /// when its [`Io::cost_vtime`] is set, as `rq->bio->bi_iocost_cost`).
     /// A merged bio pays its size cost only (no seek base:
     /// `Params::vtime_cost` with `is_merge`); it cannot wait, so over
-    /// budget it becomes debt. A charged bio's cost joins the request's
-    /// record: `ioc_rqos_done_bio` runs for every bio of the request when
+    /// budget it becomes debt. A charged bio's cost is added to the
+    /// request's charge: `ioc_rqos_done_bio` runs for every bio of the request when
     /// it completes, which the request's completion does here. `true`
     /// when the debt put the group in issuer delay (the kernel then calls
     /// `blkcg_schedule_throttle`: the submitter sleeps
     /// [`IoCost::issuer_delay`] on its way back to userspace).
-    pub fn merge(&mut self, io: &Io, rq: &Io, at: crate::time::Instant) -> bool {
+    pub fn merge(&mut self, io: &Io, rq: &mut Io, at: crate::time::Instant) -> bool {
         let ns = self.clock(at);
         let g = io.group.idx();
         if !self.is_online(g) {
@@ -251,16 +239,20 @@ impl IoCost {
         if rq_start < bio_end && rq_end == self.groups[g].cursor {
             self.groups[g].cursor = bio_end;
         }
-        let rq_charged = self.inflight.contains_key(&rq.id);
+        let rq_charged = rq.cost_vtime != 0;
         if rq_charged && self.groups[g].vtime.plus(cost).before_eq(now.vnow) {
-            self.commit_bio(g, rq.id, abs_cost, cost);
+            rq.cost_vtime = rq
+                .cost_vtime
+                .wrapping_add(self.commit_bio(g, abs_cost, cost));
             return false;
         }
         if self.groups[g].on_active_list {
             self.incur_debt(g, abs_cost, &now);
             self.kick_delay(g, &now)
         } else {
-            self.commit_bio(g, rq.id, abs_cost, cost);
+            rq.cost_vtime = rq
+                .cost_vtime
+                .wrapping_add(self.commit_bio(g, abs_cost, cost));
             false
         }
     }
@@ -397,8 +389,9 @@ impl IoCost {
                 break;
             };
             self.waiting -= 1;
-            self.commit_bio(g, w.io.id, w.abs_cost, cost);
-            self.out.push(w.io);
+            let mut io = w.io;
+            io.cost_vtime = self.commit_bio(g, w.abs_cost, cost);
+            self.out.push(io);
         }
         let slack = self.timer_slack_ns;
         let base = self.vtime_base_rate;
@@ -444,8 +437,18 @@ impl IoCost {
     /// met if its time since allocation, less its size-only cost, is within
     /// rlat/wlat; the wait for a request slot is the rq_wait signal.
     pub(super) fn complete(&mut self, io: &Io, alloc_ns: u64, start_ns: u64, ns: u64) {
-        if let Some((g, cost)) = self.inflight.remove(&io.id) {
-            let grp = &mut self.groups[g];
+        if io.cost_vtime != 0 {
+            let (g, cost) = (io.group.idx(), io.cost_vtime);
+            let Some(grp) = self.groups.get_mut(g) else {
+                let n = self.groups.len();
+                self.fault.raise(|| {
+                    format!(
+                        "IO {:?} completed with a charge for group {g} of {n}",
+                        io.id
+                    )
+                });
+                return;
+            };
             grp.done_vtime = grp.done_vtime.plus(cost);
             grp.inflight_cost = grp.inflight_cost.wrapping_sub(cost);
             self.free_if_done(g, ns);

@@ -120,10 +120,13 @@
 //!   `adjust_inuse_and_calc_cost` as the kernel does, debt and
 //!   issuer delay over budget, cursor on back merges), reached through
 //!   `Controller::on_merge` when the driver merges a bio into the request
-//!   last added to its submitter's plug; a charged merged bio's cost joins
-//!   the request's in-flight record (`ioc_rqos_done_bio` runs for every
-//!   bio of the request when it completes). Other merge sources (the I/O
-//!   scheduler's queue) are not modelled.
+//!   last added to its submitter's plug; a charged merged bio's cost is
+//!   added to the request's [`Io::cost_vtime`] (`ioc_rqos_done_bio` runs
+//!   for every bio of the request when it completes). Other merge sources
+//!   (the I/O scheduler's queue) are not modelled.
+//! * The charge travels on the IO, as the kernel keeps it on the bio
+//!   (`bio->bi_iocost_cost`): the completion (`IoCost::complete`) reads
+//!   [`Io::cost_vtime`] back, so iocost keeps no per-IO state of its own.
 //! * Issuer delay: a merge that kicks the delay returns
 //!   [`IoCost::issuer_delay`] to the driver, which makes the submit call
 //!   sleep that long before returning (`blkcg_maybe_throttle_current`).
@@ -212,14 +215,14 @@ pub mod weights;
 
 use crate::cgroup::{CgroupTree, GroupId};
 use crate::controller::{Controller, Verdict};
-use crate::io::{DevId, Io, IoId};
+use crate::io::{DevId, Io};
 use crate::time::Instant;
 use group::CostGroup;
 pub use group::CostStats;
 pub use knob::{KnobError, ModelWrite, QosWrite, WeightWrite};
 pub use model::{AutopClass, Params};
 use period::LatCounters;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use timerq::TimerQueue;
 pub use trace::{GroupTrace, PeriodTrace, RunState};
 pub use variant::Variant;
@@ -307,8 +310,6 @@ pub struct IoCost {
     lat: LatCounters,
     /// Each group's life: online, removed and draining, or freed.
     life: Vec<lifecycle::Life>,
-    /// Cost charged to each committed IO in flight (`bi_iocost_cost`).
-    inflight: HashMap<IoId, (usize, u64), group::IdBuildHasher>,
     /// Woken waiters not yet handed out by `on_timer`.
     out: Vec<Io>,
     waiting: usize,
@@ -365,7 +366,6 @@ impl IoCost {
             waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
             life: vec![lifecycle::Life::Online; tree.len()],
-            inflight: HashMap::default(),
             out: Vec::new(),
             waiting: 0,
             last_ns: 0,
@@ -746,10 +746,6 @@ impl IoCost {
                 *x += 1;
             }
         }
-        let mut costs = vec![0u64; n];
-        for &(g, c) in self.inflight.values() {
-            costs[g] = costs[g].wrapping_add(c);
-        }
         for (g, grp) in self.groups.iter().enumerate() {
             let p = &self.paths[g];
             if grp.child_active_sum != act[g] || grp.child_inuse_sum != inu[g] {
@@ -810,14 +806,11 @@ impl IoCost {
             if !grp.waitq.is_empty() && self.waitq_timers.get(g).is_none() {
                 return Err(format!("4: {p}: waiters without a wake-up timer"));
             }
-            if grp.vtime.since(grp.done_vtime) as u64 != grp.inflight_cost
-                || costs[g] != grp.inflight_cost
-            {
+            if grp.vtime.since(grp.done_vtime) as u64 != grp.inflight_cost {
                 return Err(format!(
-                    "5: {p}: vtime − done_vtime = {} but in flight {} (records {})",
+                    "5: {p}: vtime − done_vtime = {} but in flight {}",
                     grp.vtime.since(grp.done_vtime),
                     grp.inflight_cost,
-                    costs[g]
                 ));
             }
             waiters += grp.waitq.len();
@@ -851,7 +844,7 @@ impl Controller for IoCost {
     fn name(&self) -> &'static str {
         "iocost"
     }
-    fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
+    fn on_submit(&mut self, io: &mut Io, now: Instant) -> Verdict {
         let ns = self.clock(now);
         self.throttle(io, ns)
     }
@@ -864,7 +857,7 @@ impl Controller for IoCost {
         let ns = self.clock(now);
         self.complete(io, alloc_at.0, started_at.0, ns);
     }
-    fn on_merge(&mut self, bio: &Io, rq: &Io, now: Instant) -> Option<crate::time::Duration> {
+    fn on_merge(&mut self, bio: &Io, rq: &mut Io, now: Instant) -> Option<crate::time::Duration> {
         if self.merge(bio, rq, now) {
             self.issuer_delay(bio.group)
         } else {

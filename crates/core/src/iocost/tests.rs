@@ -7,7 +7,7 @@ use super::period::{next_busy_level, LatStat};
 use super::variant::{NoDoneRule, NAMES};
 use super::vtime::*;
 use super::*;
-use crate::io::{IoFlags, IoOp};
+use crate::io::{IoFlags, IoId, IoOp};
 use crate::time::Duration;
 
 pub(super) fn tree(paths: &[&str]) -> CgroupTree {
@@ -39,6 +39,7 @@ pub(super) fn io(id: u64, g: GroupId, op: IoOp, pages: u64) -> Io {
         offset: (id + 1) * (1 << 30),
         len: pages * 4096,
         submitted_at: Instant::ZERO,
+        cost_vtime: 0,
     }
 }
 
@@ -178,7 +179,7 @@ fn period_timer_is_jiffy_quantised() {
         );
         c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
         assert_eq!(
-            c.on_submit(&io(1, a, IoOp::Read, 1), Instant::from_us(at_us)),
+            c.on_submit(&mut io(1, a, IoOp::Read, 1), Instant::from_us(at_us)),
             Verdict::Dispatch
         );
         // expires = jiffies(now) + usecs_to_jiffies(50 ms)
@@ -201,14 +202,14 @@ fn hweight_example_a_b_a0_a1() {
     let now = Instant::from_ms(1);
     for (i, g) in [a0, a1].into_iter().enumerate() {
         assert_eq!(
-            c.on_submit(&io(i as u64, g, IoOp::Read, 1), now),
+            c.on_submit(&mut io(i as u64, g, IoOp::Read, 1), now),
             Verdict::Dispatch
         );
     }
     // B idle: A0 and A1 split the device
     assert_eq!(c.hweights(a0), (32768, 32768));
     assert_eq!(c.hweights(a1), (32768, 32768));
-    c.on_submit(&io(9, b, IoOp::Read, 1), now);
+    c.on_submit(&mut io(9, b, IoOp::Read, 1), now);
     assert_eq!(c.hweights(b), (49152, 49152));
     assert_eq!(c.hweights(a0), (8192, 8192));
     assert_eq!(c.hweights(a1), (8192, 8192));
@@ -217,19 +218,19 @@ fn hweight_example_a_b_a0_a1() {
     // the leaf-only rule: A's own IO while A0/A1 are active is uncontrolled
     let v0 = c.vtime(a);
     assert_eq!(
-        c.on_submit(&io(10, a, IoOp::Read, 256), now),
+        c.on_submit(&mut io(10, a, IoOp::Read, 256), now),
         Verdict::Dispatch
     );
     assert_eq!(c.vtime(a), v0);
     // root IO is never charged
     assert_eq!(
-        c.on_submit(&io(11, GroupId::ROOT, IoOp::Read, 256), now),
+        c.on_submit(&mut io(11, GroupId::ROOT, IoOp::Read, 256), now),
         Verdict::Dispatch
     );
     c.invariants().unwrap();
     // cost scales with 1/hweight: A0 pays 8× the absolute cost (rounded up)
     let v = c.vtime(a0);
-    c.on_submit(&io(12, a0, IoOp::Read, 1), now);
+    c.on_submit(&mut io(12, a0, IoOp::Read, 1), now);
     assert_eq!(c.vtime(a0).since(v), 16_135_121 * 8);
 }
 
@@ -238,8 +239,8 @@ fn weight_knob_changes_share_at_once() {
     let t = tree(&["/x", "/y"]);
     let [x, y] = ["/x", "/y"].map(|p| t.get(p).unwrap());
     let mut c = enabled(&t, "hold");
-    c.on_submit(&io(1, x, IoOp::Read, 1), Instant::from_ms(1));
-    c.on_submit(&io(2, y, IoOp::Read, 1), Instant::from_ms(1));
+    c.on_submit(&mut io(1, x, IoOp::Read, 1), Instant::from_ms(1));
+    c.on_submit(&mut io(2, y, IoOp::Read, 1), Instant::from_ms(1));
     assert_eq!(c.hweights(x).0, 32768);
     c.set_weight(x, WeightWrite::Device(DevId::new(8, 0), 300))
         .unwrap();
@@ -333,8 +334,8 @@ fn saturated_periods(c: &mut IoCost, g: GroupId, n: usize) {
     let mut rel = Vec::new();
     let mut t = Instant::from_ms(1);
     for k in 0..=n {
-        let x = io(k as u64, g, IoOp::Read, 1);
-        assert_eq!(c.on_submit(&x, t), Verdict::Dispatch);
+        let mut x = io(k as u64, g, IoOp::Read, 1);
+        assert_eq!(c.on_submit(&mut x, t), Verdict::Dispatch);
         let start = t + Duration::from_ms(10);
         c.on_complete(&x, t, start, start + Duration::from_ms(1));
         if k == n {
@@ -436,8 +437,8 @@ fn debt_delay_and_forgiveness() {
     let [a, b] = ["/a", "/b"].map(|p| t.get(p).unwrap());
     let mut c = enabled(&t, "hold");
     let now = Instant::from_ms(1);
-    let x = io(900, b, IoOp::Read, 1);
-    c.on_submit(&x, now);
+    let mut x = io(900, b, IoOp::Read, 1);
+    c.on_submit(&mut x, now);
     c.on_complete(&x, now, now, now);
     // a has 50%: 25 ms of budget = 5 random 1 MiB reads at twice 2.26 ms
     let mut meta = io(1, a, IoOp::Read, 256);
@@ -448,7 +449,7 @@ fn debt_delay_and_forgiveness() {
         meta.id = IoId(n);
         meta.offset = n << 30;
         assert_eq!(
-            c.on_submit(&meta, now),
+            c.on_submit(&mut meta, now),
             Verdict::Dispatch,
             "debt IO never waits"
         );
@@ -461,13 +462,16 @@ fn debt_delay_and_forgiveness() {
     for k in 0..500 {
         meta.id = IoId(1000 + k);
         meta.offset = (1000 + k) << 30;
-        c.on_submit(&meta, now);
+        c.on_submit(&mut meta, now);
     }
     assert!(c.debt(a) > 400 * 300_000_000);
     let d = c.delay_us(a).expect("delay in effect");
     assert!((250..=250_000).contains(&d), "{d}");
     // a plain IO now waits behind the debt
-    assert_eq!(c.on_submit(&io(5000, a, IoOp::Read, 1), now), Verdict::Held);
+    assert_eq!(
+        c.on_submit(&mut io(5000, a, IoOp::Read, 1), now),
+        Verdict::Held
+    );
     c.invariants().unwrap();
     // the device is idle: forgiveness halves the debt every 100 ms; the
     // waiter is released long before the debt could be paid at 100%
@@ -497,11 +501,11 @@ fn waiters_are_fifo_and_woken_by_their_timer() {
     let [a, b] = ["/a", "/b"].map(|p| t.get(p).unwrap());
     let mut c = enabled(&t, "hold");
     let now = Instant::from_ms(1);
-    c.on_submit(&io(100, b, IoOp::Read, 1), now);
+    c.on_submit(&mut io(100, b, IoOp::Read, 1), now);
     // a has 50% share: 25 ms budget ≈ 106 random 4 KiB reads at 2× cost
     let mut held = Vec::new();
     for i in 0..300 {
-        if c.on_submit(&io(i, a, IoOp::Read, 1), now) == Verdict::Held {
+        if c.on_submit(&mut io(i, a, IoOp::Read, 1), now) == Verdict::Held {
             held.push(i);
         }
     }
@@ -529,8 +533,8 @@ fn idle_group_deactivates_and_restarts_with_target_budget() {
     let t = tree(&["/a"]);
     let a = t.get("/a").unwrap();
     let mut c = enabled(&t, "hold");
-    let x = io(1, a, IoOp::Read, 1);
-    c.on_submit(&x, Instant::from_ms(1));
+    let mut x = io(1, a, IoOp::Read, 1);
+    c.on_submit(&mut x, Instant::from_ms(1));
     assert!(c.is_active(a));
     // in flight: not idle
     let mut rel = Vec::new();
@@ -551,7 +555,7 @@ fn idle_group_deactivates_and_restarts_with_target_budget() {
     assert_eq!(c.next_deadline(), None, "IDLE: the timer stops");
     c.invariants().unwrap();
     let t1 = Instant::from_ms(900);
-    c.on_submit(&io(2, a, IoOp::Read, 1), t1);
+    c.on_submit(&mut io(2, a, IoOp::Read, 1), t1);
     let target = c.margins().target as u64;
     assert_eq!(c.vtime(a), c.vnow(t1).minus(target).plus(16_135_121));
 }
@@ -647,8 +651,8 @@ fn scheduled_writes_apply_at_their_time() {
     let bad = parse_qos("8:0 min=500 max=200").unwrap();
     c.schedule(Instant::from_ms(30), Reconfig::Qos(bad));
     let now = Instant::from_ms(1);
-    c.on_submit(&io(1, x, IoOp::Read, 1), now);
-    c.on_submit(&io(2, y, IoOp::Read, 1), now);
+    c.on_submit(&mut io(1, x, IoOp::Read, 1), now);
+    c.on_submit(&mut io(2, y, IoOp::Read, 1), now);
     assert_eq!(c.hweights(x).0, 32768);
     assert_eq!(c.next_deadline(), Some(Instant::from_ms(20)));
     let mut rel = Vec::new();
@@ -687,7 +691,7 @@ fn io_while_disabled_or_uncosted_bypasses() {
     // disabled: nothing is charged
     for i in 0..1000 {
         assert_eq!(
-            c.on_submit(&io(i, a, IoOp::Read, 256), Instant::ZERO),
+            c.on_submit(&mut io(i, a, IoOp::Read, 256), Instant::ZERO),
             Verdict::Dispatch
         );
     }
@@ -695,7 +699,7 @@ fn io_while_disabled_or_uncosted_bypasses() {
     c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
     for op in [IoOp::Flush, IoOp::Discard] {
         assert_eq!(
-            c.on_submit(&io(1, a, op, 256), Instant::ZERO),
+            c.on_submit(&mut io(1, a, op, 256), Instant::ZERO),
             Verdict::Dispatch
         );
     }
@@ -717,7 +721,7 @@ fn protocol_faults_are_loud() {
     let mut c = IoCost::new(IoCostConfig::default(), &t);
     c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
     let r = catch_unwind(AssertUnwindSafe(|| {
-        c.on_submit(&io(1, GroupId(99), IoOp::Read, 1), Instant::ZERO)
+        c.on_submit(&mut io(1, GroupId(99), IoOp::Read, 1), Instant::ZERO)
     }));
     if cfg!(debug_assertions) {
         let msg = *r.unwrap_err().downcast::<String>().unwrap();
@@ -735,9 +739,9 @@ fn protocol_faults_are_loud() {
     }
     let mut c = IoCost::new(IoCostConfig::default(), &t);
     c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
-    c.on_submit(&io(1, a, IoOp::Read, 1), Instant::from_ms(5));
+    c.on_submit(&mut io(1, a, IoOp::Read, 1), Instant::from_ms(5));
     let r = catch_unwind(AssertUnwindSafe(|| {
-        c.on_submit(&io(2, a, IoOp::Read, 1), Instant::from_ms(4))
+        c.on_submit(&mut io(2, a, IoOp::Read, 1), Instant::from_ms(4))
     }));
     if cfg!(debug_assertions) {
         let msg = *r.unwrap_err().downcast::<String>().unwrap();
@@ -760,8 +764,8 @@ fn a_merge_within_budget_pays_the_size_cost_only() {
     let t = tree(&["/a"]);
     let a = t.get("/a").unwrap();
     let mut c = enabled(&t, "hold");
-    let first = io(1, a, IoOp::Read, 1);
-    assert_eq!(c.on_submit(&first, Instant::ZERO), Verdict::Dispatch);
+    let mut first = io(1, a, IoOp::Read, 1);
+    assert_eq!(c.on_submit(&mut first, Instant::ZERO), Verdict::Dispatch);
     let g = a.idx();
     let end = first.sector() + first.sectors();
     assert_eq!(c.groups[g].cursor, end);
@@ -771,7 +775,7 @@ fn a_merge_within_budget_pays_the_size_cost_only() {
     let size_only = c.params.vtime_cost(&next, c.groups[g].cursor, true);
     let full = c.params.vtime_cost(&next, c.groups[g].cursor, false);
     assert!(size_only > 0 && size_only < full, "{size_only} vs {full}");
-    let delayed = c.merge(&next, &first, Instant::ZERO);
+    let delayed = c.merge(&next, &mut first, Instant::ZERO);
     assert!(!delayed);
     assert_eq!(c.groups[g].abs_vusage - usage, size_only);
     assert_eq!(c.groups[g].abs_vdebt, 0);
@@ -798,10 +802,10 @@ fn a_merge_of_a_donating_group_takes_its_weight_back() {
     let t = tree(&["/a", "/b"]);
     let (a, b) = (t.get("/a").unwrap(), t.get("/b").unwrap());
     let mut c = enabled(&t, "hold");
-    let first = io(1, a, IoOp::Write, 1);
-    assert_eq!(c.on_submit(&first, Instant::ZERO), Verdict::Dispatch);
+    let mut first = io(1, a, IoOp::Write, 1);
+    assert_eq!(c.on_submit(&mut first, Instant::ZERO), Verdict::Dispatch);
     assert_eq!(
-        c.on_submit(&io(2, b, IoOp::Write, 1), Instant::ZERO),
+        c.on_submit(&mut io(2, b, IoOp::Write, 1), Instant::ZERO),
         Verdict::Dispatch
     );
     let g = a.idx();
@@ -826,7 +830,7 @@ fn a_merge_of_a_donating_group_takes_its_weight_back() {
     c.groups[g].vtime = target;
     c.groups[g].done_vtime = c.groups[g].done_vtime.plus_signed(shift);
     let vtime0 = c.groups[g].vtime;
-    assert!(!c.merge(&next, &first, Instant::ZERO));
+    assert!(!c.merge(&next, &mut first, Instant::ZERO));
     assert_eq!(c.groups[g].abs_vdebt, 0, "committed, not debt");
     assert!(c.groups[g].inuse > active / 10, "inuse snapped back");
     let charged = c.groups[g].vtime.since(vtime0) as u64;
@@ -842,17 +846,18 @@ fn a_merge_over_budget_becomes_debt_and_delay() {
     let t = tree(&["/a"]);
     let a = t.get("/a").unwrap();
     let mut c = enabled(&t, "hold");
-    let first = io(1, a, IoOp::Write, 256);
-    assert_eq!(c.on_submit(&first, Instant::ZERO), Verdict::Dispatch);
+    let mut first = io(1, a, IoOp::Write, 256);
+    assert_eq!(c.on_submit(&mut first, Instant::ZERO), Verdict::Dispatch);
     let g = a.idx();
     // into an uncharged request (no cost record): debt even with budget left
     let mut x = io(2, a, IoOp::Write, 1);
     x.offset = first.offset + first.len;
-    let uncharged = Io {
+    let mut uncharged = Io {
         id: crate::IoId(999),
+        cost_vtime: 0,
         ..first
     };
-    assert!(!c.merge(&x, &uncharged, Instant::ZERO));
+    assert!(!c.merge(&x, &mut uncharged, Instant::ZERO));
     assert!(c.groups[g].abs_vdebt > 0);
     assert_eq!(c.groups[g].inuse, 1, "a debtor keeps the minimum inuse");
     // many 1 MiB merges at one instant: far over budget → issuer delay
@@ -860,7 +865,7 @@ fn a_merge_over_budget_becomes_debt_and_delay() {
     for k in 0..400u64 {
         let mut m = io(10 + k, a, IoOp::Write, 256);
         m.offset = first.offset + (k + 2) * (1 << 20);
-        delayed |= c.merge(&m, &first, Instant::ZERO);
+        delayed |= c.merge(&m, &mut first, Instant::ZERO);
     }
     assert!(delayed, "debt {}", c.groups[g].abs_vdebt);
     // the submitter sleeps the group's delay (blkcg_set_delay: µs → ns)
@@ -869,7 +874,7 @@ fn a_merge_over_budget_becomes_debt_and_delay() {
         c.delay_us(a).map(|us| us * 1_000)
     );
     assert_eq!(
-        c.on_merge(&io(900, a, IoOp::Write, 256), &first, Instant::ZERO),
+        c.on_merge(&io(900, a, IoOp::Write, 256), &mut first, Instant::ZERO),
         c.issuer_delay(a)
     );
     assert!(

@@ -289,8 +289,8 @@ fn iostat_suffix_and_trace_format() {
     // 100 4 KiB reads ≈ 11.7 ms of device time, then one period
     let mut rel = Vec::new();
     let now = Instant::from_ms(1);
-    let ios: Vec<Io> = (0..100).map(|i| io(i, b, IoOp::Read, 1)).collect();
-    for x in &ios {
+    let mut ios: Vec<Io> = (0..100).map(|i| io(i, b, IoOp::Read, 1)).collect();
+    for x in &mut ios {
         assert_eq!(c.on_submit(x, now), Verdict::Dispatch);
     }
     for x in &ios {

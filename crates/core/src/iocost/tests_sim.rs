@@ -4,7 +4,7 @@
 use super::knob::{parse_model, parse_qos};
 use super::tests::{enabled, tree};
 use super::*;
-use crate::io::{IoFlags, IoOp};
+use crate::io::{IoFlags, IoId, IoOp};
 use crate::time::Duration;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, VecDeque};
@@ -101,7 +101,7 @@ impl Sim {
         self.seq += 1;
         // random 4 KiB-aligned offsets over 1 TiB: every IO is "random"
         let offset = (self.rand() % (1 << 28)) << 12;
-        let io = Io {
+        let mut io = Io {
             id: IoId(self.seq),
             submitter: crate::Submitter(job as u32),
             group: j.group,
@@ -110,8 +110,9 @@ impl Sim {
             offset,
             len: j.pages * 4096,
             submitted_at: self.now,
+            cost_vtime: 0,
         };
-        if self.c.on_submit(&io, self.now) == Verdict::Dispatch {
+        if self.c.on_submit(&mut io, self.now) == Verdict::Dispatch {
             self.alloc(io);
         }
     }
@@ -545,7 +546,7 @@ impl Model {
                 self.id += 1;
                 let g = self.groups[group];
                 let offset = if seq { self.id * 4096 } else { self.id << 32 };
-                let io = Io {
+                let mut io = Io {
                     id: IoId(self.id),
                     submitter: crate::Submitter(0),
                     group: g,
@@ -558,8 +559,9 @@ impl Model {
                     offset,
                     len: pages * 4096,
                     submitted_at: self.now,
+                    cost_vtime: 0,
                 };
-                if self.c.on_submit(&io, self.now) == Verdict::Dispatch {
+                if self.c.on_submit(&mut io, self.now) == Verdict::Dispatch {
                     self.inflight.push((io, self.now));
                 }
             }
@@ -606,10 +608,11 @@ impl Model {
                     len,
                     flags: IoFlags::default(),
                     submitted_at: self.now,
+                    cost_vtime: 0,
                     ..rq
                 };
                 // a merge never waits: the delay is for the submitter
-                let _ = self.c.on_merge(&bio, &rq, self.now);
+                let _ = self.c.on_merge(&bio, &mut self.inflight[k].0, self.now);
                 let grown = &mut self.inflight[k].0;
                 grown.offset = grown.offset.min(offset);
                 grown.len += len;
@@ -787,7 +790,7 @@ proptest! {
         times.sort_unstable();
         for (i, (&len, &at)) in lens.iter().zip(times.iter()).enumerate() {
             let g = t.get(if i % 2 == 0 { "/a" } else { "/b" }).unwrap();
-            let x = Io {
+            let mut x = Io {
                 id: IoId(i as u64),
                 submitter: crate::Submitter(0),
                 group: g,
@@ -796,9 +799,10 @@ proptest! {
                 offset: len.rotate_left(17),
                 len,
                 submitted_at: Instant(at),
+                cost_vtime: 0,
             };
             let now = Instant(at);
-            if c.on_submit(&x, now) == Verdict::Dispatch {
+            if c.on_submit(&mut x, now) == Verdict::Dispatch {
                 c.on_complete(&x, now, now, now);
             }
             if let Some(d) = c.next_deadline() {

@@ -981,7 +981,7 @@ impl Controller for Throttle {
     fn name(&self) -> &'static str {
         "throttle"
     }
-    fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
+    fn on_submit(&mut self, io: &mut Io, now: Instant) -> Verdict {
         if self.submit(io, now) {
             Verdict::Dispatch
         } else {

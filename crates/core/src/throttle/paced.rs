@@ -353,7 +353,7 @@ impl Controller for Paced {
     fn name(&self) -> &'static str {
         "paced"
     }
-    fn on_submit(&mut self, io: &Io, now: Instant) -> Verdict {
+    fn on_submit(&mut self, io: &mut Io, now: Instant) -> Verdict {
         let (g, d) = (io.group.idx(), io.dir().idx());
         self.see(now);
         if g >= self.groups.len() || self.groups[g].removed {

@@ -34,6 +34,7 @@ pub(super) fn io(id: u64, g: GroupId, op: IoOp, len: u64, at: Instant) -> Io {
         offset: id * len,
         len,
         submitted_at: at,
+        cost_vtime: 0,
     }
 }
 
@@ -67,7 +68,7 @@ pub(super) fn drive(c: &mut dyn Controller, subs: &[Io], until: Instant) -> Vec<
         c.on_timer(now, &mut rel);
         out.extend(rel.iter().map(|r| (r.id.0, now)));
         while i < subs.len() && subs[i].submitted_at <= now {
-            if c.on_submit(&subs[i], now) == Verdict::Dispatch {
+            if c.on_submit(&mut { subs[i] }, now) == Verdict::Dispatch {
                 out.push((subs[i].id.0, now));
             }
             i += 1;
@@ -108,7 +109,10 @@ fn protocol_faults_are_loud() {
             (
                 &|c| {
                     c.on_group_removed(a, Instant::ZERO);
-                    c.on_submit(&io(1, a, IoOp::Read, 4096, Instant::ZERO), Instant::ZERO);
+                    c.on_submit(
+                        &mut io(1, a, IoOp::Read, 4096, Instant::ZERO),
+                        Instant::ZERO,
+                    );
                 },
                 "group 1, which is not among the 2 online groups",
             ),
@@ -119,7 +123,7 @@ fn protocol_faults_are_loud() {
             (
                 &|c| {
                     c.on_submit(
-                        &io(1, GroupId(7), IoOp::Read, 4096, Instant::ZERO),
+                        &mut io(1, GroupId(7), IoOp::Read, 4096, Instant::ZERO),
                         Instant::ZERO,
                     );
                 },
@@ -128,7 +132,7 @@ fn protocol_faults_are_loud() {
             (
                 &|c| {
                     let now = Instant::from_ms(5);
-                    c.on_submit(&io(1, a, IoOp::Read, 4096, now), now);
+                    c.on_submit(&mut io(1, a, IoOp::Read, 4096, now), now);
                     let mut rel = Vec::new();
                     c.on_timer(Instant::from_ms(4), &mut rel);
                 },
@@ -159,8 +163,8 @@ fn closed_loop(c: &mut dyn Controller, g: GroupId, n: u64, think: Duration) -> V
     let mut now = Instant::ZERO;
     let mut rel = Vec::new();
     for id in 0..n {
-        let x = io(id, g, IoOp::Read, 4096, now);
-        let released_at = if c.on_submit(&x, now) == Verdict::Dispatch {
+        let mut x = io(id, g, IoOp::Read, 4096, now);
+        let released_at = if c.on_submit(&mut x, now) == Verdict::Dispatch {
             now
         } else {
             loop {
@@ -408,7 +412,7 @@ proptest! {
             th.on_timer(t_now, &mut rel);
             out.extend(rel.iter().map(|r| (r.id.0, t_now)));
             while i < subs.len() && subs[i].submitted_at <= t_now {
-                if th.on_submit(&subs[i], t_now) == Verdict::Dispatch { out.push((subs[i].id.0, t_now)); }
+                if th.on_submit(&mut subs[i], t_now) == Verdict::Dispatch { out.push((subs[i].id.0, t_now)); }
                 i += 1;
             }
             if let Err(e) = th.invariants() { prop_assert!(false, "{}", e); }
@@ -464,12 +468,12 @@ fn live_state_counts_held_bios_by_owner() {
     for c in [&mut th as &mut dyn Controller, &mut pc] {
         for i in 0..5u64 {
             let _ = c.on_submit(
-                &io(i, a, IoOp::Read, 4096, Instant::from_ms(i)),
+                &mut io(i, a, IoOp::Read, 4096, Instant::from_ms(i)),
                 Instant::from_ms(i),
             );
         }
         let _ = c.on_submit(
-            &io(9, q, IoOp::Read, 4096, Instant::from_ms(4)),
+            &mut io(9, q, IoOp::Read, 4096, Instant::from_ms(4)),
             Instant::from_ms(4),
         );
         let mut st = crate::controller::LiveState::default();

@@ -41,7 +41,7 @@ fn drive_split(
             cut(c, b, piece, now, &mut done);
         }
         while i < subs.len() && subs[i].submitted_at <= now {
-            if c.on_submit(&subs[i], now) == Verdict::Dispatch {
+            if c.on_submit(&mut { subs[i] }, now) == Verdict::Dispatch {
                 cut(c, subs[i], piece, now, &mut done);
             }
             i += 1;
@@ -64,9 +64,10 @@ fn cut(
             len: b.len - piece,
             flags: b.flags.with(IoFlags::SPLIT_REST),
             submitted_at: now,
+            cost_vtime: 0,
             ..b
         };
-        if c.on_submit(&b, now) == Verdict::Held {
+        if c.on_submit(&mut b, now) == Verdict::Held {
             return;
         }
     }

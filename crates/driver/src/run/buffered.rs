@@ -90,6 +90,7 @@ impl<B: Backend> Loop<'_, B> {
                 offset: w.offset,
                 len: w.len,
                 submitted_at: now,
+                cost_vtime: 0,
             };
             self.submit_internal(FlightKind::Writeback, NO_JOB, io, now);
         }
@@ -113,8 +114,8 @@ impl<B: Backend> Loop<'_, B> {
             alloc_at: now,
             started_at: now,
         });
-        let io = Io { id, ..io };
-        match self.stack.submit(&io, now) {
+        let mut io = Io { id, ..io };
+        match self.stack.submit(&mut io, now) {
             StackVerdict::Ready => self.enqueue_request(io, now),
             // longer than the device's max IO size: requests of their own
             StackVerdict::Split => {
@@ -156,6 +157,7 @@ impl<B: Backend> Loop<'_, B> {
             offset: 0,
             len: 0,
             submitted_at: now,
+            cost_vtime: 0,
         };
         self.submit_internal(FlightKind::Flush, j as u32, io, now);
     }
@@ -251,6 +253,7 @@ impl<B: Backend> Loop<'_, B> {
                 offset: 0,
                 len: 0,
                 submitted_at: now,
+                cost_vtime: 0,
             };
             self.submit_internal(FlightKind::Flush, NO_JOB, io, now);
         }

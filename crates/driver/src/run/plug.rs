@@ -159,8 +159,8 @@ impl<B: Backend> Loop<'_, B> {
                 continue;
             };
             f.io.submitted_at = now;
-            let io = f.io;
-            match self.stack.submit_stage0(&io, now) {
+            let mut io = f.io;
+            match self.stack.submit_stage0(&mut io, now) {
                 StackVerdict::Queued => {}
                 StackVerdict::Blocked => {
                     self.flush_plug(j, now);
@@ -177,8 +177,11 @@ impl<B: Backend> Loop<'_, B> {
                     if plugged && self.plug_merge(j, &io, now) {
                         continue;
                     }
-                    match self.stack.submit_rq_qos(&io, now) {
+                    match self.stack.submit_rq_qos(&mut io, now) {
                         StackVerdict::Ready | StackVerdict::Split => {
+                            if let Some(f) = self.flights.get_mut(id) {
+                                f.io.cost_vtime = io.cost_vtime;
+                            }
                             if let Some(b) = self.jobs[j].batch.as_mut() {
                                 b.plug.push(id);
                             }
@@ -254,7 +257,7 @@ impl<B: Backend> Loop<'_, B> {
         else {
             return false;
         };
-        let Some(rq) = self.flights.get(rq_id).map(|f| f.io) else {
+        let Some(mut rq) = self.flights.get(rq_id).map(|f| f.io) else {
             return false;
         };
         // blk_rq_merge_ok: same op and cgroup, no split pieces
@@ -286,12 +289,13 @@ impl<B: Backend> Loop<'_, B> {
         if segs > self.max_segments {
             return false;
         }
-        if let Some(d) = self.stack.merge(io, &rq, now) {
+        if let Some(d) = self.stack.merge(io, &mut rq, now) {
             if let Some(b) = self.jobs[j].batch.as_mut() {
                 b.delay = b.delay.max(d);
             }
         }
         let f = self.flights.get_mut(rq_id).expect("checked above");
+        f.io.cost_vtime = rq.cost_vtime;
         if front {
             f.io.offset = io.offset;
         }
@@ -332,6 +336,9 @@ impl<B: Backend> Loop<'_, B> {
     pub(super) fn plug_released(&mut self, j: usize, io: &Io) -> bool {
         if !self.plug_merges || io.needs_split(self.max_io) {
             return false;
+        }
+        if let Some(f) = self.flights.get_mut(io.id) {
+            f.io.cost_vtime = io.cost_vtime;
         }
         match self.jobs[j].batch.as_mut() {
             Some(b) if b.queued.len() + b.entered.len() > 2 => {

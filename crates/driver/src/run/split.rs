@@ -80,6 +80,7 @@ impl<B: Backend> Loop<'_, B> {
                     .without(IoFlags::SPLIT_REST)
                     .with(IoFlags::FRAGMENT),
                 submitted_at: now,
+                cost_vtime: 0,
                 ..io
             };
             let fid = self.flights.insert_with(|id| Flight {
@@ -91,7 +92,7 @@ impl<B: Backend> Loop<'_, B> {
                 alloc_at: now,
                 started_at: now,
             });
-            let piece = Io { id: fid, ..front };
+            let mut piece = Io { id: fid, ..front };
             self.splits.pieces.insert(fid, pid);
             let st = self.splits.jobs.entry(pid).or_default();
             st.pending += 1;
@@ -99,14 +100,15 @@ impl<B: Backend> Loop<'_, B> {
             // bio_submit_split: the rest re-enters blk-throttle first
             let mut next = None;
             if io.len > cut {
-                let rest = Io {
+                let mut rest = Io {
                     offset: io.offset + cut,
                     len: io.len - cut,
                     flags: io.flags.with(IoFlags::SPLIT_REST),
                     submitted_at: now,
+                    cost_vtime: 0,
                     ..io
                 };
-                match self.stack.submit(&rest, now) {
+                match self.stack.submit(&mut rest, now) {
                     // a rest always stops after stage 0
                     StackVerdict::Split | StackVerdict::Ready => next = Some(rest),
                     // held: comes back from the stack's timer
@@ -114,7 +116,7 @@ impl<B: Backend> Loop<'_, B> {
                 }
             }
             // the front piece: rq-qos, then a request
-            match self.stack.submit_fragment(&piece, now) {
+            match self.stack.submit_fragment(&mut piece, now) {
                 StackVerdict::Ready | StackVerdict::Split => self.queue_request(piece, now, defer),
                 StackVerdict::Queued => {}
                 StackVerdict::Blocked => {

@@ -18,6 +18,7 @@ pub fn io(id: u64, op: IoOp, offset: u64, len: u64) -> Io {
         offset,
         len,
         submitted_at: Instant::ZERO,
+        cost_vtime: 0,
     }
 }
 

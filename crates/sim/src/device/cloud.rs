@@ -263,6 +263,7 @@ mod tests {
             offset: 0,
             len,
             submitted_at: Instant::ZERO,
+            cost_vtime: 0,
         }
     }
 

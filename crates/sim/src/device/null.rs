@@ -179,6 +179,7 @@ mod tests {
             offset: 0,
             len,
             submitted_at: Instant::ZERO,
+            cost_vtime: 0,
         }
     }
 

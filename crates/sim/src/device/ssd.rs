@@ -239,6 +239,7 @@ mod tests {
             offset: 0,
             len: 4096,
             submitted_at: Instant::ZERO,
+            cost_vtime: 0,
         };
         let n = 20_000u64;
         let mut extra: Vec<u64> = (0..n)

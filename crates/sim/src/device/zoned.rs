@@ -276,6 +276,7 @@ mod tests {
             offset,
             len,
             submitted_at: Instant::ZERO,
+            cost_vtime: 0,
         }
     }
 
