@@ -10,25 +10,15 @@ use blkqos_core::{CgroupTree, GroupId};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions, RunResult};
 use blkqos_engine::StopOnSignal;
-use blkqos_fio::parse::{JobSet, OutputFormat};
+use blkqos_fio::parse::OutputFormat;
 use blkqos_sim::{DeviceSpec, SimBackend};
 use blkqos_workload::{JobSpec, SizeSpec};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+pub use crate::invocation::Invocation;
 pub use blkqos_core::cgroupfs::KnobWrite;
-
-/// One fio process.
-#[derive(Clone, Debug)]
-pub struct Invocation {
-    pub jobs: JobSet,
-    /// cgroup the process runs in (`echo $$ > cgroup.procs`); a job's own
-    /// `cgroup=` option wins.
-    pub cgroup: Option<String>,
-    pub output: Option<PathBuf>,
-    pub formats: Vec<OutputFormat>,
-}
 
 #[derive(Clone, Debug)]
 pub struct Experiment {
@@ -45,7 +35,7 @@ pub struct Experiment {
     pub accounting: AccountingOptions,
     pub pagecache: crate::pagecache::PageCacheOptions,
     /// Run on the real engine instead of the simulator.
-    pub real: Option<crate::real::RealOptions>,
+    pub real: Option<RealOptions>,
     /// Write the controllers' per-period traces (iocost) here; `.jsonl` = JSON lines.
     pub trace_out: Option<PathBuf>,
     /// `--parse-only`: check everything, run nothing.
@@ -681,4 +671,16 @@ pub struct Plan {
     pub tree: CgroupTree,
     pub setups: Vec<JobSetup>,
     pub invocation_of: Vec<usize>,
+}
+
+/// Which real backend and with which consents.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RealOptions {
+    pub kind: blkqos_engine::BackendKind,
+    /// The target; default: the jobs' common `filename`.
+    pub path: Option<PathBuf>,
+    pub allow_destructive: bool,
+    pub overwrite: bool,
+    /// The status line (`--eta=`).
+    pub eta: crate::progress::Eta,
 }

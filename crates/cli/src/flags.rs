@@ -369,7 +369,9 @@ fn set_backend(e: &mut Experiment, v: &str) -> Result<()> {
                 "--backend={v}: use sim, real (io_uring, falling back to threads), io_uring or threads"
             )
         })?;
-        let r = e.real.get_or_insert_with(crate::real::RealOptions::default);
+        let r = e
+            .real
+            .get_or_insert_with(crate::experiment::RealOptions::default);
         r.kind = if v == "real" {
             blkqos_engine::BackendKind::Auto
         } else {

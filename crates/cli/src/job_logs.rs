@@ -7,7 +7,7 @@
 //! the run goes. The samples themselves come from the jobs
 //! (`blkqos_workload::iolog`).
 
-use crate::streams::FileOut;
+use crate::file_out::FileOut;
 use anyhow::Result;
 use blkqos_workload::iolog::{format_sample, LogKind, LogSample};
 use blkqos_workload::JobSpec;

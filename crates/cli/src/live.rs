@@ -40,7 +40,7 @@
 //! follow each other (logs). `--live-json=FILE` writes the same data as
 //! JSON lines (exact counts, for scripts and tests).
 
-use crate::streams::FileOut;
+use crate::file_out::FileOut;
 use blkqos_core::{ControllerStack, Instant, IoOp, LatHist, LiveState};
 use blkqos_driver::{DiskStats, RequestRecord};
 use std::fmt::Write as _;

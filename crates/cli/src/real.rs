@@ -1,7 +1,7 @@
 //! Running an experiment on the real engine (io_uring, or the thread-pool
 //! fallback) against a file or block device.
 
-use crate::experiment::{Experiment, Plan, Ran};
+use crate::experiment::{Experiment, Plan, Ran, RealOptions};
 use anyhow::{bail, Result};
 use blkqos_core::DevId;
 use blkqos_engine::{open_backend, BackendKind, EngineOptions, RealBackend, StopOnSignal};
@@ -9,18 +9,6 @@ use blkqos_sim::DeviceSpec;
 use blkqos_workload::{IoEngine, RwMode, SizeSpec};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-
-/// Which real backend and with which consents.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct RealOptions {
-    pub kind: BackendKind,
-    /// The target; default: the jobs' common `filename`.
-    pub path: Option<PathBuf>,
-    pub allow_destructive: bool,
-    pub overwrite: bool,
-    /// The status line (`--eta=`).
-    pub eta: crate::progress::Eta,
-}
 
 /// `MAJ:MIN` and a name for the target: a block device's own number, or the
 /// device holding a regular file's filesystem.

@@ -14,7 +14,7 @@
 //! run goes (through a buffer), so a trace of any length takes constant
 //! memory.
 
-use crate::streams::FileOut;
+use crate::file_out::FileOut;
 use anyhow::Result;
 use blkqos_core::CgroupTree;
 use blkqos_driver::lathist::DIR_NAMES;

@@ -21,7 +21,7 @@ type Table = BTreeMap<String, Spanned<toml::Value>>;
 pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
     let src = Source::load(path)?;
     let sc = src.parse()?;
-    let mut real: Option<crate::real::RealOptions> = None;
+    let mut real: Option<crate::experiment::RealOptions> = None;
     let device = match &sc.device {
         None => DeviceSpec::parse("null").expect("default device"),
         Some(t) => device(&src, t, &mut real)?,
@@ -70,7 +70,7 @@ pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
 fn device(
     src: &Source,
     t: &Table,
-    real: &mut Option<crate::real::RealOptions>,
+    real: &mut Option<crate::experiment::RealOptions>,
 ) -> Result<DeviceSpec> {
     let mut model = "null".to_string();
     let mut kv: Vec<(String, String)> = Vec::new();
@@ -78,7 +78,7 @@ fn device(
         let s = scalar_to_string(v.get_ref());
         if k == "path" || k == "backend" {
             let s = s.unwrap_or_default();
-            let r = real.get_or_insert_with(crate::real::RealOptions::default);
+            let r = real.get_or_insert_with(crate::experiment::RealOptions::default);
             if k == "path" {
                 r.path = Some(src.resolve(&s));
             } else {

@@ -8,11 +8,11 @@
 //! reports follow each other as whole objects (`{ ... }` then the next),
 //! terse reports as lines, normal ones as blocks. The final report comes
 //! after them, unchanged. The reports are made by the same code as the
-//! final one ([`crate::output::render_view`]).
+//! final one ([`crate::render::render_view`]).
 
-use crate::experiment::Invocation;
-use crate::output::{render_view, RunView};
-use crate::streams::FileOut;
+use crate::file_out::FileOut;
+use crate::invocation::Invocation;
+use crate::render::{render_view, RunView};
 use anyhow::Result;
 use blkqos_core::Instant;
 use blkqos_driver::{DiskStats, JobResult};
@@ -108,7 +108,7 @@ impl StatusReports {
             dev_name: &self.dev_name,
             target: &self.target,
         };
-        let ts = crate::output::report_time_at(self.t0_ms, now, self.host.is_some());
+        let ts = crate::render::report_time_at(self.t0_ms, now, self.host.is_some());
         let outs = render_view(&self.invocations, &view, ts);
         for (file, out) in self.files.iter_mut().zip(outs) {
             match file {

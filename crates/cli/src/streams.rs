@@ -5,55 +5,16 @@
 //! driver hands records to [`Streams`] (its [`RunSink`]) as it produces
 //! them; each output goes through a buffer to its file.
 
+use crate::file_out::FileOut;
 use crate::job_logs::JobLogs;
 use crate::request_trace::RequestTrace;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use blkqos_core::{ControllerStack, Instant};
 use blkqos_driver::{RequestRecord, RunSink};
 use blkqos_workload::iolog::LogSample;
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// A file written through a buffer that keeps its first error (and writes
-/// nothing after it) until [`FileOut::finish`] reports it.
-#[derive(Debug)]
-pub struct FileOut {
-    path: PathBuf,
-    out: BufWriter<File>,
-    error: Option<std::io::Error>,
-}
-
-impl FileOut {
-    pub fn create(path: &Path) -> Result<Self> {
-        let file =
-            File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(FileOut {
-            path: path.to_path_buf(),
-            out: BufWriter::with_capacity(1 << 16, file),
-            error: None,
-        })
-    }
-
-    /// Write with `f` unless an earlier write failed.
-    pub fn write_with(&mut self, f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>) {
-        if self.error.is_none() {
-            if let Err(e) = f(&mut self.out) {
-                self.error = Some(e);
-            }
-        }
-    }
-
-    /// Flush: the first error of the whole file, if any.
-    pub fn finish(&mut self) -> Result<()> {
-        self.write_with(|o| o.flush());
-        match self.error.take() {
-            Some(e) => Err(e).with_context(|| format!("cannot write {}", self.path.display())),
-            None => Ok(()),
-        }
-    }
-}
 
 /// The controllers' per-period trace of a simulated run, drained from the
 /// stack once a second of simulated time.

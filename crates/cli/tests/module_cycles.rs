@@ -130,28 +130,10 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     out
 }
 
-/// The one tangle left: the `blkqos run` modules of the CLI binary
-/// (planning, running and reporting import each other). It is listed
-/// exactly, so it can only shrink: a module that joins it fails the test,
-/// and one that leaves it must be taken off the list.
-const KNOWN_CLI_TANGLE: &[&str] = &[
-    "experiment",
-    "job_logs",
-    "lat_report",
-    "live",
-    "outcome",
-    "output",
-    "real",
-    "request_trace",
-    "status",
-    "streams",
-];
-
 #[test]
 fn no_module_imports_another_that_imports_it_back() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut found = Vec::new();
-    let mut known_seen = false;
     let mut crates = 0;
     for c in std::fs::read_dir(root.join("crates")).unwrap() {
         let src = c.unwrap().path().join("src");
@@ -218,10 +200,6 @@ fn no_module_imports_another_that_imports_it_back() {
             .to_string_lossy()
             .into_owned();
         for c in cycles(&graph) {
-            if name == "cli" && c == KNOWN_CLI_TANGLE {
-                known_seen = true;
-                continue;
-            }
             let edges: Vec<String> = c
                 .iter()
                 .flat_map(|a| {
@@ -236,8 +214,4 @@ fn no_module_imports_another_that_imports_it_back() {
     }
     assert!(crates >= 8, "{crates} crates");
     assert!(found.is_empty(), "import cycles:\n{}", found.join("\n"));
-    assert!(
-        known_seen,
-        "the CLI's known tangle changed or is gone: update KNOWN_CLI_TANGLE"
-    );
 }
