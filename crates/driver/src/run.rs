@@ -1192,6 +1192,7 @@ pub fn run<B: Backend>(
             .iter()
             .any(|s| s.job.spec().control.exitall_on_error);
     lp.job_logs = lp.jobs.iter().any(|s| s.job.spec().logs.any());
+    let steady = steady::setup(&mut lp.jobs);
     for j in 0..lp.jobs.len() {
         if lp.jobs[j].state != SlotState::Pending {
             lp.join_flow(j);
@@ -1227,6 +1228,8 @@ pub fn run<B: Backend>(
         .map(|d| t0 + d);
     let status_every = opts.status_every.filter(|d| d.as_ns() > 0);
     let mut next_status = status_every.map(|d| t0 + d);
+    // fio's helper thread checks steady state once a second from its start
+    let mut next_steady = steady.then(|| t0 + steady::CHECK_EVERY);
     let mut interrupted = false;
     let mut dropped_ios = None;
     // earliest job timer; job timers only move when the loop steps jobs
@@ -1286,6 +1289,16 @@ pub fn run<B: Backend>(
                 next_status = Some(next);
             }
         }
+        let mut steady_stopped = false;
+        if let Some(t) = next_steady.filter(|&t| now >= t) {
+            steady::check(&mut lp.jobs, now);
+            steady_stopped = lp.jobs.iter().any(|s| s.terminated && !s.job.is_done());
+            let mut next = t + steady::CHECK_EVERY;
+            while next <= now {
+                next += steady::CHECK_EVERY;
+            }
+            next_steady = Some(next);
+        }
         lp.run_deferred(now);
         if lp.pc.is_some() {
             lp.run_pagecache(now);
@@ -1298,7 +1311,7 @@ pub fn run<B: Backend>(
             }
         }
         // a job that ended stopped others: step them again at once
-        let stopped_others = lp.exit_rules && lp.check_exits();
+        let stopped_others = (lp.exit_rules && lp.check_exits()) || steady_stopped;
 
         if lp.flights.is_empty()
             && lp.pc_pending.is_empty()
@@ -1314,6 +1327,9 @@ pub fn run<B: Backend>(
             lp.stack.check()?;
         }
         let mut deadline = earliest(lp.stack.next_deadline(), next_snap);
+        if lp.jobs.iter().any(|s| !s.job.is_done()) {
+            deadline = earliest(deadline, next_steady);
+        }
         deadline = earliest(deadline, lp.deferred.front().map(|d| d.0));
         if let Some(pc) = &lp.pc {
             deadline = earliest(deadline, pc.next_deadline());
@@ -1410,6 +1426,7 @@ pub fn run<B: Backend>(
 mod buffered;
 mod exit;
 mod start;
+mod steady;
 
 /// `deadline`, brought forward to `now + poll_every` when the run has
 /// asynchronous flags to look at.

@@ -169,6 +169,9 @@ pub fn sum_thread_stats(dst: &mut JobStats, src: &JobStats, mixed: bool) {
     dst.cpu.add(&src.cpu);
     // fio __show_run_stats sets latency_depth from each job in turn
     dst.latency_depth = src.latency_depth;
+    // and the ss_* fields: the last job's (the one of a group that keeps
+    // the samples, with group_reporting)
+    dst.steadystate.clone_from(&src.steadystate);
 }
 
 /// `(usr_cpu, sys_cpu)` in percent of the entry's `total_run_time`, as
