@@ -343,7 +343,11 @@ mod tests {
         assert!(!ss.add_sample(10, 0));
         assert!(!ss.add_sample(13, 0));
         // slope 3, integer mean 23/2 = 11 -> 27.27%
-        assert!((ss.criterion - 300.0 / 11.0).abs() < 1e-9, "{}", ss.criterion);
+        assert!(
+            (ss.criterion - 300.0 / 11.0).abs() < 1e-9,
+            "{}",
+            ss.criterion
+        );
     }
 
     #[test]

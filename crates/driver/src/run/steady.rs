@@ -79,8 +79,8 @@ pub(super) fn check(jobs: &mut [JobSlot], now: Instant) {
             // unsigned as in fio: a ramp_time's reset of the counters wraps
             group_bw = group_bw
                 .wrapping_add(bytes.wrapping_sub(ss.prev_bytes).wrapping_mul(1000) / rate_ms);
-            group_iops = group_iops
-                .wrapping_add(ios.wrapping_sub(ss.prev_ios).wrapping_mul(1000) / rate_ms);
+            group_iops =
+                group_iops.wrapping_add(ios.wrapping_sub(ss.prev_ios).wrapping_mul(1000) / rate_ms);
             group_ramp_over += 1;
         }
         ss.prev_ios = ios;

@@ -89,13 +89,18 @@ mod tests {
         assert_eq!(c("iops:10%").unwrap(), (SsMetric::Iops, false, true, 10.0));
         assert_eq!(c("bw_slope:1%").unwrap(), (SsMetric::Bw, true, true, 1.0));
         assert_eq!(c("bw_slope:2 %").unwrap(), (SsMetric::Bw, true, true, 2.0));
-        assert_eq!(c("iops_slope:0.5").unwrap(), (SsMetric::Iops, true, false, 0.5));
+        assert_eq!(
+            c("iops_slope:0.5").unwrap(),
+            (SsMetric::Iops, true, false, 0.5)
+        );
         // a bandwidth limit is a size: 10m = 10 MiB/s with kb_base 1024
         assert_eq!(
             c("bw:10m").unwrap(),
             (SsMetric::Bw, false, false, 10.0 * 1024.0 * 1024.0)
         );
-        assert!(c("iops").unwrap_err().contains("threshold must be specified"));
+        assert!(c("iops")
+            .unwrap_err()
+            .contains("threshold must be specified"));
         assert!(c("IOPS:5%").unwrap_err().contains("valid values"));
         assert!(c("iops_slope:abc").is_err());
     }

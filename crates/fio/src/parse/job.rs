@@ -203,12 +203,13 @@ impl<'a> Builder<'a> {
         spec.group_id = self.groupid;
         // td_steadystate_init: every job of a reporting group detects
         // steady state the same way (or none does)
-        let differs = |j: &&JobSpec| {
-            j.group_id == spec.group_id && effective_ss(j) != effective_ss(&spec)
-        };
+        let differs =
+            |j: &&JobSpec| j.group_id == spec.group_id && effective_ss(j) != effective_ss(&spec);
         if let Some(other) = self.jobs.iter().find(differs) {
             return Err(loc.error(format!(
-                "job `{}`: job rejected: steadystate options must be consistent within                  reporting groups (job `{}` of the same group differs; give every job of                  the group the same ss, ss_dur and ss_ramp, or put it in a new_group)",
+                "job `{}`: job rejected: steadystate options must be consistent within \
+                 reporting groups (job `{}` of the same group differs; give every job of \
+                 the group the same ss, ss_dur and ss_ramp, or put it in a new_group)",
                 spec.name, other.name
             )));
         }

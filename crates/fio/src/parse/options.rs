@@ -334,7 +334,12 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("offset_increment", Kind::StrVal, Opt::OffsetIncrement),
     def("wait_for", Kind::StrStore, Opt::WaitFor),
     aliased("steadystate", "ss", Kind::Str, Opt::SteadyState),
-    aliased("steadystate_duration", "ss_dur", Kind::Time, Opt::SteadyStateDuration),
+    aliased(
+        "steadystate_duration",
+        "ss_dur",
+        Kind::Time,
+        Opt::SteadyStateDuration,
+    ),
     aliased(
         "steadystate_ramp_time",
         "ss_ramp",
@@ -547,7 +552,9 @@ mod tests {
             lookup("iodepth_batch_complete"),
             Lookup::Unsupported("iodepth_batch_complete_min")
         ));
-        assert!(matches!(lookup("ss_dur"), Lookup::Supported(d) if d.name == "steadystate_duration"));
+        assert!(
+            matches!(lookup("ss_dur"), Lookup::Supported(d) if d.name == "steadystate_duration")
+        );
         assert!(matches!(lookup("hipri"), Lookup::Supported(d) if d.name == "hipri"));
         assert!(matches!(lookup("readfua"), Lookup::Unsupported("readfua")));
         assert!(matches!(lookup("ratemin"), Lookup::Supported(d) if d.name == "rate_min"));

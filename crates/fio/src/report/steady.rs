@@ -90,7 +90,15 @@ mod tests {
         let keys: Vec<&str> = o.0.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             keys,
-            ["ss", "duration", "attained", "criterion", "max_deviation", "slope", "data"]
+            [
+                "ss",
+                "duration",
+                "attained",
+                "criterion",
+                "max_deviation",
+                "slope",
+                "data"
+            ]
         );
         assert_eq!(o.0[0].1, Value::Str("iops:10.000000%".into()));
         assert_eq!(o.0[3].1, Value::Str("0.000000%".into()));
