@@ -517,6 +517,9 @@ struct Loop<'a, B: Backend> {
     exitall: std::collections::BTreeSet<u32>,
     /// Some job ends others (`exitall`, `exitall_on_error`): check ends.
     exit_rules: bool,
+    /// The medium's contents and each clone's buffer contents, when a job
+    /// compares data with it ([`medium`]).
+    medium: Option<(medium::Medium, Vec<medium::Contents>)>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -1103,11 +1106,16 @@ impl<B: Backend> Loop<'_, B> {
                 return;
             }
         }
+        let mut error = c.error;
+        if let (0, Some((m, contents))) = (error, &mut self.medium) {
+            let j = f.job as usize;
+            error = m.complete(self.jobs[j].job.spec(), &contents[j], &f.jio);
+        }
         let reaped = Reaped {
             io: f.jio,
             issue_time: issue_time(&f, &c),
-            error: c.error,
-            bytes_done: if c.error == 0 { c.bytes } else { 0 },
+            error,
+            bytes_done: if error == 0 { c.bytes } else { 0 },
         };
         self.jobs[f.job as usize].deliver(reaped, c.at);
     }
@@ -1177,6 +1185,7 @@ pub fn run<B: Backend>(
         job_logs: false,
         exitall: std::collections::BTreeSet::new(),
         exit_rules: false,
+        medium: None,
     };
     exit::link_waits(&mut lp.jobs);
     lp.exitall = lp
@@ -1193,6 +1202,12 @@ pub fn run<B: Backend>(
             .any(|s| s.job.spec().control.exitall_on_error);
     lp.job_logs = lp.jobs.iter().any(|s| s.job.spec().logs.any());
     let steady = steady::setup(&mut lp.jobs);
+    if medium::Medium::needed(lp.jobs.iter().map(|s| s.job.spec())) {
+        let contents = (0..lp.jobs.len())
+            .map(|j| medium::Contents::of(lp.jobs[j].job.spec(), j as u32))
+            .collect();
+        lp.medium = Some((medium::Medium::new(), contents));
+    }
     for j in 0..lp.jobs.len() {
         if lp.jobs[j].state != SlotState::Pending {
             lp.join_flow(j);
@@ -1425,6 +1440,7 @@ pub fn run<B: Backend>(
 
 mod buffered;
 mod exit;
+mod medium;
 mod start;
 mod steady;
 
