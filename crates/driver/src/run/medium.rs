@@ -179,10 +179,8 @@ mod tests {
     use blkqos_core::Instant;
 
     fn sg(mode: SgWriteMode, pattern: u8) -> (JobSpec, Contents) {
-        let mut s = JobSpec {
-            ioengine: IoEngine::Sg,
-            ..JobSpec::default()
-        };
+        let mut s = JobSpec::new("v");
+        s.ioengine = IoEngine::Sg;
         s.engine.sg_write_mode = mode;
         s.buffers.pattern = Some(vec![pattern]);
         let c = Contents::of(&s, 0);
@@ -237,7 +235,7 @@ mod tests {
     #[test]
     fn a_pattern_longer_than_a_block_runs_on_across_blocks() {
         let mut m = Medium::new();
-        let mut w = JobSpec::default();
+        let mut w = JobSpec::new("w");
         w.buffers.pattern = Some((0..=255u8).chain(0..=254).collect());
         let wc = Contents::of(&w, 0);
         m.complete(&w, &wc, &io(0, 1024));
@@ -258,7 +256,7 @@ mod tests {
     #[test]
     fn random_buffers_match_nothing() {
         let mut m = Medium::new();
-        let w = JobSpec::default();
+        let w = JobSpec::new("w");
         let wc = Contents::of(&w, 0);
         m.complete(&w, &wc, &io(0, 512));
         let (v, vc) = sg(SgWriteMode::VerifyBytchk01, 0);
