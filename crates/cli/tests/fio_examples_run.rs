@@ -4,7 +4,9 @@
 //!
 //! Every file fio 3.33 accepts (`fio --parse-only`) is made small — each job
 //! gets `runtime=1`, sizes become 16 MiB (file sizes 4 MiB), numeric
-//! `startdelay`s become milliseconds, and for the real engine files and
+//! `startdelay`s become milliseconds, an `offset_increment` (the spacing
+//! of the clones' regions) shrinks with the size it spaces (see
+//! [`scaled_increment`]), and for the real engine files and
 //! directories move into a scratch directory; the file system metadata
 //! engines' jobs (filecreate, filestat, filedelete) keep their sizes and
 //! get at most 64 files each — then:
@@ -92,6 +94,7 @@ fn split_line(l: &str) -> Option<(String, String)> {
 /// and directories there (real engine and fio runs).
 fn shrink(text: &str, scratch: Option<&Path>) -> String {
     let meta = metadata_engine(text);
+    let spaced = spaced_size(text);
     let mut out = Vec::new();
     let mut global_keys: Vec<String> = Vec::new();
     let mut section: Option<String> = None;
@@ -141,10 +144,66 @@ fn shrink(text: &str, scratch: Option<&Path>) -> String {
             out.push(format!("{k}={}", n.min(META_MAX_FILES)));
             continue;
         }
+        if k == "offset_increment" && !meta {
+            if let Some(inc) = spaced.and_then(|sz| scaled_increment(&v, sz)) {
+                out.push(format!("offset_increment={inc}"));
+                continue;
+            }
+        }
         out.push(rewrite(&k, &v, scratch).unwrap_or_else(|| l.to_string()));
     }
     finish(&mut out, &section, &keys, &global_keys);
     out.join("\n") + "\n"
+}
+
+/// What the shrunk file's sizes become (`size`, `io_size`).
+const SHRUNK_SIZE: u64 = 16 << 20;
+
+/// A size as fio reads it (`k`, `m`, `g`, `t` powers of 1024; bytes
+/// without a suffix); None for anything else (percentages, ranges).
+fn size_bytes(v: &str) -> Option<u64> {
+    let v = v.trim().to_ascii_lowercase();
+    let digits = v.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: u64 = digits.parse().ok()?;
+    let shift = match v[digits.len()..].trim_end_matches(['b', 'i']) {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
+}
+
+/// The size the clones' `offset_increment` spaces: the file's `io_size`
+/// (`io_limit`), else its `size` (the first one given).
+fn spaced_size(text: &str) -> Option<u64> {
+    let opts: Vec<(String, String)> = text.lines().filter_map(split_line).collect();
+    let first = |keys: &[&str]| {
+        opts.iter()
+            .find(|(k, _)| keys.contains(&k.as_str()))
+            .and_then(|(_, v)| size_bytes(v))
+    };
+    first(&["io_size", "io_limit"]).or_else(|| first(&["size"]))
+}
+
+/// `offset_increment=INC` of a file whose clones each do `spaced` bytes,
+/// for the shrunk file: the clones' regions keep their proportions, INC ×
+/// 16 MiB / `spaced`, rounded up to a MiB (so that clone regions do not
+/// overlap where they did not, and aligned as any block size). A drive
+/// split into 30 slices of 124 GiB (cross-stripe-verify.fio) needs about
+/// 3.6 TiB; unshrunk, clone 3 already starts past the simulated device's
+/// 256 GiB, and fio fails the same way on a device that small. None when
+/// INC is not a plain size.
+fn scaled_increment(inc: &str, spaced: u64) -> Option<u64> {
+    let inc = size_bytes(inc)?;
+    if spaced == 0 {
+        return None;
+    }
+    let scaled = (u128::from(inc) * u128::from(SHRUNK_SIZE)).div_ceil(u128::from(spaced));
+    let mib = 1u128 << 20;
+    u64::try_from(scaled.div_ceil(mib) * mib).ok()
 }
 
 fn rewrite(k: &str, v: &str, scratch: Option<&Path>) -> Option<String> {
@@ -491,4 +550,21 @@ fn proof_by_difference() {
     eprintln!("compared with fio on the real engine: {compared:?}");
     assert!(!compared.is_empty(), "nothing was compared");
     assert!(bad.is_empty(), "blkqos and fio differ:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn offset_increment_shrinks_with_what_it_spaces() {
+    assert_eq!(size_bytes("124g"), Some(124 << 30));
+    assert_eq!(size_bytes("120k"), Some(120 << 10));
+    assert_eq!(size_bytes("4096"), Some(4096));
+    assert_eq!(size_bytes("10%"), None);
+    // 124 GiB slices for 120 GiB of IO each: 16.53 MiB, rounded up
+    assert_eq!(scaled_increment("124g", 120 << 30), Some(17 << 20));
+    assert_eq!(scaled_increment("1g", 1 << 30), Some(16 << 20));
+    let text = "[global]\nio_size=120g\noffset_increment=124g\noffset=120k\n[j]\nnumjobs=30\n";
+    let small = shrink(text, None);
+    assert!(small.contains("offset_increment=17825792\n"), "{small}");
+    assert!(small.contains("offset=120k\n"), "{small}");
+    // 30 clones now fit a 256 GiB simulated device
+    assert!(29 * (17u64 << 20) + (16 << 20) < 256 << 30);
 }
