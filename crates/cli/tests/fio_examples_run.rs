@@ -565,6 +565,6 @@ fn offset_increment_shrinks_with_what_it_spaces() {
     let small = shrink(text, None);
     assert!(small.contains("offset_increment=17825792\n"), "{small}");
     assert!(small.contains("offset=120k\n"), "{small}");
-    // 30 clones now fit a 256 GiB simulated device
-    assert!(29 * (17u64 << 20) + (16 << 20) < 256 << 30);
+    // 30 clones now need 29 × 17 MiB + 16 MiB, well inside the simulated
+    // device's 256 GiB (the coverage run shows the file running)
 }
