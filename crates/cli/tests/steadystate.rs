@@ -153,3 +153,38 @@ fn real_engine_and_fio_agree_on_the_object() {
         assert!(within(iops, 1000.0, 5.0), "{iops}");
     }
 }
+
+/// With `group_reporting` the clones' samples are summed into one ring
+/// (fio keeps it on the group's last job) and the whole group stops;
+/// without it each clone judges its own.
+#[test]
+fn group_reporting_sums_the_clones() {
+    let s = Scratch::new();
+    let file = s.path("g.dat");
+    std::fs::write(&file, vec![0u8; 64 << 20]).unwrap();
+    let body = "rw=read\nbs=4k\nsize=64m\nss=iops_slope:1%\nss_dur=3\n\
+                time_based\nruntime=30\nrate_iops=500\nnumjobs=2\n";
+    for (grouped, entries) in [(true, 1), (false, 2)] {
+        let jf = s.dir.path().join(format!("g{grouped}.fio"));
+        let gr = if grouped { "group_reporting\n" } else { "" };
+        std::fs::write(&jf, format!("[g]\nfilename={}\n{gr}{body}", file.display())).unwrap();
+        let r = run(&s, &jf, "--backend=sim");
+        r.ok();
+        let doc = &r.json_docs()[0];
+        let jobs = doc["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), entries);
+        let want = if grouped { 1000 } else { 500 };
+        for j in jobs {
+            let ss = &j["steadystate"];
+            assert_eq!(ss["attained"], 1, "{ss}");
+            assert_eq!(ss["data"]["iops"], serde_json::json!([want, want, want]));
+            assert_eq!(ss["criterion"], "0.000000%");
+        }
+        // no ramp: samples at 1, 2 and 3 s, attained at the third; a
+        // group's job_runtime is its clones' summed, as fio's (fio 3.33
+        // on this job: 5748 ms, its helper ticking at its own phase)
+        let runtime_ms = num(&jobs[0], "/job_runtime");
+        let want_ms = if grouped { 6000.0 } else { 3000.0 };
+        assert_eq!(runtime_ms, want_ms, "grouped={grouped}");
+    }
+}

@@ -1342,9 +1342,6 @@ pub fn run<B: Backend>(
             lp.stack.check()?;
         }
         let mut deadline = earliest(lp.stack.next_deadline(), next_snap);
-        if lp.jobs.iter().any(|s| !s.job.is_done()) {
-            deadline = earliest(deadline, next_steady);
-        }
         deadline = earliest(deadline, lp.deferred.front().map(|d| d.0));
         if let Some(pc) = &lp.pc {
             deadline = earliest(deadline, pc.next_deadline());
@@ -1372,7 +1369,12 @@ pub fn run<B: Backend>(
         }
         // the loop wakes up for the status report (not a reason to wait:
         // a stall is a stall with or without it)
-        let deadline = earliest(deadline, next_status).map(|d| d.max(now));
+        let mut deadline = earliest(deadline, next_status).map(|d| d.max(now));
+        // and for the steady-state checks while a job runs (no more a
+        // reason to wait than the status report)
+        if lp.jobs.iter().any(|s| !s.job.is_done()) {
+            deadline = earliest(deadline, next_steady).map(|d| d.max(now));
+        }
         let deadline = poll_by(deadline, now, opts);
         if lp.job_logs {
             lp.drain_job_logs();
