@@ -4,7 +4,9 @@
 //!
 //! * The simulator has no data: a verifying job issues fio's read-back IOs
 //!   (count, order, sizes, `verify_backlog` interleaving) and nothing is
-//!   checked; buffer contents change nothing. A note says so.
+//!   checked; buffer contents change nothing. A note says so. Except: when
+//!   an sg job compares data with the medium (`sg_write_mode=verify_bytchk_01|11`),
+//!   the simulated medium keeps what every job of the run writes.
 //! * The real engine writes `buffer_pattern` and `zero_buffers` as fio does
 //!   (every write holds the pattern from its first byte, or zeros); it
 //!   does not write fio's verify headers, scrambled, compressible or
@@ -19,8 +21,10 @@ fn asks(j: &JobSpec) -> bool {
     asks_for_data(&j.verify, &j.buffers, j.fill_device)
 }
 
-/// The simulator's note for a job that asks for data, if any.
-pub fn sim_note(j: &JobSpec) -> Option<String> {
+/// The simulator's note for a job that asks for data, if any. `medium`:
+/// an sg job of the run compares data with the medium, so the medium
+/// keeps what every job writes (its buffer contents count).
+pub fn sim_note(j: &JobSpec, medium: bool) -> Option<String> {
     if !asks(j) {
         return None;
     }
@@ -30,7 +34,7 @@ pub fn sim_note(j: &JobSpec) -> Option<String> {
     } else if j.verify.enabled() {
         what.push("the reads are not checked");
     }
-    if !j.buffers.is_default() {
+    if !j.buffers.is_default() && !medium {
         what.push("buffer contents options change nothing");
     }
     if j.fill_device {
@@ -50,6 +54,9 @@ pub fn sim_note(j: &JobSpec) -> Option<String> {
              all of runtime (true of sync engines; with a queued engine fio, and blkqos, read \
              back after each pass of `size`)",
         );
+    }
+    if what.is_empty() {
+        return None;
     }
     Some(format!(
         "simulated devices hold no data: {}",

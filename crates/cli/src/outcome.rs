@@ -42,6 +42,18 @@ pub fn job_error_line(j: &JobResult, target: &str) -> Option<String> {
         ),
         None => format!("on {target}"),
     };
+    let mode = j.spec.engine.sg_write_mode;
+    let what =
+        if j.spec.ioengine == blkqos_workload::IoEngine::Sg && mode.compares_data() && j.error == 5
+        {
+            // fio_sgio_ioctl_doio: CHECK CONDITION (SG_INFO_CHECK) becomes EIO
+            format!(
+                "{what} (sg_write_mode={}: the VERIFY's compare failed, sense key MISCOMPARE)",
+                mode.fio_name()
+            )
+        } else {
+            what
+        };
     Some(format!(
         "job `{}` (clone {}): error {} ({}): {what}; {}",
         j.spec.name,

@@ -116,8 +116,11 @@ pub(crate) fn refuse_on_simulator(exp: &Experiment) -> Result<()> {
 fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
     refuse_on_simulator(exp)?;
     let jobs = || exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter());
+    let medium = jobs().any(|j| {
+        j.ioengine == blkqos_workload::IoEngine::Sg && j.engine.sg_write_mode.compares_data()
+    });
     for spec in jobs() {
-        if let Some(n) = crate::data_opts::sim_note(spec) {
+        if let Some(n) = crate::data_opts::sim_note(spec, medium) {
             eprintln!("blkqos: note: job `{}`: {n}", spec.name);
         }
     }

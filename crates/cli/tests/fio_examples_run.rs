@@ -4,14 +4,18 @@
 //!
 //! Every file fio 3.33 accepts (`fio --parse-only`) is made small — each job
 //! gets `runtime=1`, sizes become 16 MiB (file sizes 4 MiB), numeric
-//! `startdelay`s become milliseconds, and for the real engine files and
+//! `startdelay`s become milliseconds, an `offset_increment` (the spacing
+//! of the clones' regions) shrinks with the size it spaces (see
+//! [`scaled_increment`]), and for the real engine files and
 //! directories move into a scratch directory; the file system metadata
 //! engines' jobs (filecreate, filestat, filedelete) keep their sizes and
 //! get at most 64 files each — then:
 //!
 //! * `coverage`: run on the simulator and, when it names files or devices
 //!   or uses a metadata engine (in the scratch directory), on the real
-//!   engine. The statuses must not fall below
+//!   engine. A run counts when it exits 0, or, for the files whose jobs
+//!   are meant to fail ([`MEANT_TO_FAIL`]), exits 1 as fio does with
+//!   exactly those jobs in error. The statuses must not fall below
 //!   `tests/data/fio_coverage_expected.txt` (a file that ran must still
 //!   run); `BLKQOS_WRITE_COVERAGE=1` rewrites that list and
 //!   `docs/fio-coverage.md` from the run.
@@ -92,6 +96,7 @@ fn split_line(l: &str) -> Option<(String, String)> {
 /// and directories there (real engine and fio runs).
 fn shrink(text: &str, scratch: Option<&Path>) -> String {
     let meta = metadata_engine(text);
+    let spaced = spaced_size(text);
     let mut out = Vec::new();
     let mut global_keys: Vec<String> = Vec::new();
     let mut section: Option<String> = None;
@@ -141,10 +146,66 @@ fn shrink(text: &str, scratch: Option<&Path>) -> String {
             out.push(format!("{k}={}", n.min(META_MAX_FILES)));
             continue;
         }
+        if k == "offset_increment" && !meta {
+            if let Some(inc) = spaced.and_then(|sz| scaled_increment(&v, sz)) {
+                out.push(format!("offset_increment={inc}"));
+                continue;
+            }
+        }
         out.push(rewrite(&k, &v, scratch).unwrap_or_else(|| l.to_string()));
     }
     finish(&mut out, &section, &keys, &global_keys);
     out.join("\n") + "\n"
+}
+
+/// What the shrunk file's sizes become (`size`, `io_size`).
+const SHRUNK_SIZE: u64 = 16 << 20;
+
+/// A size as fio reads it (`k`, `m`, `g`, `t` powers of 1024; bytes
+/// without a suffix); None for anything else (percentages, ranges).
+fn size_bytes(v: &str) -> Option<u64> {
+    let v = v.trim().to_ascii_lowercase();
+    let digits = v.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: u64 = digits.parse().ok()?;
+    let shift = match v[digits.len()..].trim_end_matches(['b', 'i']) {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
+}
+
+/// The size the clones' `offset_increment` spaces: the file's `io_size`
+/// (`io_limit`), else its `size` (the first one given).
+fn spaced_size(text: &str) -> Option<u64> {
+    let opts: Vec<(String, String)> = text.lines().filter_map(split_line).collect();
+    let first = |keys: &[&str]| {
+        opts.iter()
+            .find(|(k, _)| keys.contains(&k.as_str()))
+            .and_then(|(_, v)| size_bytes(v))
+    };
+    first(&["io_size", "io_limit"]).or_else(|| first(&["size"]))
+}
+
+/// `offset_increment=INC` of a file whose clones each do `spaced` bytes,
+/// for the shrunk file: the clones' regions keep their proportions, INC ×
+/// 16 MiB / `spaced`, rounded up to a MiB (so that clone regions do not
+/// overlap where they did not, and aligned as any block size). A drive
+/// split into 30 slices of 124 GiB (cross-stripe-verify.fio) needs about
+/// 3.6 TiB; unshrunk, clone 3 already starts past the simulated device's
+/// 256 GiB, and fio fails the same way on a device that small. None when
+/// INC is not a plain size.
+fn scaled_increment(inc: &str, spaced: u64) -> Option<u64> {
+    let inc = size_bytes(inc)?;
+    if spaced == 0 {
+        return None;
+    }
+    let scaled = (u128::from(inc) * u128::from(SHRUNK_SIZE)).div_ceil(u128::from(spaced));
+    let mib = 1u128 << 20;
+    u64::try_from(scaled.div_ceil(mib) * mib).ok()
 }
 
 fn rewrite(k: &str, v: &str, scratch: Option<&Path>) -> Option<String> {
@@ -244,10 +305,11 @@ fn status_of(path: &Path) -> Status {
     let sim_file = dir.join(&name);
     std::fs::write(&sim_file, shrink(&text, None)).unwrap();
     let sim = blkqos_run(&sim_file, &dir, false);
+    let sim_ran = ran_as_fio(&name, &sim);
     let mut st = Status {
-        sim: if sim.code == Some(0) { "ok" } else { "no" }.into(),
+        sim: if sim_ran { "ok" } else { "no" }.into(),
         real: "n/a".into(),
-        note: if sim.code == Some(0) {
+        note: if sim_ran {
             String::new()
         } else {
             why(&sim, &dir)
@@ -257,13 +319,53 @@ fn status_of(path: &Path) -> Status {
         let real_file = dir.join(format!("real-{name}"));
         std::fs::write(&real_file, shrink(&text, Some(&dir))).unwrap();
         let real = blkqos_run(&real_file, &dir, true);
-        st.real = if real.code == Some(0) { "ok" } else { "no" }.into();
-        if real.code != Some(0) && st.note.is_empty() {
+        let real_ran = ran_as_fio(&name, &real);
+        st.real = if real_ran { "ok" } else { "no" }.into();
+        if !real_ran && st.note.is_empty() {
             st.note = format!("real: {}", why(&real, &dir));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
     st
+}
+
+/// Example files whose jobs are meant to end with an IO error, as their
+/// comments say, and those jobs: fio exits 1 with them, and so must
+/// blkqos, with every other job clean.
+const MEANT_TO_FAIL: &[(&str, &[&str])] = &[
+    // "The jobs with fail in the name should produce errors" (a VERIFY
+    // miscompare)
+    ("sg_verify-fail.fio", &["verify01-fail", "verify11-fail"]),
+    // "All of the jobs below should complete without error except the
+    // last one"
+    ("sg_write_same_ndob.fio", &["verify-fail"]),
+];
+
+/// The run went as fio's would: exit 0, or for a file of
+/// [`MEANT_TO_FAIL`] exit 1 with a full report in which exactly the jobs
+/// meant to fail have an error.
+fn ran_as_fio(name: &str, r: &common::Ran) -> bool {
+    if r.code == Some(0) {
+        return true;
+    }
+    let Some((_, failing)) = MEANT_TO_FAIL.iter().find(|(f, _)| *f == name) else {
+        return false;
+    };
+    let Ok(doc) = serde_json::from_slice::<Value>(&r.stdout) else {
+        return false;
+    };
+    let Some(jobs) = doc["jobs"].as_array() else {
+        return false;
+    };
+    r.code == Some(1)
+        && jobs.iter().all(|j| {
+            let name = j["jobname"].as_str().unwrap_or("");
+            let err = j["error"].as_i64().unwrap_or(-1);
+            (err != 0) == failing.contains(&name)
+        })
+        && failing
+            .iter()
+            .all(|f| jobs.iter().any(|j| j["jobname"] == *f))
 }
 
 fn expected_path() -> PathBuf {
@@ -291,7 +393,9 @@ fn write_outputs(all: &BTreeMap<String, Status>) {
         "# fio's example job files in blkqos\n\n\
          Generated by `BLKQOS_WRITE_COVERAGE=1 cargo test -p blkqos --test fio_examples_run coverage`\n\
          from the files fio 3.33 accepts (`fio --parse-only`), made small (each job: `runtime=1`,\n\
-         16 MiB sizes, 4 MiB file sizes, startdelay in ms). *real*: `--backend=real` with the\n\
+         16 MiB sizes, 4 MiB file sizes, startdelay in ms, offset_increment scaled with the\n\
+         size it spaces; a file whose comments say which jobs fail counts when exactly those\n\
+         jobs end with an error and the run exits 1, as fio). *real*: `--backend=real` with the\n\
          files and directories moved to a scratch directory (n/a: the file names no file or device).\n\n\
          | file | simulator | real engine | first refusal |\n|---|---|---|---|\n",
     );
@@ -491,4 +595,21 @@ fn proof_by_difference() {
     eprintln!("compared with fio on the real engine: {compared:?}");
     assert!(!compared.is_empty(), "nothing was compared");
     assert!(bad.is_empty(), "blkqos and fio differ:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn offset_increment_shrinks_with_what_it_spaces() {
+    assert_eq!(size_bytes("124g"), Some(124 << 30));
+    assert_eq!(size_bytes("120k"), Some(120 << 10));
+    assert_eq!(size_bytes("4096"), Some(4096));
+    assert_eq!(size_bytes("10%"), None);
+    // 124 GiB slices for 120 GiB of IO each: 16.53 MiB, rounded up
+    assert_eq!(scaled_increment("124g", 120 << 30), Some(17 << 20));
+    assert_eq!(scaled_increment("1g", 1 << 30), Some(16 << 20));
+    let text = "[global]\nio_size=120g\noffset_increment=124g\noffset=120k\n[j]\nnumjobs=30\n";
+    let small = shrink(text, None);
+    assert!(small.contains("offset_increment=17825792\n"), "{small}");
+    assert!(small.contains("offset=120k\n"), "{small}");
+    // 30 clones now need 29 × 17 MiB + 16 MiB, well inside the simulated
+    // device's 256 GiB (the coverage run shows the file running)
 }

@@ -517,6 +517,9 @@ struct Loop<'a, B: Backend> {
     exitall: std::collections::BTreeSet<u32>,
     /// Some job ends others (`exitall`, `exitall_on_error`): check ends.
     exit_rules: bool,
+    /// The medium's contents and each clone's buffer contents, when a job
+    /// compares data with it ([`medium`]).
+    medium: Option<(medium::Medium, Vec<medium::Contents>)>,
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -1107,11 +1110,16 @@ impl<B: Backend> Loop<'_, B> {
                 return;
             }
         }
+        let mut error = c.error;
+        if let (0, Some((m, contents))) = (error, &mut self.medium) {
+            let j = f.job as usize;
+            error = m.complete(self.jobs[j].job.spec(), &contents[j], &f.jio);
+        }
         let reaped = Reaped {
             io: f.jio,
             issue_time: issue_time(&f, &c),
-            error: c.error,
-            bytes_done: if c.error == 0 { c.bytes } else { 0 },
+            error,
+            bytes_done: if error == 0 { c.bytes } else { 0 },
         };
         self.jobs[f.job as usize].deliver(reaped, c.at);
     }
@@ -1181,6 +1189,7 @@ pub fn run<B: Backend>(
         job_logs: false,
         exitall: std::collections::BTreeSet::new(),
         exit_rules: false,
+        medium: None,
     };
     exit::link_waits(&mut lp.jobs);
     lp.exitall = lp
@@ -1196,6 +1205,13 @@ pub fn run<B: Backend>(
             .iter()
             .any(|s| s.job.spec().control.exitall_on_error);
     lp.job_logs = lp.jobs.iter().any(|s| s.job.spec().logs.any());
+    let steady = steady::setup(&mut lp.jobs);
+    if medium::Medium::needed(lp.jobs.iter().map(|s| s.job.spec())) {
+        let contents = (0..lp.jobs.len())
+            .map(|j| medium::Contents::of(lp.jobs[j].job.spec(), j as u32))
+            .collect();
+        lp.medium = Some((medium::Medium::new(), contents));
+    }
     for j in 0..lp.jobs.len() {
         if lp.jobs[j].state != SlotState::Pending {
             lp.join_flow(j);
@@ -1231,6 +1247,8 @@ pub fn run<B: Backend>(
         .map(|d| t0 + d);
     let status_every = opts.status_every.filter(|d| d.as_ns() > 0);
     let mut next_status = status_every.map(|d| t0 + d);
+    // fio's helper thread checks steady state once a second from its start
+    let mut next_steady = steady.then(|| t0 + steady::CHECK_EVERY);
     let mut interrupted = false;
     let mut dropped_ios = None;
     // earliest job timer; job timers only move when the loop steps jobs
@@ -1290,6 +1308,16 @@ pub fn run<B: Backend>(
                 next_status = Some(next);
             }
         }
+        let mut steady_stopped = false;
+        if let Some(t) = next_steady.filter(|&t| now >= t) {
+            steady::check(&mut lp.jobs, now);
+            steady_stopped = lp.jobs.iter().any(|s| s.terminated && !s.job.is_done());
+            let mut next = t + steady::CHECK_EVERY;
+            while next <= now {
+                next += steady::CHECK_EVERY;
+            }
+            next_steady = Some(next);
+        }
         lp.run_deferred(now);
         if lp.pc.is_some() {
             lp.run_pagecache(now);
@@ -1302,7 +1330,7 @@ pub fn run<B: Backend>(
             }
         }
         // a job that ended stopped others: step them again at once
-        let stopped_others = lp.exit_rules && lp.check_exits();
+        let stopped_others = (lp.exit_rules && lp.check_exits()) || steady_stopped;
 
         if lp.flights.is_empty()
             && lp.pc_pending.is_empty()
@@ -1345,7 +1373,12 @@ pub fn run<B: Backend>(
         }
         // the loop wakes up for the status report (not a reason to wait:
         // a stall is a stall with or without it)
-        let deadline = earliest(deadline, next_status).map(|d| d.max(now));
+        let mut deadline = earliest(deadline, next_status).map(|d| d.max(now));
+        // and for the steady-state checks while a job runs (no more a
+        // reason to wait than the status report)
+        if lp.jobs.iter().any(|s| !s.job.is_done()) {
+            deadline = earliest(deadline, next_steady).map(|d| d.max(now));
+        }
         let deadline = poll_by(deadline, now, opts);
         if lp.job_logs {
             lp.drain_job_logs();
@@ -1413,7 +1446,9 @@ pub fn run<B: Backend>(
 
 mod buffered;
 mod exit;
+mod medium;
 mod start;
+mod steady;
 
 /// `deadline`, brought forward to `now + poll_every` when the run has
 /// asynchronous flags to look at.

@@ -193,6 +193,9 @@ pub struct Job {
     issued_bytes_total: u64,
     io_issues: [u64; 3],
     io_blocks: [u64; 3],
+    /// Bytes completed per direction, ramp included (fio `io_bytes`,
+    /// zeroed at the ramp's end): what steady-state detection reads.
+    io_bytes: [u64; 3],
     /// The last thing issued was a write (fio `last_ddir_issued ==
     /// DDIR_WRITE`): only then can a sync be due.
     last_issued_write: bool,
@@ -337,6 +340,7 @@ impl Job {
             issued_bytes_total: 0,
             io_issues: [0; 3],
             io_blocks: [0; 3],
+            io_bytes: [0; 3],
             last_issued_write: false,
             reaped: 0,
             ring: VecDeque::new(),
@@ -361,6 +365,12 @@ impl Job {
             ],
             stats: JobStats {
                 members: 1,
+                // the driver hands the samples of a reporting group to its
+                // last job ([`SteadyState::has_data`])
+                steadystate: spec
+                    .steadystate
+                    .enabled()
+                    .then(|| crate::steadystate::SteadyState::new(spec.steadystate, true)),
                 ..JobStats::default()
             },
             sample_bytes: [0; 3],
@@ -444,6 +454,10 @@ impl Job {
 
     fn start_epoch(&mut self, now: Instant) {
         self.epoch = now;
+        // fio thread_main / reset_all_stats: `ss.prev_time = epoch`
+        if let Some(ss) = &mut self.stats.steadystate {
+            ss.prev_time_ns = now.0;
+        }
         self.end_at = self.spec.runtime.map(|r| now + r);
         self.next_bw_sample = now + self.spec.bw_avg_time;
         self.next_iops_sample = now + self.spec.iops_avg_time;
@@ -464,8 +478,12 @@ impl Job {
     /// reports ~290 IOs, not ~200). We do the same.
     fn end_ramp(&mut self, now: Instant) {
         self.ramp_end = None;
+        // the steady-state detector is not a statistic: fio keeps
+        // `td->ss` (only its clock restarts with the epoch)
+        let steadystate = self.stats.steadystate.take();
         self.stats = JobStats {
             members: 1,
+            steadystate,
             ..JobStats::default()
         };
         for r in &mut self.rate {
@@ -474,6 +492,7 @@ impl Job {
             r.last_us = 0;
         }
         self.io_blocks = [0; 3];
+        self.io_bytes = [0; 3];
         self.io_issues = [0; 3];
         self.rwmix_issues = 0;
         if let Some(v) = &mut self.verify {
@@ -558,6 +577,18 @@ impl Job {
     pub fn failed_ios(&self) -> u64 {
         self.failed_ios
     }
+    /// The job's epoch (its start, or its ramp's end).
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    /// IOs and bytes completed since the epoch, ramp included (fio
+    /// `td->io_blocks`, `td->io_bytes` summed over the directions), for
+    /// steady-state detection.
+    pub fn completed_ios_bytes(&self) -> (u64, u64) {
+        (self.io_blocks.iter().sum(), self.io_bytes.iter().sum())
+    }
+
     /// When the job finished (after its last IO was reaped).
     pub fn finished_at(&self) -> Option<Instant> {
         self.finished_at
@@ -1377,6 +1408,7 @@ impl Job {
             return;
         }
         self.io_blocks[d] += 1;
+        self.io_bytes[d] += r.bytes_done;
         if in_ramp {
             return;
         }

@@ -7,6 +7,7 @@
 //!   direction, drains before rate sleeps and thinktime, `thinktime_blocks`,
 //!   `time_based`, `ramp_time`, random maps, `rwmixread`.
 //! * [`stats`]: per-job statistics as fio keeps them.
+//! * [`steadystate`]: fio's steady-state detection.
 //! * [`iolog`]: fio's bw/iops/latency sample logs.
 
 pub mod histlog;
@@ -21,6 +22,7 @@ pub mod spec_submit;
 pub mod spec_verify;
 pub mod spec_zone;
 pub mod stats;
+pub mod steadystate;
 
 pub use job::{FailedOp, Job, JobAction, JobFailure, JobIo};
 pub use spec::{IoEngine, JobSpec, PerDir, RateProcess, RwMode, SizeSpec, UnifiedRw};

@@ -398,6 +398,8 @@ pub struct JobSpec {
     pub zones: crate::spec_zone::ZoneSpec,
     /// `io_submit_mode`, `random_generator`, `latency_target`.
     pub submit: crate::spec_submit::SubmitSpec,
+    /// `steadystate` (`ss`), `ss_dur`, `ss_ramp`.
+    pub steadystate: crate::steadystate::SteadyStateSpec,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -478,6 +480,7 @@ impl JobSpec {
             control: crate::spec_run::RunControl::default(),
             zones: crate::spec_zone::ZoneSpec::default(),
             submit: crate::spec_submit::SubmitSpec::default(),
+            steadystate: crate::steadystate::SteadyStateSpec::default(),
         }
     }
 

@@ -237,6 +237,9 @@ pub struct JobStats {
     /// The depth the job ended at (fio `latency_qd`: the iodepth, or the
     /// depth `latency_target`'s probe settled on).
     pub latency_depth: u32,
+    /// `steadystate`: the job's detector, with its samples when it keeps
+    /// them (fio's `ss_*` fields of `thread_stat`).
+    pub steadystate: Option<crate::steadystate::SteadyState>,
 }
 
 impl JobStats {

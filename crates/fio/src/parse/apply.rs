@@ -44,6 +44,9 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if let Some(r) = super::apply_run::apply(st, def, value) {
         return r;
     }
+    if let Some(r) = super::apply_steady::apply(st, def, value) {
+        return r;
+    }
     if let Some(r) = super::apply_zone::apply(st, def, value) {
         return r;
     }

@@ -231,12 +231,16 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
         if let Some(why) = refused_everywhere(g.name) {
             return err(format!("unsupported: {why}"));
         }
-        if g.name == "sg_write_mode" && s.engine.sg_write_mode.compares_data() {
+        if g.name == "sg_write_mode"
+            && s.engine.sg_write_mode.compares_data()
+            && !known_contents(&s.buffers)
+        {
             return err(format!(
-                "unsupported on the simulator: sg_write_mode={} has the device compare the data sent with its medium: the \
-                 simulated device keeps no data, so whether the command passes or fails \
-                 (MISCOMPARE, an EIO in fio) cannot be known; use verify_bytchk_00 (the \
-                 device checks its medium only) or write_and_verify",
+                "unsupported on the simulator: sg_write_mode={} has the device compare the data sent with its \
+                 medium, and the job's write buffers are fio's random fill, whose bytes the simulator \
+                 does not reproduce (so whether the compare fails, a MISCOMPARE that fio reports as \
+                 EIO, cannot be known); give the job buffer_pattern= (or zero_buffers) as the data to \
+                 compare, or use verify_bytchk_00 (the device checks its medium only)",
                 s.engine.sg_write_mode.fio_name()
             ));
         }
@@ -274,6 +278,14 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
         }
     }
     Ok(())
+}
+
+/// The job's write buffers hold what the simulator can compare: a
+/// pattern or zeros, without compression or dedupe (fio `fill_io_buffer`).
+fn known_contents(b: &blkqos_workload::spec_verify::BufferSpec) -> bool {
+    b.compress_percentage == 0
+        && b.dedupe_percentage == 0
+        && (b.pattern.as_ref().is_some_and(|p| !p.is_empty()) || b.zero)
 }
 
 /// The logical block size of a simulated device.
@@ -467,9 +479,11 @@ mod tests {
         assert!(m.contains("block size 1000"), "{m}");
         let m = msg("[a]\nioengine=sg\nrw=write\nsg_write_mode=verify_bytchk_01\n");
         assert!(
-            m.starts_with("t.fio:4: option `sg_write_mode`") && m.contains("keeps no data"),
+            m.starts_with("t.fio:4: option `sg_write_mode`") && m.contains("random fill"),
             "{m}"
         );
+        let ok = "[a]\nioengine=sg\nrw=write\nbs=512\nbuffer_pattern=0x01\nsg_write_mode=verify_bytchk_11\n";
+        assert!(job(ok).is_ok());
         let m = msg("[a]\nioengine=io_uring_cmd\niodepth=8\niodepth_batch_submit=4\n");
         assert!(m.contains("plug"), "{m}");
         let m = msg("[a]\nioengine=io_uring\nsqthread_poll\niodepth=8\niodepth_batch_submit=4\n");

@@ -201,6 +201,18 @@ impl<'a> Builder<'a> {
             self.groupid += 1;
         }
         spec.group_id = self.groupid;
+        // td_steadystate_init: every job of a reporting group detects
+        // steady state the same way (or none does)
+        let differs =
+            |j: &&JobSpec| j.group_id == spec.group_id && effective_ss(j) != effective_ss(&spec);
+        if let Some(other) = self.jobs.iter().find(differs) {
+            return Err(loc.error(format!(
+                "job `{}`: job rejected: steadystate options must be consistent within \
+                 reporting groups (job `{}` of the same group differs; give every job of \
+                 the group the same ss, ss_dur and ss_ramp, or put it in a new_group)",
+                spec.name, other.name
+            )));
+        }
         self.prev_group_jobs += 1;
         self.jobs.push(spec);
         Ok(())
@@ -236,6 +248,11 @@ impl<'a> Builder<'a> {
             global_options: given_options(self.globals.dump),
         }
     }
+}
+
+/// What fio compares in `td_steadystate_init` (all zero when `ss_dur` is).
+fn effective_ss(j: &JobSpec) -> Option<blkqos_workload::steadystate::SteadyStateSpec> {
+    j.steadystate.enabled().then_some(j.steadystate)
 }
 
 /// The options with a value, as fio's JSON shows them (bare flags are left

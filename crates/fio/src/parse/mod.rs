@@ -24,6 +24,7 @@
 mod apply;
 mod apply_ext;
 mod apply_run;
+mod apply_steady;
 mod apply_submit;
 mod apply_verify;
 mod apply_zone;

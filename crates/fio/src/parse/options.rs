@@ -144,6 +144,9 @@ pub(crate) enum Opt {
     ErrorDump,
     OffsetIncrement,
     WaitFor,
+    SteadyState,
+    SteadyStateDuration,
+    SteadyStateRampTime,
     ExitAll,
     ExitWhat,
     ExitAllOnError,
@@ -330,6 +333,19 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("error_dump", Kind::Bool, Opt::ErrorDump),
     def("offset_increment", Kind::StrVal, Opt::OffsetIncrement),
     def("wait_for", Kind::StrStore, Opt::WaitFor),
+    aliased("steadystate", "ss", Kind::Str, Opt::SteadyState),
+    aliased(
+        "steadystate_duration",
+        "ss_dur",
+        Kind::Time,
+        Opt::SteadyStateDuration,
+    ),
+    aliased(
+        "steadystate_ramp_time",
+        "ss_ramp",
+        Kind::Time,
+        Opt::SteadyStateRampTime,
+    ),
     def("exitall", Kind::StrSet, Opt::ExitAll),
     def("exit_what", Kind::Str, Opt::ExitWhat),
     def("exitall_on_error", Kind::StrSet, Opt::ExitAllOnError),
@@ -536,10 +552,9 @@ mod tests {
             lookup("iodepth_batch_complete"),
             Lookup::Unsupported("iodepth_batch_complete_min")
         ));
-        assert!(matches!(
-            lookup("ss_dur"),
-            Lookup::Unsupported("steadystate_duration")
-        ));
+        assert!(
+            matches!(lookup("ss_dur"), Lookup::Supported(d) if d.name == "steadystate_duration")
+        );
         assert!(matches!(lookup("hipri"), Lookup::Supported(d) if d.name == "hipri"));
         assert!(matches!(lookup("readfua"), Lookup::Unsupported("readfua")));
         assert!(matches!(lookup("ratemin"), Lookup::Supported(d) if d.name == "rate_min"));

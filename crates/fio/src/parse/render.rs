@@ -225,6 +225,17 @@ fn ext_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     if j.rate_cycle != d.rate_cycle {
         push("rate_cycle", j.rate_cycle.as_ms().to_string());
     }
+    let ss = &j.steadystate;
+    if ss.enabled() {
+        let limit = if ss.pct {
+            format!("{}%", ss.limit)
+        } else {
+            format!("{}", ss.limit)
+        };
+        push("steadystate", format!("{}:{limit}", ss.criterion_name()));
+        push("steadystate_duration", format!("{}s", ss.dur_s));
+        push("steadystate_ramp_time", format!("{}us", ss.ramp.as_us()));
+    }
     file_args(j, &d, push);
     super::render_verify::data_args(j, &d, push);
     run_zone_args(j, push);

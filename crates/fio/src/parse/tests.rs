@@ -641,6 +641,7 @@ fn jobs_round_trip_through_fio_args() {
         JOB_A,
         "[global]\nkb_base=1000\nbs=4k,8k\nbsrange=1k-2k,\nsize=20%\noffset=5%\n[a]\nrate=1m,,2m\nstonewall\nignore_error=,EIO:7,ENOSPC\npercentile_list=99.99:1.5:50\nrandseed=99\n[b]\nrandrepeat=0\nrate_process=poisson\nthinktime=3ms\nthinktime_spin=1ms\nthinktime_blocks=4\nthinktime_blocks_type=issue\nramp_time=2\nruntime=1500ms\ntime_based\ndescription=two words\ncgroup=x/y\nunified_rw_reporting=both\nlat_percentiles=1\nslat_percentiles=1\nclat_percentiles=0\nbwavgtime=250\niopsavgtime=125\nfsync=4\nend_fsync=1\n[c]\nnew_group\nrate_iops=5,6\nrw=trim\nfilename=a:b\n",
         "[w]\nsize=1m\nexitall\nexit_what=stonewall\n[r]\nsize=1m\nwait_for=w\nexitall_on_error\nzonemode=strided\nzonesize=64k\nzonerange=128k\nzoneskip=2z\n[s]\nsize=1m\nzonemode=strided\nzonesize=64k\nzoneskip=1m\nexit_what=all\n",
+        "[a]\nsize=1m\nss=bw_slope:1.5%\nss_dur=10\nss_ramp=500ms\n[b]\nnew_group\nsize=1m\nss=iops:250\nss_dur=3s\n[c]\nnew_group\nsize=1m\nss=bw:10m\nss_dur=2\n",
     ];
     for text in texts {
         let set = file(text).unwrap();

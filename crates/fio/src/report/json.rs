@@ -210,6 +210,9 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
     if let Some(desc) = &e.first.description {
         o.str("desc", desc);
     }
+    if let Some(ss) = &ts.steadystate {
+        o.obj("steadystate", super::steady::json(ss));
+    }
     o
 }
 

@@ -169,6 +169,9 @@ pub fn sum_thread_stats(dst: &mut JobStats, src: &JobStats, mixed: bool) {
     dst.cpu.add(&src.cpu);
     // fio __show_run_stats sets latency_depth from each job in turn
     dst.latency_depth = src.latency_depth;
+    // and the ss_* fields: the last job's (the one of a group that keeps
+    // the samples, with group_reporting)
+    dst.steadystate.clone_from(&src.steadystate);
 }
 
 /// `(usr_cpu, sys_cpu)` in percent of the entry's `total_run_time`, as
@@ -204,10 +207,28 @@ fn verror(spec: &JobSpec, err: i32, ignored: bool) -> String {
             format!("file:engines/sync.c:126, func=xfer, error={msg}")
         }
         _ if ignored => String::new(),
+        // fio_sgio_doio: td_verror on the SG_IO ioctl path of a block
+        // device, and on a character device (/dev/sgN) written and read
+        // back synchronously (direct=1); else the io_u error path
+        IoEngine::Sg if !sg_char_dev(spec) => {
+            format!("file:engines/sg.c:545, func=fio_sgio_doio, error={msg}")
+        }
+        IoEngine::Sg if spec.direct => {
+            format!("file:engines/sg.c:549, func=fio_sgio_doio, error={msg}")
+        }
         _ => {
             format!("file:io_u.c:1876, func=io_u error, error={msg}")
         }
     }
+}
+
+/// The sg job's target is an sg character device (`/dev/sgN`).
+fn sg_char_dev(spec: &JobSpec) -> bool {
+    spec.filename.as_deref().is_some_and(|f| {
+        f.split(':')
+            .next()
+            .is_some_and(|f| f.starts_with("/dev/sg"))
+    })
 }
 
 /// The first loops of `__show_run_stats`: clones to entries.

@@ -27,7 +27,7 @@
 //!   path (`engines/sync.c:126` for sync engines, `io_u.c:1876` otherwise);
 //! * [`write_terse`]: `show_thread_status_terse_all`, version 3;
 //! * not produced: terse versions other than 3, `prios`, `cachehit`, `block`,
-//!   `steadystate`, `latency_target` runs, bit-based `unit_base`,
+//!   `latency_target` runs, bit-based `unit_base`,
 //!   `significant_figures` other than 4.
 
 pub mod cfmt;
@@ -36,6 +36,7 @@ pub mod jsonfmt;
 pub mod merge;
 pub mod normal;
 pub mod num2str;
+pub mod steady;
 pub mod terse;
 
 use blkqos_workload::spec::JobSpec;

@@ -211,6 +211,9 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
             e.last.iodepth
         ));
     }
+    if let Some(ss) = &ts.steadystate {
+        super::steady::normal_line(ss, e.first.kb_base, SIG_FIGS, out);
+    }
 }
 
 /// `show_ddir_status` for a read/write/trim/mixed direction.
