@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod buf;
+pub mod fio_verify;
 mod common;
 pub mod diskutil;
 pub mod meta;
