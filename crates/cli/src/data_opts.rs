@@ -6,10 +6,11 @@
 //!   (count, order, sizes, `verify_backlog` interleaving) and nothing is
 //!   checked; buffer contents change nothing. A note says so.
 //! * The real engine writes `buffer_pattern` and `zero_buffers` as fio does
-//!   (every write holds the pattern from its first byte, or zeros); it
-//!   does not write fio's verify headers, scrambled, compressible or
-//!   deduplicated buffers: those options are refused, by file, line, option
-//!   and value.
+//!   (every write holds the pattern from its first byte, or zeros), and
+//!   fio's verify headers and checksums ([`crate::real_verify`]); it does
+//!   not write scrambled, compressible or deduplicated buffers, nor fill a
+//!   file system (`fill_device` without `size`): those options are
+//!   refused, by file, line, option and value.
 
 use anyhow::{bail, Result};
 use blkqos_workload::spec_verify::asks_for_data;
@@ -57,8 +58,20 @@ pub fn sim_note(j: &JobSpec) -> Option<String> {
     ))
 }
 
-/// Data options the real engine honours or that change nothing there.
-const REAL_OK: [&str; 11] = [
+/// Data options the real engine honours or that change nothing there
+/// (`verify_async`: the engine checks each read as it completes).
+const REAL_OK: [&str; 22] = [
+    "verify",
+    "verify_pattern",
+    "verify_interval",
+    "verify_offset",
+    "verify_backlog",
+    "verify_backlog_batch",
+    "verify_fatal",
+    "verify_dump",
+    "verify_async",
+    "fill_device",
+    "fill_fs",
     "buffer_pattern",
     "zero_buffers",
     "refill_buffers",
@@ -92,13 +105,14 @@ fn real_can(j: &JobSpec) -> bool {
         .data_options
         .iter()
         .any(|o| o.option == "scramble_buffers" && o.value.as_deref() != Some("0"));
-    !j.verify.enabled()
-        && !j.verify.only
-        && !j.fill_device
+    // fio's verify headers (real_verify) take the place of the buffer's
+    // contents; fill_device is bounded by size= (fio fixup_options)
+    let contents = j.verify.enabled() || fill_of(j).is_some() && !scrambled;
+    !j.verify.only
+        && (!j.fill_device || j.size.is_some())
         && b.compress_percentage == 0
         && b.dedupe_percentage == 0
-        && fill_of(j).is_some()
-        && !scrambled
+        && contents
 }
 
 /// The real engine's write fill for the jobs (all on one target): the
@@ -140,10 +154,11 @@ pub fn check_real<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Result<()>
             .or(j.data_options.first())
             .map_or_else(|| format!("job `{}`", j.name), |o| o.to_string());
         bail!(
-            "{at}: job `{}`: the real engine writes no fio verify headers or checksums, no \
-             scrambled, compressible or deduplicated buffers (only buffer_pattern or \
-             zero_buffers, unscrambled) and does not fill a target to ENOSPC: run the job on \
-             the simulator (without --backend), which issues fio's IOs for it",
+            "{at}: job `{}`: the real engine writes fio's verify headers, buffer_pattern or \
+             zero_buffers (unscrambled), but no scrambled, compressible or deduplicated \
+             buffers, no verify_only and fills a target only up to size= (fill_device \
+             without size= would fill the file system): run the job on the simulator \
+             (without --backend), which issues fio's IOs for it",
             j.name
         );
     }

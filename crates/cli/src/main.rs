@@ -24,6 +24,7 @@ mod progress;
 mod real;
 mod real_meta;
 mod real_report;
+mod real_verify;
 mod report;
 mod request_trace;
 mod scenario;

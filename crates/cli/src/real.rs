@@ -98,7 +98,8 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         None => target_of(&jobs)?,
     };
     let write_buffer = exp.pagecache.engine_buffer();
-    let opts = engine_options(&jobs, ro, write_buffer.as_ref())?;
+    let mut opts = engine_options(&jobs, ro, write_buffer.as_ref())?;
+    opts.fio_verify = crate::real_verify::job_verifies(&jobs, &path, write_buffer.is_some())?;
     if ro.kind == BackendKind::Threads {
         // no ring to register with: refuse before the target is laid out
         check_registration(&jobs, BackendKind::Threads, (false, false))?;

@@ -131,6 +131,11 @@ pub struct EngineOptions {
     /// from the buffer's first byte (fio `buffer_pattern`, `fill_pattern`;
     /// `[0]` for `zero_buffers`). None: the buffer is written as it is.
     pub write_fill: Option<Vec<u8>>,
+    /// fio's verify format, by job ([`blkqos_core::Submitter`]): a job
+    /// with one writes fio's verify headers and checksums
+    /// ([`fio_verify`]) and its reads are checked as fio checks them
+    /// (EILSEQ and fio's lines on stderr on a mismatch).
+    pub fio_verify: Vec<Option<fio_verify::JobVerify>>,
     /// Register the buffers and the file with io_uring (fixed buffers/files).
     pub register: bool,
     /// blkqos's userspace write-back buffer ([`wbuf`]): buffered writes are
@@ -152,6 +157,7 @@ impl Default for EngineOptions {
             overwrite: false,
             verify: false,
             write_fill: None,
+            fio_verify: Vec::new(),
             register: true,
             write_buffer: false,
         }

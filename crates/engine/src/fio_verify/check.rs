@@ -30,10 +30,10 @@ pub struct ReadCheck<'a> {
     pub dump_dir: Option<&'a std::path::Path>,
 }
 
-/// The outcome of a failed check: fio's lines (each ends in a newline)
-/// and the files written.
+/// The outcome of a failed check: fio's lines (the dumps' included).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Failure {
+    /// fio's lines, each ending in a newline.
     pub lines: String,
 }
 

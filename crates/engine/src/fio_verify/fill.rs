@@ -16,8 +16,9 @@ const SEED_BUCKETS: usize = 4;
 pub struct WriteMeta {
     /// `io_u->rand_seed`: the seed of the random payload.
     pub rand_seed: u64,
-    /// `io_u->start_time` (seconds and nanoseconds).
+    /// `io_u->start_time`: seconds ...
     pub time_sec: u32,
+    /// ... and nanoseconds.
     pub time_nsec: u32,
     /// `td->thread_number` (1-based).
     pub thread: u16,

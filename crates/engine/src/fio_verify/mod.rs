@@ -118,6 +118,7 @@ impl Format {
 /// [`blkqos_core::Submitter`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobVerify {
+    /// What the job writes and checks.
     pub format: Format,
     /// fio `td->thread_number` (1-based, in job order).
     pub thread: u16,
