@@ -39,7 +39,11 @@ fn at(j: &JobSpec, opt: &str) -> String {
     j.data_options
         .iter()
         .find(|o| o.option == opt)
-        .or_else(|| j.data_options.iter().find(|o| o.option.starts_with("verify")))
+        .or_else(|| {
+            j.data_options
+                .iter()
+                .find(|o| o.option.starts_with("verify"))
+        })
         .map_or_else(|| format!("job `{}`", j.name), |o| o.to_string())
 }
 
@@ -147,10 +151,15 @@ mod tests {
         let a = v[0].as_ref().unwrap();
         assert_eq!(a.format.vtype, VerifyType::HdrOnly);
         assert_eq!(a.format.interval, 512);
-        assert_eq!(a.format.pattern.as_deref(), Some(&[0xaa, 0x55, 0x5a, 0xa5][..]));
+        assert_eq!(
+            a.format.pattern.as_deref(),
+            Some(&[0xaa, 0x55, 0x5a, 0xa5][..])
+        );
         assert!(!a.check_numberio);
         let j = job("[a]\nrw=randrw\nbs=4k\nverify=md5\nverify_backlog=8\nsize=1m\n");
-        let a = job_verifies(&[&j], Path::new("/tmp/x"), false).unwrap()[0].clone().unwrap();
+        let a = job_verifies(&[&j], Path::new("/tmp/x"), false).unwrap()[0]
+            .clone()
+            .unwrap();
         assert!(!a.check_all_reads && !a.check_seed);
         assert!(job_verifies(&[&j], Path::new("/tmp/x"), true).is_err());
         let j = job("[a]\nrw=write\nbs=4k\nverify=sha512\nverify_interval=128\nsize=1m\n");

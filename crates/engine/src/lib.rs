@@ -36,9 +36,9 @@
 #![warn(missing_docs)]
 
 pub mod buf;
-pub mod fio_verify;
 mod common;
 pub mod diskutil;
+pub mod fio_verify;
 pub mod meta;
 pub mod pattern;
 pub mod safety;

@@ -30,15 +30,21 @@ pub struct ReadCheck<'a> {
     pub dump_dir: Option<&'a std::path::Path>,
 }
 
-/// The outcome of a failed check: fio's lines (the dumps' included).
+/// The outcome of a check that found something: fio's lines (the
+/// dumps' included) and whether the read fails (EILSEQ).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Failure {
     /// fio's lines, each ending in a newline.
     pub lines: String,
+    /// The read's error is EILSEQ. fio's `verify_io_u` keeps only the
+    /// result of the last interval it checks: without `verify_fatal`, a
+    /// bad data interval followed by a good one is reported and not an
+    /// error (a bad header always is).
+    pub eilseq: bool,
 }
 
-/// fio `verify_io_u` on `buf` (the read's data): `Ok` or the lines fio
-/// writes to stderr (the error is EILSEQ).
+/// fio `verify_io_u` on `buf` (the read's data): `Ok`, or the lines fio
+/// writes to stderr and whether the read fails.
 pub fn check_io(fmt: &Format, buf: &[u8], rc: &ReadCheck<'_>) -> Result<(), Failure> {
     if fmt.vtype == VerifyType::Null {
         return Ok(());
@@ -46,7 +52,7 @@ pub fn check_io(fmt: &Format, buf: &[u8], rc: &ReadCheck<'_>) -> Result<(), Fail
     let inc = fmt.hdr_inc(buf.len());
     let mut fail = Failure::default();
     for (k, chunk) in buf.chunks(inc).enumerate() {
-        if !fail.lines.is_empty() && rc.fatal {
+        if fail.eilseq && rc.fatal {
             break;
         }
         let mut block = chunk.to_vec();
@@ -66,6 +72,7 @@ pub fn check_io(fmt: &Format, buf: &[u8], rc: &ReadCheck<'_>) -> Result<(), Fail
                     buf.len()
                 );
                 dump(rc, &block, at, "hdr_fail", &mut fail);
+                fail.eilseq = true;
                 return Err(fail);
             }
         }
@@ -77,6 +84,7 @@ pub fn check_io(fmt: &Format, buf: &[u8], rc: &ReadCheck<'_>) -> Result<(), Fail
             }
             t => check_sum(t, media.unwrap_or(t), &block, hdr.len as usize),
         };
+        fail.eilseq = bad.is_some();
         if let Some(b) = bad {
             // fio prints `hdr->len` even without a header (the data's
             // bytes 4..8 then)
@@ -98,7 +106,11 @@ pub fn check_io(fmt: &Format, buf: &[u8], rc: &ReadCheck<'_>) -> Result<(), Fail
             }
             if rc.dump_dir.is_some() {
                 dump(rc, &block, at, "received", &mut fail);
-                let seed = if fmt.pattern.is_none() { hdr.rand_seed } else { 0 };
+                let seed = if fmt.pattern.is_none() {
+                    hdr.rand_seed
+                } else {
+                    0
+                };
                 let mut want = vec![0u8; buf.len()];
                 let meta = WriteMeta {
                     rand_seed: seed,
@@ -183,10 +195,7 @@ fn check_header(
         ));
     }
     if h.len as usize != inc {
-        return Err(format!(
-            "verify: bad header length {}, wanted {inc}",
-            h.len
-        ));
+        return Err(format!("verify: bad header length {}, wanted {inc}", h.len));
     }
     let seed = rc.rand_seed.unwrap_or(h.rand_seed);
     if h.rand_seed != seed {
@@ -275,9 +284,10 @@ fn hex(b: &[u8]) -> String {
 /// directory, and the line saying so.
 fn dump(rc: &ReadCheck<'_>, data: &[u8], at: u64, kind: &str, fail: &mut Failure) {
     let Some(dir) = rc.dump_dir else { return };
-    let base = std::path::Path::new(rc.file_name)
-        .file_name()
-        .map_or_else(|| rc.file_name.to_string(), |b| b.to_string_lossy().into_owned());
+    let base = std::path::Path::new(rc.file_name).file_name().map_or_else(
+        || rc.file_name.to_string(),
+        |b| b.to_string_lossy().into_owned(),
+    );
     let name = format!("{base}.{at}.{kind}");
     match std::fs::write(dir.join(&name), data) {
         Ok(()) => fail.lines += &format!("       {kind} data dumped as {name}\n"),

@@ -58,12 +58,7 @@ pub fn repeat_pattern(buf: &mut [u8], pattern: &[u8]) {
 }
 
 /// The 40 bytes of `struct verify_header` (verify.h), its crc32c last.
-pub fn header_bytes(
-    vtype: VerifyType,
-    len: u32,
-    offset: u64,
-    meta: &WriteMeta,
-) -> [u8; HDR_BYTES] {
+pub fn header_bytes(vtype: VerifyType, len: u32, offset: u64, meta: &WriteMeta) -> [u8; HDR_BYTES] {
     let mut h = [0u8; HDR_BYTES];
     h[0..2].copy_from_slice(&HDR_MAGIC.to_le_bytes());
     h[2..4].copy_from_slice(&(vtype as u16).to_le_bytes());

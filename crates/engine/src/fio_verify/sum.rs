@@ -88,9 +88,7 @@ pub fn compute(t: VerifyType, data: &[u8]) -> Vec<u8> {
             .checksum(data)
             .to_le_bytes()
             .to_vec(),
-        VerifyType::Crc32c | VerifyType::Crc32cIntel => {
-            fio_crc32c(data).to_le_bytes().to_vec()
-        }
+        VerifyType::Crc32c | VerifyType::Crc32cIntel => fio_crc32c(data).to_le_bytes().to_vec(),
         VerifyType::Crc16 => Crc::<u16>::new(&CRC_16_ARC)
             .checksum(data)
             .to_le_bytes()
@@ -141,7 +139,11 @@ fn fio_sha256(data: &[u8]) -> [u8; 64] {
     // the tail, padding and length, as fio_sha256_final feeds them
     let mut tail = data[full..].to_vec();
     let index = tail.len();
-    let pad_len = if index < 56 { 56 - index } else { 64 + 56 - index };
+    let pad_len = if index < 56 {
+        56 - index
+    } else {
+        64 + 56 - index
+    };
     tail.push(0x80);
     tail.resize(index + pad_len, 0);
     tail.extend_from_slice(&((data.len() as u64) << 3).to_le_bytes());

@@ -96,7 +96,8 @@ fn a_flipped_data_byte_is_reported_as_fio_does() {
         b[4090] ^= 1;
         let e = check_io(&fmt(t), &b, &rc()).unwrap_err();
         assert!(
-            e.lines.starts_with(&format!("{}: verify failed", sum::name(t))),
+            e.lines
+                .starts_with(&format!("{}: verify failed", sum::name(t))),
             "{name}: {}",
             e.lines
         );
@@ -126,7 +127,11 @@ fn header_faults_in_fio_order() {
     let mut b = good.clone();
     b[30] ^= 1; // time: only the header's crc32c catches it
     let e = check_io(&fmt(VerifyType::Crc32c), &b, &rc()).unwrap_err();
-    assert!(e.lines.starts_with("verify: bad header crc "), "{}", e.lines);
+    assert!(
+        e.lines.starts_with("verify: bad header crc "),
+        "{}",
+        e.lines
+    );
     let mut r = rc();
     r.rand_seed = Some(7);
     let e = check_io(&fmt(VerifyType::Crc32c), &good, &r).unwrap_err();
@@ -137,9 +142,27 @@ fn header_faults_in_fio_order() {
 fn intervals_offsets_and_patterns_as_fio_writes_them() {
     let pat = vec![0xaa, 0x55, 0x5a, 0xa5];
     let cases = [
-        ("meta-pat-512", VerifyType::HdrOnly, 512, 0, Some(pat.clone())),
-        ("pattern-hdr", VerifyType::Pattern, 4096, 0, Some(pat.clone())),
-        ("pattern-nohdr", VerifyType::PatternNoHdr, 4096, 0, Some(b"abc".to_vec())),
+        (
+            "meta-pat-512",
+            VerifyType::HdrOnly,
+            512,
+            0,
+            Some(pat.clone()),
+        ),
+        (
+            "pattern-hdr",
+            VerifyType::Pattern,
+            4096,
+            0,
+            Some(pat.clone()),
+        ),
+        (
+            "pattern-nohdr",
+            VerifyType::PatternNoHdr,
+            4096,
+            0,
+            Some(b"abc".to_vec()),
+        ),
         ("crc32c-off64", VerifyType::Crc32c, 4096, 64, None),
     ];
     for (name, vtype, interval, offset, pattern) in cases {
@@ -162,7 +185,11 @@ fn intervals_offsets_and_patterns_as_fio_writes_them() {
         bad[4000] ^= 0x10;
         let e = check_io(&f, &bad, &rc()).unwrap_err();
         if f.pattern.is_some() {
-            assert!(e.lines.starts_with("fio: got pattern '"), "{name}: {}", e.lines);
+            assert!(
+                e.lines.starts_with("fio: got pattern '"),
+                "{name}: {}",
+                e.lines
+            );
             assert!(e.lines.contains("Bad bits 1\n"), "{name}: {}", e.lines);
         }
     }
@@ -184,8 +211,19 @@ fn verify_fatal_stops_at_the_first_bad_interval() {
     r.offset = 4096;
     let all = check_io(&f, &buf, &r).unwrap_err();
     assert_eq!(all.lines.matches("verify failed").count(), 2);
-    assert!(all.lines.contains("offset 4608, length 512"), "{}", all.lines);
+    // fio keeps the last interval's result: the IO is not in error
+    assert!(!all.eilseq);
+    assert!(
+        all.lines.contains("offset 4608, length 512"),
+        "{}",
+        all.lines
+    );
     r.fatal = true;
     let one = check_io(&f, &buf, &r).unwrap_err();
     assert_eq!(one.lines.matches("verify failed").count(), 1);
+    assert!(one.eilseq);
+    // the last interval bad: an error without verify_fatal too
+    buf[4000] ^= 1;
+    r.fatal = false;
+    assert!(check_io(&f, &buf, &r).unwrap_err().eilseq);
 }
