@@ -7,7 +7,7 @@
 //!
 //! * [`fill`]: the payload (fio's random buffer from the IO's seed, or
 //!   `verify_pattern`) and the headers.
-//! * [`check`]: `verify_io_u`.
+//! * [`check`]: fio's `verify_io_u`.
 //! * [`sum`]: the checksum fields, from the checksum crates.
 //! * [`JobVerify`] / [`JobState`]: one job's format and what the engine
 //!   remembers of its writes (seed and numberio per block, as fio's verify
