@@ -241,3 +241,45 @@ fn corrupted_case(fio: bool, body: &str, at: usize, first: &str) {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `verify_dump=1`: the bad block as read, and the block the header's seed
+/// regenerates, in the current directory as fio names them
+/// (`<file>.<offset>.received` / `.expected`); the received block is the
+/// one fio dumps from the same file.
+#[test]
+fn verify_dump_writes_fio_s_files() {
+    let dir = scratch("dump");
+    let body = "verify=crc32c\nverify_dump=1\n";
+    let w = run_blkqos(
+        &dir,
+        "w.fio",
+        &job_text(&dir, "write", &format!("{body}do_verify=0\n")),
+    );
+    assert_eq!(w.code, Some(0), "{}", w.stderr);
+    let good = std::fs::read(dir.join("data")).expect("data");
+    corrupt(&dir, 4096 + 300);
+    let text = job_text(&dir, "read", body);
+    let r = run_blkqos(&dir, "r.fio", &text);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("       received data dumped as data.4096.received\n")
+            && r.stderr
+                .contains("       expected data dumped as data.4096.expected\n"),
+        "{}",
+        r.stderr
+    );
+    let received = std::fs::read(dir.join("data.4096.received")).expect("received");
+    let expected = std::fs::read(dir.join("data.4096.expected")).expect("expected");
+    let bad = std::fs::read(dir.join("data")).expect("data");
+    assert!(received == bad[4096..8192], "the block as read");
+    assert!(expected == good[4096..8192], "the block as written");
+    if fio_installed() {
+        std::fs::remove_file(dir.join("data.4096.received")).unwrap();
+        let (code, _, err) = run_fio(&dir, "r.fio", &text);
+        assert_eq!(code, Some(1), "{err}");
+        let theirs = std::fs::read(dir.join("data.4096.received")).expect("fio's dump");
+        assert!(theirs == received, "fio dumps the same block");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -191,7 +191,10 @@ fn real_engine_refuses_data_options_by_line() {
     );
     refused(
         &r,
-        &["v.fio:7: option `buffer_compress_percentage`: value `50`", "simulator"],
+        &[
+            "v.fio:7: option `buffer_compress_percentage`: value `50`",
+            "simulator",
+        ],
     );
     let jf = job(&dir, "z", "rw=write\nrefill_buffers\n");
     let r = blkqos(
