@@ -22,6 +22,10 @@
 //!   never panics; a short transfer shows in `Completion::bytes`. With
 //!   `verify`, writes carry [`pattern`] and reads are checked against it
 //!   (a mismatch is EILSEQ, as fio reports verify failures).
+//! * With [`EngineOptions::fio_verify`], a job's writes carry fio's verify
+//!   headers and checksums and its reads are checked as fio checks them
+//!   ([`fio_verify`]: fio's on-disk format, fio's failure lines on stderr,
+//!   EILSEQ).
 //! * [`StopOnSignal`] turns SIGINT into `RunOptions::stop`, and SIGTERM or
 //!   a second signal into `RunOptions::abandon` too; it never exits.
 //!
