@@ -75,6 +75,7 @@ fn verify_lines(stderr: &str) -> Vec<String> {
                 || l.starts_with("       Received CRC: ")
                 || l.starts_with("fio: got pattern ")
                 || l.starts_with("fio: bad pattern block offset ")
+                || l.starts_with("fio: verify type mismatch ")
         })
         .map(str::to_string)
         .collect()
@@ -183,6 +184,12 @@ fn a_corrupted_byte_is_reported_as_fio_reports_it() {
         (
             "verify=meta\nverify_pattern=0xaa555aa5\nverify_interval=512\n",
             7 * 512 + 100,
+            "fio: got pattern '",
+        ),
+        // no header: fio reads the failure line's length from the data
+        (
+            "verify=pattern\nverify_pattern=\"blkqos\"\n",
+            3 * 4096 + 5,
             "fio: got pattern '",
         ),
     ];

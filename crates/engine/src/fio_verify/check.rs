@@ -127,7 +127,7 @@ pub fn check_io(fmt: &Format, buf: &[u8], rc: &ReadCheck<'_>) -> Result<(), Fail
                 }
                 dump(rc, &exp, at, "expected", &mut fail);
             }
-            if media.is_some_and(|m| m != fmt.vtype) {
+            if hdr.verify_type != fmt.vtype as u16 {
                 fail.lines += &format!(
                     "fio: verify type mismatch ({} media, {} given)\n",
                     hdr.verify_type, fmt.vtype as u16
