@@ -13,7 +13,7 @@
 //!   refused, by file, line, option and value.
 
 use anyhow::{bail, Result};
-use blkqos_workload::spec_verify::asks_for_data;
+use blkqos_workload::spec_verify::{asks_for_data, DataOption};
 use blkqos_workload::JobSpec;
 
 fn asks(j: &JobSpec) -> bool {
@@ -151,6 +151,13 @@ pub fn check_real<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Result<()>
             .data_options
             .iter()
             .find(|o| !REAL_OK.contains(&o.option.as_str()) || o.option == "scramble_buffers")
+            .or_else(|| {
+                let fill = |o: &&DataOption| o.option == "fill_device" || o.option == "fill_fs";
+                j.data_options
+                    .iter()
+                    .find(fill)
+                    .filter(|_| j.size.is_none())
+            })
             .or(j.data_options.first())
             .map_or_else(|| format!("job `{}`", j.name), |o| o.to_string());
         bail!(

@@ -290,3 +290,29 @@ fn verify_dump_writes_fio_s_files() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `fill_device=1` on the real engine: with `size` it writes `size` (fio
+/// sets the size only when none is given), verified as fio would; without
+/// `size` (fill the file system) it is refused naming the option.
+#[test]
+fn fill_device_is_bounded_by_size_on_the_real_engine() {
+    let dir = scratch("fill");
+    let text = format!(
+        "[f]\nfilename={}\nrw=write\nbs=64k\nverify=meta\nverify_pattern=0xaa555aa5\n\
+         verify_interval=512\nfill_device=1\n",
+        dir.join("data").display()
+    );
+    let r = run_blkqos(&dir, "f.fio", &format!("{text}size=2m\n"));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(num(&r.json(), "/jobs/0/write/io_bytes"), 2097152.0);
+    assert_eq!(read_bytes(&r.json()), 2097152.0, "read back");
+    let r = run_blkqos(&dir, "g.fio", &text);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("g.fio:8: option `fill_device`: value `1`"),
+        "{}",
+        r.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
