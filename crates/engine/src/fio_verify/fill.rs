@@ -22,7 +22,7 @@ pub struct WriteMeta {
     pub time_nsec: u32,
     /// `td->thread_number` (1-based).
     pub thread: u16,
-    /// `io_u->numberio`: writes the job issued before this one.
+    /// `io_u->numberio`: writes the job submitted before this one.
     pub numberio: u16,
 }
 

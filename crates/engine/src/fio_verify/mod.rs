@@ -143,7 +143,7 @@ pub struct JobVerify {
 /// the seed and numberio of each logged write; `td->verify_state`).
 #[derive(Debug, Default)]
 pub struct JobState {
-    /// Writes issued (fio `td->io_issues[DDIR_WRITE]`).
+    /// Writes submitted (fio `td->io_issues[DDIR_WRITE]`).
     pub writes: u64,
     /// The next seed's generator state.
     seed_state: u64,
