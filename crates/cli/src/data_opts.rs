@@ -8,13 +8,14 @@
 //!   an sg job compares data with the medium (`sg_write_mode=verify_bytchk_01|11`),
 //!   the simulated medium keeps what every job of the run writes.
 //! * The real engine writes `buffer_pattern` and `zero_buffers` as fio does
-//!   (every write holds the pattern from its first byte, or zeros); it
-//!   does not write fio's verify headers, scrambled, compressible or
-//!   deduplicated buffers: those options are refused, by file, line, option
-//!   and value.
+//!   (every write holds the pattern from its first byte, or zeros), and
+//!   fio's verify headers and checksums ([`crate::real_verify`]); it does
+//!   not write scrambled, compressible or deduplicated buffers, nor fill a
+//!   file system (`fill_device` without `size`): those options are
+//!   refused, by file, line, option and value.
 
 use anyhow::{bail, Result};
-use blkqos_workload::spec_verify::asks_for_data;
+use blkqos_workload::spec_verify::{asks_for_data, DataOption};
 use blkqos_workload::JobSpec;
 
 fn asks(j: &JobSpec) -> bool {
@@ -64,8 +65,20 @@ pub fn sim_note(j: &JobSpec, medium: bool) -> Option<String> {
     ))
 }
 
-/// Data options the real engine honours or that change nothing there.
-const REAL_OK: [&str; 11] = [
+/// Data options the real engine honours or that change nothing there
+/// (`verify_async`: the engine checks each read as it completes).
+const REAL_OK: [&str; 22] = [
+    "verify",
+    "verify_pattern",
+    "verify_interval",
+    "verify_offset",
+    "verify_backlog",
+    "verify_backlog_batch",
+    "verify_fatal",
+    "verify_dump",
+    "verify_async",
+    "fill_device",
+    "fill_fs",
     "buffer_pattern",
     "zero_buffers",
     "refill_buffers",
@@ -99,13 +112,14 @@ fn real_can(j: &JobSpec) -> bool {
         .data_options
         .iter()
         .any(|o| o.option == "scramble_buffers" && o.value.as_deref() != Some("0"));
-    !j.verify.enabled()
-        && !j.verify.only
-        && !j.fill_device
+    // fio's verify headers (real_verify) take the place of the buffer's
+    // contents; fill_device is bounded by size= (fio fixup_options)
+    let contents = j.verify.enabled() || fill_of(j).is_some() && !scrambled;
+    !j.verify.only
+        && (!j.fill_device || j.size.is_some())
         && b.compress_percentage == 0
         && b.dedupe_percentage == 0
-        && fill_of(j).is_some()
-        && !scrambled
+        && contents
 }
 
 /// The real engine's write fill for the jobs (all on one target): the
@@ -144,13 +158,21 @@ pub fn check_real<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Result<()>
             .data_options
             .iter()
             .find(|o| !REAL_OK.contains(&o.option.as_str()) || o.option == "scramble_buffers")
+            .or_else(|| {
+                let fill = |o: &&DataOption| o.option == "fill_device" || o.option == "fill_fs";
+                j.data_options
+                    .iter()
+                    .find(fill)
+                    .filter(|_| j.size.is_none())
+            })
             .or(j.data_options.first())
             .map_or_else(|| format!("job `{}`", j.name), |o| o.to_string());
         bail!(
-            "{at}: job `{}`: the real engine writes no fio verify headers or checksums, no \
-             scrambled, compressible or deduplicated buffers (only buffer_pattern or \
-             zero_buffers, unscrambled) and does not fill a target to ENOSPC: run the job on \
-             the simulator (without --backend), which issues fio's IOs for it",
+            "{at}: job `{}`: the real engine writes fio's verify headers, buffer_pattern or \
+             zero_buffers (unscrambled), but no scrambled, compressible or deduplicated \
+             buffers, no verify_only and fills a target only up to size= (fill_device \
+             without size= would fill the file system): run the job on the simulator \
+             (without --backend), which issues fio's IOs for it",
             j.name
         );
     }

@@ -46,6 +46,7 @@ mod progress;
 mod real;
 mod real_meta;
 mod real_report;
+mod real_verify;
 mod render;
 mod report;
 mod request_trace;

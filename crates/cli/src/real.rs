@@ -86,7 +86,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         None => target_of(&jobs)?,
     };
     let write_buffer = exp.pagecache.engine_buffer();
-    let opts = engine_options(&jobs, ro, write_buffer.as_ref())?;
+    let opts = engine_options(&jobs, ro, write_buffer.as_ref(), &path)?;
     if ro.kind == BackendKind::Threads {
         // no ring to register with: refuse before the target is laid out
         check_registration(&jobs, BackendKind::Threads, (false, false))?;
@@ -208,12 +208,14 @@ fn plan_on(exp: &Experiment, backend: &RealBackend, path: &Path) -> Result<Plan>
     exp.plan(&layout_dev, Some(&path.to_string_lossy()))
 }
 
-/// What the engine must open the target for, from the jobs: direct IO,
-/// reads and writes, the size they need, the largest IO and the depth.
+/// What the engine must open the target at `path` for, from the jobs:
+/// direct IO, reads and writes, the size they need, the largest IO, the
+/// depth and each job's verify format.
 fn engine_options(
     jobs: &[&blkqos_workload::JobSpec],
     ro: &RealOptions,
     write_buffer: Option<&blkqos_driver::pagecache::PageCacheConfig>,
+    path: &Path,
 ) -> Result<EngineOptions> {
     let direct = jobs.iter().any(|j| j.direct);
     if write_buffer.is_none() && direct && !jobs.iter().all(|j| j.direct) {
@@ -265,6 +267,7 @@ fn engine_options(
         writes,
         allow_destructive: ro.allow_destructive,
         overwrite: ro.overwrite,
+        fio_verify: crate::real_verify::job_verifies(jobs, path, write_buffer.is_some())?,
         ..EngineOptions::default()
     })
 }

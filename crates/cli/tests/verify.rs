@@ -180,7 +180,7 @@ fn refused(r: &Ran, needles: &[&str]) {
 #[test]
 fn real_engine_refuses_data_options_by_line() {
     let dir = scratch("real");
-    let jf = job(&dir, "v", "rw=write\nverify=crc32c\n");
+    let jf = job(&dir, "v", "rw=write\nbuffer_compress_percentage=50\n");
     let r = blkqos(
         &[
             "run".to_string(),
@@ -191,7 +191,10 @@ fn real_engine_refuses_data_options_by_line() {
     );
     refused(
         &r,
-        &["v.fio:7: option `verify`: value `crc32c`", "simulator"],
+        &[
+            "v.fio:7: option `buffer_compress_percentage`: value `50`",
+            "simulator",
+        ],
     );
     let jf = job(&dir, "z", "rw=write\nrefill_buffers\n");
     let r = blkqos(

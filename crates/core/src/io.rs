@@ -85,6 +85,10 @@ impl IoFlags {
     /// request, with no bio, so blk-throttle and rq-qos never see it and
     /// the disk statistics do not count it (`blk_do_io_stat`).
     pub const PASSTHROUGH: IoFlags = IoFlags(64);
+    /// A read-back of a block the job wrote, taken from its verify log
+    /// (fio `IO_U_F_VER_LIST`): the real engine checks fio's verify
+    /// header and checksum of every block it reads.
+    pub const VERIFY_LIST: IoFlags = IoFlags(128);
 
     /// Are all of `other`'s flags set?
     #[inline]

@@ -605,11 +605,14 @@ impl<B: Backend> Loop<'_, B> {
     #[inline]
     fn job_io(&self, j: usize, jio: &JobIo, now: Instant) -> Io {
         let slot = &self.jobs[j];
-        let flags = if jio.ddir == 1 && slot.job.spec().direct {
+        let mut flags = if jio.ddir == 1 && slot.job.spec().direct {
             IoFlags::SYNC
         } else {
             IoFlags::default()
         };
+        if jio.verify_list {
+            flags = flags.with(IoFlags::VERIFY_LIST);
+        }
         Io {
             id: IoId::default(),
             submitter: blkqos_core::Submitter(j as u32),

@@ -2,6 +2,7 @@
 //! (one preallocated buffer each), the overflow queue, and turning a raw
 //! result into a [`Completion`].
 
+use crate::fio_verify::{self, JobState, JobVerify};
 use crate::pattern;
 use crate::wbuf::PageStore;
 use blkqos_core::{Instant, Io, IoFlags, IoId, IoOp};
@@ -82,6 +83,10 @@ pub(crate) struct Slot {
     pub len: u64,
     /// Writeback from the userspace write-back buffer: data from the store.
     pub writeback: bool,
+    /// The submitting job ([`blkqos_core::Submitter`]).
+    pub submitter: u32,
+    /// A read-back from the job's verify log ([`IoFlags::VERIFY_LIST`]).
+    pub verify_list: bool,
     /// When the submit call that handed it to the kernel (or a worker)
     /// returned; None until then.
     pub issued: Option<Instant>,
@@ -113,6 +118,9 @@ pub(crate) struct Core {
     pub stats: EngineStats,
     /// The userspace write-back buffer's data ([`crate::wbuf`]), if on.
     pub store: Option<PageStore>,
+    /// fio's verify format per job ([`crate::EngineOptions::fio_verify`])
+    /// and what the engine remembers of its writes.
+    fio: Vec<Option<(JobVerify, JobState)>>,
 }
 
 impl Core {
@@ -131,7 +139,23 @@ impl Core {
             write_fill: None,
             stats: EngineStats::default(),
             store: None,
+            fio: Vec::new(),
         }
+    }
+
+    /// Jobs' writes carry fio's verify headers and their reads are checked
+    /// ([`crate::EngineOptions::fio_verify`]).
+    pub fn with_fio_verify(mut self, jobs: &[Option<JobVerify>]) -> Self {
+        self.fio = jobs
+            .iter()
+            .map(|j| {
+                j.clone().map(|v| {
+                    let st = JobState::new(v.thread);
+                    (v, st)
+                })
+            })
+            .collect();
+        self
     }
 
     /// Writes carry `fill` ([`crate::EngineOptions::write_fill`]).
@@ -200,6 +224,8 @@ impl Core {
             offset: io.offset,
             len: io.len,
             writeback: io.flags.contains(IoFlags::WRITEBACK),
+            submitter: io.submitter.0,
+            verify_list: io.flags.contains(IoFlags::VERIFY_LIST),
             issued: None,
         };
     }
@@ -226,6 +252,15 @@ impl Core {
     /// from the write-back buffer; otherwise stamp the pattern if verifying.
     pub fn prepare_write(&mut self, s: u32, buf: &mut [u8]) {
         let sl = self.slots[s as usize];
+        if let Some((v, st)) = self
+            .fio
+            .get_mut(sl.submitter as usize)
+            .and_then(Option::as_mut)
+        {
+            let now = self.clock.read();
+            fill_fio(v, st, &sl, now, &mut buf[..sl.len as usize]);
+            return;
+        }
         match &mut self.store {
             Some(store) if sl.writeback => store.copy_out(sl.offset, &mut buf[..sl.len as usize]),
             _ if self.verify => pattern::fill(&mut buf[..sl.len as usize], sl.offset),
@@ -253,6 +288,17 @@ impl Core {
             } else if error == 0 && sl.op == Some(IoOp::Read) {
                 let n = (bytes as usize).min(buf.len());
                 store.overlay(sl.offset, &mut buf[..n]);
+            }
+        }
+        if error == 0 && sl.op == Some(IoOp::Read) && bytes > 0 {
+            let n = (bytes as usize).min(buf.len());
+            if let Some((v, st)) = self.fio.get(sl.submitter as usize).and_then(Option::as_ref) {
+                if (v.check_all_reads || sl.verify_list) && !check_fio(v, st, &sl, &buf[..n]) {
+                    self.stats.verify_failures += 1;
+                    self.stats.first_verify_failure.get_or_insert(sl.offset);
+                    error = libc::EILSEQ;
+                    bytes = 0;
+                }
             }
         }
         if error == 0 && self.verify && sl.op == Some(IoOp::Read) && bytes > 0 {
@@ -292,6 +338,51 @@ impl Core {
         self.stats.completed += n as u64;
         if n > 0 {
             self.stats.batches += 1;
+        }
+    }
+}
+
+/// fio `populate_verify_io_u` for a job's write in `sl`: the next seed and
+/// numberio, remembered by offset for the read-back (fio's `io_piece`).
+fn fill_fio(v: &JobVerify, st: &mut JobState, sl: &Slot, now: Instant, buf: &mut [u8]) {
+    // fio draws a seed only for a random payload (fill_verify_pattern)
+    let rand_seed = if v.format.pattern.is_none() {
+        st.next_seed()
+    } else {
+        0
+    };
+    let numberio = st.writes as u16;
+    st.writes += 1;
+    st.written.insert(sl.offset, (rand_seed, numberio));
+    let meta = fio_verify::fill::WriteMeta {
+        rand_seed,
+        time_sec: (now.0 / 1_000_000_000) as u32,
+        time_nsec: (now.0 % 1_000_000_000) as u32,
+        thread: v.thread,
+        numberio,
+    };
+    fio_verify::fill::fill_io(&v.format, buf, sl.offset, &meta);
+}
+
+/// fio `verify_io_u` on a job's read in `sl`: true when it passes; the
+/// failure lines go to stderr as fio writes them.
+fn check_fio(v: &JobVerify, st: &JobState, sl: &Slot, data: &[u8]) -> bool {
+    let logged = st.written.get(&sl.offset).copied();
+    let rc = fio_verify::check::ReadCheck {
+        file_name: &v.file_name,
+        offset: sl.offset,
+        // IO_U_F_IN_CUR_DEPTH, plus IO_U_F_VER_LIST for a read-back
+        flags: if sl.verify_list { 0x88 } else { 0x8 },
+        rand_seed: logged.filter(|_| v.check_seed).map(|(s, _)| s),
+        numberio: logged.filter(|_| v.check_numberio).map(|(_, n)| n),
+        fatal: v.fatal,
+        dump_dir: v.dump_dir.as_deref(),
+    };
+    match fio_verify::check::check_io(&v.format, data, &rc) {
+        Ok(()) => true,
+        Err(f) => {
+            eprint!("{}", f.lines);
+            !f.eilseq
         }
     }
 }

@@ -22,6 +22,10 @@
 //!   never panics; a short transfer shows in `Completion::bytes`. With
 //!   `verify`, writes carry [`pattern`] and reads are checked against it
 //!   (a mismatch is EILSEQ, as fio reports verify failures).
+//! * With [`EngineOptions::fio_verify`], a job's writes carry fio's verify
+//!   headers and checksums and its reads are checked as fio checks them
+//!   ([`fio_verify`]: fio's on-disk format, fio's failure lines on stderr,
+//!   EILSEQ).
 //! * [`StopOnSignal`] turns SIGINT into `RunOptions::stop`, and SIGTERM or
 //!   a second signal into `RunOptions::abandon` too; it never exits.
 //!
@@ -38,6 +42,7 @@
 pub mod buf;
 mod common;
 pub mod diskutil;
+pub mod fio_verify;
 pub mod meta;
 pub mod pattern;
 pub mod safety;
@@ -130,6 +135,11 @@ pub struct EngineOptions {
     /// from the buffer's first byte (fio `buffer_pattern`, `fill_pattern`;
     /// `[0]` for `zero_buffers`). None: the buffer is written as it is.
     pub write_fill: Option<Vec<u8>>,
+    /// fio's verify format, by job ([`blkqos_core::Submitter`]): a job
+    /// with one writes fio's verify headers and checksums
+    /// ([`fio_verify`]) and its reads are checked as fio checks them
+    /// (EILSEQ and fio's lines on stderr on a mismatch).
+    pub fio_verify: Vec<Option<fio_verify::JobVerify>>,
     /// Register the buffers and the file with io_uring (fixed buffers/files).
     pub register: bool,
     /// blkqos's userspace write-back buffer ([`wbuf`]): buffered writes are
@@ -151,6 +161,7 @@ impl Default for EngineOptions {
             overwrite: false,
             verify: false,
             write_fill: None,
+            fio_verify: Vec::new(),
             register: true,
             write_buffer: false,
         }

@@ -141,7 +141,8 @@ impl ThreadsBackend {
         ThreadsBackend {
             info: target.info,
             core: Core::new(depth, opts.max_io, opts.verify)
-                .with_write_fill(opts.write_fill.clone()),
+                .with_write_fill(opts.write_fill.clone())
+                .with_fio_verify(&opts.fio_verify),
             nr_requests: depth,
             bufs,
             pending: Vec::with_capacity(depth as usize),

@@ -113,7 +113,8 @@ impl UringBackend {
             file: target.file,
             info: target.info,
             core: Core::new(depth, opts.max_io, opts.verify)
-                .with_write_fill(opts.write_fill.clone()),
+                .with_write_fill(opts.write_fill.clone())
+                .with_fio_verify(&opts.fio_verify),
             nr_requests: depth,
             fixed_file,
             fixed_bufs,

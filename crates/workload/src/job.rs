@@ -53,6 +53,8 @@ pub struct JobIo {
     pub len: u64,
     /// fio `start_time`: when the IO unit was prepared.
     pub start_time: Instant,
+    /// A read-back from the verify log (fio `IO_U_F_VER_LIST`).
+    pub verify_list: bool,
 }
 
 /// What failed: an IO of a direction, or a sync.
@@ -1202,6 +1204,7 @@ impl Job {
             offset,
             len,
             start_time: now,
+            verify_list: false,
         };
         if let Some(v) = &mut self.verify {
             v.pass_issued += len;

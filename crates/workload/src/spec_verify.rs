@@ -29,6 +29,9 @@ pub enum VerifyKind {
     Meta,
     /// `pattern`: `verify_pattern` without a header (`VERIFY_PATTERN_NO_HDR`).
     Pattern,
+    /// `verify_pattern` given without `verify=`: the pattern after a
+    /// header (`VERIFY_PATTERN`, options.c `str_verify_pattern_cb`).
+    PatternHdr,
     /// `null`: pretend to verify.
     Null,
 }
@@ -117,6 +120,28 @@ impl Default for VerifySpec {
 }
 
 impl VerifySpec {
+    /// fio's `verify_interval` after init.c `fixup_options`: at most the
+    /// smallest write (or read) block, a divisor of the write block sizes
+    /// (their gcd otherwise); the given value or the smallest write block
+    /// when the write blocks vary. 0: one header per IO (fio
+    /// `get_hdr_inc`).
+    pub fn effective_interval(&self, bs_write: (u64, u64), bs_read_min: u64, reads: bool) -> u64 {
+        let (min_w, max_w) = bs_write;
+        let mut iv = self.interval;
+        if max_w != min_w && iv == 0 {
+            iv = min_w;
+        }
+        if iv > min_w {
+            iv = min_w;
+        } else if reads && iv > bs_read_min {
+            iv = bs_read_min;
+        }
+        if iv == 0 || min_w % iv != 0 || max_w % iv != 0 {
+            iv = gcd(min_w, max_w);
+        }
+        iv
+    }
+
     /// Is verification on (`verify` other than `0`)?
     pub fn enabled(&self) -> bool {
         self.kind != VerifyKind::None
@@ -125,6 +150,14 @@ impl VerifySpec {
     /// and `verify != 0`: backend.c `do_io`, `log_io_piece`)?
     pub fn logs_writes(&self) -> bool {
         self.enabled() && self.do_verify
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -217,5 +250,28 @@ impl std::fmt::Display for DataOption {
             write!(f, ": value `{v}`")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_as_fio_fixes_it_up() {
+        let v = |interval| VerifySpec {
+            interval,
+            ..VerifySpec::default()
+        };
+        // default: the block size (gcd of equal sizes)
+        assert_eq!(v(0).effective_interval((4096, 4096), 4096, false), 4096);
+        assert_eq!(v(512).effective_interval((65536, 65536), 65536, true), 512);
+        // larger than a write: the smallest write
+        assert_eq!(v(8192).effective_interval((4096, 4096), 4096, false), 4096);
+        // varying writes: the smallest, if it divides the largest
+        assert_eq!(v(0).effective_interval((4096, 16384), 4096, false), 4096);
+        assert_eq!(v(0).effective_interval((4096, 6144), 4096, false), 2048);
+        // not a divisor: the gcd of the write sizes
+        assert_eq!(v(1536).effective_interval((4096, 4096), 4096, false), 4096);
     }
 }

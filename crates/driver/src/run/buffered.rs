@@ -108,6 +108,7 @@ impl<B: Backend> Loop<'_, B> {
                 offset: io.offset,
                 len: io.len,
                 start_time: now,
+                verify_list: false,
             },
             io: Io { id, ..io },
             issue_time: now,

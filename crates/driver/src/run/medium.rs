@@ -193,6 +193,7 @@ mod tests {
             offset,
             len,
             start_time: Instant::ZERO,
+            verify_list: false,
         }
     }
 

@@ -115,7 +115,7 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
             s.verify.pattern = Some(parse_pattern(v)?);
             // str_verify_pattern_cb: a pattern alone means verify=pattern
             if !s.verify.kind_set {
-                s.verify.kind = VerifyKind::Pattern;
+                s.verify.kind = VerifyKind::PatternHdr;
             }
         }
         Opt::VerifyInterval => {

@@ -197,11 +197,27 @@ pub fn gen_mixed(ts: &JobStats) -> DirStats {
     m
 }
 
+/// Linux `EILSEQ`: what a failed verify sets.
+const EILSEQ: i32 = 84;
+
 /// `td->verror` for the entry's error. fio's text names the C source line
 /// that raised it: sync engines fail in `fio_io_end` (`engines/sync.c`),
 /// async engines in `__io_u_log_error`, which does not record ignored errors.
 fn verror(spec: &JobSpec, err: i32, ignored: bool) -> String {
     let msg = cfmt::strerror(err);
+    let sync = matches!(
+        spec.ioengine,
+        IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2
+    );
+    if err == EILSEQ && spec.verify.enabled() && !ignored {
+        // a failed verify (verify.c verify_io_u) is the completion's error:
+        // io_u.c io_u_sync_complete / io_u_queued_complete raise it
+        return if sync {
+            format!("file:io_u.c:2152, func=io_u_sync_complete, error={msg}")
+        } else {
+            format!("file:io_u.c:2190, func=io_u_queued_complete, error={msg}")
+        };
+    }
     match spec.ioengine {
         IoEngine::Psync | IoEngine::Sync | IoEngine::Pvsync | IoEngine::Pvsync2 => {
             format!("file:engines/sync.c:126, func=xfer, error={msg}")

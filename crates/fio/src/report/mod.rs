@@ -24,7 +24,8 @@
 //! * `percentile_precision` is derived from the values, so `99.50` in a job
 //!   file prints with 1 decimal where fio prints 2;
 //! * `td->verror` in the job header is fio's text for the engine's error
-//!   path (`engines/sync.c:126` for sync engines, `io_u.c:1876` otherwise);
+//!   path (`engines/sync.c:126` for sync engines, `io_u.c:1876` otherwise;
+//!   a failed verify: `io_u.c:2152`/`2190`, the completion functions);
 //! * [`write_terse`]: `show_thread_status_terse_all`, version 3;
 //! * not produced: terse versions other than 3, `prios`, `cachehit`, `block`,
 //!   `latency_target` runs, bit-based `unit_base`,

@@ -104,6 +104,7 @@ impl Job {
             offset,
             len,
             start_time: now,
+            verify_list: true,
         };
         // fio td_io_queue: an IO of the verify list (IO_U_F_VER_LIST)
         // counts in neither io_issues nor io_issue_bytes, so read-backs
