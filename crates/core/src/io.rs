@@ -85,6 +85,10 @@ impl IoFlags {
     /// request, with no bio, so blk-throttle and rq-qos never see it and
     /// the disk statistics do not count it (`blk_do_io_stat`).
     pub const PASSTHROUGH: IoFlags = IoFlags(64);
+    /// On a [`IoOp::Discard`]: a zone reset (`REQ_OP_ZONE_RESET`, by
+    /// `BLKRESETZONE`) of the zones in `[offset, offset + len)`, or of the
+    /// zone at `offset` when `len` is 0; no data moves.
+    pub const ZONE_RESET: IoFlags = IoFlags(128);
 
     /// Are all of `other`'s flags set?
     #[inline]

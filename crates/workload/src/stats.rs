@@ -237,6 +237,8 @@ pub struct JobStats {
     /// The depth the job ended at (fio `latency_qd`: the iodepth, or the
     /// depth `latency_target`'s probe settled on).
     pub latency_depth: u32,
+    /// Zones reset (`zonemode=zbd`: fio `nr_zone_resets`).
+    pub nr_zone_resets: u64,
 }
 
 impl JobStats {
@@ -287,6 +289,7 @@ impl JobStats {
         self.cpu.add(&o.cpu);
         // fio __show_run_stats: the last job's
         self.latency_depth = o.latency_depth;
+        self.nr_zone_resets += o.nr_zone_resets;
     }
     /// The `mixed` direction: all directions summed as fio does for
     /// `unified_rw_reporting=mixed`.

@@ -169,6 +169,7 @@ pub fn sum_thread_stats(dst: &mut JobStats, src: &JobStats, mixed: bool) {
     dst.cpu.add(&src.cpu);
     // fio __show_run_stats sets latency_depth from each job in turn
     dst.latency_depth = src.latency_depth;
+    dst.nr_zone_resets += src.nr_zone_resets;
 }
 
 /// `(usr_cpu, sys_cpu)` in percent of the entry's `total_run_time`, as
