@@ -169,9 +169,11 @@ fn resolve_zone_counts(s: &mut JobSpec) -> Result<(), String> {
 
 /// What fio checks of a zbd job before it runs (`zbd_using_direct_io`,
 /// `zbd_verify_bs`), and the combinations blkqos does not run.
-fn zbd_checks(s: &JobSpec) -> Result<(), String> {
+fn zbd_checks(s: &mut JobSpec) -> Result<(), String> {
     let z = &s.zones;
-    if s.rw.has_write() && !s.direct {
+    // fio zbd_using_direct_io: only a block device's writes (io_uring_cmd
+    // drives the NVMe character device)
+    if s.rw.has_write() && !s.direct && s.ioengine != blkqos_workload::IoEngine::IoUringCmd {
         return Err("Using direct I/O is mandatory for writing to ZBD drives".into());
     }
     if s.rw.has_trim() {
@@ -200,6 +202,14 @@ fn zbd_checks(s: &JobSpec) -> Result<(), String> {
                 ));
             }
         }
+    }
+    if z.capacity_bytes > 0 {
+        // fio init_zone_info uses it only where it emulates zones
+        s.notes.push(
+            "zonecapacity has no effect on a zoned device: fio takes each zone's capacity from \
+             the device (on the simulator: zone_capacity= of --device=null,zoned=1)"
+                .into(),
+        );
     }
     let unsupported = |what: &str| {
         Err(format!(
