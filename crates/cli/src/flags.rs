@@ -224,7 +224,10 @@ pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
 pub fn build(args: &[String]) -> Result<Experiment> {
     let mut e = build_experiment(args)?;
     if e.real.is_none() {
-        let jobs = e.invocations.iter_mut().flat_map(|i| i.jobs.jobs.iter_mut());
+        let jobs = e
+            .invocations
+            .iter_mut()
+            .flat_map(|i| i.jobs.jobs.iter_mut());
         crate::zbd_plan::settle_device(&mut e.device, e.device_given, jobs)?;
     }
     // the report's title: the command, without the report's own file

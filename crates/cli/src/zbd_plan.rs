@@ -91,7 +91,11 @@ pub fn settle_device<'a>(
     let size = device.capacity.to_string();
     *device = DeviceSpec::new(
         "null",
-        [("zoned", "1"), ("zone_size", mib.as_str()), ("size", size.as_str())],
+        [
+            ("zoned", "1"),
+            ("zone_size", mib.as_str()),
+            ("size", size.as_str()),
+        ],
     )?;
     let first = &mut zoned[0];
     let note = format!(
@@ -165,7 +169,11 @@ impl ZbdRun {
         let info = shared.lock();
         let z = &spec.zones;
         if z.max_open_zones > 0 && info.max_open_zones != z.max_open_zones {
-            bail!("{}: job `{}`: Different 'max_open_zones' values", at(spec), spec.name);
+            bail!(
+                "{}: job `{}`: Different 'max_open_zones' values",
+                at(spec),
+                spec.name
+            );
         }
         if z.job_max_open_zones > 0 && info.max_open_zones == 0 {
             bail!(

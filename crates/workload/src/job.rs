@@ -1212,7 +1212,9 @@ impl Job {
 
     /// Issue `io` (its offset and length final).
     fn commit(&mut self, io: JobIo) -> JobAction {
-        let JobIo { ddir, offset, len, .. } = io;
+        let JobIo {
+            ddir, offset, len, ..
+        } = io;
         if let Some(v) = &mut self.verify {
             v.pass_issued += len;
             if ddir == 1 {
@@ -1705,8 +1707,6 @@ mod latency;
 mod lfsr;
 mod map;
 mod strided;
-mod zoned;
-mod zoned_steps;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -1715,3 +1715,5 @@ mod verify;
 mod verify_steps;
 #[cfg(test)]
 mod verify_tests;
+mod zoned;
+mod zoned_steps;

@@ -300,10 +300,7 @@ fn limits_and_alignment() {
     assert_eq!(notes.len(), 2, "{notes:?}");
     assert!(d.align_range(ZS / 2, ZS, false, "f").is_err());
     // reads keep their range
-    assert_eq!(
-        d.align_range(ZS / 2, ZS, true, "f").unwrap().0,
-        ZS / 2
-    );
+    assert_eq!(d.align_range(ZS / 2, ZS, true, "f").unwrap().0, ZS / 2);
 }
 
 #[test]

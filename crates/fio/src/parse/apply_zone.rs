@@ -159,7 +159,9 @@ fn resolve_zone_counts(s: &mut JobSpec) -> Result<(), String> {
     }
     let zs = z.size_bytes;
     if z.size_nz > 0 {
-        s.size = Some(blkqos_workload::SizeSpec::Bytes(z.size_nz.saturating_mul(zs)));
+        s.size = Some(blkqos_workload::SizeSpec::Bytes(
+            z.size_nz.saturating_mul(zs),
+        ));
     }
     if z.offset_nz > 0 {
         s.offset = blkqos_workload::SizeSpec::Bytes(z.offset_nz.saturating_mul(zs));
