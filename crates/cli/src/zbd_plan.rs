@@ -216,7 +216,7 @@ impl ZbdRun {
             );
         }
         if spec.verify.logs_writes() {
-            if let Some(d) = (0..3).find(|&d| zone_size % spec.bs.get(d).max(1) != 0) {
+            if let Some(d) = (0..3).find(|&d| !zone_size.is_multiple_of(spec.bs.get(d).max(1))) {
                 bail!(
                     "{}: job `{}`: {name}: block size {} is not a divisor of the zone size {zone_size}",
                     at(spec),

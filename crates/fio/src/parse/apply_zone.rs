@@ -196,7 +196,7 @@ fn zbd_checks(s: &mut JobSpec) -> Result<(), String> {
     }
     if s.verify.logs_writes() && z.size_bytes > 0 {
         for d in 0..3 {
-            if z.size_bytes % s.bs.get(d).max(1) != 0 {
+            if !z.size_bytes.is_multiple_of(s.bs.get(d).max(1)) {
                 return Err(format!(
                     "block size {} is not a divisor of the zone size {}",
                     s.bs.get(d),
