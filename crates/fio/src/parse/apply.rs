@@ -849,7 +849,11 @@ mod tests {
         assert_eq!(st.spec.size, Some(SizeSpec::Bytes(1_000_000)));
         assert!(with(&[("size", Some("4x"))]).is_err());
         assert!(with(&[("size", Some("0%"))]).is_err());
-        assert!(with(&[("size", Some("10z"))]).is_err());
+        // zones: counted here, resolved with zonesize (apply_zone::fixup)
+        let st = with(&[("size", Some("10z")), ("offset", Some("524z"))]).unwrap();
+        assert_eq!((st.spec.zones.size_nz, st.spec.zones.offset_nz), (10, 524));
+        assert_eq!(st.spec.size, None);
+        assert!(with(&[("size", Some("xz"))]).is_err());
     }
 
     #[test]

@@ -313,6 +313,59 @@ mod tests {
     }
 
     #[test]
+    fn zbd_options() {
+        let s = with(&[
+            ("zonemode", "zbd"),
+            ("zonesize", "256m"),
+            ("max_open_zones", "32"),
+            ("job_max_open_zones", "4"),
+            ("zone_reset_threshold", "0.7"),
+            ("zone_reset_frequency", "0.125"),
+            ("read_beyond_wp", "1"),
+            ("ignore_zone_limits", "1"),
+            ("direct", "1"),
+            ("rw", "randwrite"),
+            ("offset", "524z"),
+            ("size", "8z"),
+        ])
+        .unwrap();
+        let z = &s.zones;
+        assert_eq!(z.mode, ZoneMode::Zbd);
+        assert_eq!((z.max_open_zones, z.job_max_open_zones), (32, 4));
+        assert_eq!((z.reset_threshold, z.reset_frequency), (0.7, 0.125));
+        assert!(z.read_beyond_wp && z.ignore_zone_limits);
+        // fio zbd_recalc_options_with_zone_granularity
+        assert_eq!(s.offset, blkqos_workload::SizeSpec::Bytes(524 << 28));
+        assert_eq!(s.size, Some(blkqos_workload::SizeSpec::Bytes(8 << 28)));
+        for (o, v) in [
+            ("zone_reset_threshold", "1.5"),
+            ("zone_reset_frequency", "-0.1"),
+            ("max_open_zones", "4097"),
+            ("read_beyond_wp", "2"),
+        ] {
+            assert!(with(&[(o, v)]).is_err(), "{o}={v}");
+        }
+        // zones without a zone size
+        let e = with(&[("zonemode", "zbd"), ("size", "2z")]).unwrap_err();
+        assert!(e.contains("give zonesize="), "{e}");
+        let e = with(&[("zonemode", "zbd"), ("rw", "write")]).unwrap_err();
+        assert!(e.contains("direct I/O is mandatory"), "{e}");
+        let e = with(&[
+            ("zonemode", "zbd"),
+            ("zonesize", "4m"),
+            ("rw", "trim"),
+            ("bs", "1m"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.contains("trim block size 1048576 is not the zone size"),
+            "{e}"
+        );
+        let e = with(&[("zonemode", "zbd"), ("zoneskip", "1z")]).unwrap_err();
+        assert!(e.contains("zoneskip"), "{e}");
+    }
+
+    #[test]
     fn fio_refusals() {
         let e = with(&[("zonesize", "1m")]).unwrap_err();
         assert_eq!(e, "--zonemode=none and --zonesize are not compatible.");

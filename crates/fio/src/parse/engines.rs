@@ -89,7 +89,7 @@ mod tests {
         assert!(m.contains("fio 3.34"), "{m}");
         let m = out_of_scope("mtd");
         assert!(
-            m.contains("MTD") && m.contains("io_uring_cmd and sg"),
+            m.contains("MTD") && m.contains("io_uring_cmd, sg and libzbc"),
             "{m}"
         );
         let m = out_of_scope("dev-dax");
