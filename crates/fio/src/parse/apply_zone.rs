@@ -166,6 +166,9 @@ fn resolve_zone_counts(s: &mut JobSpec) -> Result<(), String> {
     if z.offset_nz > 0 {
         s.offset = blkqos_workload::SizeSpec::Bytes(z.offset_nz.saturating_mul(zs));
     }
+    // resolved: the job is the same as one given in bytes
+    s.zones.size_nz = 0;
+    s.zones.offset_nz = 0;
     Ok(())
 }
 
@@ -335,6 +338,7 @@ mod tests {
         assert_eq!((z.reset_threshold, z.reset_frequency), (0.7, 0.125));
         assert!(z.read_beyond_wp && z.ignore_zone_limits);
         // fio zbd_recalc_options_with_zone_granularity
+        assert_eq!((z.size_nz, z.offset_nz), (0, 0), "resolved");
         assert_eq!(s.offset, blkqos_workload::SizeSpec::Bytes(524 << 28));
         assert_eq!(s.size, Some(blkqos_workload::SizeSpec::Bytes(8 << 28)));
         for (o, v) in [
