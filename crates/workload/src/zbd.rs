@@ -297,6 +297,15 @@ impl ZbdInfo {
         if !writes {
             return Vec::new();
         }
+        // zbd_process_swd(SET_SWD): the data counters over the range
+        let (b, e) = self.range(f);
+        let zones = &self.zones[b..e.min(self.zones.len())];
+        self.sectors_with_data = zones.iter().map(|z| z.wp - z.start).sum();
+        self.wp_sectors_with_data = zones
+            .iter()
+            .filter(|z| z.has_wp)
+            .map(|z| z.wp - z.start)
+            .sum();
         let mut resets = Vec::new();
         if f.verify {
             let (b, e) = self.range(f);
@@ -330,8 +339,9 @@ impl ZbdInfo {
         if data == 0 {
             return None;
         }
-        self.sectors_with_data -= data;
-        self.wp_sectors_with_data -= data;
+        // the counters may cover only a clone's range (zbd_file_reset)
+        self.sectors_with_data = self.sectors_with_data.saturating_sub(data);
+        self.wp_sectors_with_data = self.wp_sectors_with_data.saturating_sub(data);
         self.zones[i].wp = z.start;
         Some((z.start, self.zone_end(i) - z.start))
     }
