@@ -110,3 +110,99 @@ impl Job {
         self.fail(errno, 1, now);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Reaped;
+    use super::*;
+    use crate::spec::{JobSpec, PerDir, RwMode};
+    use crate::spec_zone::ZoneMode;
+    use crate::zbd::{ZbdInfo, ZbdShared, ZbdZone};
+    use blkqos_core::Duration;
+
+    const ZS: u64 = 1 << 20;
+
+    /// Two sequential zones; a job writing them twice over, 256 KiB at a
+    /// time; every IO completes 10 µs after it is issued, every reset at
+    /// once. The device's side: what was issued, in order.
+    fn run(shared: &ZbdShared, rw: RwMode, io_size: u64) -> Vec<JobAction> {
+        let mut s = JobSpec::new("z");
+        s.rw = rw;
+        s.bs = PerDir::all(256 << 10);
+        s.io_size = Some(io_size);
+        s.zones.mode = ZoneMode::Zbd;
+        s.zones.zbd = Some(shared.clone());
+        let mut job = Job::new(s, 0, 0, 2 * ZS, 1, Instant::ZERO);
+        let mut now = Instant::ZERO;
+        let mut seen = Vec::new();
+        for _ in 0..1000 {
+            let a = job.next_action(now);
+            seen.push(a);
+            match a {
+                JobAction::Issue(io) => {
+                    job.submitted(now);
+                    now += Duration::from_us(10);
+                    let r = Reaped {
+                        io,
+                        issue_time: now,
+                        error: 0,
+                        bytes_done: io.len,
+                    };
+                    job.reap(&[r], now);
+                }
+                JobAction::ZoneReset { .. } => job.zone_reset_done(now, 0),
+                JobAction::Done => break,
+                JobAction::WaitCompletion => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn writes_follow_the_write_pointer_and_full_zones_are_reset() {
+        let zones = vec![ZbdZone::empty(0, ZS), ZbdZone::empty(ZS, ZS)];
+        let shared = ZbdShared::new(ZbdInfo::from_report(ZS, zones, 2 * ZS));
+        let seen = run(&shared, RwMode::Write, 4 * ZS);
+        let issued: Vec<u64> = seen
+            .iter()
+            .filter_map(|a| match a {
+                JobAction::Issue(io) => Some(io.offset / (256 << 10)),
+                _ => None,
+            })
+            .collect();
+        // 16 writes: 0..8 fill both zones, then each zone is reset before
+        // it is written again from its start
+        assert_eq!(issued, [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]);
+        let resets: Vec<(usize, u64)> = seen
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| match a {
+                JobAction::ZoneReset { offset, len } => {
+                    assert_eq!(*len, ZS);
+                    Some((i, *offset))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(resets.iter().map(|r| r.1).collect::<Vec<_>>(), [0, ZS]);
+        // each reset comes before the zone's next write
+        for (i, off) in resets {
+            assert!(matches!(seen[i + 1], JobAction::Issue(io) if io.offset == off));
+        }
+        // reads: only what is below the write pointers (zone 0 written,
+        // zone 1 empty: the sequential read ends after zone 0)
+        let zones = vec![ZbdZone::empty(0, ZS), ZbdZone::empty(ZS, ZS)];
+        let shared = ZbdShared::new(ZbdInfo::from_report(ZS, zones, 2 * ZS));
+        run(&shared, RwMode::Write, ZS);
+        let seen = run(&shared, RwMode::Read, 2 * ZS);
+        let read: u64 = seen
+            .iter()
+            .filter_map(|a| match a {
+                JobAction::Issue(io) => Some(io.len),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(read, ZS, "zone 0's data, then the IO ends");
+    }
+}
