@@ -104,7 +104,8 @@ fn fraction(v: &str) -> Result<f64, String> {
 /// `size=Nz` / `offset=Nz` (`FIO_OPT_STR_VAL_ZONE`): the number of
 /// zones, or `None` for a plain size.
 pub(crate) fn zones_of(v: &str) -> Result<Option<u64>, String> {
-    let Some(n) = v.trim().strip_suffix('z') else {
+    let t = v.trim();
+    let Some(n) = t.strip_suffix('z').or_else(|| t.strip_suffix('Z')) else {
         return Ok(None);
     };
     n.trim()
