@@ -27,6 +27,9 @@ pub struct Experiment {
     pub seed: u64,
     /// The device spec sets its own jitter seed (else the run's seed is used).
     pub device_seed_explicit: bool,
+    /// The simulated device was chosen (`--device`, a scenario's
+    /// `[device]`), not left to the default.
+    pub device_given: bool,
     pub host: HostModel,
     pub writes: Vec<KnobWrite>,
     pub invocations: Vec<Invocation>,
@@ -340,6 +343,7 @@ impl Experiment {
         };
         let mut setups = Vec::new();
         let mut invocation_of = Vec::new();
+        let mut zbd = crate::zbd_plan::ZbdRun::default();
         for (i, inv) in self.invocations.iter().enumerate() {
             for spec in &inv.jobs.jobs {
                 let cg = spec.cgroup.as_deref().or(inv.cgroup.as_deref());
@@ -374,6 +378,7 @@ impl Experiment {
                         }
                         None => (start, len),
                     };
+                    let (start, len) = zbd.setup(&mut job_spec, start, len, layout_dev)?;
                     setups.push(JobSetup {
                         spec: job_spec.clone(),
                         clone,

@@ -189,6 +189,7 @@ pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
         controllers: ControllerOptions::default(),
         seed: 1,
         device_seed_explicit: false,
+        device_given: false,
         host: HostModel::default(),
         io_stat_out: None,
         accounting: AccountingOptions::default(),
@@ -222,6 +223,13 @@ pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
 /// after it, or fio's command line with blkqos's flags.
 pub fn build(args: &[String]) -> Result<Experiment> {
     let mut e = build_experiment(args)?;
+    if e.real.is_none() {
+        let jobs = e
+            .invocations
+            .iter_mut()
+            .flat_map(|i| i.jobs.jobs.iter_mut());
+        crate::zbd_plan::settle_device(&mut e.device, e.device_given, jobs)?;
+    }
     // the report's title: the command, without the report's own file
     let shown: Vec<&str> = args
         .iter()
@@ -403,6 +411,7 @@ pub fn apply(e: &mut Experiment, p: &mut Pending, name: &str, value: &str) -> Re
         "device" => {
             e.device = blkqos_sim::DeviceSpec::parse(v).with_context(|| format!("--device={v}"))?;
             e.device_seed_explicit = v.split(',').any(|p| p.trim().starts_with("seed="));
+            e.device_given = true;
         }
         "seed" => {
             e.seed = v

@@ -57,6 +57,7 @@ mod stdout;
 mod streams;
 mod summary;
 mod sweep;
+mod zbd_plan;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

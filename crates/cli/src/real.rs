@@ -172,6 +172,22 @@ fn real_jobs(exp: &Experiment) -> Result<Vec<&blkqos_workload::JobSpec>> {
     if let Some(why) = jobs.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
         bail!("{why}");
     }
+    if let Some(j) = jobs
+        .iter()
+        .find(|j| j.zones.mode == blkqos_workload::spec_zone::ZoneMode::Zbd)
+    {
+        bail!(
+            "{}:{}: job `{}`: option `zonemode`: value `zbd`: the real engine does not run \
+             zonemode=zbd: on a zoned block device (/sys/block/X/queue/zoned host-managed or \
+             host-aware) fio reads the zones and resets them with BLKRESETZONE, on a regular \
+             file or a disk without zones it emulates zones of zonesize in the file; blkqos \
+             does neither on the real engine: run the job on the simulator (a zoned null_blk), \
+             or with fio itself",
+            j.origin.file,
+            j.origin.line,
+            j.name
+        );
+    }
     Ok(jobs)
 }
 

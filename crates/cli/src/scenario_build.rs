@@ -51,6 +51,7 @@ pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
         controllers,
         seed: sc.seed.unwrap_or(1),
         device_seed_explicit: sc.device.as_ref().is_some_and(|t| t.contains_key("seed")),
+        device_given: sc.device.is_some(),
         host: host(&sc),
         writes,
         invocations,

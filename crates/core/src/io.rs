@@ -61,7 +61,7 @@ impl IoOp {
 /// Bit flags an IO carries (subset of the kernel's `REQ_*` flags that the
 /// controllers look at).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct IoFlags(pub u8);
+pub struct IoFlags(pub u16);
 
 impl IoFlags {
     /// REQ_SYNC: a synchronous write (O_DIRECT writes are sync).
@@ -89,6 +89,10 @@ impl IoFlags {
     /// (fio `IO_U_F_VER_LIST`): the real engine checks fio's verify
     /// header and checksum of every block it reads.
     pub const VERIFY_LIST: IoFlags = IoFlags(128);
+    /// On a [`IoOp::Discard`]: a zone reset (`REQ_OP_ZONE_RESET`, by
+    /// `BLKRESETZONE`) of the zones in `[offset, offset + len)`, or of the
+    /// zone at `offset` when `len` is 0; no data moves.
+    pub const ZONE_RESET: IoFlags = IoFlags(256);
 
     /// Are all of `other`'s flags set?
     #[inline]

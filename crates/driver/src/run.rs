@@ -342,6 +342,8 @@ enum SlotState {
     Fsyncing(Instant),
     /// In `end_fsync` since this time: the flush is in flight.
     Flushing(Instant),
+    /// `zonemode=zbd`: a zone reset the job waits for is in flight.
+    ZoneResetting,
     /// Not started yet: waiting for its gate ([`JobSlot::gate`]).
     Pending,
     /// Over its share of its flow group (`flow=`): stepped again when the
@@ -409,7 +411,10 @@ impl JobSlot {
             | SlotState::Submitting(t, _)
             | SlotState::Committing(t)
             | SlotState::Returning(t) => now >= t,
-            SlotState::Blocked(_) | SlotState::Fsyncing(_) | SlotState::Flushing(_) => false,
+            SlotState::Blocked(_)
+            | SlotState::Fsyncing(_)
+            | SlotState::Flushing(_)
+            | SlotState::ZoneResetting => false,
             SlotState::Pending | SlotState::FlowWait => true,
         }
     }
@@ -424,6 +429,8 @@ enum FlightKind {
     Writeback,
     /// The flush that ends a job's fsync.
     Flush,
+    /// A zone reset a job issues before its next IO (`zonemode=zbd`).
+    ZoneReset,
 }
 
 /// An in-flight IO: a job's IO, writeback or a flush, or a piece cut
@@ -607,6 +614,8 @@ impl<B: Backend> Loop<'_, B> {
         let slot = &self.jobs[j];
         let mut flags = if jio.ddir == 1 && slot.job.spec().direct {
             IoFlags::SYNC
+        } else if jio.ddir == 2 && slot.engine.trim_resets_zone {
+            IoFlags::ZONE_RESET
         } else {
             IoFlags::default()
         };
@@ -787,6 +796,7 @@ impl<B: Backend> Loop<'_, B> {
                 SlotState::Blocked(_)
                 | SlotState::Fsyncing(_)
                 | SlotState::Flushing(_)
+                | SlotState::ZoneResetting
                 | SlotState::Pending => return Ok(()),
                 SlotState::Submitting(t, _) if now < t => return Ok(()),
                 SlotState::Submitting(_, id) => {
@@ -831,8 +841,14 @@ impl<B: Backend> Loop<'_, B> {
                     }
                     self.issue(j, jio, now)
                 }
-                JobAction::WaitFlow => {
+                // a zone lock another clone holds: stepped again as the
+                // run goes on, like a clone over its flow share
+                JobAction::WaitFlow | JobAction::WaitZone => {
                     self.jobs[j].state = SlotState::FlowWait;
+                    return Ok(());
+                }
+                JobAction::ZoneReset { offset, len } => {
+                    self.start_zone_reset(j, offset, len, now);
                     return Ok(());
                 }
                 JobAction::WaitCompletion => {

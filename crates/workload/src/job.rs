@@ -108,6 +108,14 @@ pub enum JobAction {
     /// the job again when the group's counts change (fio
     /// `flow_threshold_exceeded` without `flow_sleep`: the job retries).
     WaitFlow,
+    /// `zonemode=zbd`: reset the zone at `offset` (`len` bytes) on the
+    /// device (fio `zbd_reset_zone`: a synchronous `BLKRESETZONE`) and
+    /// call [`Job::zone_reset_done`] when it returns.
+    ZoneReset { offset: u64, len: u64 },
+    /// `zonemode=zbd`: another clone holds the zone the next IO needs
+    /// (fio blocks on the zone's lock); step the job again when IO
+    /// completes.
+    WaitZone,
     /// Finished: nothing in flight, nothing more to issue.
     Done,
 }
@@ -137,6 +145,11 @@ enum Phase {
     Drain,
     /// `end_fsync` in progress.
     Fsync,
+    /// `zonemode=zbd`: zone resets before the next IO; `sent`: one is on
+    /// the device.
+    ZoneReset {
+        sent: bool,
+    },
     /// `verify`: the pass's writes (or its read-back) are issued; wait
     /// for everything in flight, then start the read-back (or the next
     /// pass).
@@ -246,6 +259,8 @@ pub struct Job {
     log: Option<Box<JobLog>>,
     /// `verify` with `do_verify`: the written blocks to read back.
     verify: Option<Box<VerifyState>>,
+    /// `zonemode=zbd`: the clone's side of the shared zones.
+    zbd: Option<Box<zoned::ZbdJob>>,
 }
 
 /// Outcome of one reaped IO, as the driver reports it.
@@ -298,6 +313,7 @@ impl Job {
             .unwrap_or(min_bs_all)
             .max(1);
         let files = Files::new(&spec, extents, unit);
+        let zbd = zoned::ZbdJob::new(&spec, extents).map(Box::new);
         let loops = u64::from(spec.loops.max(1));
         let io_limit = spec.io_size.unwrap_or_else(|| files.total_len()) * loops;
         let ios_limit = spec.number_ios * loops;
@@ -386,6 +402,7 @@ impl Job {
             failed_ios: 0,
             finished_at: None,
             log: JobLog::new(&spec.logs),
+            zbd,
             spec,
         };
         job.set_thread_number(u64::from(clone) + 1);
@@ -407,6 +424,9 @@ impl Job {
     /// cannot start the register from fails the job with EINVAL (fio:
     /// "failed initializing LFSR").
     pub fn set_thread_number(&mut self, thread_number: u64) {
+        if let Some(z) = &mut self.zbd {
+            z.set_td(thread_number as u32);
+        }
         let seed = if self.spec.randrepeat {
             lfsr::block_offset_seed(self.spec.randseed, thread_number)
         } else {
@@ -905,6 +925,11 @@ impl Job {
             match self.phase {
                 Phase::Done => return JobAction::Done,
                 Phase::Fsync | Phase::Sync { .. } | Phase::VerifySync => return JobAction::Fsync,
+                Phase::ZoneReset { sent } => {
+                    if let Some(a) = self.zone_reset_step(sent, now) {
+                        return a;
+                    }
+                }
                 Phase::PassEnd => {
                     self.reap_n(self.ring.len(), now);
                     if self.in_flight > 0 {
@@ -1185,6 +1210,13 @@ impl Job {
             self.phase = Phase::Drain;
             return self.next_action(now);
         }
+        let ddir = match &self.zbd {
+            Some(z) => z.adjust_ddir(ddir),
+            None => ddir,
+        };
+        if let Some(a) = self.zoned_start(now) {
+            return a;
+        }
         let mut len = self.next_len(ddir);
         if !self.spec.time_based {
             let left = self.io_limit.saturating_sub(self.issued_bytes_total);
@@ -1206,6 +1238,17 @@ impl Job {
             start_time: now,
             verify_list: false,
         };
+        if self.zbd.is_some() {
+            return self.issue_zoned(io, now);
+        }
+        self.commit(io)
+    }
+
+    /// Issue `io` (its offset and length final).
+    fn commit(&mut self, io: JobIo) -> JobAction {
+        let JobIo {
+            ddir, offset, len, ..
+        } = io;
         if let Some(v) = &mut self.verify {
             v.pass_issued += len;
             if ddir == 1 {
@@ -1244,6 +1287,7 @@ impl Job {
                 | Phase::Fsync
                 | Phase::Sync { .. }
                 | Phase::VerifySync
+                | Phase::ZoneReset { .. }
         ) {
             self.phase = Phase::Drain;
         }
@@ -1400,6 +1444,9 @@ impl Job {
         self.in_flight -= 1;
         self.reaped += 1;
         let d = r.io.ddir;
+        if let Some(z) = &mut self.zbd {
+            z.reaped(&r.io, r.error);
+        }
         if let Some(v) = &mut self.verify {
             v.last_done_ddir = d;
             if d == 1 {
@@ -1703,3 +1750,5 @@ mod verify;
 mod verify_steps;
 #[cfg(test)]
 mod verify_tests;
+mod zoned;
+mod zoned_steps;

@@ -23,6 +23,7 @@ pub mod spec_verify;
 pub mod spec_zone;
 pub mod stats;
 pub mod steadystate;
+pub mod zbd;
 
 pub use job::{FailedOp, Job, JobAction, JobFailure, JobIo};
 pub use spec::{IoEngine, JobSpec, PerDir, RateProcess, RwMode, SizeSpec, UnifiedRw};

@@ -127,6 +127,11 @@ pub enum IoEngine {
     Filestat,
     /// `filedelete`: each file unlinked (fio engines/filedelete.c).
     Filedelete,
+    /// `libzbc`: zoned SCSI/ATA disks by libzbc (fio engines/libzbc.c,
+    /// `FIO_SYNCIO`): one synchronous read or write per call
+    /// (`zbc_pread`/`zbc_pwrite`, through the block device), trims as zone
+    /// resets.
+    Libzbc,
 }
 
 impl IoEngine {
@@ -143,6 +148,7 @@ impl IoEngine {
                 | IoEngine::Filecreate
                 | IoEngine::Filestat
                 | IoEngine::Filedelete
+                | IoEngine::Libzbc
         )
     }
     /// Engines whose operation is a file system call per file, timed as
@@ -179,6 +185,7 @@ impl IoEngine {
             IoEngine::Filecreate => "filecreate",
             IoEngine::Filestat => "filestat",
             IoEngine::Filedelete => "filedelete",
+            IoEngine::Libzbc => "libzbc",
         }
     }
 }

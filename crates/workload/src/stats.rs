@@ -240,6 +240,8 @@ pub struct JobStats {
     /// `steadystate`: the job's detector, with its samples when it keeps
     /// them (fio's `ss_*` fields of `thread_stat`).
     pub steadystate: Option<crate::steadystate::SteadyState>,
+    /// Zones reset (`zonemode=zbd`: fio `nr_zone_resets`).
+    pub nr_zone_resets: u64,
 }
 
 impl JobStats {
@@ -290,6 +292,7 @@ impl JobStats {
         self.cpu.add(&o.cpu);
         // fio __show_run_stats: the last job's
         self.latency_depth = o.latency_depth;
+        self.nr_zone_resets += o.nr_zone_resets;
     }
     /// The `mixed` direction: all directions summed as fio does for
     /// `unified_rw_reporting=mixed`.

@@ -163,6 +163,24 @@ impl<B: Backend> Loop<'_, B> {
         self.submit_internal(FlightKind::Flush, j as u32, io, now);
     }
 
+    /// Job `j` resets the zone at `offset` (`zonemode=zbd`: fio's
+    /// synchronous `BLKRESETZONE`, a `REQ_OP_ZONE_RESET` request).
+    pub(super) fn start_zone_reset(&mut self, j: usize, offset: u64, len: u64, now: Instant) {
+        self.jobs[j].state = SlotState::ZoneResetting;
+        let io = Io {
+            id: IoId::default(),
+            submitter: blkqos_core::Submitter(j as u32),
+            group: self.jobs[j].group,
+            op: IoOp::Discard,
+            flags: IoFlags::ZONE_RESET,
+            offset,
+            len,
+            submitted_at: now,
+            cost_vtime: 0,
+        };
+        self.submit_internal(FlightKind::ZoneReset, j as u32, io, now);
+    }
+
     /// Completion of a flight the page cache or fsync cares about.
     pub(super) fn complete_other(&mut self, f: &Flight, c: Completion) {
         let now = c.at;
@@ -191,6 +209,11 @@ impl<B: Backend> Loop<'_, B> {
                     }
                 }
                 self.continue_fsyncs(now);
+            }
+            FlightKind::ZoneReset => {
+                let j = f.job as usize;
+                self.jobs[j].state = SlotState::Runnable;
+                self.jobs[j].job.zone_reset_done(now, c.error);
             }
             FlightKind::Flush if f.job == NO_JOB => self.final_flush_done = true,
             FlightKind::Flush => {

@@ -33,6 +33,8 @@ pub(super) struct EngineIo {
     /// `sg_write_mode=verify_bytchk_*`: the job's writes are SCSI VERIFY
     /// commands, which read the medium (fio counts them as writes).
     pub writes_read: bool,
+    /// `zonemode=zbd`: a trim resets its zone (fio `zbd_do_io_u_trim`).
+    pub trim_resets_zone: bool,
 }
 
 impl EngineIo {
@@ -41,6 +43,7 @@ impl EngineIo {
             passthrough: spec.ioengine.is_passthrough(),
             sqpoll: spec.ioengine.is_uring() && spec.engine.sqthread_poll,
             writes_read: spec.ioengine == IoEngine::Sg && spec.engine.sg_write_mode.device_reads(),
+            trim_resets_zone: spec.zones.mode == blkqos_workload::spec_zone::ZoneMode::Zbd,
         }
     }
 

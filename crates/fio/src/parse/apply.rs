@@ -235,6 +235,13 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
         Kind::StrVal => match def.opt {
             // str_size_cb: 0 means "not set" (the whole file or device).
             Opt::Size => {
+                st.spec.zones.size_nz = 0;
+                if let Some(n) = super::apply_zone::zones_of(piece)? {
+                    // resolved with the zone size (fio str_size_cb: size_nz)
+                    st.spec.zones.size_nz = n;
+                    st.spec.size = None;
+                    return Ok(());
+                }
                 st.spec.size = match parse_size(piece, kb_base)? {
                     SizeValue::Bytes(0) => None,
                     SizeValue::Bytes(b) => Some(SizeSpec::Bytes(b)),
@@ -243,6 +250,13 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 }
             }
             Opt::Offset => {
+                st.spec.zones.offset_nz = 0;
+                if let Some(n) = super::apply_zone::zones_of(piece)? {
+                    // fio str_offset_cb: start_offset_nz
+                    st.spec.zones.offset_nz = n;
+                    st.spec.offset = SizeSpec::Bytes(0);
+                    return Ok(());
+                }
                 st.spec.offset = match parse_size(piece, kb_base)? {
                     SizeValue::Bytes(b) => SizeSpec::Bytes(b),
                     SizeValue::Percent(p) => SizeSpec::Percent(p),
@@ -436,6 +450,7 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "null" => Ok(IoEngine::Null),
         "io_uring_cmd" => Ok(IoEngine::IoUringCmd),
         "sg" => Ok(IoEngine::Sg),
+        "libzbc" => Ok(IoEngine::Libzbc),
         "filecreate" => Ok(IoEngine::Filecreate),
         "filestat" => Ok(IoEngine::Filestat),
         "filedelete" => Ok(IoEngine::Filedelete),
@@ -837,7 +852,11 @@ mod tests {
         assert_eq!(st.spec.size, Some(SizeSpec::Bytes(1_000_000)));
         assert!(with(&[("size", Some("4x"))]).is_err());
         assert!(with(&[("size", Some("0%"))]).is_err());
-        assert!(with(&[("size", Some("10z"))]).is_err());
+        // zones: counted here, resolved with zonesize (apply_zone::fixup)
+        let st = with(&[("size", Some("10z")), ("offset", Some("524z"))]).unwrap();
+        assert_eq!((st.spec.zones.size_nz, st.spec.zones.offset_nz), (10, 524));
+        assert_eq!(st.spec.size, None);
+        assert!(with(&[("size", Some("xz"))]).is_err());
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Applying the zone options: `zonemode`, `zonesize`, `zonerange`,
-//! `zoneskip` (fio 3.33 `options.c`, and the checks of `init.c:
-//! fixup_options`).
+//! `zoneskip`, and zbd's `zonecapacity`, `max_open_zones`,
+//! `job_max_open_zones`, `ignore_zone_limits`, `zone_reset_threshold`,
+//! `zone_reset_frequency`, `read_beyond_wp` (fio 3.33 `options.c`, and
+//! the checks of `init.c: fixup_options`).
 
 use blkqos_workload::spec::{JobSpec, RwSeq};
 use blkqos_workload::spec_zone::{ZoneBytes, ZoneMode};
 
 use super::options::{pieces, Kind, Opt, OptDef};
 use super::state::JobState;
-use super::units::{parse_size, SizeValue};
+use super::units::{parse_count, parse_float, parse_plain_int, parse_size, SizeValue};
 
 /// Applies `value` when `def` is one of the options this module owns;
 /// `None` for the others.
@@ -18,7 +20,17 @@ pub(crate) fn apply(
 ) -> Option<Result<(), String>> {
     if !matches!(
         def.opt,
-        Opt::ZoneMode | Opt::ZoneSize | Opt::ZoneRange | Opt::ZoneSkip
+        Opt::ZoneMode
+            | Opt::ZoneSize
+            | Opt::ZoneRange
+            | Opt::ZoneSkip
+            | Opt::ZoneCapacity
+            | Opt::MaxOpenZones
+            | Opt::JobMaxOpenZones
+            | Opt::IgnoreZoneLimits
+            | Opt::ZoneResetThreshold
+            | Opt::ZoneResetFrequency
+            | Opt::ReadBeyondWp
     ) {
         return None;
     }
@@ -35,6 +47,15 @@ pub(crate) fn apply(
             }
             Opt::ZoneSize => z.size_bytes = bytes(v, kb)?,
             Opt::ZoneRange => z.range_bytes = bytes(v, kb)?,
+            Opt::ZoneCapacity => z.capacity_bytes = bytes(v, kb)?,
+            // FIO_OPT_INT, maxval ZBD_MAX_OPEN_ZONES
+            Opt::MaxOpenZones => z.max_open_zones = open_zones(v, kb)?,
+            Opt::JobMaxOpenZones => z.job_max_open_zones = open_zones(v, kb)?,
+            Opt::IgnoreZoneLimits => z.ignore_zone_limits = boolean(v)?,
+            Opt::ReadBeyondWp => z.read_beyond_wp = boolean(v)?,
+            // FIO_OPT_FLOAT_LIST, maxlen 1, minfp 0, maxfp 1
+            Opt::ZoneResetThreshold => z.reset_threshold = fraction(v)?,
+            Opt::ZoneResetFrequency => z.reset_frequency = fraction(v)?,
             _ => z.skip = zone_bytes(v, kb)?,
         }
         Ok(())
@@ -45,17 +66,52 @@ fn parse_mode(v: &str) -> Result<ZoneMode, String> {
     match v {
         "none" => Ok(ZoneMode::None),
         "strided" => Ok(ZoneMode::Strided),
-        "zbd" => Err(
-            "unsupported zonemode `zbd` (fio's zoned block device mode: fio tracks each \
-             zone's write pointer, opens and resets zones): use zonemode=strided, or \
-             sequential writes without zonemode on a simulated zoned device \
-             (--device=null,zoned=1,zone_size=MiB)"
-                .into(),
-        ),
+        "zbd" => Ok(ZoneMode::Zbd),
         _ => Err(format!(
             "invalid value `{v}` (valid values: none, strided, zbd)"
         )),
     }
+}
+
+fn open_zones(v: &str, kb: u32) -> Result<u32, String> {
+    let n = parse_count(one(v)?, kb)?;
+    let max = u64::from(blkqos_workload::zbd::ZBD_MAX_OPEN_ZONES);
+    if n > max {
+        return Err(format!("max value out of range: {n} ({max} max)"));
+    }
+    Ok(n as u32)
+}
+
+fn boolean(v: &str) -> Result<bool, String> {
+    match parse_plain_int(one(v)?)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        n => Err(format!("max value out of range: {n} (1 max)")),
+    }
+}
+
+fn fraction(v: &str) -> Result<f64, String> {
+    let f = match pieces(Kind::FloatList, v).as_slice() {
+        [p] => parse_float(p)?,
+        _ => return Err("this option takes a single value".into()),
+    };
+    if !(0.0..=1.0).contains(&f) {
+        return Err(format!("value out of range: {f} (0 to 1)"));
+    }
+    Ok(f)
+}
+
+/// `size=Nz` / `offset=Nz` (`FIO_OPT_STR_VAL_ZONE`): the number of
+/// zones, or `None` for a plain size.
+pub(crate) fn zones_of(v: &str) -> Result<Option<u64>, String> {
+    let t = v.trim();
+    let Some(n) = t.strip_suffix('z').or_else(|| t.strip_suffix('Z')) else {
+        return Ok(None);
+    };
+    n.trim()
+        .parse::<u64>()
+        .map(Some)
+        .map_err(|_| format!("`{v}` is not a number of zones (Nz)"))
 }
 
 /// The one piece of a size value (fio would keep part of a list).
@@ -89,6 +145,100 @@ fn zone_bytes(v: &str, kb: u32) -> Result<ZoneBytes, String> {
     bytes(p, kb).map(ZoneBytes::Bytes)
 }
 
+/// `size=Nz`, `offset=Nz` in bytes (fio
+/// `zbd_recalc_options_with_zone_granularity`, with the job's zonesize).
+fn resolve_zone_counts(s: &mut JobSpec) -> Result<(), String> {
+    let z = &s.zones;
+    if z.size_nz == 0 && z.offset_nz == 0 {
+        return Ok(());
+    }
+    if z.size_bytes == 0 {
+        return Err(
+            "size=Nz / offset=Nz count zones of zonesize: give zonesize= (the device's zone size)"
+                .into(),
+        );
+    }
+    let zs = z.size_bytes;
+    if z.size_nz > 0 {
+        s.size = Some(blkqos_workload::SizeSpec::Bytes(
+            z.size_nz.saturating_mul(zs),
+        ));
+    }
+    if z.offset_nz > 0 {
+        s.offset = blkqos_workload::SizeSpec::Bytes(z.offset_nz.saturating_mul(zs));
+    }
+    // resolved: the job is the same as one given in bytes
+    s.zones.size_nz = 0;
+    s.zones.offset_nz = 0;
+    Ok(())
+}
+
+/// What fio checks of a zbd job before it runs (`zbd_using_direct_io`,
+/// `zbd_verify_bs`), and the combinations blkqos does not run.
+fn zbd_checks(s: &mut JobSpec) -> Result<(), String> {
+    let z = &s.zones;
+    // fio zbd_using_direct_io: only a block device's writes (io_uring_cmd
+    // drives the NVMe character device)
+    if s.rw.has_write() && !s.direct && s.ioengine != blkqos_workload::IoEngine::IoUringCmd {
+        return Err("Using direct I/O is mandatory for writing to ZBD drives".into());
+    }
+    if s.rw.has_trim() {
+        let ranged = s.bsrange.is_some_and(|r| {
+            let (lo, hi) = r.get(2);
+            lo != hi
+        });
+        if ranged || s.bssplit.as_ref().is_some_and(|b| !b[2].is_empty()) {
+            return Err("bsrange and bssplit are not allowed for trim with zonemode=zbd".into());
+        }
+        if z.size_bytes > 0 && s.bs.get(2) != z.size_bytes {
+            return Err(format!(
+                "trim block size {} is not the zone size {}",
+                s.bs.get(2),
+                z.size_bytes
+            ));
+        }
+    }
+    if s.verify.logs_writes() && z.size_bytes > 0 {
+        for d in 0..3 {
+            if !z.size_bytes.is_multiple_of(s.bs.get(d).max(1)) {
+                return Err(format!(
+                    "block size {} is not a divisor of the zone size {}",
+                    s.bs.get(d),
+                    z.size_bytes
+                ));
+            }
+        }
+    }
+    if z.capacity_bytes > 0 {
+        // fio init_zone_info uses it only where it emulates zones
+        s.notes.push(
+            "zonecapacity has no effect on a zoned device: fio takes each zone's capacity from \
+             the device (on the simulator: zone_capacity= of --device=null,zoned=1)"
+                .into(),
+        );
+    }
+    let unsupported = |what: &str| {
+        Err(format!(
+            "zonemode=zbd with {what} is not supported: leave it out"
+        ))
+    };
+    if z.skip != ZoneBytes::default() {
+        return unsupported("zoneskip (sequential zone skipping)");
+    }
+    if s.files.is_multi(s.filename.as_deref()) {
+        return unsupported("several files (blkqos runs one zoned device)");
+    }
+    if matches!(s.rw_seq, RwSeq::Add(_)) {
+        return unsupported("an rw=X:N offset step");
+    }
+    if s.verify.logs_writes() && (s.loops > 1 || z.reset_frequency > 0.0) {
+        // fio resets the zones only when the file is set up, and asserts
+        // that no zone is reset while it verifies
+        return unsupported("verify and loops>1 or zone_reset_frequency");
+    }
+    Ok(())
+}
+
 /// fio `fixup_options`' zone checks, with fio's wording, and the
 /// combinations blkqos does not run.
 pub(crate) fn fixup(s: &mut JobSpec) -> Result<(), String> {
@@ -103,6 +253,11 @@ pub(crate) fn fixup(s: &mut JobSpec) -> Result<(), String> {
         s.notes
             .push("zonerange/zoneskip without zonemode have no effect (as in fio)".into());
     }
+    resolve_zone_counts(s)?;
+    if s.zones.mode == ZoneMode::Zbd {
+        zbd_checks(s)?;
+    }
+    let z = &mut s.zones;
     if z.mode == ZoneMode::Strided {
         if s.files.is_multi(s.filename.as_deref()) {
             return Err(
@@ -159,6 +314,60 @@ mod tests {
         .unwrap();
         assert_eq!(s.zones.range(), 4 << 20);
         assert_eq!(s.zones.skip.bytes(s.zones.size_bytes), 2 << 20);
+    }
+
+    #[test]
+    fn zbd_options() {
+        let s = with(&[
+            ("zonemode", "zbd"),
+            ("zonesize", "256m"),
+            ("max_open_zones", "32"),
+            ("job_max_open_zones", "4"),
+            ("zone_reset_threshold", "0.7"),
+            ("zone_reset_frequency", "0.125"),
+            ("read_beyond_wp", "1"),
+            ("ignore_zone_limits", "1"),
+            ("direct", "1"),
+            ("rw", "randwrite"),
+            ("offset", "524z"),
+            ("size", "8z"),
+        ])
+        .unwrap();
+        let z = &s.zones;
+        assert_eq!(z.mode, ZoneMode::Zbd);
+        assert_eq!((z.max_open_zones, z.job_max_open_zones), (32, 4));
+        assert_eq!((z.reset_threshold, z.reset_frequency), (0.7, 0.125));
+        assert!(z.read_beyond_wp && z.ignore_zone_limits);
+        // fio zbd_recalc_options_with_zone_granularity
+        assert_eq!((z.size_nz, z.offset_nz), (0, 0), "resolved");
+        assert_eq!(s.offset, blkqos_workload::SizeSpec::Bytes(524 << 28));
+        assert_eq!(s.size, Some(blkqos_workload::SizeSpec::Bytes(8 << 28)));
+        for (o, v) in [
+            ("zone_reset_threshold", "1.5"),
+            ("zone_reset_frequency", "-0.1"),
+            ("max_open_zones", "4097"),
+            ("read_beyond_wp", "2"),
+        ] {
+            assert!(with(&[(o, v)]).is_err(), "{o}={v}");
+        }
+        // zones without a zone size
+        let e = with(&[("zonemode", "zbd"), ("size", "2z")]).unwrap_err();
+        assert!(e.contains("give zonesize="), "{e}");
+        let e = with(&[("zonemode", "zbd"), ("rw", "write")]).unwrap_err();
+        assert!(e.contains("direct I/O is mandatory"), "{e}");
+        let e = with(&[
+            ("zonemode", "zbd"),
+            ("zonesize", "4m"),
+            ("rw", "trim"),
+            ("bs", "1m"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.contains("trim block size 1048576 is not the zone size"),
+            "{e}"
+        );
+        let e = with(&[("zonemode", "zbd"), ("zoneskip", "1z")]).unwrap_err();
+        assert!(e.contains("zoneskip"), "{e}");
     }
 
     #[test]

@@ -269,6 +269,15 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
     if engine.is_file_metadata() {
         super::engine_meta::check(s, given)?;
     }
+    if engine == IoEngine::Libzbc {
+        let why = "ioengine=libzbc needs libzbc and a zoned SCSI or ATA disk (ZBC/ZAC); the real \
+                   engine does not run it: use ioengine=psync or libaio with zonemode=zbd, or run \
+                   the job on the simulator (a zoned null_blk)";
+        s.engine.real_refusal = Some(match given.iter().find(|g| g.name == "ioengine") {
+            Some(g) => refusal_text(g, why),
+            None => why.to_string(),
+        });
+    }
     if engine.is_passthrough() {
         passthrough_checks(s, given)?;
         if let Some(g) = given.iter().find(|g| g.name == "ioengine") {

@@ -36,10 +36,6 @@ fn category(name: &str) -> (&'static str, &'static str) {
             "blkqos's controllers act on block IO; use ioengine=psync or libaio on a block \
              device",
         ),
-        "libzbc" => (
-            "zoned devices by libzbc, not implemented",
-            "use ioengine=psync or libaio (with zonemode=zbd) on the zoned block device",
-        ),
         "mtd" => (
             "MTD flash by libmtd (no block layer), not implemented",
             "use ioengine=psync or libaio on a block device",
@@ -67,7 +63,7 @@ pub(crate) fn out_of_scope(name: &str) -> String {
     };
     format!(
         "unsupported ioengine `{name}` ({what}): blkqos runs null, sync, psync, pvsync, pvsync2, \
-         posixaio, libaio and io_uring, on the simulator io_uring_cmd and sg, on the real \
+         posixaio, libaio and io_uring, on the simulator io_uring_cmd, sg and libzbc, on the real \
          engine filecreate, filestat and filedelete; {instead}"
     )
 }
@@ -93,7 +89,7 @@ mod tests {
         assert!(m.contains("fio 3.34"), "{m}");
         let m = out_of_scope("mtd");
         assert!(
-            m.contains("MTD") && m.contains("io_uring_cmd and sg"),
+            m.contains("MTD") && m.contains("io_uring_cmd, sg and libzbc"),
             "{m}"
         );
         let m = out_of_scope("dev-dax");

@@ -269,8 +269,30 @@ fn run_zone_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
         let m = match z.mode {
             ZoneMode::None => "none",
             ZoneMode::Strided => "strided",
+            ZoneMode::Zbd => "zbd",
         };
         push("zonemode", m.into());
+    }
+    if z.capacity_bytes > 0 {
+        push("zonecapacity", z.capacity_bytes.to_string());
+    }
+    if z.max_open_zones > 0 {
+        push("max_open_zones", z.max_open_zones.to_string());
+    }
+    if z.job_max_open_zones > 0 {
+        push("job_max_open_zones", z.job_max_open_zones.to_string());
+    }
+    if z.ignore_zone_limits {
+        push("ignore_zone_limits", "1".into());
+    }
+    if z.reset_frequency > 0.0 {
+        push("zone_reset_frequency", z.reset_frequency.to_string());
+    }
+    if z.reset_threshold > 0.0 {
+        push("zone_reset_threshold", z.reset_threshold.to_string());
+    }
+    if z.read_beyond_wp {
+        push("read_beyond_wp", "1".into());
     }
     if z.size_bytes > 0 {
         push("zonesize", z.size_bytes.to_string());

@@ -117,7 +117,11 @@ pub(crate) fn parse_size(s: &str, kb_base: u32) -> Result<SizeValue, String> {
         };
     }
     if n.suffix.eq_ignore_ascii_case("z") {
-        return Err("zone units (`z`) need zonemode=zbd, which blkqos does not support".into());
+        return Err(
+            "zone units (`z`) are supported for size= and offset= (fio also takes them for \
+             io_size and offset_increment): give this one in bytes"
+                .into(),
+        );
     }
     let mult = size_multiplier(n.suffix, kb_base).ok_or_else(|| {
         format!(

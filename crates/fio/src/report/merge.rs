@@ -172,6 +172,7 @@ pub fn sum_thread_stats(dst: &mut JobStats, src: &JobStats, mixed: bool) {
     // and the ss_* fields: the last job's (the one of a group that keeps
     // the samples, with group_reporting)
     dst.steadystate.clone_from(&src.steadystate);
+    dst.nr_zone_resets += src.nr_zone_resets;
 }
 
 /// `(usr_cpu, sys_cpu)` in percent of the entry's `total_run_time`, as

@@ -231,7 +231,11 @@ fn ddir_status(e: &Entry, rs: &GroupRun, v: &DirView, out: &mut String) {
     let iops = d.total_ios.wrapping_mul(1000) / runt;
     let iops_p = num2str(iops, v.sig_figs, 1, false, N2sUnit::None);
     // zbd_write_status: always "; N zone resets" for DDIR_WRITE
-    let post = if v.ddir == 1 { "; 0 zone resets" } else { "" };
+    let post = if v.ddir == 1 {
+        format!("; {} zone resets", e.ts.nr_zone_resets)
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
         "  {}: IOPS={iops_p}, BW={bw_p} ({bw_p_alt})({io_p}/{runt}msec){post}\n",
         v.label

@@ -18,11 +18,16 @@
 //! per zone, as the block layer splits it at `chunk_sectors` (the zone
 //! size).
 //!
-//! Ignores: zone management commands (reset, open, close, finish: fio
-//! issues them by ioctl in `zonemode=zbd`, which blkqos does not run),
-//! zone append.
+//! A zone reset (`REQ_OP_ZONE_RESET`: a discard with
+//! [`IoFlags::ZONE_RESET`], fio's `BLKRESETZONE` in `zonemode=zbd`) empties
+//! the sequential zones it covers (`null_reset_zone`); it must start on a
+//! zone boundary and cover whole zones (`blkdev_zone_mgmt`: EINVAL), and a
+//! conventional zone fails it (EIO).
+//!
+//! Ignores: the other zone management commands (open, close, finish: fio
+//! does not issue them), zone append.
 
-use blkqos_core::{Io, IoOp};
+use blkqos_core::{Io, IoFlags, IoOp};
 
 /// `BLK_STS_IOERR`.
 pub const EIO: i32 = 5;
@@ -32,6 +37,8 @@ pub const ETOOMANYREFS: i32 = 109;
 pub const EOVERFLOW: i32 = 75;
 /// `BLK_STS_NOTSUPP`.
 pub const EOPNOTSUPP: i32 = 95;
+/// `blkdev_zone_mgmt`'s -EINVAL.
+pub const EINVAL: i32 = 22;
 
 const MIB: u64 = 1 << 20;
 
@@ -144,6 +151,9 @@ impl Zones {
     pub fn apply(&mut self, io: &Io) -> i32 {
         match io.op {
             IoOp::Read | IoOp::Flush => 0,
+            IoOp::Discard if io.flags.contains(IoFlags::ZONE_RESET) => {
+                self.reset(io.offset, io.len)
+            }
             IoOp::Discard => EOPNOTSUPP,
             IoOp::Write => {
                 let mut off = io.offset;
@@ -160,6 +170,43 @@ impl Zones {
                 0
             }
         }
+    }
+
+    /// `REQ_OP_ZONE_RESET` of the zones in `[offset, offset + len)` (`len`
+    /// 0: the zone at `offset`): `blkdev_zone_mgmt`'s checks, then
+    /// `null_reset_zone` for each.
+    fn reset(&mut self, offset: u64, len: u64) -> i32 {
+        let first = (offset / self.zone_bytes) as usize;
+        if first >= self.zones.len() || self.zones[first].start != offset {
+            return EINVAL;
+        }
+        let end = offset + len.max(1);
+        let last = self
+            .zones
+            .iter()
+            .rposition(|z| z.start < end)
+            .unwrap_or(first);
+        let covered = self.zones[last].start + self.zones[last].len;
+        if len > 0 && end != covered {
+            return EINVAL;
+        }
+        if self.zones[first..=last]
+            .iter()
+            .any(|z| z.cond == ZoneCond::NotWp)
+        {
+            return EIO;
+        }
+        for z in first..=last {
+            match self.zones[z].cond {
+                ZoneCond::ImpOpen => self.imp_open -= 1,
+                ZoneCond::Closed => self.closed -= 1,
+                _ => {}
+            }
+            let zone = &mut self.zones[z];
+            zone.cond = ZoneCond::Empty;
+            zone.wp = zone.start;
+        }
+        0
     }
 
     /// `null_zone_write` for one zone's piece.
@@ -343,6 +390,31 @@ mod tests {
         // a full zone is not active any more
         assert_eq!(d.apply(&w(4096, Z - 4096)), 0);
         assert_eq!(d.apply(&w(2 * Z, 4096)), 0);
+    }
+
+    #[test]
+    fn a_zone_reset_empties_the_zone() {
+        let mut d = zones(1, 2, 0, 0);
+        assert_eq!(d.apply(&w(Z, Z)), 0);
+        assert_eq!(d.zones[1].cond, ZoneCond::Full);
+        assert_eq!(d.apply(&w(2 * Z, 4096)), 0);
+        let reset = |offset, len| {
+            let mut r = w(offset, len);
+            r.op = IoOp::Discard;
+            r.flags = IoFlags::ZONE_RESET;
+            r
+        };
+        assert_eq!(d.apply(&reset(Z + 4096, 0)), EINVAL, "not a zone start");
+        assert_eq!(d.apply(&reset(Z, 4096)), EINVAL, "part of a zone");
+        assert_eq!(d.apply(&reset(0, Z)), EIO, "a conventional zone");
+        assert_eq!(d.apply(&reset(Z, 2 * Z)), 0);
+        assert_eq!((d.zones[1].cond, d.zones[1].wp), (ZoneCond::Empty, Z));
+        assert_eq!(d.zones[2].cond, ZoneCond::Empty);
+        assert_eq!(d.imp_open, 0);
+        // written again from the start
+        assert_eq!(d.apply(&w(Z, 4096)), 0);
+        assert_eq!(d.apply(&reset(Z, 0)), 0);
+        assert_eq!(d.zones[1].wp, Z);
     }
 
     #[test]

@@ -132,6 +132,16 @@ impl Files {
         Ok(())
     }
 
+    /// `zonemode=zbd`: the current file's sequential position in `ddir`
+    /// follows an IO moved to `end` (absolute; fio `get_io_u` sets
+    /// `last_pos` from the adjusted IO).
+    pub(super) fn set_seq_pos(&mut self, ddir: Ddir, end: u64) {
+        let f = &mut self.list[self.cur];
+        if (f.start..=f.start + f.len).contains(&end) {
+            f.seq_pos[ddir] = end - f.start;
+        }
+    }
+
     /// Bytes in all the files.
     pub(super) fn total_len(&self) -> u64 {
         self.list.iter().map(|f| f.len).sum()

@@ -98,6 +98,7 @@ mod tests {
             range_bytes: range,
             skip: ZoneBytes::Bytes(skip),
             file_tail_bytes: tail,
+            ..ZoneSpec::default()
         };
         Strided::new(&z, tail).unwrap()
     }

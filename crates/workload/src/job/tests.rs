@@ -11,6 +11,9 @@ fn run(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, Vec<JobIo>) {
     let mut issued = Vec::new();
     while now < horizon {
         match job.next_action(now) {
+            JobAction::ZoneReset { .. } | JobAction::WaitZone => {
+                unreachable!("no zonemode=zbd here")
+            }
             JobAction::Issue(io) => {
                 issued.push(io);
                 inflight.push((now + lat, io));
@@ -108,6 +111,9 @@ fn size_bound_job_covers_region_once() {
     let mut now = Instant::ZERO;
     loop {
         match job.next_action(now) {
+            JobAction::ZoneReset { .. } | JobAction::WaitZone => {
+                unreachable!("no zonemode=zbd here")
+            }
             JobAction::Issue(io) => {
                 offs.push(io.offset);
                 job.submitted(now);
@@ -160,6 +166,9 @@ fn run_timed(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, [u64; 3]) 
             job.on_timer(now);
         }
         match job.next_action(now) {
+            JobAction::ZoneReset { .. } | JobAction::WaitZone => {
+                unreachable!("no zonemode=zbd here")
+            }
             JobAction::Issue(io) => {
                 issued[io.ddir] += 1;
                 inflight.push((now + lat, io));

@@ -16,6 +16,9 @@ fn run(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, Vec<JobIo>) {
     let mut issued = Vec::new();
     while now < horizon {
         match job.next_action(now) {
+            JobAction::ZoneReset { .. } | JobAction::WaitZone => {
+                unreachable!("no zonemode=zbd here")
+            }
             JobAction::Issue(io) => {
                 issued.push(io);
                 now += Duration::from_us(1);
