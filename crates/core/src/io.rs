@@ -140,6 +140,11 @@ pub struct Io {
     pub len: u64,
     /// When the IO entered the block layer (`submit_bio`).
     pub submitted_at: Instant,
+    /// The IO priority (`bi_ioprio`: class << 13 | level; 0 = none, the
+    /// submitter's own priority applies). The real engine puts it in the
+    /// io_uring SQE; the simulated devices dispatch in arrival order and
+    /// do not look at it.
+    pub ioprio: u16,
 }
 
 impl Io {

@@ -606,6 +606,7 @@ impl<B: Backend> Loop<'_, B> {
             IoFlags::default()
         };
         Io {
+            ioprio: jio.ioprio,
             id: IoId::default(),
             submitter: blkqos_core::Submitter(j as u32),
             group: slot.group,

@@ -26,7 +26,9 @@
 //! rate/thinktime sleep never counts in slat/clat/lat.
 
 use crate::iolog::{JobLog, LogKind, LogSample};
+use crate::prio::PrioPicker;
 use crate::rng::Stream;
+use crate::stats::PrioStat;
 use crate::spec::{self, JobSpec, RateProcess, RwMode, ThinkBlocksType};
 use crate::spec_submit::IoSubmitMode;
 use crate::stats::{HistMask, JobStats};
@@ -53,6 +55,11 @@ pub struct JobIo {
     pub len: u64,
     /// fio `start_time`: when the IO unit was prepared.
     pub start_time: Instant,
+    /// The IO's priority (fio `io_u->ioprio`; 0: none).
+    pub ioprio: u16,
+    /// Its index in the direction's per-priority latencies
+    /// (`io_u->clat_prio_index`).
+    pub prio_index: u8,
 }
 
 /// What failed: an IO of a direction, or a sync.
@@ -222,6 +229,8 @@ pub struct Job {
     rng_mix: Stream,
     rng_bs: Stream,
     rng_poisson: [Stream; 3],
+    /// IO priorities (`prio`, `prioclass`, `cmdprio*`).
+    prio: PrioPicker,
     /// Statistics (reset at ramp end).
     pub stats: JobStats,
     /// Bytes/IOs completed since the epoch (for bw/iops sampling).
@@ -253,6 +262,28 @@ pub struct Reaped {
     pub error: i32,
     /// Bytes actually transferred.
     pub bytes_done: u64,
+}
+
+/// A job's statistics before its first IO: one per-priority entry for
+/// each priority a direction's IOs can have, where the job gives some of
+/// them priorities of their own and issues that direction (fio
+/// `fio_cmdprio_gen_perc`, `fio_cmdprio_parse_and_gen_bssplit`).
+fn fresh_stats(spec: &JobSpec) -> JobStats {
+    let mut stats = JobStats {
+        members: 1,
+        ..JobStats::default()
+    };
+    for (ddir, on) in [(0, spec.rw.has_read()), (1, spec.rw.has_write())] {
+        if on {
+            stats.dirs[ddir].prios = spec
+                .prio
+                .clat_prios(ddir)
+                .into_iter()
+                .map(PrioStat::new)
+                .collect();
+        }
+    }
+    stats
 }
 
 impl Job {
@@ -359,10 +390,8 @@ impl Job {
                 Stream::new(base, clone, 5),
                 Stream::new(base, clone, 6),
             ],
-            stats: JobStats {
-                members: 1,
-                ..JobStats::default()
-            },
+            prio: PrioPicker::new(&spec.prio, Stream::new(base, clone, 8)),
+            stats: fresh_stats(&spec),
             sample_bytes: [0; 3],
             sample_ios: [0; 3],
             sampled_bytes: [0; 3],
@@ -464,10 +493,7 @@ impl Job {
     /// reports ~290 IOs, not ~200). We do the same.
     fn end_ramp(&mut self, now: Instant) {
         self.ramp_end = None;
-        self.stats = JobStats {
-            members: 1,
-            ..JobStats::default()
-        };
+        self.stats = fresh_stats(&self.spec);
         for r in &mut self.rate {
             r.issued_bytes = 0;
             r.next_us = 0;
@@ -1166,11 +1192,14 @@ impl Job {
             self.phase = Phase::Drain;
             return self.next_action(now);
         };
+        let (ioprio, prio_index) = self.prio.pick(ddir, len);
         let io = JobIo {
             ddir,
             offset,
             len,
             start_time: now,
+            ioprio,
+            prio_index,
         };
         if let Some(v) = &mut self.verify {
             v.pass_issued += len;
@@ -1411,6 +1440,16 @@ impl Job {
             lat.as_ns(),
             hists,
         );
+        if !ds.prios.is_empty() {
+            // fio add_lat_sample / add_clat_sample: total latencies by
+            // priority with lat_percentiles, completion latencies without
+            let (ns, hist) = if hists.lat {
+                (lat.as_ns(), true)
+            } else {
+                (clat.as_ns(), hists.clat)
+            };
+            ds.record_prio(r.io.prio_index, ns, hist);
+        }
         if r.bytes_done < r.io.len {
             ds.short_ios += 1;
         }

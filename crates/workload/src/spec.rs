@@ -398,6 +398,10 @@ pub struct JobSpec {
     pub zones: crate::spec_zone::ZoneSpec,
     /// `io_submit_mode`, `random_generator`, `latency_target`.
     pub submit: crate::spec_submit::SubmitSpec,
+    /// IO priorities (`prio`, `prioclass`, `cmdprio*`, `log_prio`).
+    pub prio: crate::prio::PrioSpec,
+    /// CPU placement and scheduling (`nice`, `cpus_allowed`, `numa_*`).
+    pub cpu: crate::spec_cpu::CpuSpec,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -478,6 +482,8 @@ impl JobSpec {
             control: crate::spec_run::RunControl::default(),
             zones: crate::spec_zone::ZoneSpec::default(),
             submit: crate::spec_submit::SubmitSpec::default(),
+            prio: crate::prio::PrioSpec::default(),
+            cpu: crate::spec_cpu::CpuSpec::default(),
         }
     }
 

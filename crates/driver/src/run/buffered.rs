@@ -82,6 +82,7 @@ impl<B: Backend> Loop<'_, B> {
         }
         for w in &wb {
             let io = Io {
+                ioprio: 0,
                 id: IoId::default(),
                 submitter: blkqos_core::Submitter(NO_JOB),
                 group: w.group,
@@ -107,6 +108,8 @@ impl<B: Backend> Loop<'_, B> {
                 offset: io.offset,
                 len: io.len,
                 start_time: now,
+                ioprio: io.ioprio,
+                prio_index: 0,
             },
             io: Io { id, ..io },
             issue_time: now,
@@ -148,6 +151,8 @@ impl<B: Backend> Loop<'_, B> {
             self.jobs[j].state = SlotState::Flushing(since);
         }
         let io = Io {
+            // the job thread's own priority (fio's ioprio_set)
+            ioprio: self.jobs[j].job.spec().prio.ioprio,
             id: IoId::default(),
             submitter: blkqos_core::Submitter(j as u32),
             group: self.jobs[j].group,
@@ -243,6 +248,7 @@ impl<B: Backend> Loop<'_, B> {
         if !self.final_flush_sent {
             self.final_flush_sent = true;
             let io = Io {
+                ioprio: 0,
                 id: IoId::default(),
                 submitter: blkqos_core::Submitter(NO_JOB),
                 group: blkqos_core::GroupId::ROOT,
