@@ -137,7 +137,7 @@ pub fn prios_with_samples(prios: &[PrioStat]) -> usize {
 /// Add `from`'s priorities to `into`, pooling the ones with the same
 /// priority value and appending the others (fio `sum_thread_stats`'s
 /// `sum_clat_prio_stats`).
-fn merge_prios(into: &mut Vec<PrioStat>, from: &[PrioStat]) {
+pub fn merge_prios(into: &mut Vec<PrioStat>, from: &[PrioStat]) {
     for p in from {
         match into.iter_mut().find(|q| q.ioprio == p.ioprio) {
             Some(q) => {

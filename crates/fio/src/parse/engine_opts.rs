@@ -20,6 +20,10 @@ fn owners(name: &str) -> &'static [IoEngine] {
         "sg_write_mode" => &[IoEngine::Sg],
         "stat_type" => &[IoEngine::Filestat],
         "hipri" => &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Sg],
+        // fio 3.33: libaio's and io_uring's tables (CMDPRIO_OPTIONS)
+        "cmdprio" | "cmdprio_bssplit" | "cmdprio_class" | "cmdprio_percentage" => {
+            &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Libaio]
+        }
         _ => &[IoEngine::IoUring, IoEngine::IoUringCmd],
     }
 }
@@ -71,6 +75,9 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
             e.vectored
         }
         "hipri" => flag(value)?,
+        "cmdprio" | "cmdprio_bssplit" | "cmdprio_class" | "cmdprio_percentage" => {
+            return super::apply_prio::apply_engine(st, name, need()?);
+        }
         "force_async" | "uncached" => parse_plain_int(need()?)? != 0,
         "nowait" => match need()? {
             "0" => false,
@@ -247,6 +254,10 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
                  leave iodepth_batch_submit out (or 1)",
                 s.iodepth_batch
             ));
+        }
+        if g.name.starts_with("cmdprio") {
+            // both backends tag the IOs; the real engine sets the SQE's ioprio
+            continue;
         }
         if matches!(g.name, "fixedbufs" | "registerfiles") {
             // checked when the real engine has opened its ring

@@ -19,6 +19,8 @@ pub(crate) struct JobState {
     /// Engine options and `ioengine` as given, with where
     /// (`engine_opts::finish` checks them; inherited from globals).
     pub engine_given: Vec<Given>,
+    /// `prio`, `prioclass` and the cmdprio options as given.
+    pub prio: super::apply_prio::PrioGiven,
 }
 
 impl JobState {
@@ -32,6 +34,7 @@ impl JobState {
             new_group: false,
             dump: Vec::new(),
             engine_given: Vec::new(),
+            prio: Default::default(),
         }
     }
 
