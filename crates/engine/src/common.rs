@@ -82,6 +82,8 @@ pub(crate) struct Slot {
     pub len: u64,
     /// Writeback from the userspace write-back buffer: data from the store.
     pub writeback: bool,
+    /// The IO's priority (`Io::ioprio`).
+    pub ioprio: u16,
     /// When the submit call that handed it to the kernel (or a worker)
     /// returned; None until then.
     pub issued: Option<Instant>,
@@ -200,6 +202,7 @@ impl Core {
             offset: io.offset,
             len: io.len,
             writeback: io.flags.contains(IoFlags::WRITEBACK),
+            ioprio: io.ioprio,
             issued: None,
         };
     }

@@ -40,6 +40,7 @@ mod common;
 pub mod diskutil;
 pub mod meta;
 pub mod pattern;
+pub mod placement;
 pub mod safety;
 pub mod signal;
 mod sys;

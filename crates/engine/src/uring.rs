@@ -151,7 +151,9 @@ impl UringBackend {
         (self.fixed_bufs, self.fixed_file)
     }
 
-    /// Queue the SQE of the IO in slot `s`.
+    /// Queue the SQE of the IO in slot `s`; a read or write carries the
+    /// IO's priority in `sqe->ioprio` (fio `fio_ioring_prep`), which the
+    /// block layer uses instead of the thread's own when it is not 0.
     fn issue(&mut self, s: u32, io: &Io) {
         let user_data = u64::from(s);
         let sqe = match io.op {
@@ -167,18 +169,22 @@ impl UringBackend {
                     (IoOp::Read, true) => {
                         with_fd!(self, |fd| opcode::ReadFixed::new(fd, ptr, len, s as u16)
                             .offset(io.offset)
+                            .ioprio(io.ioprio)
                             .build())
                     }
                     (IoOp::Read, false) => with_fd!(self, |fd| opcode::Read::new(fd, ptr, len)
                         .offset(io.offset)
+                        .ioprio(io.ioprio)
                         .build()),
                     (_, true) => {
                         with_fd!(self, |fd| opcode::WriteFixed::new(fd, ptr, len, s as u16)
                             .offset(io.offset)
+                            .ioprio(io.ioprio)
                             .build())
                     }
                     (_, false) => with_fd!(self, |fd| opcode::Write::new(fd, ptr, len)
                         .offset(io.offset)
+                        .ioprio(io.ioprio)
                         .build()),
                 }
             }

@@ -114,6 +114,8 @@ pub struct LogSample {
     pub bs: u64,
     /// The IO's offset (written with `log_offset=1`); 0 when averaged.
     pub offset: u64,
+    /// The IO's priority (`class << 13 | level`); 0 when averaged.
+    pub ioprio: u16,
 }
 
 /// fio's `LOG_MSEC_SLACK`: a bw/iops window this close to its end counts
@@ -179,6 +181,7 @@ impl JobLog {
         ddir: usize,
         bytes: u64,
         offset: u64,
+        ioprio: u16,
         slat_ns: Option<u64>,
         clat_ns: u64,
         lat_ns: u64,
@@ -190,6 +193,7 @@ impl JobLog {
             ddir: ddir as u8,
             bs: bytes,
             offset,
+            ioprio,
         };
         if self.wants(LogKind::Lat) {
             if let Some(s) = slat_ns {
@@ -220,6 +224,7 @@ impl JobLog {
                 ddir: ddir as u8,
                 bs: 0,
                 offset: 0,
+                ioprio: 0,
             });
         }
     }
@@ -265,6 +270,7 @@ impl JobLog {
                 ddir: ddir as u8,
                 bs: 0,
                 offset: 0,
+                ioprio: 0,
             });
         }
         w.sum = 0;
@@ -288,17 +294,25 @@ impl JobLog {
 
 /// One line of a log file as fio 3.33 writes it (`flush_samples`):
 /// `time, value, ddir, bs, prio`, or with `log_offset=1`
-/// `time, value, ddir, bs, offset, prio` (blkqos sets no IO priority: 0).
-pub fn format_sample(s: &LogSample, with_offset: bool, out: &mut String) {
+/// `time, value, ddir, bs, offset, prio`. The priority column is the IO's
+/// priority as `0x%04x` with `log_prio=1`, else 1 for the real-time class
+/// and 0 for any other (`ioprio_value_is_class_rt`).
+pub fn format_sample(s: &LogSample, with_offset: bool, log_prio: bool, out: &mut String) {
     use std::fmt::Write;
     let _ = if with_offset {
-        writeln!(
+        write!(
             out,
-            "{}, {}, {}, {}, {}, 0",
+            "{}, {}, {}, {}, {}, ",
             s.time_ms, s.value, s.ddir, s.bs, s.offset
         )
     } else {
-        writeln!(out, "{}, {}, {}, {}, 0", s.time_ms, s.value, s.ddir, s.bs)
+        write!(out, "{}, {}, {}, {}, ", s.time_ms, s.value, s.ddir, s.bs)
+    };
+    let _ = if log_prio {
+        writeln!(out, "0x{:04x}", s.ioprio)
+    } else {
+        let rt = crate::prio::ioprio_class(s.ioprio) == crate::prio::IOPRIO_CLASS_RT;
+        writeln!(out, "{}", u8::from(rt))
     };
 }
 

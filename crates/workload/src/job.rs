@@ -1506,6 +1506,7 @@ impl Job {
             d,
             r.bytes_done,
             r.io.offset,
+            r.io.ioprio,
             slat.map(|s| s.as_ns()),
             clat.as_ns(),
             lat.as_ns(),

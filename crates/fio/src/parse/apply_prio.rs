@@ -290,7 +290,7 @@ pub(crate) fn cpu_notes(s: &mut blkqos_workload::JobSpec) {
         return;
     }
     s.notes.push(format!(
-        "{} (simulator: no effect): the simulator models no CPUs, CPU scheduler or NUMA          memory, so where and at what priority the job's thread runs changes nothing it          shows; the real engine applies them to its thread (setpriority,          sched_setaffinity, set_mempolicy)",
+        "{} (simulator: no effect): the simulator models no CPUs, CPU scheduler or NUMA memory, so where and at what priority the job's thread runs changes nothing it shows; the real engine applies them to its thread (setpriority, sched_setaffinity, set_mempolicy)",
         asked.join(", ")
     ));
 }
