@@ -23,6 +23,7 @@ mod pagecache;
 mod progress;
 mod real;
 mod real_meta;
+mod real_place;
 mod real_report;
 mod report;
 mod request_trace;

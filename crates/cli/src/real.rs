@@ -184,6 +184,8 @@ fn real_jobs(exp: &Experiment) -> Result<Vec<&blkqos_workload::JobSpec>> {
     if let Some(why) = jobs.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
         bail!("{why}");
     }
+    // before the backend starts: its workers inherit the thread's CPUs
+    crate::real_place::apply(&jobs)?;
     Ok(jobs)
 }
 
@@ -452,6 +454,8 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
              own IO is the kernel's): leave the controller options out"
         );
     }
+    let specs: Vec<_> = exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter()).collect();
+    crate::real_place::apply(&specs)?;
     // the plan gives the clones and their groups; the layout device is
     // only a ledger here (no file is on it)
     let layout_dev = DeviceSpec::new("null", [("size", "1048576t"), ("name", "fs")])
