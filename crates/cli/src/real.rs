@@ -257,7 +257,10 @@ fn engine_options(
         .max()
         .unwrap_or(4096)
         .max(4096);
+    let (sqpoll, iopoll) = crate::real_place::ring_flags(jobs)?;
     Ok(EngineOptions {
+        sqpoll,
+        iopoll,
         write_fill: crate::data_opts::real_write_fill(
             jobs.iter().copied(),
             write_buffer.is_some(),

@@ -125,6 +125,29 @@ pub(crate) fn plan(jobs: &[&JobSpec]) -> Result<ThreadPlacement> {
     })
 }
 
+/// The ring flags of the jobs' io_uring options: `(sqpoll with its CPU,
+/// iopoll)` (fio `sqthread_poll`, `sqthread_poll_cpu`, `hipri`). Every job
+/// shares the engine's one ring, so they must agree.
+pub(crate) fn ring_flags(jobs: &[&JobSpec]) -> Result<(Option<Option<u32>>, bool)> {
+    let flags = |j: &JobSpec| {
+        let e = &j.engine;
+        (e.sqthread_poll.then_some(e.sqthread_poll_cpu), e.hipri)
+    };
+    let Some(first) = jobs.first() else {
+        return Ok((None, false));
+    };
+    if let Some(j) = jobs.iter().find(|j| flags(j) != flags(first)) {
+        bail!(
+            "{} and {} differ in sqthread_poll/sqthread_poll_cpu/hipri: the real engine \
+             submits every job's IO through one io_uring ring, whose flags are set once; \
+             give every job the same values, or run the jobs in separate blkqos runs",
+            job_at(j),
+            job_at(first)
+        );
+    }
+    Ok(flags(first))
+}
+
 /// Plan and apply the placement to the calling (engine) thread, before
 /// the backend starts its workers.
 pub(crate) fn apply(jobs: &[&JobSpec]) -> Result<()> {
