@@ -457,7 +457,11 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
              own IO is the kernel's): leave the controller options out"
         );
     }
-    let specs: Vec<_> = exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter()).collect();
+    let specs: Vec<_> = exp
+        .invocations
+        .iter()
+        .flat_map(|i| i.jobs.jobs.iter())
+        .collect();
     crate::real_place::apply(&specs)?;
     // the plan gives the clones and their groups; the layout device is
     // only a ledger here (no file is on it)

@@ -105,7 +105,11 @@ pub fn thread_ioprio(tid: i32) -> io::Result<u16> {
 /// `set_mempolicy(mode, nodemask, maxnode)`.
 fn set_mempolicy(mode: i32, nodes: &[u32]) -> io::Result<()> {
     let bits = 64usize;
-    let words = nodes.iter().map(|&n| n as usize / bits + 1).max().unwrap_or(1);
+    let words = nodes
+        .iter()
+        .map(|&n| n as usize / bits + 1)
+        .max()
+        .unwrap_or(1);
     let mut mask = vec![0u64; words];
     for &n in nodes {
         mask[n as usize / bits] |= 1 << (n as usize % bits);

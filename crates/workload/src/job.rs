@@ -28,9 +28,9 @@
 use crate::iolog::{JobLog, LogKind, LogSample};
 use crate::prio::PrioPicker;
 use crate::rng::Stream;
-use crate::stats::PrioStat;
 use crate::spec::{self, JobSpec, RateProcess, RwMode, ThinkBlocksType};
 use crate::spec_submit::IoSubmitMode;
+use crate::stats::PrioStat;
 use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
 use files::Files;

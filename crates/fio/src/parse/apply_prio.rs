@@ -9,8 +9,8 @@
 //! (`thread_main`'s `ioprio_set`, `fio_cmdprio_init`).
 
 use blkqos_workload::prio::{
-    ioprio_value, BsPrio, CmdPrio, PrioSpec, CMDPRIO_BSSPLIT_MAX, IOPRIO_CLASS_BE,
-    IOPRIO_CLASS_RT, IOPRIO_MAX_CLASS, IOPRIO_MAX_LEVEL,
+    ioprio_value, BsPrio, CmdPrio, PrioSpec, CMDPRIO_BSSPLIT_MAX, IOPRIO_CLASS_BE, IOPRIO_CLASS_RT,
+    IOPRIO_MAX_CLASS, IOPRIO_MAX_LEVEL,
 };
 use blkqos_workload::spec_cpu::{parse_cpu_list, parse_cpu_mask, parse_mem_policy, CpusPolicy};
 
@@ -214,7 +214,11 @@ fn parse_bssplit(v: &str, kb: u32, implicit: [u16; 2]) -> Result<([Vec<BsPrio>; 
 /// Resolves the job's priorities (fio `thread_main`: `td->ioprio` from
 /// `prio`/`prioclass`, the class defaulting to best effort;
 /// `fio_cmdprio_init`: `cmdprio_class` defaulting to real time).
-pub(crate) fn finish(given: &PrioGiven, spec: &mut PrioSpec, kb: u32) -> Result<Option<String>, String> {
+pub(crate) fn finish(
+    given: &PrioGiven,
+    spec: &mut PrioSpec,
+    kb: u32,
+) -> Result<Option<String>, String> {
     spec.ioprio = if given.prio.is_some() || given.prioclass.is_some() {
         let class = match given.prioclass.unwrap_or(0) {
             0 => IOPRIO_CLASS_BE,
@@ -234,9 +238,11 @@ pub(crate) fn finish(given: &PrioGiven, spec: &mut PrioSpec, kb: u32) -> Result<
     let bssplit = given.bssplit.as_deref().filter(|b| !b.trim().is_empty());
     let has_perc = given.percentage.iter().any(|&p| p > 0);
     if has_perc && bssplit.is_some() {
-        return Err("cmdprio_percentage and cmdprio_bssplit options are mutually exclusive \
+        return Err(
+            "cmdprio_percentage and cmdprio_bssplit options are mutually exclusive \
                     (fio 3.33 fails the engine's init with EINVAL)"
-            .into());
+                .into(),
+        );
     }
     let mut note = None;
     if let Some(b) = bssplit {
@@ -364,7 +370,10 @@ mod tests {
             ..PrioGiven::default()
         };
         finish(&g, &mut spec, 1024).unwrap();
-        assert_eq!(spec.ioprio, 0x4005, "class best effort when only prio is given");
+        assert_eq!(
+            spec.ioprio, 0x4005,
+            "class best effort when only prio is given"
+        );
         assert_eq!(
             spec.cmdprio[1],
             CmdPrio::Percentage {

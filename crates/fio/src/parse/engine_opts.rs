@@ -482,10 +482,16 @@ mod tests {
         let j = job("[a]\nioengine=io_uring\nhipri\n").unwrap();
         assert!(j.engine.hipri && j.engine.real_refusal.is_none());
         let why = j.engine.sim_refusal.unwrap();
-        assert!(why.starts_with("t.fio:3: option `hipri`") && why.contains("IOPOLL"), "{why}");
+        assert!(
+            why.starts_with("t.fio:3: option `hipri`") && why.contains("IOPOLL"),
+            "{why}"
+        );
         assert!(msg("[a]\nioengine=sg\nhipri\n").contains("use ioengine=io_uring"));
         let j = job("[a]\nioengine=io_uring\nsqthread_poll=1\nsqthread_poll_cpu=0\n").unwrap();
-        assert!(j.engine.real_refusal.is_none(), "the real ring takes SQPOLL");
+        assert!(
+            j.engine.real_refusal.is_none(),
+            "the real ring takes SQPOLL"
+        );
         for (opt, says) in [
             ("force_async=2", "IOSQE_ASYNC"),
             ("uncached=1", "RWF_ATOMIC"),

@@ -3,8 +3,8 @@
 //! `add_ddir_lat_json`, `json_add_job_opts`, `json_array_add_disk_util`).
 
 use blkqos_core::hist::{LatHist, LatStat};
-use blkqos_workload::spec::UnifiedRw;
 use blkqos_workload::prio::{ioprio_class, ioprio_level};
+use blkqos_workload::spec::UnifiedRw;
 use blkqos_workload::stats::{prios_with_samples, DirStats};
 
 use super::cfmt;

@@ -5,8 +5,8 @@
 //! N processes" and ETA lines fio prints before it are not part of this.
 
 use blkqos_core::hist::LatHist;
-use blkqos_workload::spec::UnifiedRw;
 use blkqos_workload::prio::{ioprio_class, ioprio_level};
+use blkqos_workload::spec::UnifiedRw;
 use blkqos_workload::stats::{prios_with_samples, DirStats};
 
 use super::cfmt::{self, fixed_w};
