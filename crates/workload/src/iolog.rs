@@ -336,7 +336,7 @@ mod tests {
     #[test]
     fn per_io_samples_like_fio() {
         let mut l = JobLog::new(&spec(0).logs).unwrap();
-        l.io(5, 0, 4096, 8192, None, 118_948, 119_628);
+        l.io(5, 0, 4096, 8192, 0x2003, None, 118_948, 119_628);
         let kinds: Vec<_> = l.pending.iter().map(|s| (s.kind, s.value)).collect();
         assert_eq!(
             kinds,
@@ -348,20 +348,28 @@ mod tests {
             ]
         );
         let mut line = String::new();
-        format_sample(&l.pending[2], false, &mut line);
-        assert_eq!(line, "5, 34435, 0, 4096, 0\n");
+        format_sample(&l.pending[2], false, false, &mut line);
+        assert_eq!(line, "5, 34435, 0, 4096, 1\n", "1: the real-time class");
         line.clear();
-        format_sample(&l.pending[2], true, &mut line);
-        assert_eq!(line, "5, 34435, 0, 4096, 8192, 0\n");
+        format_sample(&l.pending[2], true, false, &mut line);
+        assert_eq!(line, "5, 34435, 0, 4096, 8192, 1\n");
+        line.clear();
+        format_sample(&l.pending[2], false, true, &mut line);
+        assert_eq!(line, "5, 34435, 0, 4096, 0x2003\n", "log_prio=1");
+        let mut idle = l.pending[2];
+        idle.ioprio = 0x6000;
+        line.clear();
+        format_sample(&idle, false, false, &mut line);
+        assert_eq!(line, "5, 34435, 0, 4096, 0\n");
     }
 
     #[test]
     fn averaged_windows_and_final_flush() {
         let mut l = JobLog::new(&spec(500).logs).unwrap();
-        l.io(100, 0, 4096, 0, Some(10), 1000, 2000);
-        l.io(499, 0, 4096, 0, Some(10), 3000, 4001);
+        l.io(100, 0, 4096, 0, 0, Some(10), 1000, 2000);
+        l.io(499, 0, 4096, 0, 0, Some(10), 3000, 4001);
         assert!(l.pending.is_empty());
-        l.io(500, 0, 4096, 0, Some(10), 5000, 6000);
+        l.io(500, 0, 4096, 0, 0, Some(10), 5000, 6000);
         let lat: Vec<_> = l
             .pending
             .iter()
@@ -370,7 +378,7 @@ mod tests {
         assert_eq!(lat.len(), 1);
         assert_eq!((lat[0].time_ms, lat[0].value, lat[0].bs), (500, 4000, 0));
         l.pending.clear();
-        l.io(700, 0, 4096, 0, Some(10), 5000, 7000);
+        l.io(700, 0, 4096, 0, 0, Some(10), 5000, 7000);
         l.finish(800);
         let lat: Vec<_> = l
             .pending

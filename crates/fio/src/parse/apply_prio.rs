@@ -301,6 +301,79 @@ pub(crate) fn cpu_notes(s: &mut blkqos_workload::JobSpec) {
     ));
 }
 
+/// The options that give `j`'s priorities and placement back (for
+/// `to_fio_args`): cmdprio_bssplit in its four-field form.
+pub(crate) fn render(j: &blkqos_workload::JobSpec, push: &mut impl FnMut(&str, String)) {
+    use blkqos_workload::prio::{ioprio_class, ioprio_level};
+    let p = &j.prio;
+    if p.ioprio != 0 {
+        push("prioclass", ioprio_class(p.ioprio).to_string());
+        push("prio", ioprio_level(p.ioprio).to_string());
+    }
+    if p.log_prio {
+        push("log_prio", "1".into());
+    }
+    match &p.cmdprio {
+        [CmdPrio::None, CmdPrio::None] => {}
+        [a, b] if matches!(a, CmdPrio::BsSplit(_)) || matches!(b, CmdPrio::BsSplit(_)) => {
+            let list = |c: &CmdPrio| match c {
+                CmdPrio::BsSplit(split) => split
+                    .iter()
+                    .flat_map(|e| {
+                        e.prios.iter().map(move |&(perc, v)| {
+                            format!("{}/{perc}/{}/{}", e.bs, ioprio_class(v), ioprio_level(v))
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                    .join(":"),
+                _ => "4096/0".into(),
+            };
+            push("cmdprio_bssplit", format!("{},{}", list(a), list(b)));
+        }
+        both => {
+            let get = |c: &CmdPrio| match c {
+                CmdPrio::Percentage { percent, ioprio } => (*percent, *ioprio),
+                _ => (0, ioprio_value(IOPRIO_CLASS_RT, 0)),
+            };
+            let (r, w) = (get(&both[0]), get(&both[1]));
+            push("cmdprio_percentage", format!("{},{}", r.0, w.0));
+            push(
+                "cmdprio_class",
+                format!("{},{}", ioprio_class(r.1), ioprio_class(w.1)),
+            );
+            push(
+                "cmdprio",
+                format!("{},{}", ioprio_level(r.1), ioprio_level(w.1)),
+            );
+        }
+    }
+    let c = &j.cpu;
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    if let Some(n) = c.nice {
+        push("nice", n.to_string());
+    }
+    if let Some(cpus) = &c.cpus_allowed {
+        push("cpus_allowed", list(cpus));
+    }
+    if c.cpus_policy == CpusPolicy::Split {
+        push("cpus_allowed_policy", "split".into());
+    }
+    if let Some(nodes) = &c.numa_cpu_nodes {
+        push("numa_cpu_nodes", list(nodes));
+    }
+    if let Some(m) = &c.numa_mem_policy {
+        let v = if m.nodes.is_empty() {
+            m.mode.fio_name().to_string()
+        } else {
+            format!("{}:{}", m.mode.fio_name(), list(&m.nodes))
+        };
+        push("numa_mem_policy", v);
+    }
+    if j.engine.hipri {
+        push("hipri", "1".into());
+    }
+}
+
 fn mode(split: Vec<BsPrio>) -> CmdPrio {
     if split.is_empty() {
         CmdPrio::None
