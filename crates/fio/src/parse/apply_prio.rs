@@ -15,20 +15,8 @@ use blkqos_workload::prio::{
 use blkqos_workload::spec_cpu::{parse_cpu_list, parse_cpu_mask, parse_mem_policy, CpusPolicy};
 
 use super::options::{Opt, OptDef};
-use super::state::JobState;
+use super::state::{JobState, PrioGiven};
 use super::units::{parse_count, parse_plain_int};
-
-/// The priority options as given (fio's `thread_options` fields).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PrioGiven {
-    pub prio: Option<u16>,
-    pub prioclass: Option<u16>,
-    /// `cmdprio_percentage`, `cmdprio_class`, `cmdprio` per read, write.
-    pub percentage: [u32; 2],
-    pub class: [u16; 2],
-    pub level: [u16; 2],
-    pub bssplit: Option<String>,
-}
 
 /// Applies a core option this module owns; `None` for the others.
 pub(crate) fn apply(

@@ -20,7 +20,7 @@ pub(crate) struct JobState {
     /// (`engine_opts::finish` checks them; inherited from globals).
     pub engine_given: Vec<Given>,
     /// `prio`, `prioclass` and the cmdprio options as given.
-    pub prio: super::apply_prio::PrioGiven,
+    pub prio: PrioGiven,
 }
 
 impl JobState {
@@ -58,4 +58,16 @@ pub(crate) struct Given {
     /// The option asks for something (not its default / off value).
     pub on: bool,
     pub loc: super::error::Loc,
+}
+
+/// The priority options as given (fio's `thread_options` fields).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PrioGiven {
+    pub prio: Option<u16>,
+    pub prioclass: Option<u16>,
+    /// `cmdprio_percentage`, `cmdprio_class`, `cmdprio` per read, write.
+    pub percentage: [u32; 2],
+    pub class: [u16; 2],
+    pub level: [u16; 2],
+    pub bssplit: Option<String>,
 }
