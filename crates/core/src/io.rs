@@ -235,6 +235,7 @@ mod tests {
     #[test]
     fn split_predicate() {
         let mut io = Io {
+            ioprio: 0,
             id: IoId(1),
             submitter: crate::Submitter(0),
             group: GroupId::ROOT,

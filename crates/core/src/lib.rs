@@ -57,6 +57,7 @@
 //!     offset: 0,
 //!     len: 4096,
 //!     submitted_at: Instant::ZERO,
+//!     ioprio: 0, // no IO priority of its own
 //! };
 //! let verdict = stack.submit(&io, Instant::ZERO);
 //! assert_eq!(verdict, StackVerdict::Ready);

@@ -102,6 +102,7 @@ impl Sim {
         // random 4 KiB-aligned offsets over 1 TiB: every IO is "random"
         let offset = (self.rand() % (1 << 28)) << 12;
         let io = Io {
+            ioprio: 0,
             id: IoId(self.seq),
             submitter: crate::Submitter(job as u32),
             group: j.group,
@@ -546,6 +547,7 @@ impl Model {
                 let g = self.groups[group];
                 let offset = if seq { self.id * 4096 } else { self.id << 32 };
                 let io = Io {
+                    ioprio: 0,
                     id: IoId(self.id),
                     submitter: crate::Submitter(0),
                     group: g,
@@ -788,6 +790,7 @@ proptest! {
         for (i, (&len, &at)) in lens.iter().zip(times.iter()).enumerate() {
             let g = t.get(if i % 2 == 0 { "/a" } else { "/b" }).unwrap();
             let x = Io {
+                ioprio: 0,
                 id: IoId(i as u64),
                 submitter: crate::Submitter(0),
                 group: g,
