@@ -437,7 +437,7 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     (
         "cmdprio-bssplit.fio",
         "randrw with bssplit=64k/40:1024k/60,1024k/100 on a 16 MiB file (the same without any \
-         cmdprio option): fio 3.33 ends after 12 IOs and 9.6 MB, blkqos issues the whole 16 MiB \
+         cmdprio option): fio 3.33 ends after 12 IOs and 9.6 MB, blkqos does the whole 16 MiB \
          in 19: how fio's random map ends a pass when 1 MiB blocks no longer fit is not yet \
          fio's",
     ),

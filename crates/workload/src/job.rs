@@ -266,7 +266,7 @@ pub struct Reaped {
 
 /// A job's statistics before its first IO: one per-priority entry for
 /// each priority a direction's IOs can have, where the job gives some of
-/// them priorities of their own and issues that direction (fio
+/// them priorities of their own and does IO in that direction (fio
 /// `fio_cmdprio_gen_perc`, `fio_cmdprio_parse_and_gen_bssplit`).
 fn fresh_stats(spec: &JobSpec) -> JobStats {
     let mut stats = JobStats {
