@@ -22,6 +22,8 @@ struct JobFiles {
     /// `write_hist_log`: `NAME_clat_hist.N.log`.
     hist: Option<FileOut>,
     with_offset: bool,
+    /// `log_prio=1`: the priority column is the IO's priority.
+    log_prio: bool,
 }
 
 /// Every job's log files, indexed by the driver's job index.
@@ -62,6 +64,7 @@ impl JobLogs {
             files,
             hist,
             with_offset: spec.logs.offset,
+            log_prio: spec.prio.log_prio,
         }))
     }
 
@@ -79,7 +82,7 @@ impl JobLogs {
             let Some(f) = &mut jf.files[i] else { continue };
             self.buf.clear();
             for s in samples.iter().filter(|s| s.kind == kind) {
-                format_sample(s, jf.with_offset, &mut self.buf);
+                format_sample(s, jf.with_offset, jf.log_prio, &mut self.buf);
             }
             if !self.buf.is_empty() {
                 let text = self.buf.as_bytes();

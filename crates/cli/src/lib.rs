@@ -45,6 +45,7 @@ mod pagecache;
 mod progress;
 mod real;
 mod real_meta;
+mod real_place;
 mod real_report;
 mod real_verify;
 mod render;

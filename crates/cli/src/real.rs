@@ -188,6 +188,8 @@ fn real_jobs(exp: &Experiment) -> Result<Vec<&blkqos_workload::JobSpec>> {
             j.name
         );
     }
+    // before the backend starts: its workers inherit the thread's CPUs
+    crate::real_place::apply(&jobs)?;
     Ok(jobs)
 }
 
@@ -261,7 +263,10 @@ fn engine_options(
         .max()
         .unwrap_or(4096)
         .max(4096);
+    let (sqpoll, iopoll) = crate::real_place::ring_flags(jobs)?;
     Ok(EngineOptions {
+        sqpoll,
+        iopoll,
         write_fill: crate::data_opts::real_write_fill(
             jobs.iter().copied(),
             write_buffer.is_some(),
@@ -459,6 +464,12 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
              own IO is the kernel's): leave the controller options out"
         );
     }
+    let specs: Vec<_> = exp
+        .invocations
+        .iter()
+        .flat_map(|i| i.jobs.jobs.iter())
+        .collect();
+    crate::real_place::apply(&specs)?;
     // the plan gives the clones and their groups; the layout device is
     // only a ledger here (no file is on it)
     let layout_dev = DeviceSpec::new("null", [("size", "1048576t"), ("name", "fs")])

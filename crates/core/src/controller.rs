@@ -817,6 +817,7 @@ mod tests {
 
     fn io(n: u64) -> Io {
         Io {
+            ioprio: 0,
             id: IoId(n),
             submitter: crate::Submitter(0),
             group: GroupId::ROOT,

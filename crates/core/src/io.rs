@@ -156,6 +156,11 @@ pub struct Io {
     /// stack left it: the stack's `submit` and `merge` write it, and a
     /// held IO comes back from the timer with it set.
     pub cost_vtime: u64,
+    /// The IO priority (`bi_ioprio`: class << 13 | level; 0 = none, the
+    /// submitter's own priority applies). The real engine puts it in the
+    /// io_uring SQE; the simulated devices dispatch in arrival order and
+    /// do not look at it.
+    pub ioprio: u16,
 }
 
 impl Io {
@@ -246,6 +251,7 @@ mod tests {
     #[test]
     fn split_predicate() {
         let mut io = Io {
+            ioprio: 0,
             id: IoId(1),
             submitter: crate::Submitter(0),
             group: GroupId::ROOT,

@@ -58,6 +58,7 @@
 //!     len: 4096,
 //!     submitted_at: Instant::ZERO,
 //!     cost_vtime: 0,
+//!     ioprio: 0, // no IO priority of its own
 //! };
 //! let verdict = stack.submit(&mut io, Instant::ZERO);
 //! assert_eq!(verdict, StackVerdict::Ready);

@@ -98,6 +98,7 @@ impl Loop {
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
             let mut io = Io {
+                ioprio: 0,
                 id: IoId(self.next_id),
                 submitter: Submitter(j as u32),
                 group: self.jobs[j].group,

@@ -623,6 +623,7 @@ impl<B: Backend> Loop<'_, B> {
             flags = flags.with(IoFlags::VERIFY_LIST);
         }
         Io {
+            ioprio: jio.ioprio,
             id: IoId::default(),
             submitter: blkqos_core::Submitter(j as u32),
             group: slot.group,

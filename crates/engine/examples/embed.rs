@@ -148,6 +148,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             while now < end && worker.outstanding < DEPTH {
                 next_id += 1;
                 let mut io = Io {
+                    ioprio: 0,
                     id: IoId(next_id),
                     submitter: Submitter(w as u32),
                     group: worker.group,

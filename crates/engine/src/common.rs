@@ -87,6 +87,8 @@ pub(crate) struct Slot {
     pub submitter: u32,
     /// A read-back from the job's verify log ([`IoFlags::VERIFY_LIST`]).
     pub verify_list: bool,
+    /// The IO's priority (`Io::ioprio`).
+    pub ioprio: u16,
     /// When the submit call that handed it to the kernel (or a worker)
     /// returned; None until then.
     pub issued: Option<Instant>,
@@ -226,6 +228,7 @@ impl Core {
             writeback: io.flags.contains(IoFlags::WRITEBACK),
             submitter: io.submitter.0,
             verify_list: io.flags.contains(IoFlags::VERIFY_LIST),
+            ioprio: io.ioprio,
             issued: None,
         };
     }

@@ -45,6 +45,7 @@ pub mod diskutil;
 pub mod fio_verify;
 pub mod meta;
 pub mod pattern;
+pub mod placement;
 pub mod safety;
 pub mod signal;
 mod sys;
@@ -145,6 +146,14 @@ pub struct EngineOptions {
     /// blkqos's userspace write-back buffer ([`wbuf`]): buffered writes are
     /// acknowledged into it and reach the target as writeback IO.
     pub write_buffer: bool,
+    /// io_uring only: a ring with a kernel submission thread
+    /// (`IORING_SETUP_SQPOLL`, fio `sqthread_poll=1`), on a CPU of its own
+    /// if given (`IORING_SETUP_SQ_AFF`, `sqthread_poll_cpu`).
+    pub sqpoll: Option<Option<u32>>,
+    /// io_uring only: polled completions (`IORING_SETUP_IOPOLL`, fio
+    /// `hipri=1`); the device needs poll queues, IO to a file on a file
+    /// system fails with EOPNOTSUPP.
+    pub iopoll: bool,
 }
 
 impl Default for EngineOptions {
@@ -164,6 +173,8 @@ impl Default for EngineOptions {
             fio_verify: Vec::new(),
             register: true,
             write_buffer: false,
+            sqpoll: None,
+            iopoll: false,
         }
     }
 }
@@ -220,6 +231,13 @@ pub enum EngineError {
     #[error("io_uring is unavailable: {error}")]
     UringUnavailable {
         /// The error from setting up the ring.
+        error: std::io::Error,
+    },
+    /// The ring with `sqpoll` or `iopoll` could not be set up (fio:
+    /// "io_queue_init failed"); no quiet fallback.
+    #[error("io_uring ring setup with sqthread_poll/hipri failed: {error}")]
+    RingSetup {
+        /// The error from `io_uring_setup`.
         error: std::io::Error,
     },
     /// An [`EngineOptions`] value is out of range (`depth` outside
@@ -357,6 +375,13 @@ fn validate(o: &EngineOptions) -> Result<(), EngineError> {
             o.depth
         )));
     }
+    if o.kind == BackendKind::Threads && (o.sqpoll.is_some() || o.iopoll) {
+        return Err(EngineError::InvalidOption(
+            "sqthread_poll and hipri are io_uring ring flags: the thread-pool backend has \
+             no ring; use --backend=io_uring (or real)"
+                .into(),
+        ));
+    }
     if o.max_io == 0 || o.max_io > 1 << 30 {
         return Err(EngineError::InvalidOption(format!(
             "max_io={} is out of range 1..=1GiB",
@@ -402,6 +427,8 @@ fn open_backend_inner(target: &Path, opts: EngineOptions) -> Result<RealBackend,
             let info = t.info.clone();
             match UringBackend::new(t, &opts) {
                 Ok(b) => Ok(RealBackend::Uring(b)),
+                // sqthread_poll / hipri are ring flags: no thread pool
+                Err(e @ EngineError::RingSetup { .. }) => Err(e),
                 Err(e) => {
                     eprintln!("blkqos: {e}; using the thread-pool backend");
                     let t = target::Target { file: spare, info };

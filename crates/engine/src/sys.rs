@@ -136,3 +136,34 @@ pub fn rusage_self() -> io::Result<libc::rusage> {
     cvt(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) })?;
     Ok(ru)
 }
+
+/// `IOPRIO_WHO_PROCESS`: with id 0, the calling thread.
+const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+
+/// `ioprio_set(IOPRIO_WHO_PROCESS, 0, value)`: the calling thread's IO
+/// priority (`class << 13 | level`; 0: none, the CPU nice level decides).
+pub fn set_thread_ioprio(value: u16) -> io::Result<()> {
+    // SAFETY: plain integer arguments.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            0 as libc::c_long,
+            libc::c_long::from(value),
+        )
+    };
+    cvt(r as libc::c_int).map(drop)
+}
+
+/// `ioprio_get(IOPRIO_WHO_PROCESS, tid)`: a thread's IO priority.
+pub fn thread_ioprio(tid: i32) -> io::Result<u16> {
+    // SAFETY: plain integer arguments.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_get,
+            IOPRIO_WHO_PROCESS,
+            libc::c_long::from(tid),
+        )
+    };
+    cvt(r as libc::c_int).map(|v| v as u16)
+}

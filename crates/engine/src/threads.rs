@@ -31,6 +31,9 @@ pub const MAX_WORKERS: u32 = 64;
 struct Req {
     slot: u32,
     op: IoOp,
+    /// The IO's priority: the worker takes it with `ioprio_set` before
+    /// the call (a thread's priority applies to its synchronous IO).
+    ioprio: u16,
     offset: u64,
     len: u64,
     buf: AlignedBuf,
@@ -94,6 +97,8 @@ fn serve(file: &File, req: &mut Req) -> i64 {
 }
 
 fn worker(file: Arc<File>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<Done>) {
+    // the priority the thread has (it starts with the engine thread's)
+    let mut ioprio = None;
     loop {
         let req = {
             let guard = rx.lock().unwrap_or_else(|p| p.into_inner());
@@ -102,7 +107,17 @@ fn worker(file: Arc<File>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<Done>) 
         let Ok(mut req) = req else {
             return; // backend dropped
         };
-        let res = serve(&file, &mut req);
+        let res = match (ioprio, req.ioprio) {
+            (Some(have), want) if have == want => serve(&file, &mut req),
+            (None, 0) => serve(&file, &mut req),
+            (_, want) => match sys::set_thread_ioprio(want) {
+                Ok(()) => {
+                    ioprio = Some(want);
+                    serve(&file, &mut req)
+                }
+                Err(e) => errno_of(&e),
+            },
+        };
         let done = Done {
             slot: req.slot,
             res,
@@ -202,6 +217,7 @@ impl ThreadsBackend {
             let req = Req {
                 slot: s,
                 op,
+                ioprio: sl.ioprio,
                 offset: sl.offset,
                 len: sl.len,
                 buf,

@@ -59,6 +59,25 @@ macro_rules! with_fd {
     };
 }
 
+/// A ring with fio's `sqthread_poll` / `hipri` flags (`fio_ioring_queue_init`:
+/// `IORING_SETUP_SQPOLL` with `sq_thread_idle`, `IORING_SETUP_SQ_AFF` for
+/// `sqthread_poll_cpu`, `IORING_SETUP_IOPOLL`).
+fn polled_ring(entries: u32, opts: &EngineOptions) -> io::Result<IoUring> {
+    let mut b = IoUring::builder();
+    b.setup_cqsize(entries * 2);
+    if let Some(cpu) = opts.sqpoll {
+        // fio's default sq_thread_idle (ms)
+        b.setup_sqpoll(1000);
+        if let Some(c) = cpu {
+            b.setup_sqpoll_cpu(c);
+        }
+    }
+    if opts.iopoll {
+        b.setup_iopoll();
+    }
+    b.build(entries)
+}
+
 impl UringBackend {
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Result<Self, EngineError> {
         if std::env::var_os("BLKQOS_NO_IO_URING").is_some_and(|v| !v.is_empty() && v != "0") {
@@ -69,12 +88,17 @@ impl UringBackend {
         let depth = opts.depth;
         let entries = depth.next_power_of_two().max(8);
         let unavailable = |error: io::Error| EngineError::UringUnavailable { error };
-        let ring = IoUring::builder()
-            .setup_cqsize(entries * 2)
-            .setup_coop_taskrun()
-            .build(entries)
-            .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))
-            .map_err(unavailable)?;
+        let ring = if opts.sqpoll.is_some() || opts.iopoll {
+            // fio's ring flags: no quiet fallback to a plain ring
+            polled_ring(entries, opts).map_err(|error| EngineError::RingSetup { error })?
+        } else {
+            IoUring::builder()
+                .setup_cqsize(entries * 2)
+                .setup_coop_taskrun()
+                .build(entries)
+                .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))
+                .map_err(unavailable)?
+        };
         if !ring.params().is_feature_ext_arg() {
             return Err(unavailable(io::Error::other(
                 "the kernel's io_uring lacks IORING_FEAT_EXT_ARG (timed waits, Linux 5.11+)",
@@ -152,7 +176,9 @@ impl UringBackend {
         (self.fixed_bufs, self.fixed_file)
     }
 
-    /// Queue the SQE of the IO in slot `s`.
+    /// Queue the SQE of the IO in slot `s`; a read or write carries the
+    /// IO's priority in `sqe->ioprio` (fio `fio_ioring_prep`), which the
+    /// block layer uses instead of the thread's own when it is not 0.
     fn issue(&mut self, s: u32, io: &Io) {
         let user_data = u64::from(s);
         let sqe = match io.op {
@@ -168,18 +194,22 @@ impl UringBackend {
                     (IoOp::Read, true) => {
                         with_fd!(self, |fd| opcode::ReadFixed::new(fd, ptr, len, s as u16)
                             .offset(io.offset)
+                            .ioprio(io.ioprio)
                             .build())
                     }
                     (IoOp::Read, false) => with_fd!(self, |fd| opcode::Read::new(fd, ptr, len)
                         .offset(io.offset)
+                        .ioprio(io.ioprio)
                         .build()),
                     (_, true) => {
                         with_fd!(self, |fd| opcode::WriteFixed::new(fd, ptr, len, s as u16)
                             .offset(io.offset)
+                            .ioprio(io.ioprio)
                             .build())
                     }
                     (_, false) => with_fd!(self, |fd| opcode::Write::new(fd, ptr, len)
                         .offset(io.offset)
+                        .ioprio(io.ioprio)
                         .build()),
                 }
             }

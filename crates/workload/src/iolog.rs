@@ -114,6 +114,8 @@ pub struct LogSample {
     pub bs: u64,
     /// The IO's offset (written with `log_offset=1`); 0 when averaged.
     pub offset: u64,
+    /// The IO's priority (`class << 13 | level`); 0 when averaged.
+    pub ioprio: u16,
 }
 
 /// fio's `LOG_MSEC_SLACK`: a bw/iops window this close to its end counts
@@ -179,6 +181,7 @@ impl JobLog {
         ddir: usize,
         bytes: u64,
         offset: u64,
+        ioprio: u16,
         slat_ns: Option<u64>,
         clat_ns: u64,
         lat_ns: u64,
@@ -190,6 +193,7 @@ impl JobLog {
             ddir: ddir as u8,
             bs: bytes,
             offset,
+            ioprio,
         };
         if self.wants(LogKind::Lat) {
             if let Some(s) = slat_ns {
@@ -220,6 +224,7 @@ impl JobLog {
                 ddir: ddir as u8,
                 bs: 0,
                 offset: 0,
+                ioprio: 0,
             });
         }
     }
@@ -265,6 +270,7 @@ impl JobLog {
                 ddir: ddir as u8,
                 bs: 0,
                 offset: 0,
+                ioprio: 0,
             });
         }
         w.sum = 0;
@@ -288,17 +294,25 @@ impl JobLog {
 
 /// One line of a log file as fio 3.33 writes it (`flush_samples`):
 /// `time, value, ddir, bs, prio`, or with `log_offset=1`
-/// `time, value, ddir, bs, offset, prio` (blkqos sets no IO priority: 0).
-pub fn format_sample(s: &LogSample, with_offset: bool, out: &mut String) {
+/// `time, value, ddir, bs, offset, prio`. The priority column is the IO's
+/// priority as `0x%04x` with `log_prio=1`, else 1 for the real-time class
+/// and 0 for any other (`ioprio_value_is_class_rt`).
+pub fn format_sample(s: &LogSample, with_offset: bool, log_prio: bool, out: &mut String) {
     use std::fmt::Write;
     let _ = if with_offset {
-        writeln!(
+        write!(
             out,
-            "{}, {}, {}, {}, {}, 0",
+            "{}, {}, {}, {}, {}, ",
             s.time_ms, s.value, s.ddir, s.bs, s.offset
         )
     } else {
-        writeln!(out, "{}, {}, {}, {}, 0", s.time_ms, s.value, s.ddir, s.bs)
+        write!(out, "{}, {}, {}, {}, ", s.time_ms, s.value, s.ddir, s.bs)
+    };
+    let _ = if log_prio {
+        writeln!(out, "0x{:04x}", s.ioprio)
+    } else {
+        let rt = crate::prio::ioprio_class(s.ioprio) == crate::prio::IOPRIO_CLASS_RT;
+        writeln!(out, "{}", u8::from(rt))
     };
 }
 
@@ -322,7 +336,7 @@ mod tests {
     #[test]
     fn per_io_samples_like_fio() {
         let mut l = JobLog::new(&spec(0).logs).unwrap();
-        l.io(5, 0, 4096, 8192, None, 118_948, 119_628);
+        l.io(5, 0, 4096, 8192, 0x2003, None, 118_948, 119_628);
         let kinds: Vec<_> = l.pending.iter().map(|s| (s.kind, s.value)).collect();
         assert_eq!(
             kinds,
@@ -334,20 +348,28 @@ mod tests {
             ]
         );
         let mut line = String::new();
-        format_sample(&l.pending[2], false, &mut line);
-        assert_eq!(line, "5, 34435, 0, 4096, 0\n");
+        format_sample(&l.pending[2], false, false, &mut line);
+        assert_eq!(line, "5, 34435, 0, 4096, 1\n", "1: the real-time class");
         line.clear();
-        format_sample(&l.pending[2], true, &mut line);
-        assert_eq!(line, "5, 34435, 0, 4096, 8192, 0\n");
+        format_sample(&l.pending[2], true, false, &mut line);
+        assert_eq!(line, "5, 34435, 0, 4096, 8192, 1\n");
+        line.clear();
+        format_sample(&l.pending[2], false, true, &mut line);
+        assert_eq!(line, "5, 34435, 0, 4096, 0x2003\n", "log_prio=1");
+        let mut idle = l.pending[2];
+        idle.ioprio = 0x6000;
+        line.clear();
+        format_sample(&idle, false, false, &mut line);
+        assert_eq!(line, "5, 34435, 0, 4096, 0\n");
     }
 
     #[test]
     fn averaged_windows_and_final_flush() {
         let mut l = JobLog::new(&spec(500).logs).unwrap();
-        l.io(100, 0, 4096, 0, Some(10), 1000, 2000);
-        l.io(499, 0, 4096, 0, Some(10), 3000, 4001);
+        l.io(100, 0, 4096, 0, 0, Some(10), 1000, 2000);
+        l.io(499, 0, 4096, 0, 0, Some(10), 3000, 4001);
         assert!(l.pending.is_empty());
-        l.io(500, 0, 4096, 0, Some(10), 5000, 6000);
+        l.io(500, 0, 4096, 0, 0, Some(10), 5000, 6000);
         let lat: Vec<_> = l
             .pending
             .iter()
@@ -356,7 +378,7 @@ mod tests {
         assert_eq!(lat.len(), 1);
         assert_eq!((lat[0].time_ms, lat[0].value, lat[0].bs), (500, 4000, 0));
         l.pending.clear();
-        l.io(700, 0, 4096, 0, Some(10), 5000, 7000);
+        l.io(700, 0, 4096, 0, 0, Some(10), 5000, 7000);
         l.finish(800);
         let lat: Vec<_> = l
             .pending

@@ -26,9 +26,11 @@
 //! rate/thinktime sleep never counts in slat/clat/lat.
 
 use crate::iolog::{JobLog, LogKind, LogSample};
+use crate::prio::PrioPicker;
 use crate::rng::Stream;
 use crate::spec::{self, JobSpec, RateProcess, RwMode, ThinkBlocksType};
 use crate::spec_submit::IoSubmitMode;
+use crate::stats::PrioStat;
 use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
 use files::Files;
@@ -55,6 +57,11 @@ pub struct JobIo {
     pub start_time: Instant,
     /// A read-back from the verify log (fio `IO_U_F_VER_LIST`).
     pub verify_list: bool,
+    /// The IO's priority (fio `io_u->ioprio`; 0: none).
+    pub ioprio: u16,
+    /// Its index in the direction's per-priority latencies
+    /// (`io_u->clat_prio_index`).
+    pub prio_index: u8,
 }
 
 /// What failed: an IO of a direction, or a sync.
@@ -240,6 +247,8 @@ pub struct Job {
     rng_mix: Stream,
     rng_bs: Stream,
     rng_poisson: [Stream; 3],
+    /// IO priorities (`prio`, `prioclass`, `cmdprio*`).
+    prio: PrioPicker,
     /// Statistics (reset at ramp end).
     pub stats: JobStats,
     /// Bytes/IOs completed since the epoch (for bw/iops sampling).
@@ -273,6 +282,28 @@ pub struct Reaped {
     pub error: i32,
     /// Bytes actually transferred.
     pub bytes_done: u64,
+}
+
+/// A job's statistics before its first IO: one per-priority entry for
+/// each priority a direction's IOs can have, where the job gives some of
+/// them priorities of their own and does IO in that direction (fio
+/// `fio_cmdprio_gen_perc`, `fio_cmdprio_parse_and_gen_bssplit`).
+fn fresh_stats(spec: &JobSpec) -> JobStats {
+    let mut stats = JobStats {
+        members: 1,
+        ..JobStats::default()
+    };
+    for (ddir, on) in [(0, spec.rw.has_read()), (1, spec.rw.has_write())] {
+        if on {
+            stats.dirs[ddir].prios = spec
+                .prio
+                .clat_prios(ddir)
+                .into_iter()
+                .map(PrioStat::new)
+                .collect();
+        }
+    }
+    stats
 }
 
 impl Job {
@@ -381,15 +412,16 @@ impl Job {
                 Stream::new(base, clone, 5),
                 Stream::new(base, clone, 6),
             ],
-            stats: JobStats {
-                members: 1,
+            prio: PrioPicker::new(&spec.prio, Stream::new(base, clone, 8)),
+            stats: {
+                let mut stats = fresh_stats(&spec);
                 // the driver hands the samples of a reporting group to its
                 // last job ([`SteadyState::has_data`])
-                steadystate: spec
+                stats.steadystate = spec
                     .steadystate
                     .enabled()
-                    .then(|| crate::steadystate::SteadyState::new(spec.steadystate, true)),
-                ..JobStats::default()
+                    .then(|| crate::steadystate::SteadyState::new(spec.steadystate, true));
+                stats
             },
             sample_bytes: [0; 3],
             sample_ios: [0; 3],
@@ -503,11 +535,8 @@ impl Job {
         // the steady-state detector is not a statistic: fio keeps
         // `td->ss` (only its clock restarts with the epoch)
         let steadystate = self.stats.steadystate.take();
-        self.stats = JobStats {
-            members: 1,
-            steadystate,
-            ..JobStats::default()
-        };
+        self.stats = fresh_stats(&self.spec);
+        self.stats.steadystate = steadystate;
         for r in &mut self.rate {
             r.issued_bytes = 0;
             r.next_us = 0;
@@ -1231,12 +1260,15 @@ impl Job {
             self.phase = Phase::Drain;
             return self.next_action(now);
         };
+        let (ioprio, prio_index) = self.prio.pick(ddir, len);
         let io = JobIo {
             ddir,
             offset,
             len,
             start_time: now,
             verify_list: false,
+            ioprio,
+            prio_index,
         };
         if self.zbd.is_some() {
             return self.issue_zoned(io, now);
@@ -1493,6 +1525,16 @@ impl Job {
             lat.as_ns(),
             hists,
         );
+        if !ds.prios.is_empty() {
+            // fio add_lat_sample / add_clat_sample: total latencies by
+            // priority with lat_percentiles, completion latencies without
+            let (ns, hist) = if hists.lat {
+                (lat.as_ns(), true)
+            } else {
+                (clat.as_ns(), hists.clat)
+            };
+            ds.record_prio(r.io.prio_index, ns, hist);
+        }
         if r.bytes_done < r.io.len {
             ds.short_ios += 1;
         }
@@ -1549,6 +1591,7 @@ impl Job {
             d,
             r.bytes_done,
             r.io.offset,
+            r.io.ioprio,
             slat.map(|s| s.as_ns()),
             clat.as_ns(),
             lat.as_ns(),

@@ -13,8 +13,10 @@
 pub mod histlog;
 pub mod iolog;
 pub mod job;
+pub mod prio;
 pub mod rng;
 pub mod spec;
+pub mod spec_cpu;
 pub mod spec_engine;
 pub mod spec_ext;
 pub mod spec_run;

@@ -407,6 +407,10 @@ pub struct JobSpec {
     pub submit: crate::spec_submit::SubmitSpec,
     /// `steadystate` (`ss`), `ss_dur`, `ss_ramp`.
     pub steadystate: crate::steadystate::SteadyStateSpec,
+    /// IO priorities (`prio`, `prioclass`, `cmdprio*`, `log_prio`).
+    pub prio: crate::prio::PrioSpec,
+    /// CPU placement and scheduling (`nice`, `cpus_allowed`, `numa_*`).
+    pub cpu: crate::spec_cpu::CpuSpec,
 }
 
 /// fio's default seed for `randrepeat=1` without `randseed` (`FIO_RANDSEED`).
@@ -488,6 +492,8 @@ impl JobSpec {
             zones: crate::spec_zone::ZoneSpec::default(),
             submit: crate::spec_submit::SubmitSpec::default(),
             steadystate: crate::steadystate::SteadyStateSpec::default(),
+            prio: crate::prio::PrioSpec::default(),
+            cpu: crate::spec_cpu::CpuSpec::default(),
         }
     }
 

@@ -87,6 +87,9 @@ pub struct EngineSpec {
     pub sqthread_poll: bool,
     /// io_uring `sqthread_poll_cpu=N`: the CPU of that thread.
     pub sqthread_poll_cpu: Option<u32>,
+    /// io_uring `hipri=1`: polled completions (`IORING_SETUP_IOPOLL`),
+    /// real engine only.
+    pub hipri: bool,
     /// io_uring `fixedbufs=1`: buffers registered with the ring.
     pub fixedbufs: bool,
     /// io_uring `registerfiles=1`: files registered with the ring.

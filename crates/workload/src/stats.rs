@@ -103,6 +103,50 @@ pub struct DirStats {
     pub bw: LatStat,
     /// iops samples (fio `iops_stat`).
     pub iops: LatStat,
+    /// Completion latencies by IO priority (fio `clat_prio[ddir]`), kept
+    /// when the job gives some IOs a priority of their own (`cmdprio*`);
+    /// entry 0 is the job's own priority. With `lat_percentiles` they hold
+    /// total latencies instead, as in fio.
+    pub prios: Vec<PrioStat>,
+}
+
+/// The latencies of one IO priority (fio `struct clat_prio_stat`).
+#[derive(Clone, Debug, Default)]
+pub struct PrioStat {
+    /// `class << 13 | level`.
+    pub ioprio: u16,
+    pub stat: LatStat,
+    pub hist: LatHist,
+}
+
+impl PrioStat {
+    pub fn new(ioprio: u16) -> Self {
+        PrioStat {
+            ioprio,
+            ..PrioStat::default()
+        }
+    }
+}
+
+/// fio `get_nr_prios_with_samples`: per-priority latencies are shown
+/// only when two or more priorities completed IOs.
+pub fn prios_with_samples(prios: &[PrioStat]) -> usize {
+    prios.iter().filter(|p| p.stat.n > 0).count()
+}
+
+/// Add `from`'s priorities to `into`, pooling the ones with the same
+/// priority value and appending the others (fio `sum_thread_stats`'s
+/// `sum_clat_prio_stats`).
+pub fn merge_prios(into: &mut Vec<PrioStat>, from: &[PrioStat]) {
+    for p in from {
+        match into.iter_mut().find(|q| q.ioprio == p.ioprio) {
+            Some(q) => {
+                q.stat.merge(&p.stat);
+                q.hist.merge(&p.hist);
+            }
+            None => into.push(p.clone()),
+        }
+    }
 }
 
 impl DirStats {
@@ -152,6 +196,19 @@ impl DirStats {
         self.lat_hist.merge(&o.lat_hist);
         sum_fieldwise(&mut self.bw, &o.bw);
         sum_fieldwise(&mut self.iops, &o.iops);
+        merge_prios(&mut self.prios, &o.prios);
+    }
+
+    /// Record one IO's latency under its priority's entry (fio
+    /// `add_clat_sample` / `add_lat_sample` with `clat_prio_index`).
+    #[inline]
+    pub fn record_prio(&mut self, index: u8, ns: u64, hist: bool) {
+        if let Some(p) = self.prios.get_mut(usize::from(index)) {
+            p.stat.add(ns);
+            if hist {
+                p.hist.record(ns);
+            }
+        }
     }
 }
 
@@ -345,5 +402,27 @@ mod tests {
         assert_eq!(r.bw.min, 800);
         assert_eq!(r.bw.n, 10);
         assert!((r.bw.mean - 800.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn priorities_pool_by_value() {
+        let mut a = DirStats {
+            prios: vec![PrioStat::new(0), PrioStat::new(0x2000)],
+            ..DirStats::default()
+        };
+        a.record_prio(1, 100, true);
+        a.record_prio(0, 300, true);
+        a.record_prio(9, 300, true); // no such entry: ignored
+        let mut b = DirStats {
+            prios: vec![PrioStat::new(0x6000), PrioStat::new(0x2000)],
+            ..DirStats::default()
+        };
+        b.record_prio(1, 200, true);
+        b.record_prio(0, 50, true);
+        a.merge(&b);
+        let got: Vec<(u16, u64)> = a.prios.iter().map(|p| (p.ioprio, p.stat.n)).collect();
+        assert_eq!(got, vec![(0, 1), (0x2000, 2), (0x6000, 1)]);
+        assert_eq!(prios_with_samples(&a.prios), 3);
+        assert_eq!(a.prios[1].hist.count(), 2);
     }
 }

@@ -100,6 +100,7 @@ fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
 
 fn io(id: u64, g: GroupId, at: Instant) -> Io {
     Io {
+        ioprio: 0,
         id: IoId(id),
         submitter: blkqos_core::Submitter(0),
         group: g,

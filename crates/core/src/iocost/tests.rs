@@ -31,6 +31,7 @@ pub(super) fn enabled(t: &CgroupTree, variant: &str) -> IoCost {
 /// A 4 KiB (× `pages`) IO far from everything else (random).
 pub(super) fn io(id: u64, g: GroupId, op: IoOp, pages: u64) -> Io {
     Io {
+        ioprio: 0,
         id: IoId(id),
         submitter: crate::Submitter(0),
         group: g,

@@ -102,6 +102,7 @@ impl Sim {
         // random 4 KiB-aligned offsets over 1 TiB: every IO is "random"
         let offset = (self.rand() % (1 << 28)) << 12;
         let mut io = Io {
+            ioprio: 0,
             id: IoId(self.seq),
             submitter: crate::Submitter(job as u32),
             group: j.group,
@@ -547,6 +548,7 @@ impl Model {
                 let g = self.groups[group];
                 let offset = if seq { self.id * 4096 } else { self.id << 32 };
                 let mut io = Io {
+                    ioprio: 0,
                     id: IoId(self.id),
                     submitter: crate::Submitter(0),
                     group: g,
@@ -791,6 +793,7 @@ proptest! {
         for (i, (&len, &at)) in lens.iter().zip(times.iter()).enumerate() {
             let g = t.get(if i % 2 == 0 { "/a" } else { "/b" }).unwrap();
             let mut x = Io {
+                ioprio: 0,
                 id: IoId(i as u64),
                 submitter: crate::Submitter(0),
                 group: g,

@@ -26,6 +26,7 @@ pub(super) fn cfg(name: &str) -> ThrottleConfig {
 
 pub(super) fn io(id: u64, g: GroupId, op: IoOp, len: u64, at: Instant) -> Io {
     Io {
+        ioprio: 0,
         id: IoId(id),
         submitter: crate::Submitter(0),
         group: g,

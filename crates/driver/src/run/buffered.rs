@@ -82,6 +82,7 @@ impl<B: Backend> Loop<'_, B> {
         }
         for w in &wb {
             let io = Io {
+                ioprio: 0,
                 id: IoId::default(),
                 submitter: blkqos_core::Submitter(NO_JOB),
                 group: w.group,
@@ -109,6 +110,8 @@ impl<B: Backend> Loop<'_, B> {
                 len: io.len,
                 start_time: now,
                 verify_list: false,
+                ioprio: io.ioprio,
+                prio_index: 0,
             },
             io: Io { id, ..io },
             issue_time: now,
@@ -150,6 +153,8 @@ impl<B: Backend> Loop<'_, B> {
             self.jobs[j].state = SlotState::Flushing(since);
         }
         let io = Io {
+            // the job thread's own priority (fio's ioprio_set)
+            ioprio: self.jobs[j].job.spec().prio.ioprio,
             id: IoId::default(),
             submitter: blkqos_core::Submitter(j as u32),
             group: self.jobs[j].group,
@@ -177,6 +182,7 @@ impl<B: Backend> Loop<'_, B> {
             len,
             submitted_at: now,
             cost_vtime: 0,
+            ioprio: 0,
         };
         self.submit_internal(FlightKind::ZoneReset, j as u32, io, now);
     }
@@ -269,6 +275,7 @@ impl<B: Backend> Loop<'_, B> {
         if !self.final_flush_sent {
             self.final_flush_sent = true;
             let io = Io {
+                ioprio: 0,
                 id: IoId::default(),
                 submitter: blkqos_core::Submitter(NO_JOB),
                 group: blkqos_core::GroupId::ROOT,

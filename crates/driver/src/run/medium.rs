@@ -194,6 +194,8 @@ mod tests {
             len,
             start_time: Instant::ZERO,
             verify_list: false,
+            ioprio: 0,
+            prio_index: 0,
         }
     }
 

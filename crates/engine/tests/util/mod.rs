@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub fn io(id: u64, op: IoOp, offset: u64, len: u64) -> Io {
     Io {
+        ioprio: 0,
         id: IoId(id),
         submitter: blkqos_core::Submitter(0),
         group: GroupId::ROOT,

@@ -41,6 +41,9 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if let Some(r) = super::apply_verify::apply(st, def, value) {
         return r;
     }
+    if let Some(r) = super::apply_prio::apply(st, def, value) {
+        return r;
+    }
     if let Some(r) = super::apply_run::apply(st, def, value) {
         return r;
     }

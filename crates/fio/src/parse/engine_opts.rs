@@ -20,6 +20,10 @@ fn owners(name: &str) -> &'static [IoEngine] {
         "sg_write_mode" => &[IoEngine::Sg],
         "stat_type" => &[IoEngine::Filestat],
         "hipri" => &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Sg],
+        // fio 3.33: libaio's and io_uring's tables (CMDPRIO_OPTIONS)
+        "cmdprio" | "cmdprio_bssplit" | "cmdprio_class" | "cmdprio_percentage" => {
+            &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Libaio]
+        }
         _ => &[IoEngine::IoUring, IoEngine::IoUringCmd],
     }
 }
@@ -70,7 +74,13 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
             e.vectored = n == 0;
             e.vectored
         }
-        "hipri" => flag(value)?,
+        "hipri" => {
+            e.hipri = flag(value)?;
+            e.hipri
+        }
+        "cmdprio" | "cmdprio_bssplit" | "cmdprio_class" | "cmdprio_percentage" => {
+            return super::apply_prio::apply_engine(st, name, need()?);
+        }
         "force_async" | "uncached" => parse_plain_int(need()?)? != 0,
         "nowait" => match need()? {
             "0" => false,
@@ -144,12 +154,6 @@ pub(crate) fn record(
 /// refusal, or None when the simulator runs it.
 fn refused_everywhere(name: &str) -> Option<&'static str> {
     Some(match name {
-        "hipri" => {
-            "hipri=1 polls for completions (IORING_SETUP_IOPOLL): the simulated device \
-             raises no interrupt to save, and the real engine's ring is not polled (polled IO \
-             also needs a device with poll queues, e.g. nvme poll_queues=N; files on a file \
-             system fail it with EOPNOTSUPP); leave hipri out"
-        }
         "force_async" => {
             "force_async=N hands every Nth IO to io_uring's worker threads (IOSQE_ASYNC): \
              neither backend has such workers; leave force_async out"
@@ -170,11 +174,6 @@ fn refused_everywhere(name: &str) -> Option<&'static str> {
 /// Why the real engine cannot honour an option that is on.
 fn refused_on_real(name: &str) -> &'static str {
     match name {
-        "sqthread_poll" | "sqthread_poll_cpu" => {
-            "the real engine submits every job's IO through one ring of its own, set up \
-             without IORING_SETUP_SQPOLL; run it on the simulator (the default backend) or \
-             leave sqthread_poll out"
-        }
         "nonvectored" => {
             "nonvectored=0 asks for READV/WRITEV; the real engine issues plain READ/WRITE \
              (what fio does with nonvectored at its default, -1, or 1); leave nonvectored=0 \
@@ -251,6 +250,37 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
                  leave iodepth_batch_submit out (or 1)",
                 s.iodepth_batch
             ));
+        }
+        if g.name == "hipri" {
+            if s.ioengine != IoEngine::IoUring {
+                return err(format!(
+                    "unsupported: hipri=1 with ioengine={}: blkqos polls completions only on \
+                     the real engine's io_uring ring; use ioengine=io_uring",
+                    engine.fio_name()
+                ));
+            }
+            if s.engine.sim_refusal.is_none() {
+                s.engine.sim_refusal = Some(refusal_text(
+                    g,
+                    "unsupported on the simulator: hipri=1 polls for completions \
+                     (IORING_SETUP_IOPOLL) to save the interrupt, and the simulated device \
+                     raises none: run it with --backend=real on a device with poll queues \
+                     (e.g. nvme poll_queues=N; files on a file system fail it with \
+                     EOPNOTSUPP, as in fio), or leave hipri out",
+                ));
+            }
+            continue;
+        }
+        if matches!(g.name, "sqthread_poll" | "sqthread_poll_cpu") && engine == IoEngine::IoUring {
+            // the real engine's ring takes IORING_SETUP_SQPOLL (and the CPU)
+            if let Some(n) = sim_note(g.name, s) {
+                s.notes.push(n);
+            }
+            continue;
+        }
+        if g.name.starts_with("cmdprio") {
+            // both backends tag the IOs; the real engine sets the SQE's ioprio
+            continue;
         }
         if matches!(g.name, "fixedbufs" | "registerfiles") {
             // checked when the real engine has opened its ring
@@ -445,12 +475,8 @@ mod tests {
             j.engine.registration_at.as_deref(),
             Some("t.fio:4: option `fixedbufs`")
         );
-        let why = j.engine.real_refusal.unwrap();
-        assert!(
-            why.starts_with("t.fio:3: option `sqthread_poll`: value `1`: ")
-                && why.contains("SQPOLL"),
-            "{why}"
-        );
+        assert!(j.engine.sqthread_poll);
+        assert_eq!(j.engine.real_refusal, None, "the real ring takes SQPOLL");
         // off values ask for nothing
         let j = job("[a]\nioengine=io_uring\nsqthread_poll=0\nnonvectored=-1\n").unwrap();
         assert_eq!(j.engine.real_refusal, None);
@@ -469,8 +495,21 @@ mod tests {
         assert!(m.starts_with("t.fio:3: option `sqthread_poll`: value `1`: job `a`: `sqthread_poll` is an option of ioengine=io_uring and io_uring_cmd, but the job uses ioengine=libaio"), "{m}");
         let m = msg("[global]\nsqthread_poll=1\n[a]\n");
         assert!(m.contains("ioengine=psync"), "{m}");
+        // hipri: the real engine's ring polls; the simulator refuses it
+        let j = job("[a]\nioengine=io_uring\nhipri\n").unwrap();
+        assert!(j.engine.hipri && j.engine.real_refusal.is_none());
+        let why = j.engine.sim_refusal.unwrap();
+        assert!(
+            why.starts_with("t.fio:3: option `hipri`") && why.contains("IOPOLL"),
+            "{why}"
+        );
+        assert!(msg("[a]\nioengine=sg\nhipri\n").contains("use ioengine=io_uring"));
+        let j = job("[a]\nioengine=io_uring\nsqthread_poll=1\nsqthread_poll_cpu=0\n").unwrap();
+        assert!(
+            j.engine.real_refusal.is_none(),
+            "the real ring takes SQPOLL"
+        );
         for (opt, says) in [
-            ("hipri", "IOPOLL"),
             ("force_async=2", "IOSQE_ASYNC"),
             ("uncached=1", "RWF_ATOMIC"),
             ("nowait=1", "EAGAIN"),

@@ -376,6 +376,12 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
                 .into(),
         );
     }
+    match super::apply_prio::finish(&st.prio, &mut s.prio, s.kb_base) {
+        Ok(Some(note)) => s.notes.push(note),
+        Ok(None) => {}
+        Err(m) => return Err(loc.error(format!("job `{}`: {m}", s.name))),
+    }
+    super::apply_prio::cpu_notes(&mut s);
     super::engine_opts::finish(&mut s, &st.engine_given)?;
     s.job_options = given_options(st.dump);
     Ok(s)

@@ -23,6 +23,7 @@
 
 mod apply;
 mod apply_ext;
+mod apply_prio;
 mod apply_run;
 mod apply_steady;
 mod apply_submit;

@@ -168,6 +168,16 @@ pub(crate) enum Opt {
     LatencyPercentile,
     LatencyRun,
     IoDepthLow,
+    // priorities and CPU placement (apply_prio.rs)
+    Prio,
+    PrioClass,
+    LogPrio,
+    Nice,
+    CpusAllowed,
+    CpuMask,
+    CpusAllowedPolicy,
+    NumaCpuNodes,
+    NumaMemPolicy,
 }
 
 /// One supported option.
@@ -204,6 +214,15 @@ const fn aliased(name: &'static str, alias: &'static str, kind: Kind, opt: Opt) 
 pub(crate) static OPTIONS: &[OptDef] = &[
     def("name", Kind::StrStore, Opt::Name),
     def("description", Kind::StrStore, Opt::Description),
+    def("prio", Kind::Int, Opt::Prio),
+    def("prioclass", Kind::Int, Opt::PrioClass),
+    def("log_prio", Kind::Bool, Opt::LogPrio),
+    def("nice", Kind::Int, Opt::Nice),
+    def("cpus_allowed", Kind::Str, Opt::CpusAllowed),
+    def("cpumask", Kind::Int, Opt::CpuMask),
+    def("cpus_allowed_policy", Kind::Str, Opt::CpusAllowedPolicy),
+    def("numa_cpu_nodes", Kind::Str, Opt::NumaCpuNodes),
+    def("numa_mem_policy", Kind::Str, Opt::NumaMemPolicy),
     OptDef {
         prio: -1,
         ..def("filename", Kind::StrStore, Opt::Filename)
@@ -404,6 +423,10 @@ const fn engine_def(name: &'static str, kind: Kind) -> OptDef {
 /// The engine options blkqos implements (applied in `engine_opts`), with fio's types.
 pub(crate) static ENGINE_DEFS: &[OptDef] = &[
     engine_def("cmd_type", Kind::Str),
+    engine_def("cmdprio", Kind::Int),
+    engine_def("cmdprio_bssplit", Kind::Str),
+    engine_def("cmdprio_class", Kind::Int),
+    engine_def("cmdprio_percentage", Kind::Int),
     engine_def("fixedbufs", Kind::StrSet),
     engine_def("force_async", Kind::Int),
     engine_def("hipri", Kind::StrSet),

@@ -416,6 +416,7 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     if e.vectored {
         push("nonvectored", "0".into());
     }
+    super::apply_prio::render(j, push);
     if j.ioengine == blkqos_workload::IoEngine::Filestat {
         push("stat_type", e.stat_type.fio_name().into());
     }

@@ -19,6 +19,8 @@ pub(crate) struct JobState {
     /// Engine options and `ioengine` as given, with where
     /// (`engine_opts::finish` checks them; inherited from globals).
     pub engine_given: Vec<Given>,
+    /// `prio`, `prioclass` and the cmdprio options as given.
+    pub prio: PrioGiven,
 }
 
 impl JobState {
@@ -32,6 +34,7 @@ impl JobState {
             new_group: false,
             dump: Vec::new(),
             engine_given: Vec::new(),
+            prio: Default::default(),
         }
     }
 
@@ -55,4 +58,16 @@ pub(crate) struct Given {
     /// The option asks for something (not its default / off value).
     pub on: bool,
     pub loc: super::error::Loc,
+}
+
+/// The priority options as given (fio's `thread_options` fields).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PrioGiven {
+    pub prio: Option<u16>,
+    pub prioclass: Option<u16>,
+    /// `cmdprio_percentage`, `cmdprio_class`, `cmdprio` per read, write.
+    pub percentage: [u32; 2],
+    pub class: [u16; 2],
+    pub level: [u16; 2],
+    pub bssplit: Option<String>,
 }

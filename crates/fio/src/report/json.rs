@@ -3,8 +3,9 @@
 //! `add_ddir_lat_json`, `json_add_job_opts`, `json_array_add_disk_util`).
 
 use blkqos_core::hist::{LatHist, LatStat};
+use blkqos_workload::prio::{ioprio_class, ioprio_level};
 use blkqos_workload::spec::UnifiedRw;
-use blkqos_workload::stats::DirStats;
+use blkqos_workload::stats::{prios_with_samples, DirStats};
 
 use super::cfmt;
 use super::jsonfmt::{print_root, Obj, Value};
@@ -238,6 +239,9 @@ fn dir_json(d: &DirStats, agg: u64, cfg: &LatCfg) -> Obj {
     o.obj("slat_ns", lat_json(cfg.slat, &d.slat, &d.slat_hist, cfg));
     o.obj("clat_ns", lat_json(cfg.clat, &d.clat, &d.clat_hist, cfg));
     o.obj("lat_ns", lat_json(cfg.lat, &d.lat, &d.lat_hist, cfg));
+    if let Some(prios) = prios_json(d, cfg) {
+        o.arr("prios", prios);
+    }
 
     let (min, max, agg_p, mean, dev) = match calc_lat(&d.bw) {
         Some((min, max, mean, dev)) => (min, max, agg_percent(agg, mean), mean, dev),
@@ -257,6 +261,28 @@ fn dir_json(d: &DirStats, agg: u64, cfg: &LatCfg) -> Obj {
     o.float("iops_stddev", dev);
     o.uint("iops_samples", d.iops.n);
     o
+}
+
+/// The `prios` array of `add_ddir_status_json` (fio 3.33): each
+/// priority that completed IOs, with its latencies, when two or more did.
+fn prios_json(d: &DirStats, cfg: &LatCfg) -> Option<Vec<Value>> {
+    if prios_with_samples(&d.prios) < 2 {
+        return None;
+    }
+    let name = if cfg.lat { "lat_ns" } else { "clat_ns" };
+    let out = d
+        .prios
+        .iter()
+        .filter(|p| p.stat.n > 0)
+        .map(|p| {
+            let mut o = Obj::new();
+            o.uint("prioclass", u64::from(ioprio_class(p.ioprio)));
+            o.uint("prio", u64::from(ioprio_level(p.ioprio)));
+            o.obj(name, lat_json(cfg.clat || cfg.lat, &p.stat, &p.hist, cfg));
+            Value::Obj(o)
+        })
+        .collect();
+    Some(out)
 }
 
 /// `add_ddir_lat_json`.

@@ -144,6 +144,8 @@ pub fn sum_dir(dst: &mut DirStats, src: &DirStats) {
     dst.slat_hist.merge(&src.slat_hist);
     dst.clat_hist.merge(&src.clat_hist);
     dst.lat_hist.merge(&src.lat_hist);
+    // fio sum_clat_prio_stats: entries of the same priority pool
+    blkqos_workload::stats::merge_prios(&mut dst.prios, &src.prios);
 }
 
 /// `sum_thread_stats(dst, src)`; `mixed` = `dst->unified_rw_rep == UNIFIED_MIXED`.

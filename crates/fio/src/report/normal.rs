@@ -5,8 +5,9 @@
 //! N processes" and ETA lines fio prints before it are not part of this.
 
 use blkqos_core::hist::LatHist;
+use blkqos_workload::prio::{ioprio_class, ioprio_level};
 use blkqos_workload::spec::UnifiedRw;
-use blkqos_workload::stats::DirStats;
+use blkqos_workload::stats::{prios_with_samples, DirStats};
 
 use super::cfmt::{self, fixed_w};
 use super::merge::{
@@ -247,6 +248,17 @@ fn ddir_status(e: &Entry, rs: &GroupRun, v: &DirView, out: &mut String) {
         }
     }
     let l = e.last;
+    // fio 3.33: "clat" or, with lat_percentiles, "lat" for the priorities
+    let prio_kind = if l.lat_percentiles { "lat" } else { "clat" };
+    let by_prio = prios_with_samples(&d.prios) >= 2;
+    if by_prio {
+        for p in &d.prios {
+            if let Some((min, max, mean, dev)) = calc_lat(&p.stat) {
+                let name = format!("{prio_kind} {}", prio_name(p.ioprio));
+                display_lat(&name, min, max, mean, dev, out);
+            }
+        }
+    }
     for (on, name, s, h) in [
         (l.slat_percentiles, "slat", &d.slat, &d.slat_hist),
         (l.clat_percentiles, "clat", &d.clat, &d.clat_hist),
@@ -255,6 +267,9 @@ fn ddir_status(e: &Entry, rs: &GroupRun, v: &DirView, out: &mut String) {
         if on && s.n > 0 {
             clat_percentiles(e, h, name, out);
         }
+    }
+    if by_prio && (l.clat_percentiles || l.lat_percentiles) {
+        prio_percentiles(e, d, prio_kind, out);
     }
 
     if let Some((mut min, mut max, mut mean, mut dev)) = calc_lat(&d.bw) {
@@ -283,6 +298,26 @@ fn ddir_status(e: &Entry, rs: &GroupRun, v: &DirView, out: &mut String) {
             fixed_w(dev, 5, 2),
             d.iops.n
         ));
+    }
+}
+
+/// `prio C/L` as fio 3.33 names a priority.
+fn prio_name(ioprio: u16) -> String {
+    format!("prio {}/{}", ioprio_class(ioprio), ioprio_level(ioprio))
+}
+
+/// fio 3.33 `show_ddir_status`: each priority's percentiles, with its
+/// share of the direction's IOs (`{kind} prio C/L (P% of IOs)`).
+fn prio_percentiles(e: &Entry, d: &DirStats, kind: &str, out: &mut String) {
+    let total = if kind == "lat" { d.lat.n } else { d.clat.n };
+    for p in d.prios.iter().filter(|p| p.stat.n > 0) {
+        let share = 100.0 * p.stat.n as f64 / total.max(1) as f64;
+        let pre = format!(
+            "{kind} {} ({}% of IOs)",
+            prio_name(p.ioprio),
+            fixed_w(share, 0, 2)
+        );
+        clat_percentiles(e, &p.hist, &pre, out);
     }
 }
 

@@ -255,6 +255,7 @@ mod tests {
 
     fn io(len: u64) -> Io {
         Io {
+            ioprio: 0,
             id: IoId(0),
             submitter: blkqos_core::Submitter(0),
             group: GroupId::ROOT,

@@ -231,6 +231,7 @@ mod tests {
         let mut d = Ssd::new(1, 1000, 1000, 1 << 40, 1 << 40, 64, 1 << 30, 0, 7);
         d.tail_ns = [10_000, 0];
         let io = |k: u64| Io {
+            ioprio: 0,
             id: blkqos_core::IoId(k),
             submitter: blkqos_core::Submitter(0),
             group: blkqos_core::GroupId::ROOT,

@@ -315,6 +315,7 @@ mod tests {
 
     fn w(offset: u64, len: u64) -> Io {
         Io {
+            ioprio: 0,
             id: IoId(0),
             submitter: Submitter(0),
             group: GroupId::ROOT,

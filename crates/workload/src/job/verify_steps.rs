@@ -99,12 +99,17 @@ impl Job {
     /// Issue the read-back of `[offset, offset + len)`: no rate, no
     /// rwmix draw (fio takes the piece before `fill_io_u`).
     fn issue_verify(&mut self, offset: u64, len: u64, now: Instant) -> JobAction {
+        // the engine's prep gives a read-back a priority as any read
+        // (fio_ioring_prep / fio_libaio_prep: fio_cmdprio_set_ioprio)
+        let (ioprio, prio_index) = self.prio.pick(0, len);
         let io = JobIo {
             ddir: 0,
             offset,
             len,
             start_time: now,
             verify_list: true,
+            ioprio,
+            prio_index,
         };
         // fio td_io_queue: an IO of the verify list (IO_U_F_VER_LIST)
         // counts in neither io_issues nor io_issue_bytes, so read-backs
