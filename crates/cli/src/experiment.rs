@@ -401,6 +401,7 @@ impl Experiment {
             tree,
             setups,
             invocation_of,
+            extents: layout.files.iter().map(|&(_, s, l)| (s, l)).collect(),
         })
     }
 
@@ -594,6 +595,7 @@ impl Experiment {
             tree,
             setups,
             invocation_of,
+            ..
         } = self.plan(&self.device, None)?;
         let mut dev = self.device.clone();
         if !self.device_seed_explicit {
@@ -681,4 +683,7 @@ pub struct Plan {
     pub tree: CgroupTree,
     pub setups: Vec<JobSetup>,
     pub invocation_of: Vec<usize>,
+    /// Every file laid out on the device as (start, length): the
+    /// file-call engines map an IO's offset back to its file.
+    pub extents: Vec<(u64, u64)>,
 }

@@ -22,6 +22,7 @@ mod output;
 mod pagecache;
 mod progress;
 mod real;
+mod real_fileops;
 mod real_meta;
 mod real_report;
 mod report;

@@ -112,6 +112,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         tree,
         setups,
         invocation_of,
+        ..
     } = plan_on(exp, &backend, &path)?;
     let mut stack = blkqos_core::ControllerStack::from_writes(
         &exp.controllers,
@@ -460,6 +461,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         tree,
         setups,
         invocation_of,
+        ..
     } = exp.plan(&layout_dev, None)?;
     crate::real_meta::lay_out_all(&setups)?;
     let disk_jobs = crate::real_meta::watches_disk(&setups);

@@ -38,6 +38,7 @@
 pub mod buf;
 mod common;
 pub mod diskutil;
+pub mod fileops;
 pub mod meta;
 pub mod pattern;
 pub mod safety;

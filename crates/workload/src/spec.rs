@@ -127,6 +127,20 @@ pub enum IoEngine {
     Filestat,
     /// `filedelete`: each file unlinked (fio engines/filedelete.c).
     Filedelete,
+    /// `dircreate`: each file's name made a directory with `mkdir` (fio
+    /// 3.34 engines/fileoperations.c; fio 3.33 cannot load it).
+    Dircreate,
+    /// `dirstat`: each directory `stat`ed (fio 3.34).
+    Dirstat,
+    /// `dirdelete`: each directory removed with `rmdir` (fio 3.34).
+    Dirdelete,
+    /// `falloc`: every IO a `fallocate(2)` of its range (fio
+    /// engines/falloc.c): reads `KEEP_SIZE`, writes mode 0 (the file
+    /// grows), trims `PUNCH_HOLE | KEEP_SIZE`.
+    Falloc,
+    /// `ftruncate`: every write an `ftruncate(2)` to its offset (fio
+    /// engines/ftruncate.c); reads and trims fail with EINVAL.
+    Ftruncate,
 }
 
 impl IoEngine {
@@ -143,6 +157,11 @@ impl IoEngine {
                 | IoEngine::Filecreate
                 | IoEngine::Filestat
                 | IoEngine::Filedelete
+                | IoEngine::Dircreate
+                | IoEngine::Dirstat
+                | IoEngine::Dirdelete
+                | IoEngine::Falloc
+                | IoEngine::Ftruncate
         )
     }
     /// Engines whose operation is a file system call per file, timed as
@@ -150,8 +169,19 @@ impl IoEngine {
     pub fn is_file_metadata(self) -> bool {
         matches!(
             self,
-            IoEngine::Filecreate | IoEngine::Filestat | IoEngine::Filedelete
+            IoEngine::Filecreate
+                | IoEngine::Filestat
+                | IoEngine::Filedelete
+                | IoEngine::Dircreate
+                | IoEngine::Dirstat
+                | IoEngine::Dirdelete
         )
+    }
+    /// Engines whose every IO is a file system call on the job's file in
+    /// place of a read or write (`falloc`, `ftruncate`): the job's IO
+    /// pattern is fio's, the call is the engine's.
+    pub fn is_file_call(self) -> bool {
+        matches!(self, IoEngine::Falloc | IoEngine::Ftruncate)
     }
     /// Engines whose commands reach the device as passthrough requests
     /// (`blk_rq_is_passthrough`): no bio, so blk-throttle and rq-qos
@@ -179,6 +209,11 @@ impl IoEngine {
             IoEngine::Filecreate => "filecreate",
             IoEngine::Filestat => "filestat",
             IoEngine::Filedelete => "filedelete",
+            IoEngine::Dircreate => "dircreate",
+            IoEngine::Dirstat => "dirstat",
+            IoEngine::Dirdelete => "dirdelete",
+            IoEngine::Falloc => "falloc",
+            IoEngine::Ftruncate => "ftruncate",
         }
     }
 }

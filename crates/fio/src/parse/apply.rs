@@ -436,6 +436,11 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "filecreate" => Ok(IoEngine::Filecreate),
         "filestat" => Ok(IoEngine::Filestat),
         "filedelete" => Ok(IoEngine::Filedelete),
+        "dircreate" => Ok(IoEngine::Dircreate),
+        "dirstat" => Ok(IoEngine::Dirstat),
+        "dirdelete" => Ok(IoEngine::Dirdelete),
+        "falloc" => Ok(IoEngine::Falloc),
+        "ftruncate" => Ok(IoEngine::Ftruncate),
         _ => Err(super::engines::out_of_scope(v)),
     }
 }

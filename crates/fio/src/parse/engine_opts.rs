@@ -18,7 +18,7 @@ fn owners(name: &str) -> &'static [IoEngine] {
     match name {
         "cmd_type" => &[IoEngine::IoUringCmd],
         "sg_write_mode" => &[IoEngine::Sg],
-        "stat_type" => &[IoEngine::Filestat],
+        "stat_type" => &[IoEngine::Filestat, IoEngine::Dirstat],
         "hipri" => &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Sg],
         _ => &[IoEngine::IoUring, IoEngine::IoUringCmd],
     }
@@ -264,6 +264,9 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
     }
     if engine.is_file_metadata() {
         super::engine_meta::check(s, given)?;
+    }
+    if engine.is_file_call() {
+        super::engine_meta::file_call_refusal(s, given);
     }
     if engine.is_passthrough() {
         passthrough_checks(s, given)?;

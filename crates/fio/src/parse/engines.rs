@@ -15,16 +15,6 @@ fn category(name: &str) -> (&'static str, &'static str) {
             "blkqos runs block IO only (fio's cpuio and exec engines are not implemented on \
              either backend); leave such jobs out",
         ),
-        "dircreate" | "dirstat" | "dirdelete" => (
-            "not an engine of fio 3.33: it came with fio 3.34, and fio 3.33 stops with \
-             `engine ... not loadable`",
-            "blkqos follows fio 3.33; leave such jobs out",
-        ),
-        "ftruncate" | "falloc" => (
-            "file system metadata operations, not implemented yet",
-            "a simulated device has no file system; use rw= with ioengine=psync or libaio for \
-             IO on the files",
-        ),
         "e4defrag" => (
             "ext4 online defragmentation (EXT4_IOC_MOVE_EXT), not implemented yet",
             "a simulated device has no file system; use rw= with ioengine=psync or libaio for \
@@ -68,7 +58,8 @@ pub(crate) fn out_of_scope(name: &str) -> String {
     format!(
         "unsupported ioengine `{name}` ({what}): blkqos runs null, sync, psync, pvsync, pvsync2, \
          posixaio, libaio and io_uring, on the simulator io_uring_cmd and sg, on the real \
-         engine filecreate, filestat and filedelete; {instead}"
+         engine filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc and \
+         ftruncate; {instead}"
     )
 }
 
@@ -87,10 +78,8 @@ mod tests {
         assert!(m.contains("no block IO"), "{m}");
         let m = out_of_scope("cpp_null");
         assert!(m.contains("shared object"), "{m}");
-        let m = out_of_scope("falloc");
-        assert!(m.contains("metadata"), "{m}");
-        let m = out_of_scope("dirstat");
-        assert!(m.contains("fio 3.34"), "{m}");
+        let m = out_of_scope("e4defrag");
+        assert!(m.contains("EXT4_IOC_MOVE_EXT"), "{m}");
         let m = out_of_scope("mtd");
         assert!(
             m.contains("MTD") && m.contains("io_uring_cmd and sg"),

@@ -383,7 +383,10 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     if e.vectored {
         push("nonvectored", "0".into());
     }
-    if j.ioengine == blkqos_workload::IoEngine::Filestat {
+    if matches!(
+        j.ioengine,
+        blkqos_workload::IoEngine::Filestat | blkqos_workload::IoEngine::Dirstat
+    ) {
         push("stat_type", e.stat_type.fio_name().into());
     }
     if e.sg_write_mode != blkqos_workload::spec::SgWriteMode::Write {
