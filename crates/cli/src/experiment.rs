@@ -153,6 +153,10 @@ impl Layout {
     }
 
     fn region(&mut self, spec: &JobSpec, dev: &DeviceSpec) -> Result<(u64, u64)> {
+        if spec.ioengine.is_host_task() {
+            // cpuio and exec have no file (fio: FIO_NOIO | FIO_DISKLESSIO)
+            return Ok((0, 0));
+        }
         let cap = dev.capacity;
         let name = spec
             .filename

@@ -23,6 +23,7 @@ mod pagecache;
 mod progress;
 mod real;
 mod real_fileops;
+mod real_host;
 mod real_meta;
 mod real_report;
 mod report;

@@ -470,14 +470,11 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         .and_then(|s| s.spec.files.directory.first().cloned())
         .map_or_else(|| PathBuf::from("."), PathBuf::from);
     let stop = signals.flag();
-    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
     let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
     let t0 = std::time::Instant::now();
-    let mut jobs = crate::real_meta::run_clones(setups, &stop);
+    // each clone's thread charges itself its CPU use
+    let jobs = crate::real_meta::run_clones(setups, &stop);
     let ended_at = blkqos_core::Instant(t0.elapsed().as_nanos() as u64);
-    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut jobs, &b.since(&a));
-    }
     let kernel_disks = if disk_jobs {
         crate::real_report::kernel_disk_util(&disks.finish())
     } else {

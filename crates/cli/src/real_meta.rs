@@ -54,7 +54,7 @@ pub enum RealRunner {
 pub fn runner(jobs: &[&JobSpec]) -> Result<RealRunner> {
     let meta = jobs
         .iter()
-        .filter(|j| j.ioengine.is_file_metadata())
+        .filter(|j| j.ioengine.is_file_metadata() || j.ioengine.is_host_task())
         .count();
     let calls = jobs.iter().filter(|j| j.ioengine.is_file_call()).count();
     match (meta, calls) {
@@ -63,8 +63,8 @@ pub fn runner(jobs: &[&JobSpec]) -> Result<RealRunner> {
         (0, n) if n == jobs.len() => Ok(RealRunner::FileCalls),
         (_, 0) => bail!(
             "--backend=real runs jobs of ioengine=filecreate, filestat, filedelete, dircreate, \
-             dirstat or dirdelete on their own: the other jobs of the file need the one target \
-             the real engine drives; put them in a job file of their own"
+             dirstat, dirdelete, cpuio or exec on their own: the other jobs of the file need \
+             the one target the real engine drives; put them in a job file of their own"
         ),
         _ => bail!(
             "--backend=real runs jobs of ioengine=falloc or ftruncate on their own (their \
@@ -152,13 +152,34 @@ fn call(engine: IoEngine, stat: StatType, path: &Path) -> std::io::Result<()> {
 }
 
 /// What one clone did.
-struct CloneRun {
-    stats: JobStats,
-    error: i32,
+pub(crate) struct CloneRun {
+    pub stats: JobStats,
+    pub error: i32,
 }
 
-/// One clone: one timed call per file, until its files or its runtime end.
+/// One clone, its thread's CPU use charged to it (fio
+/// `update_rusage_stat`: `getrusage(RUSAGE_THREAD)` of a job's thread).
 fn run_clone(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneRun {
+    use blkqos_engine::usage::ProcessUsage;
+    let before = ProcessUsage::thread_now();
+    let mut run = crate::real_host::run_clone(setup, run_t0, stop)
+        .unwrap_or_else(|| run_calls(setup, run_t0, stop));
+    if let (Some(a), Some(b)) = (before, ProcessUsage::thread_now()) {
+        let u = b.since(&a);
+        run.stats.cpu = blkqos_workload::stats::CpuUsage {
+            usr_ms: u.user_us / 1000,
+            sys_ms: u.sys_us / 1000,
+            ctx: u.ctx,
+            majf: u.majflt,
+            minf: u.minflt,
+        };
+    }
+    run
+}
+
+/// A metadata clone: one timed call per file, until its files or its
+/// runtime end.
+fn run_calls(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneRun {
     let s = &setup.spec;
     // fio: stat_ddir is READ when the job reads, else WRITE
     let ddir = if s.rw.has_read() || !s.rw.has_write() {
@@ -240,9 +261,13 @@ pub fn lay_out_all(setups: &[JobSetup]) -> Result<()> {
     Ok(())
 }
 
-/// filecreate and dircreate make their files: nothing is laid out.
+/// filecreate and dircreate make their files, cpuio and exec have none:
+/// nothing is laid out (and no disk watched: FIO_DISKLESSIO).
 fn creates(engine: IoEngine) -> bool {
-    matches!(engine, IoEngine::Filecreate | IoEngine::Dircreate)
+    matches!(
+        engine,
+        IoEngine::Filecreate | IoEngine::Dircreate | IoEngine::Cpuio | IoEngine::Exec
+    )
 }
 
 /// Whether fio would watch a disk: filecreate and dircreate are

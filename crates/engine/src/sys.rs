@@ -130,9 +130,18 @@ pub fn split_dev(dev: u64) -> (u32, u32) {
 /// `getrusage(RUSAGE_SELF)`: the whole process, every thread (finished
 /// threads included).
 pub fn rusage_self() -> io::Result<libc::rusage> {
+    rusage(libc::RUSAGE_SELF)
+}
+
+/// `getrusage(RUSAGE_THREAD)`: the calling thread's usage.
+pub fn rusage_thread() -> io::Result<libc::rusage> {
+    rusage(libc::RUSAGE_THREAD)
+}
+
+fn rusage(who: libc::c_int) -> io::Result<libc::rusage> {
     // SAFETY: `rusage` is plain old data; all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes one `struct rusage` through a valid pointer.
-    cvt(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) })?;
+    cvt(unsafe { libc::getrusage(who, &mut ru) })?;
     Ok(ru)
 }

@@ -3,7 +3,7 @@
 
 use blkqos_core::Duration;
 
-pub use crate::spec_engine::{EngineSpec, SgWriteMode, StatType};
+pub use crate::spec_engine::{CpuMode, CpuSpec, EngineSpec, ExecSpec, SgWriteMode, StatType};
 pub use crate::spec_ext::{
     BsSplit, Fallocate, FileService, FilesSpec, FlowSpec, RandomDist, RwSeq, Zone, ZoneSize,
 };
@@ -141,6 +141,12 @@ pub enum IoEngine {
     /// `ftruncate`: every write an `ftruncate(2)` to its offset (fio
     /// engines/ftruncate.c); reads and trims fail with EINVAL.
     Ftruncate,
+    /// `cpuio`: burns `cpuload` percent of a CPU in `cpuchunks` cycles
+    /// (fio engines/cpu.c); no IO.
+    Cpuio,
+    /// `exec`: runs `program` for the job's runtime (fio engines/exec.c);
+    /// no IO.
+    Exec,
 }
 
 impl IoEngine {
@@ -162,6 +168,8 @@ impl IoEngine {
                 | IoEngine::Dirdelete
                 | IoEngine::Falloc
                 | IoEngine::Ftruncate
+                | IoEngine::Cpuio
+                | IoEngine::Exec
         )
     }
     /// Engines whose operation is a file system call per file, timed as
@@ -182,6 +190,11 @@ impl IoEngine {
     /// pattern is fio's, the call is the engine's.
     pub fn is_file_call(self) -> bool {
         matches!(self, IoEngine::Falloc | IoEngine::Ftruncate)
+    }
+    /// Engines that do no IO but work the host (`FIO_NOIO`): `cpuio`
+    /// burns CPU, `exec` runs a program.
+    pub fn is_host_task(self) -> bool {
+        matches!(self, IoEngine::Cpuio | IoEngine::Exec)
     }
     /// Engines whose commands reach the device as passthrough requests
     /// (`blk_rq_is_passthrough`): no bio, so blk-throttle and rq-qos
@@ -214,6 +227,8 @@ impl IoEngine {
             IoEngine::Dirdelete => "dirdelete",
             IoEngine::Falloc => "falloc",
             IoEngine::Ftruncate => "ftruncate",
+            IoEngine::Cpuio => "cpuio",
+            IoEngine::Exec => "exec",
         }
     }
 }

@@ -441,6 +441,8 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "dirdelete" => Ok(IoEngine::Dirdelete),
         "falloc" => Ok(IoEngine::Falloc),
         "ftruncate" => Ok(IoEngine::Ftruncate),
+        "cpuio" => Ok(IoEngine::Cpuio),
+        "exec" => Ok(IoEngine::Exec),
         _ => Err(super::engines::out_of_scope(v)),
     }
 }

@@ -19,6 +19,8 @@ fn owners(name: &str) -> &'static [IoEngine] {
         "cmd_type" => &[IoEngine::IoUringCmd],
         "sg_write_mode" => &[IoEngine::Sg],
         "stat_type" => &[IoEngine::Filestat, IoEngine::Dirstat],
+        "cpuload" | "cpuchunks" | "cpumode" | "exit_on_io_done" => &[IoEngine::Cpuio],
+        "program" | "arguments" | "grace_time" | "std_redirect" => &[IoEngine::Exec],
         "hipri" => &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Sg],
         _ => &[IoEngine::IoUring, IoEngine::IoUringCmd],
     }
@@ -93,6 +95,14 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
                 }
             };
             // every backend that runs filestat does what it says
+            false
+        }
+        "cpuload" | "cpuchunks" | "cpumode" | "exit_on_io_done" => {
+            super::engine_host::apply_cpu(&mut e.cpu, name, value)?
+            // (true: exit_on_io_done=1, which the real engine refuses)
+        }
+        "program" | "arguments" | "grace_time" | "std_redirect" => {
+            super::engine_host::apply_exec(&mut e.exec, name, value)?;
             false
         }
         _ => return Err(format!("`{name}` is not an engine option blkqos knows")),
@@ -181,6 +191,11 @@ fn refused_on_real(name: &str) -> &'static str {
              out or run it on the simulator"
         }
         "sg_write_mode" => "the sg engine does not run on the real engine",
+        "exit_on_io_done" => {
+            "exit_on_io_done=1 ends a cpuio job when fio's IO jobs are done; the real engine \
+             runs cpuio jobs only beside other jobs that do no block IO, so there are none to \
+             wait for: give the job a runtime instead"
+        }
         _ => "the real engine does not implement it; run it on the simulator",
     }
 }
@@ -267,6 +282,9 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
     }
     if engine.is_file_call() {
         super::engine_meta::file_call_refusal(s, given);
+    }
+    if engine.is_host_task() {
+        super::engine_host::check(s, given)?;
     }
     if engine.is_passthrough() {
         passthrough_checks(s, given)?;
