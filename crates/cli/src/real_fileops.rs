@@ -8,20 +8,18 @@
 //! The plan lays the jobs' files out on a ledger device, one region per
 //! file; each file is opened (created and laid out, under the real
 //! engine's safety rules) in the job's directory, and a file a job names
-//! twice is the same file, as in fio.
+//! twice is the same file, as in fio. The run itself is
+//! [`crate::real::run_file_calls`].
 
-use crate::experiment::{Experiment, Plan, Ran};
 use anyhow::{bail, Result};
 use blkqos_driver::run::JobSetup;
 use blkqos_engine::fileops::{open_call_file, CallFile, FileCall, FileCallBackend, NewFile};
-use blkqos_engine::StopOnSignal;
-use blkqos_sim::DeviceSpec;
 use blkqos_workload::spec::Fallocate;
 use blkqos_workload::IoEngine;
 use std::path::{Path, PathBuf};
 
 /// The ledger device the files are laid out on (no IO reaches it).
-const LEDGER_SIZE: &str = "1048576t";
+pub const LEDGER_SIZE: &str = "1048576t";
 
 fn call_of(engine: IoEngine) -> FileCall {
     if engine == IoEngine::Ftruncate {
@@ -101,67 +99,19 @@ fn open_files(
     Ok(out)
 }
 
-/// Run `exp`, whose jobs all use ioengine=falloc or ftruncate.
-pub fn run_file_calls(
-    exp: &Experiment,
-    ro: &crate::real::RealOptions,
-    signals: &StopOnSignal,
-) -> Result<Ran> {
-    if !exp.writes.is_empty() {
-        bail!(
-            "io.max/io.weight/io.cost lines act on the block IO blkqos issues, and jobs of \
-             ioengine=falloc or ftruncate issue none (their fallocate and ftruncate calls' own \
-             IO is the file system's): leave the controller options out"
-        );
-    }
-    let layout_dev = DeviceSpec::new("null", [("size", LEDGER_SIZE), ("name", "fs")])
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let Plan {
-        tree,
-        setups,
-        invocation_of,
-        extents,
-    } = exp.plan(&layout_dev, None)?;
-    let files = open_files(&setups, &extents, ro.overwrite)?;
+/// The backend for the planned clones `setups` (`extents`: the plan's
+/// files), and the directory of the first file (whose disk fio watches).
+pub fn backend(
+    setups: &[JobSetup],
+    extents: &[(u64, u64)],
+    overwrite: bool,
+) -> Result<(FileCallBackend, PathBuf)> {
+    let files = open_files(setups, extents, overwrite)?;
     let dir = files
         .first()
         .and_then(|f| f.path.parent().map(Path::to_path_buf))
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or_else(|| PathBuf::from("."));
     let calls = setups.iter().map(|s| call_of(s.spec.ioengine)).collect();
-    let mut backend = FileCallBackend::new(files, calls);
-    let (devid, dev_name) = crate::real::target_identity(&dir);
-    let mut stack = blkqos_core::ControllerStack::from_writes(
-        &exp.controllers,
-        &tree,
-        blkqos_core::cgroupfs::DeviceInfo {
-            dev: devid,
-            rotational: false,
-            nr_requests: blkqos_driver::Backend::nr_requests(&backend),
-        },
-        &exp.writes,
-    )?;
-    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
-    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
-    let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
-    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    let mut result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
-    let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
-    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
-    }
-    crate::outcome::say_interrupted(signals, &result, false);
-    Ok(Ran {
-        result,
-        invocation_of,
-        iostat: tree.ids().map(|_| Default::default()).collect(),
-        iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
-        tree,
-        trace: String::new(),
-        target: dir.display().to_string(),
-        lost_pages: 0,
-        dev_name,
-        devid,
-        kernel_disks: Some(kernel_disks),
-    })
+    Ok((FileCallBackend::new(files, calls), dir))
 }

@@ -21,13 +21,18 @@
 //! usr/sys CPU is its thread's (`getrusage(RUSAGE_THREAD)`, as fio's
 //! `update_rusage_stat` for a job that is a thread).
 
-use crate::real_meta::CloneRun;
 use blkqos_driver::run::JobSetup;
 use blkqos_workload::spec::CpuMode;
 use blkqos_workload::stats::JobStats;
 use blkqos_workload::IoEngine;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant as WallInstant};
+
+/// What one clone of a metadata or host engine did.
+pub(crate) struct CloneRun {
+    pub stats: JobStats,
+    pub error: i32,
+}
 
 /// exec's pause per IO and think time (`o->thinktime = 50000`).
 const EXEC_PAUSE: Duration = Duration::from_millis(50);

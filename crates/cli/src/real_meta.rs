@@ -26,6 +26,7 @@
 //! Clones of the jobs between stonewalls run at the same time, one thread
 //! each, as fio's job processes; a job stops at its `runtime`.
 
+use crate::real_host::CloneRun;
 use anyhow::{bail, Result};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::JobResult;
@@ -149,12 +150,6 @@ fn call(engine: IoEngine, stat: StatType, path: &Path) -> std::io::Result<()> {
         IoEngine::Dirdelete => std::fs::remove_dir(path),
         _ => std::fs::remove_file(path),
     }
-}
-
-/// What one clone did.
-pub(crate) struct CloneRun {
-    pub stats: JobStats,
-    pub error: i32,
 }
 
 /// One clone, its thread's CPU use charged to it (fio

@@ -392,4 +392,22 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     if e.sg_write_mode != blkqos_workload::spec::SgWriteMode::Write {
         push("sg_write_mode", e.sg_write_mode.fio_name().into());
     }
+    match j.ioengine {
+        blkqos_workload::IoEngine::Cpuio => {
+            push("cpuload", e.cpu.load_pct.to_string());
+            push("cpuchunks", e.cpu.chunk_us.to_string());
+            push("cpumode", e.cpu.mode.fio_name().into());
+        }
+        blkqos_workload::IoEngine::Exec => {
+            if let Some(p) = &e.exec.program {
+                push("program", p.clone());
+            }
+            if let Some(a) = &e.exec.arguments {
+                push("arguments", a.clone());
+            }
+            push("grace_time", e.exec.grace_time_s.to_string());
+            push("std_redirect", u8::from(e.exec.std_redirect).to_string());
+        }
+        _ => {}
+    }
 }
