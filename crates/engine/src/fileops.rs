@@ -29,6 +29,74 @@ pub enum FileCall {
     Falloc,
     /// `ftruncate(2)` to the IO's offset (fio `ftruncate`).
     Ftruncate,
+    /// `EXT4_IOC_MOVE_EXT` with the donor file `donor` of the backend
+    /// (fio `e4defrag`); `inplace`: the donor's range is allocated before
+    /// and the donor truncated after each move.
+    E4defrag {
+        /// Index of the donor file.
+        donor: u32,
+        /// fio `inplace=1`.
+        inplace: bool,
+    },
+}
+
+/// A donor file of e4defrag (fio `fio_e4defrag_init`): open write-only,
+/// and its block size (`st_blksize`), the unit of the moves.
+#[derive(Debug)]
+pub struct Donor {
+    /// The donor, `O_CREAT | O_WRONLY`.
+    pub file: File,
+    /// Its `st_blksize`.
+    pub block_bytes: u64,
+}
+
+impl Donor {
+    /// Open `path` as fio does, and, unless `inplace`, allocate it over
+    /// `[start, end)` (fio: the job's start offset to the largest file
+    /// size).
+    pub fn open(
+        path: &std::path::Path,
+        inplace: bool,
+        start: u64,
+        end: u64,
+    ) -> std::io::Result<Donor> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .open(path)?;
+        if !inplace && end > start {
+            sys::fallocate(file.as_fd(), 0, start, end - start)?;
+        }
+        let block_bytes = file.metadata()?.blksize().max(1);
+        Ok(Donor { file, block_bytes })
+    }
+}
+
+/// One e4defrag IO (fio `fio_e4defrag_queue`): writes only (EINVAL
+/// otherwise); the blocks covering `[offset, offset + len)` moved to the
+/// donor's; bytes done is what moved (a short IO), EINVAL if nothing did.
+fn defrag(file: &File, donor: &Donor, inplace: bool, offset: u64, len: u64) -> Result<u64, i32> {
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    if inplace {
+        sys::fallocate(donor.file.as_fd(), 0, offset, len).map_err(errno)?;
+    }
+    let bsz = donor.block_bytes;
+    let start = offset / bsz;
+    let blocks = (offset + len).div_ceil(bsz) - start;
+    let (err, moved_blocks) = sys::ext4_move_ext(file.as_fd(), donor.file.as_fd(), start, blocks);
+    let moved = (moved_blocks * bsz).min(len);
+    if inplace {
+        donor.file.set_len(0).map_err(errno)?;
+    }
+    match err {
+        Some(e) => Err(errno(e)),
+        // access beyond i_size
+        None if moved == 0 => Err(libc::EINVAL),
+        None => Ok(moved),
+    }
 }
 
 /// `fallocate` modes (linux/falloc.h).
@@ -51,10 +119,21 @@ pub struct CallFile {
 }
 
 /// The call `call` makes for an IO of `op` at `offset`, `len` bytes, on
-/// `file`: Ok(bytes done) or the errno.
-pub fn serve(call: FileCall, op: IoOp, file: &File, offset: u64, len: u64) -> Result<u64, i32> {
+/// `file` (`donors`: e4defrag's): Ok(bytes done) or the errno.
+pub fn serve(
+    call: FileCall,
+    donors: &[Donor],
+    op: IoOp,
+    file: &File,
+    offset: u64,
+    len: u64,
+) -> Result<u64, i32> {
     let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
     match call {
+        FileCall::E4defrag { donor, inplace } => match (op, donors.get(donor as usize)) {
+            (IoOp::Write, Some(d)) => defrag(file, d, inplace, offset, len),
+            _ => Err(libc::EINVAL),
+        },
         FileCall::Falloc => {
             let mode = match op {
                 IoOp::Read => KEEP_SIZE,
@@ -83,14 +162,15 @@ pub struct FileCallBackend {
     files: Vec<CallFile>,
     /// The call each job clone makes, by its index (`Io::submitter`).
     calls: Vec<FileCall>,
+    donors: Vec<Donor>,
     done: Vec<Completion>,
     capacity: u64,
 }
 
 impl FileCallBackend {
     /// A backend over `files` (their regions must not overlap), job clone
-    /// `i` making `calls[i]`.
-    pub fn new(files: Vec<CallFile>, calls: Vec<FileCall>) -> Self {
+    /// `i` making `calls[i]` (e4defrag's with `donors`).
+    pub fn new(files: Vec<CallFile>, calls: Vec<FileCall>, donors: Vec<Donor>) -> Self {
         let capacity = files
             .iter()
             .map(|f| f.region_start + f.region_len)
@@ -100,6 +180,7 @@ impl FileCallBackend {
             epoch: std::time::Instant::now(),
             files,
             calls,
+            donors,
             done: Vec::new(),
             capacity,
         }
@@ -136,7 +217,14 @@ impl Backend for FileCallBackend {
             .copied()
             .unwrap_or(FileCall::Falloc);
         let res = match self.file_at(io.offset) {
-            Some(f) => serve(call, io.op, &f.file, io.offset - f.region_start, io.len),
+            Some(f) => serve(
+                call,
+                &self.donors,
+                io.op,
+                &f.file,
+                io.offset - f.region_start,
+                io.len,
+            ),
             None => Err(libc::EINVAL),
         };
         let at = self.now();
@@ -240,6 +328,49 @@ pub fn allocated_bytes(file: &File) -> std::io::Result<u64> {
 mod tests {
     use super::*;
 
+    fn serve_plain(call: FileCall, op: IoOp, f: &File, off: u64, len: u64) -> Result<u64, i32> {
+        serve(call, &[], op, f, off, len)
+    }
+
+    #[test]
+    fn e4defrag_moves_blocks_to_the_donor() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file(dir.path());
+        std::os::unix::fs::FileExt::write_all_at(&f, &vec![7u8; 256 << 10], 0).unwrap();
+        // ext4 refuses to move blocks the journal still holds (EBUSY, for
+        // fio too): sync(2) commits and checkpoints them
+        drop(f);
+        // SAFETY: sync takes no arguments.
+        unsafe { libc::sync() };
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.path().join("f"))
+            .unwrap();
+        let donor = Donor::open(&dir.path().join("d"), true, 0, 256 << 10).unwrap();
+        let call = FileCall::E4defrag {
+            donor: 0,
+            inplace: true,
+        };
+        let donors = [donor];
+        match serve(call, &donors, IoOp::Write, &f, 64 << 10, 64 << 10) {
+            // ext4 (where the tests run here): the blocks move, data stays
+            Ok(n) => {
+                assert_eq!(n, 64 << 10);
+                let mut back = vec![0u8; 64 << 10];
+                std::os::unix::fs::FileExt::read_exact_at(&f, &mut back, 64 << 10).unwrap();
+                assert!(back.iter().all(|&b| b == 7));
+            }
+            // another file system refuses the ioctl, as fio reports it
+            Err(e) => assert!(
+                [libc::ENOTTY, libc::EOPNOTSUPP, libc::EINVAL].contains(&e),
+                "{e}"
+            ),
+        }
+        let e = serve(call, &donors, IoOp::Read, &f, 0, 4096).unwrap_err();
+        assert_eq!(e, libc::EINVAL);
+    }
+
     fn file(dir: &std::path::Path) -> File {
         std::fs::OpenOptions::new()
             .read(true)
@@ -255,16 +386,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = file(dir.path());
         // a write allocates and grows the file
-        serve(FileCall::Falloc, IoOp::Write, &f, 1 << 20, 64 << 10).unwrap();
+        serve_plain(FileCall::Falloc, IoOp::Write, &f, 1 << 20, 64 << 10).unwrap();
         assert_eq!(f.metadata().unwrap().len(), (1 << 20) + (64 << 10));
         let after_write = allocated_bytes(&f).unwrap();
         assert!(after_write >= 64 << 10, "{after_write}");
         // a read allocates without growing
-        serve(FileCall::Falloc, IoOp::Read, &f, 4 << 20, 64 << 10).unwrap();
+        serve_plain(FileCall::Falloc, IoOp::Read, &f, 4 << 20, 64 << 10).unwrap();
         assert_eq!(f.metadata().unwrap().len(), (1 << 20) + (64 << 10));
         assert!(allocated_bytes(&f).unwrap() >= after_write + (64 << 10));
         // a trim punches the written range out
-        serve(FileCall::Falloc, IoOp::Discard, &f, 1 << 20, 64 << 10).unwrap();
+        serve_plain(FileCall::Falloc, IoOp::Discard, &f, 1 << 20, 64 << 10).unwrap();
         assert_eq!(f.metadata().unwrap().len(), (1 << 20) + (64 << 10));
         assert!(allocated_bytes(&f).unwrap() < after_write + (64 << 10));
     }
@@ -273,11 +404,11 @@ mod tests {
     fn ftruncate_sets_the_size_and_refuses_reads() {
         let dir = tempfile::tempdir().unwrap();
         let f = file(dir.path());
-        serve(FileCall::Ftruncate, IoOp::Write, &f, 12288, 4096).unwrap();
+        serve_plain(FileCall::Ftruncate, IoOp::Write, &f, 12288, 4096).unwrap();
         assert_eq!(f.metadata().unwrap().len(), 12288);
-        serve(FileCall::Ftruncate, IoOp::Write, &f, 4096, 4096).unwrap();
+        serve_plain(FileCall::Ftruncate, IoOp::Write, &f, 4096, 4096).unwrap();
         assert_eq!(f.metadata().unwrap().len(), 4096);
-        let e = serve(FileCall::Ftruncate, IoOp::Read, &f, 0, 4096).unwrap_err();
+        let e = serve_plain(FileCall::Ftruncate, IoOp::Read, &f, 0, 4096).unwrap_err();
         assert_eq!(e, libc::EINVAL);
     }
 }
