@@ -1,6 +1,7 @@
 //! The file-call engines on the real engine: `falloc` (`fallocate(2)`
-//! per IO) and `ftruncate` (`ftruncate(2)` per write), fio 3.33
-//! engines/falloc.c and engines/ftruncate.c. The driver runs the jobs as
+//! per IO), `ftruncate` (`ftruncate(2)` per write) and `e4defrag`
+//! (`EXT4_IOC_MOVE_EXT` per write), fio 3.33 engines/falloc.c,
+//! ftruncate.c and e4defrag.c. The driver runs the jobs as
 //! for any engine (their offsets, sizes, directions, `time_based`,
 //! latencies, the report); [`blkqos_engine::fileops::FileCallBackend`]
 //! makes each IO the engine's call on the job's file.
@@ -13,7 +14,7 @@
 
 use anyhow::{bail, Result};
 use blkqos_driver::run::JobSetup;
-use blkqos_engine::fileops::{open_call_file, CallFile, FileCall, FileCallBackend, NewFile};
+use blkqos_engine::fileops::{open_call_file, CallFile, Donor, FileCall, FileCallBackend, NewFile};
 use blkqos_workload::spec::Fallocate;
 use blkqos_workload::IoEngine;
 use std::path::{Path, PathBuf};
@@ -21,12 +22,35 @@ use std::path::{Path, PathBuf};
 /// The ledger device the files are laid out on (no IO reaches it).
 pub const LEDGER_SIZE: &str = "1048576t";
 
-fn call_of(engine: IoEngine) -> FileCall {
-    if engine == IoEngine::Ftruncate {
-        FileCall::Ftruncate
-    } else {
-        FileCall::Falloc
-    }
+/// The call of clone `st`; e4defrag's donor opened into `donors` (fio
+/// `fio_e4defrag_init`: `DIRECTORY/donorname`, allocated from the job's
+/// offset to its largest file size unless `inplace`).
+fn call_of(st: &JobSetup, donors: &mut Vec<Donor>) -> Result<FileCall> {
+    let s = &st.spec;
+    Ok(match s.ioengine {
+        IoEngine::Ftruncate => FileCall::Ftruncate,
+        IoEngine::E4defrag => {
+            let name = s.engine.donor_name.as_deref().unwrap_or("");
+            let path = match s.files.directory.first() {
+                Some(d) => Path::new(d).join(name),
+                None => PathBuf::from(name),
+            };
+            let start = match s.offset {
+                blkqos_workload::SizeSpec::Bytes(b) => b,
+                blkqos_workload::SizeSpec::Percent(_) => 0,
+            };
+            let end = s.files.filesize.map_or(0, |(_, hi)| hi);
+            let donor = Donor::open(&path, s.engine.inplace, start, end).map_err(|e| {
+                anyhow::anyhow!("job `{}`: donor file {}: {e}", s.name, path.display())
+            })?;
+            donors.push(donor);
+            FileCall::E4defrag {
+                donor: u32::try_from(donors.len() - 1)?,
+                inplace: s.engine.inplace,
+            }
+        }
+        _ => FileCall::Falloc,
+    })
 }
 
 /// fio's layout of a new file with `fallocate=` (filesetup.c
@@ -112,6 +136,10 @@ pub fn backend(
         .and_then(|f| f.path.parent().map(Path::to_path_buf))
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or_else(|| PathBuf::from("."));
-    let calls = setups.iter().map(|s| call_of(s.spec.ioengine)).collect();
-    Ok((FileCallBackend::new(files, calls), dir))
+    let mut donors = Vec::new();
+    let calls = setups
+        .iter()
+        .map(|s| call_of(s, &mut donors))
+        .collect::<Result<_>>()?;
+    Ok((FileCallBackend::new(files, calls, donors), dir))
 }

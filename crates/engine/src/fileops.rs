@@ -298,6 +298,10 @@ pub fn open_call_file(
             what: "not a regular file (fio's falloc and ftruncate work on files only)".into(),
         });
     }
+    // fio's invalidate=1 (its default): the file's cached pages go before
+    // the job (`file_invalidate_cache`); ext4 cannot move blocks whose
+    // pages still hold buffers (EXT4_IOC_MOVE_EXT: EBUSY)
+    let _ = sys::drop_cache(t.file.as_fd());
     if t.info.created && !reads {
         let err = |op: &'static str| {
             move |e: std::io::Error| crate::EngineError::Io {
@@ -337,16 +341,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = file(dir.path());
         std::os::unix::fs::FileExt::write_all_at(&f, &vec![7u8; 256 << 10], 0).unwrap();
-        // ext4 refuses to move blocks the journal still holds (EBUSY, for
-        // fio too): sync(2) commits and checkpoints them
-        drop(f);
-        // SAFETY: sync takes no arguments.
-        unsafe { libc::sync() };
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(dir.path().join("f"))
-            .unwrap();
+        f.sync_all().unwrap();
+        // as fio's invalidate=1 before the job (see open_call_file)
+        sys::drop_cache(f.as_fd()).unwrap();
         let donor = Donor::open(&dir.path().join("d"), true, 0, 256 << 10).unwrap();
         let call = FileCall::E4defrag {
             donor: 0,

@@ -85,6 +85,17 @@ pub fn fallocate(fd: BorrowedFd<'_>, mode: libc::c_int, offset: u64, len: u64) -
     Ok(())
 }
 
+/// `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)`: drop the file's clean
+/// cached pages (fio's `invalidate=1`, `file_invalidate_cache`).
+pub fn drop_cache(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: valid fd; plain integer arguments.
+    let r = unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
 /// `struct move_extent` of `EXT4_IOC_MOVE_EXT` (linux fs/ext4/ext4.h).
 #[repr(C)]
 struct MoveExtent {

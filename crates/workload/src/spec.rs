@@ -141,6 +141,10 @@ pub enum IoEngine {
     /// `ftruncate`: every write an `ftruncate(2)` to its offset (fio
     /// engines/ftruncate.c); reads and trims fail with EINVAL.
     Ftruncate,
+    /// `e4defrag`: every write an `EXT4_IOC_MOVE_EXT` of its blocks to a
+    /// donor file (fio engines/e4defrag.c); reads and trims fail with
+    /// EINVAL.
+    E4defrag,
     /// `cpuio`: burns `cpuload` percent of a CPU in `cpuchunks` cycles
     /// (fio engines/cpu.c); no IO.
     Cpuio,
@@ -168,6 +172,7 @@ impl IoEngine {
                 | IoEngine::Dirdelete
                 | IoEngine::Falloc
                 | IoEngine::Ftruncate
+                | IoEngine::E4defrag
                 | IoEngine::Cpuio
                 | IoEngine::Exec
         )
@@ -189,7 +194,10 @@ impl IoEngine {
     /// place of a read or write (`falloc`, `ftruncate`): the job's IO
     /// pattern is fio's, the call is the engine's.
     pub fn is_file_call(self) -> bool {
-        matches!(self, IoEngine::Falloc | IoEngine::Ftruncate)
+        matches!(
+            self,
+            IoEngine::Falloc | IoEngine::Ftruncate | IoEngine::E4defrag
+        )
     }
     /// Engines that do no IO but work the host (`FIO_NOIO`): `cpuio`
     /// burns CPU, `exec` runs a program.
@@ -227,6 +235,7 @@ impl IoEngine {
             IoEngine::Dirdelete => "dirdelete",
             IoEngine::Falloc => "falloc",
             IoEngine::Ftruncate => "ftruncate",
+            IoEngine::E4defrag => "e4defrag",
             IoEngine::Cpuio => "cpuio",
             IoEngine::Exec => "exec",
         }

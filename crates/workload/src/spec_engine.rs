@@ -167,6 +167,10 @@ pub struct EngineSpec {
     pub cpu: CpuSpec,
     /// exec's options.
     pub exec: ExecSpec,
+    /// e4defrag's `donorname=` (None: not given, an error).
+    pub donor_name: Option<String>,
+    /// e4defrag's `inplace=`.
+    pub inplace: bool,
     /// Where `ioengine=` named a file system metadata engine: the
     /// simulator's refusal (it has no file system).
     pub sim_refusal: Option<String>,

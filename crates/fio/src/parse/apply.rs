@@ -441,6 +441,7 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "dirdelete" => Ok(IoEngine::Dirdelete),
         "falloc" => Ok(IoEngine::Falloc),
         "ftruncate" => Ok(IoEngine::Ftruncate),
+        "e4defrag" => Ok(IoEngine::E4defrag),
         "cpuio" => Ok(IoEngine::Cpuio),
         "exec" => Ok(IoEngine::Exec),
         _ => Err(super::engines::out_of_scope(v)),

@@ -127,9 +127,21 @@ fn unhonoured(s: &JobSpec) -> Option<&'static str> {
 /// Records the simulator's refusal of a file-call engine's job (`falloc`:
 /// `fallocate(2)` per IO, `ftruncate`: `ftruncate(2)` per write; fio 3.33
 /// engines/falloc.c, ftruncate.c): the real engine runs them on the file.
-pub(crate) fn file_call_refusal(s: &mut JobSpec, given: &[Given]) {
+pub(crate) fn file_call_refusal(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> {
+    if s.ioengine == blkqos_workload::IoEngine::E4defrag
+        && s.engine.donor_name.as_deref().is_none_or(str::is_empty)
+    {
+        // fio_e4defrag_init
+        if let Some(g) = given.iter().find(|g| g.name == "ioengine") {
+            let msg = format!("job `{}`: 'donorname' options required", s.name);
+            return Err(g.loc.option_error(&g.written, g.value.as_deref(), msg));
+        }
+    }
     let what = match s.ioengine {
         blkqos_workload::IoEngine::Ftruncate => "truncates the file to each write's offset",
+        blkqos_workload::IoEngine::E4defrag => {
+            "moves each write's blocks to a donor file (EXT4_IOC_MOVE_EXT)"
+        }
         _ => "calls fallocate(2) on each IO's range (allocate, keep-size, punch a hole)",
     };
     let msg = format!(
@@ -146,4 +158,5 @@ pub(crate) fn file_call_refusal(s: &mut JobSpec, given: &[Given]) {
             .to_string(),
         None => msg,
     });
+    Ok(())
 }

@@ -21,6 +21,7 @@ fn owners(name: &str) -> &'static [IoEngine] {
         "stat_type" => &[IoEngine::Filestat, IoEngine::Dirstat],
         "cpuload" | "cpuchunks" | "cpumode" | "exit_on_io_done" => &[IoEngine::Cpuio],
         "program" | "arguments" | "grace_time" | "std_redirect" => &[IoEngine::Exec],
+        "donorname" | "inplace" => &[IoEngine::E4defrag],
         "hipri" => &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Sg],
         _ => &[IoEngine::IoUring, IoEngine::IoUringCmd],
     }
@@ -100,6 +101,18 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
         "cpuload" | "cpuchunks" | "cpumode" | "exit_on_io_done" => {
             super::engine_host::apply_cpu(&mut e.cpu, name, value)?
             // (true: exit_on_io_done=1, which the real engine refuses)
+        }
+        "donorname" => {
+            e.donor_name = Some(need()?.to_string());
+            false
+        }
+        "inplace" => {
+            e.inplace = match parse_plain_int(need()?)? {
+                0 => false,
+                1 => true,
+                v => return Err(format!("value {v} out of range (0 to 1)")),
+            };
+            false
         }
         "program" | "arguments" | "grace_time" | "std_redirect" => {
             super::engine_host::apply_exec(&mut e.exec, name, value)?;
@@ -281,7 +294,7 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
         super::engine_meta::check(s, given)?;
     }
     if engine.is_file_call() {
-        super::engine_meta::file_call_refusal(s, given);
+        super::engine_meta::file_call_refusal(s, given)?;
     }
     if engine.is_host_task() {
         super::engine_host::check(s, given)?;

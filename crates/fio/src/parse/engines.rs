@@ -10,16 +10,6 @@ fn category(name: &str) -> (&'static str, &'static str) {
         | "gfapi_async" | "libhdfs" | "nfs" | "dfs" | "libiscsi" | "ime_psync" | "ime_psyncv"
         | "ime_aio" | "spdk" => ("network or distributed storage", BLOCK),
         "libcufile" | "libhipfile" | "cufile" => ("GPU memory transfers", BLOCK),
-        "cpuio" | "exec" => (
-            "a CPU burner or an external program, no block IO",
-            "blkqos runs block IO only (fio's cpuio and exec engines are not implemented on \
-             either backend); leave such jobs out",
-        ),
-        "e4defrag" => (
-            "ext4 online defragmentation (EXT4_IOC_MOVE_EXT), not implemented yet",
-            "a simulated device has no file system; use rw= with ioengine=psync or libaio for \
-             IO on the file",
-        ),
         "mmap" | "page_fault" | "splice" => ("memory-mapped IO", BLOCK),
         "dev-dax" | "libpmem" | "pmemblk" => (
             "persistent memory by load/store, no block layer",
@@ -58,8 +48,8 @@ pub(crate) fn out_of_scope(name: &str) -> String {
     format!(
         "unsupported ioengine `{name}` ({what}): blkqos runs null, sync, psync, pvsync, pvsync2, \
          posixaio, libaio and io_uring, on the simulator io_uring_cmd and sg, on the real \
-         engine filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc and \
-         ftruncate; {instead}"
+         engine filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, \
+         ftruncate, e4defrag, cpuio and exec; {instead}"
     )
 }
 
@@ -74,12 +64,8 @@ mod tests {
             m.contains("`rbd`") && m.contains("network") && m.contains("libaio"),
             "{m}"
         );
-        let m = out_of_scope("cpuio");
-        assert!(m.contains("no block IO"), "{m}");
         let m = out_of_scope("cpp_null");
         assert!(m.contains("shared object"), "{m}");
-        let m = out_of_scope("e4defrag");
-        assert!(m.contains("EXT4_IOC_MOVE_EXT"), "{m}");
         let m = out_of_scope("mtd");
         assert!(
             m.contains("MTD") && m.contains("io_uring_cmd and sg"),

@@ -398,6 +398,12 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
             push("cpuchunks", e.cpu.chunk_us.to_string());
             push("cpumode", e.cpu.mode.fio_name().into());
         }
+        blkqos_workload::IoEngine::E4defrag => {
+            if let Some(d) = &e.donor_name {
+                push("donorname", d.clone());
+            }
+            push("inplace", u8::from(e.inplace).to_string());
+        }
         blkqos_workload::IoEngine::Exec => {
             if let Some(p) = &e.exec.program {
                 push("program", p.clone());
