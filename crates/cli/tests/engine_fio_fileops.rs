@@ -251,3 +251,106 @@ fn simulator_refuses_and_real_refuses_a_mix() {
         r.stderr
     );
 }
+
+/// sync(1): ext4 moves no block whose page is dirty or still held by the
+/// journal (EXT4_IOC_MOVE_EXT fails with EBUSY, for fio too).
+fn sync_all() {
+    let ok = Command::new("sync").status().is_ok_and(|s| s.success());
+    assert!(ok, "sync(1)");
+}
+
+fn is_ext4(dir: &Path) -> bool {
+    Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(dir)
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "ext2/ext3")
+}
+
+#[test]
+fn e4defrag_moves_every_write_and_keeps_the_data() {
+    let _x = exclusive();
+    let s = Scratch::new();
+    run_real(
+        s.dir.path(),
+        "[w]\nioengine=psync\nfilename=f\nsize=1m\nbs=64k\nrw=write\n",
+    );
+    let before = std::fs::read(s.path("f")).unwrap();
+    sync_all();
+    let text = |inplace: u8, donor: &str| {
+        format!(
+            "[d]\nioengine=e4defrag\nfilename=f\nsize=1m\nfilesize=1m\nbs=64k\nrw=write\n\
+             donorname={donor}\ninplace={inplace}\n"
+        )
+    };
+    std::fs::write(s.path("d.fio"), text(1, "dn1")).unwrap();
+    let r = blkqos(
+        &["run", "d.fio", "--backend=real", "--output-format=json"],
+        s.dir.path(),
+    );
+    if !is_ext4(s.dir.path()) {
+        // another file system refuses the ioctl: the job fails, as fio's
+        assert_ne!(r.code, Some(0), "{}", r.stderr);
+        return;
+    }
+    r.ok();
+    let j = &r.json_docs()[0]["jobs"][0];
+    // every ioctl moved its 64k
+    assert_eq!(num(j, "/write/total_ios"), 16.0);
+    assert_eq!(num(j, "/write/io_bytes"), 1024.0 * 1024.0);
+    assert_eq!(num(j, "/error"), 0.0);
+    // inplace: the donor is allocated per move and truncated after it
+    assert_eq!(size_and_blocks(&s.path("dn1")), (0, 0));
+    assert_eq!(std::fs::read(s.path("f")).unwrap(), before, "data kept");
+    sync_all();
+    // not inplace: the donor is allocated over the file's size first and
+    // ends up with the file's old blocks
+    run_real(s.dir.path(), &text(0, "dn0"));
+    assert_file(&s.path("dn0"), (1024 * KIB, 1024 * KIB), "donor");
+    assert_eq!(std::fs::read(s.path("f")).unwrap(), before, "data kept");
+    // reads are EINVAL, as in fio
+    std::fs::write(
+        s.path("r.fio"),
+        "[r]\nioengine=e4defrag\nfilename=f\nsize=1m\nbs=64k\nrw=read\ndonorname=dn\n",
+    )
+    .unwrap();
+    let r = blkqos(&["run", "r.fio", "--backend=real"], s.dir.path());
+    assert!(r.stdout_str().contains("err=22"), "{}", r.stdout_str());
+}
+
+#[test]
+fn e4defrag_counts_as_fio() {
+    if !fio_installed() {
+        eprintln!("SKIP: fio is not installed");
+        return;
+    }
+    let _x = exclusive();
+    let text = "[d]\nioengine=e4defrag\nfilename=f\nsize=1m\nbs=64k\nrw=write\n\
+                donorname=dn\ninplace=1\n";
+    let mut counts = Vec::new();
+    for who in ["blkqos", "fio"] {
+        let s = Scratch::new();
+        if !is_ext4(s.dir.path()) {
+            eprintln!("SKIP: not ext4");
+            return;
+        }
+        run_real(
+            s.dir.path(),
+            "[w]\nioengine=psync\nfilename=f\nsize=1m\nbs=64k\nrw=write\n",
+        );
+        sync_all();
+        let doc = if who == "blkqos" {
+            run_real(s.dir.path(), text)
+        } else {
+            run_fio(s.dir.path(), text)
+        };
+        let j = &doc["jobs"][0];
+        counts.push((
+            num(j, "/write/total_ios"),
+            num(j, "/write/io_bytes"),
+            num(j, "/error"),
+            size_and_blocks(&s.path("dn")),
+        ));
+    }
+    assert_eq!(counts[0], counts[1], "blkqos, fio");
+}
