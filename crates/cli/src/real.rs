@@ -505,14 +505,14 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
     })
 }
 
-/// Run `exp`, whose jobs all use ioengine=falloc or ftruncate: the
+/// Run `exp`, whose jobs all use ioengine=falloc, ftruncate or e4defrag: the
 /// driver with [`crate::real_fileops::backend`].
 pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
     if !exp.writes.is_empty() {
         bail!(
             "io.max/io.weight/io.cost lines act on the block IO blkqos issues, and jobs of \
-             ioengine=falloc or ftruncate issue none (their fallocate and ftruncate calls' own \
-             IO is the file system's): leave the controller options out"
+             ioengine=falloc, ftruncate or e4defrag issue none (their calls' own IO is the \
+             file system's): leave the controller options out"
         );
     }
     let ledger = [("size", crate::real_fileops::LEDGER_SIZE), ("name", "fs")];

@@ -68,9 +68,9 @@ pub fn runner(jobs: &[&JobSpec]) -> Result<RealRunner> {
              the one target the real engine drives; put them in a job file of their own"
         ),
         _ => bail!(
-            "--backend=real runs jobs of ioengine=falloc or ftruncate on their own (their \
-             calls go to the file system, not through the real engine's IO path): put the \
-             other jobs of the file in a job file of their own"
+            "--backend=real runs jobs of ioengine=falloc, ftruncate or e4defrag on their own \
+             (their calls go to the file system, not through the real engine's IO path): put \
+             the other jobs of the file in a job file of their own"
         ),
     }
 }

@@ -245,8 +245,17 @@ fn simulator_refuses_and_real_refuses_a_mix() {
     .unwrap();
     let r = blkqos(&["run", "m.fio", "--backend=real"], s.dir.path());
     assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("on their own"), "{}", r.stderr);
+    // fio_e4defrag_init: a donor is required
+    std::fs::write(
+        s.path("e.fio"),
+        "[a]\nioengine=e4defrag\nfilename=f\nsize=1m\nrw=write\n",
+    )
+    .unwrap();
+    let r = blkqos(&["run", "e.fio", "--backend=real"], s.dir.path());
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(
-        r.stderr.contains("falloc or ftruncate on their own"),
+        r.stderr.contains("'donorname' options required"),
         "{}",
         r.stderr
     );
