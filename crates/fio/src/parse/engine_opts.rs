@@ -123,6 +123,26 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
     Ok(on)
 }
 
+/// The engine option `name` back at its default: an option of another
+/// engine inherited from `[global]`, which fio never applies to the job.
+fn forget(e: &mut blkqos_workload::spec::EngineSpec, name: &str) {
+    let d = blkqos_workload::spec::EngineSpec::default();
+    match name {
+        "donorname" => e.donor_name = d.donor_name,
+        "inplace" => e.inplace = d.inplace,
+        "stat_type" => e.stat_type = d.stat_type,
+        "sg_write_mode" => e.sg_write_mode = d.sg_write_mode,
+        "cpuload" | "cpuchunks" | "cpumode" => e.cpu = d.cpu,
+        "program" | "arguments" | "grace_time" | "std_redirect" => e.exec = d.exec,
+        "sqthread_poll" => e.sqthread_poll = d.sqthread_poll,
+        "sqthread_poll_cpu" => e.sqthread_poll_cpu = d.sqthread_poll_cpu,
+        "fixedbufs" => e.fixedbufs = d.fixedbufs,
+        "registerfiles" => e.registerfiles = d.registerfiles,
+        "nonvectored" => e.vectored = d.vectored,
+        _ => {}
+    }
+}
+
 /// `sg_write_mode=` values (fio 3.33, deprecated aliases included).
 fn parse_sg_write_mode(v: &str) -> Result<SgWriteMode, String> {
     Ok(match v {
@@ -160,6 +180,7 @@ pub(crate) fn record(
         value: written.1.map(str::to_string),
         on,
         loc: loc.clone(),
+        from_global: false,
     });
 }
 
@@ -243,6 +264,19 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
                 format!("job `{}`: {m}", s.name),
             ))
         };
+        let job_engine = given.iter().any(|i| i.name == "ioengine" && !i.from_global);
+        if !owners(g.name).contains(&engine) && g.from_global && job_engine {
+            // fio parsed it into the [global] engine's options; the job's
+            // own engine never sees it
+            s.notes.push(format!(
+                "{}{}: an option of the [global] section's engine, not of this job's                  ioengine={}: fio ignores it here",
+                g.written,
+                g.value.as_deref().map_or(String::new(), |v| format!("={v}")),
+                engine.fio_name()
+            ));
+            forget(&mut s.engine, g.name);
+            continue;
+        }
         if !owners(g.name).contains(&engine) {
             let names: Vec<&str> = owners(g.name).iter().map(|e| e.fio_name()).collect();
             return err(format!(

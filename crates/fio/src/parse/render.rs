@@ -138,8 +138,21 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     if let Some(c) = &j.cgroup {
         push("cgroup", c.clone());
     }
-    if j.ignore_error.is_set() {
-        push("ignore_error", errors(&j.ignore_error));
+    let e = &j.ignore_error;
+    // continue_on_error alone (its default lists): said as it was given
+    let coe_alone = match e.continue_on {
+        _ if !(e.read.is_empty() && e.write.is_empty() && e.verify.is_empty()) => None,
+        1 => Some("read"),
+        2 => Some("write"),
+        3 => Some("io"),
+        4 => Some("verify"),
+        7 => Some("all"),
+        _ => None,
+    };
+    if let Some(c) = coe_alone {
+        push("continue_on_error", c.into());
+    } else if e.is_set() {
+        push("ignore_error", errors(e));
     }
     push("bwavgtime", j.bw_avg_time.as_ms().to_string());
     push("iopsavgtime", j.iops_avg_time.as_ms().to_string());
