@@ -146,6 +146,10 @@ impl Layout {
     }
 
     fn region(&mut self, spec: &JobSpec, dev: &DeviceSpec) -> Result<(u64, u64)> {
+        if spec.ioengine.is_host_task() {
+            // cpuio and exec have no file (fio: FIO_NOIO | FIO_DISKLESSIO)
+            return Ok((0, 0));
+        }
         let cap = dev.capacity;
         let name = spec
             .filename
@@ -396,6 +400,7 @@ impl Experiment {
             tree,
             setups,
             invocation_of,
+            extents: layout.files.iter().map(|&(_, s, l)| (s, l)).collect(),
         })
     }
 
@@ -589,6 +594,7 @@ impl Experiment {
             tree,
             setups,
             invocation_of,
+            ..
         } = self.plan(&self.device, None)?;
         let mut dev = self.device.clone();
         if !self.device_seed_explicit {
@@ -676,6 +682,9 @@ pub struct Plan {
     pub tree: CgroupTree,
     pub setups: Vec<JobSetup>,
     pub invocation_of: Vec<usize>,
+    /// Every file laid out on the device as (start, length): the
+    /// file-call engines map an IO's offset back to its file.
+    pub extents: Vec<(u64, u64)>,
 }
 
 /// Which real backend and with which consents.

@@ -44,6 +44,8 @@ mod output;
 mod pagecache;
 mod progress;
 mod real;
+mod real_fileops;
+mod real_host;
 mod real_meta;
 mod real_place;
 mod real_report;

@@ -51,11 +51,15 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
     crate::streams::Streams::set_status_anchor(&exp.streams, t0);
     let ran = match &exp.real {
         // the metadata engines have no block IO for the real engine
-        Some(r) => match crate::real_meta::all_metadata(&real_jobs(&exp)) {
-            Ok(true) => crate::real::run_meta(&exp, &signals),
-            Ok(false) => crate::real::run_real(&exp, r, &signals),
-            Err(e) => Err(e),
-        },
+        Some(r) => {
+            use crate::real_meta::RealRunner;
+            match crate::real_meta::runner(&real_jobs(&exp)) {
+                Ok(RealRunner::Metadata) => crate::real::run_meta(&exp, &signals),
+                Ok(RealRunner::FileCalls) => crate::real::run_file_calls(&exp, r, &signals),
+                Ok(RealRunner::Block) => crate::real::run_real(&exp, r, &signals),
+                Err(e) => Err(e),
+            }
+        }
         None => run_sim(&exp, &signals),
     }
     .map_err(|e| {

@@ -96,11 +96,8 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     let mut backend = open_target(&path, opts, write_buffer.is_some(), jobs_direct)?;
     check_registration(&jobs, backend.kind(), backend.registered())?;
     let (devid, dev_name) = target_identity(&path);
-    let Plan {
-        tree,
-        setups,
-        invocation_of,
-    } = plan_on(exp, &backend, &path)?;
+    let plan = plan_on(exp, &backend, &path)?;
+    let (tree, setups, invocation_of) = (plan.tree, plan.setups, plan.invocation_of);
     let mut stack = blkqos_core::ControllerStack::from_writes(
         &exp.controllers,
         &tree,
@@ -478,6 +475,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         tree,
         setups,
         invocation_of,
+        ..
     } = exp.plan(&layout_dev, None)?;
     crate::real_meta::lay_out_all(&setups)?;
     let disk_jobs = crate::real_meta::watches_disk(&setups);
@@ -486,14 +484,11 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         .and_then(|s| s.spec.files.directory.first().cloned())
         .map_or_else(|| PathBuf::from("."), PathBuf::from);
     let stop = signals.flag();
-    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
     let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
     let t0 = std::time::Instant::now();
-    let mut jobs = crate::real_meta::run_clones(setups, &stop);
+    // each clone's thread charges itself its CPU use
+    let jobs = crate::real_meta::run_clones(setups, &stop);
     let ended_at = blkqos_core::Instant(t0.elapsed().as_nanos() as u64);
-    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut jobs, &b.since(&a));
-    }
     let kernel_disks = if disk_jobs {
         crate::real_report::kernel_disk_util(&disks.finish())
     } else {
@@ -516,6 +511,58 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
             pagecache: None,
         },
         invocation_of,
+        iostat: tree.ids().map(|_| Default::default()).collect(),
+        iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
+        tree,
+        trace: String::new(),
+        target: dir.display().to_string(),
+        lost_pages: 0,
+        dev_name,
+        devid,
+        kernel_disks: Some(kernel_disks),
+    })
+}
+
+/// Run `exp`, whose jobs all use ioengine=falloc, ftruncate or e4defrag: the
+/// driver with [`crate::real_fileops::backend`].
+pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
+    if !exp.writes.is_empty() {
+        bail!(
+            "io.max/io.weight/io.cost lines act on the block IO blkqos issues, and jobs of \
+             ioengine=falloc, ftruncate or e4defrag issue none (their calls' own IO is the \
+             file system's): leave the controller options out"
+        );
+    }
+    let ledger = [("size", crate::real_fileops::LEDGER_SIZE), ("name", "fs")];
+    let layout_dev = DeviceSpec::new("null", ledger).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = exp.plan(&layout_dev, None)?;
+    let (mut backend, dir) =
+        crate::real_fileops::backend(&plan.setups, &plan.extents, ro.overwrite)?;
+    let (devid, dev_name) = target_identity(&dir);
+    let mut stack = blkqos_core::ControllerStack::from_writes(
+        &exp.controllers,
+        &plan.tree,
+        blkqos_core::cgroupfs::DeviceInfo {
+            dev: devid,
+            rotational: false,
+            nr_requests: blkqos_driver::Backend::nr_requests(&backend),
+        },
+        &exp.writes,
+    )?;
+    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
+    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
+    let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
+    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
+    let mut result = blkqos_driver::run(&mut backend, &mut stack, plan.setups, &opts)?;
+    let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
+    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
+        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
+    }
+    crate::outcome::say_interrupted(signals, &result, false);
+    let tree = plan.tree;
+    Ok(Ran {
+        result,
+        invocation_of: plan.invocation_of,
         iostat: tree.ids().map(|_| Default::default()).collect(),
         iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
         tree,

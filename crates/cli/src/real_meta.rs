@@ -1,7 +1,11 @@
 //! The file system metadata engines on the real engine: `filecreate`
 //! (`open(O_CREAT|O_RDWR, 0600)`), `filestat` (`stat`/`lstat`/`statx`) and
 //! `filedelete` (`unlink`), one call per file of the job, in the job's
-//! directory (fio 3.33 engines/filecreate.c, filestat.c, filedelete.c).
+//! directory (fio 3.33 engines/filecreate.c, filestat.c, filedelete.c),
+//! and their directory twins `dircreate` (`mkdir(0700)`), `dirstat` and
+//! `dirdelete` (`rmdir`), which fio 3.34 added (engines/fileoperations.c:
+//! `create_dir`, `stat_file`, `delete_file`): fio 3.33 parses their job
+//! files but cannot load the engines; blkqos runs them as fio 3.34 does.
 //!
 //! What fio makes of them, and so this module:
 //! * each call is timed and is one clat sample of the job's direction
@@ -14,11 +18,15 @@
 //!   fio's file setup does before the job starts (not with
 //!   `create_on_open=1`, which leaves that to the engine's open: their
 //!   calls then fail with ENOENT, as in fio); filecreate's files and
-//!   filestat's stay, filedelete's are gone.
+//!   filestat's stay, filedelete's are gone;
+//! * dirstat and dirdelete find their directories made first (fio 3.34
+//!   `setup_dirs`: `mkdir(0700)`, an existing one is fine); dircreate's
+//!   directories stay, dirdelete's are gone.
 //!
 //! Clones of the jobs between stonewalls run at the same time, one thread
 //! each, as fio's job processes; a job stops at its `runtime`.
 
+use crate::real_host::CloneRun;
 use anyhow::{bail, Result};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::JobResult;
@@ -31,19 +39,38 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant as WallInstant;
 
-/// Every job is a metadata engine's (None: none is; an error: a mix).
-pub fn all_metadata(jobs: &[&JobSpec]) -> Result<bool> {
+/// What runs a real run's jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RealRunner {
+    /// Block IO on one target (io_uring or the thread pool).
+    Block,
+    /// A file system call per file ([`run_clones`]).
+    Metadata,
+    /// A file system call per IO (falloc, ftruncate:
+    /// [`crate::real_fileops`]).
+    FileCalls,
+}
+
+/// Which runner the jobs need (an error: a mix).
+pub fn runner(jobs: &[&JobSpec]) -> Result<RealRunner> {
     let meta = jobs
         .iter()
-        .filter(|j| j.ioengine.is_file_metadata())
+        .filter(|j| j.ioengine.is_file_metadata() || j.ioengine.is_host_task())
         .count();
-    match meta {
-        0 => Ok(false),
-        n if n == jobs.len() => Ok(true),
+    let calls = jobs.iter().filter(|j| j.ioengine.is_file_call()).count();
+    match (meta, calls) {
+        (0, 0) => Ok(RealRunner::Block),
+        (n, 0) if n == jobs.len() => Ok(RealRunner::Metadata),
+        (0, n) if n == jobs.len() => Ok(RealRunner::FileCalls),
+        (_, 0) => bail!(
+            "--backend=real runs jobs of ioengine=filecreate, filestat, filedelete, dircreate, \
+             dirstat, dirdelete, cpuio or exec on their own: the other jobs of the file need \
+             the one target the real engine drives; put them in a job file of their own"
+        ),
         _ => bail!(
-            "--backend=real runs jobs of ioengine=filecreate, filestat or filedelete on their \
-             own: the other jobs of the file need the one target the real engine drives; put \
-             them in a job file of their own"
+            "--backend=real runs jobs of ioengine=falloc, ftruncate or e4defrag on their own \
+             (their calls go to the file system, not through the real engine's IO path): put \
+             the other jobs of the file in a job file of their own"
         ),
     }
 }
@@ -64,8 +91,18 @@ fn file_size_bytes(s: &JobSpec) -> u64 {
 }
 
 /// fio's file setup for filestat and filedelete: each file written to its
-/// size (a file already that big is left as it is).
-fn lay_out(path: &Path, size: u64) -> Result<()> {
+/// size (a file already that big is left as it is); dirstat's and
+/// dirdelete's directories made (fio 3.34 `setup_dirs`).
+fn lay_out(path: &Path, size: u64, engine: IoEngine) -> Result<()> {
+    if matches!(engine, IoEngine::Dirstat | IoEngine::Dirdelete) {
+        use std::os::unix::fs::DirBuilderExt;
+        return match std::fs::DirBuilder::new().mode(0o700).create(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                bail!("create directory {} failed: {e}", path.display())
+            }
+            _ => Ok(()),
+        };
+    }
     if std::fs::metadata(path).is_ok_and(|m| m.len() >= size) {
         return Ok(());
     }
@@ -101,23 +138,43 @@ fn call(engine: IoEngine, stat: StatType, path: &Path) -> std::io::Result<()> {
             drop(f);
             Ok(())
         }
-        IoEngine::Filestat => match stat {
+        IoEngine::Dircreate => {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().mode(0o700).create(path)
+        }
+        IoEngine::Filestat | IoEngine::Dirstat => match stat {
             StatType::Stat => stat_path(path, StatCall::Stat),
             StatType::Lstat => stat_path(path, StatCall::Lstat),
             StatType::Statx => stat_path(&absolute(path)?, StatCall::Statx),
         },
+        IoEngine::Dirdelete => std::fs::remove_dir(path),
         _ => std::fs::remove_file(path),
     }
 }
 
-/// What one clone did.
-struct CloneRun {
-    stats: JobStats,
-    error: i32,
+/// One clone, its thread's CPU use charged to it (fio
+/// `update_rusage_stat`: `getrusage(RUSAGE_THREAD)` of a job's thread).
+fn run_clone(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneRun {
+    use blkqos_engine::usage::ProcessUsage;
+    let before = ProcessUsage::thread_now();
+    let mut run = crate::real_host::run_clone(setup, run_t0, stop)
+        .unwrap_or_else(|| run_calls(setup, run_t0, stop));
+    if let (Some(a), Some(b)) = (before, ProcessUsage::thread_now()) {
+        let u = b.since(&a);
+        run.stats.cpu = blkqos_workload::stats::CpuUsage {
+            usr_ms: u.user_us / 1000,
+            sys_ms: u.sys_us / 1000,
+            ctx: u.ctx,
+            majf: u.majflt,
+            minf: u.minflt,
+        };
+    }
+    run
 }
 
-/// One clone: one timed call per file, until its files or its runtime end.
-fn run_clone(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneRun {
+/// A metadata clone: one timed call per file, until its files or its
+/// runtime end.
+fn run_calls(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneRun {
     let s = &setup.spec;
     // fio: stat_ddir is READ when the job reads, else WRITE
     let ddir = if s.rw.has_read() || !s.rw.has_write() {
@@ -185,25 +242,33 @@ fn libc_eio() -> i32 {
 /// setup writes them, unless create_on_open leaves it to the engine).
 pub fn lay_out_all(setups: &[JobSetup]) -> Result<()> {
     for st in setups {
-        if !st.spec.files.create_on_open && st.spec.ioengine != IoEngine::Filecreate {
+        if !st.spec.files.create_on_open && !creates(st.spec.ioengine) {
             let size = file_size_bytes(&st.spec);
             for p in st
                 .spec
                 .files
                 .paths(st.spec.filename.as_deref(), &st.spec.name, st.clone)
             {
-                lay_out(Path::new(&p), size)?;
+                lay_out(Path::new(&p), size, st.spec.ioengine)?;
             }
         }
     }
     Ok(())
 }
 
-/// Whether fio would watch a disk: filecreate is FIO_DISKLESSIO.
+/// filecreate and dircreate make their files, cpuio and exec have none:
+/// nothing is laid out (and no disk watched: FIO_DISKLESSIO).
+fn creates(engine: IoEngine) -> bool {
+    matches!(
+        engine,
+        IoEngine::Filecreate | IoEngine::Dircreate | IoEngine::Cpuio | IoEngine::Exec
+    )
+}
+
+/// Whether fio would watch a disk: filecreate and dircreate are
+/// FIO_DISKLESSIO.
 pub fn watches_disk(setups: &[JobSetup]) -> bool {
-    setups
-        .iter()
-        .any(|s| s.spec.ioengine != IoEngine::Filecreate)
+    setups.iter().any(|s| !creates(s.spec.ioengine))
 }
 
 /// Run every clone, the clones between stonewalls at once, one thread

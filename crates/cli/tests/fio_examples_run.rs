@@ -8,13 +8,14 @@
 //! `offset_increment` (the spacing of the clones' regions) shrinks with the
 //! size it spaces (see [`scaled_increment`]), and for the real engine files and
 //! directories move into a scratch directory; the file system metadata
-//! engines' jobs (filecreate, filestat, filedelete) keep their sizes and
-//! get at most 64 files each — then:
+//! engines' jobs (filecreate, filestat, filedelete and fio 3.34's
+//! dircreate, dirstat, dirdelete) and the host engines' (cpuio, exec)
+//! keep their sizes and get at most 64 files each — then:
 //!
 //! * `coverage`: run on the simulator and, when it names files or devices
-//!   or uses a metadata engine (in the scratch directory), on the real
-//!   engine. A run counts when it exits 0, or, for the files whose jobs
-//!   are meant to fail ([`MEANT_TO_FAIL`]), exits 1 as fio does with
+//!   or uses a metadata or host engine (in the scratch directory), on the
+//!   real engine. A run counts when it exits 0, or, for the files whose
+//!   jobs are meant to fail ([`MEANT_TO_FAIL`]), exits 1 as fio does with
 //!   exactly those jobs in error. The statuses must not fall below
 //!   `tests/data/fio_coverage_expected.txt` (a file that ran must still
 //!   run); `BLKQOS_WRITE_COVERAGE=1` rewrites that list and
@@ -252,13 +253,34 @@ fn small_size(text: &str) -> &'static str {
     }
 }
 
+/// Every engine the file names is one fio 3.33 can load (dircreate,
+/// dirstat and dirdelete came with fio 3.34: blkqos runs them, fio 3.33
+/// cannot compare).
+fn fio_3_33_engines(text: &str) -> bool {
+    !text.lines().filter_map(split_line).any(|(k, v)| {
+        k == "ioengine" && matches!(v.as_str(), "dircreate" | "dirstat" | "dirdelete")
+    })
+}
+
 /// Files per job of a metadata engine's example, made small.
 const META_MAX_FILES: u64 = 64;
 
-/// The file uses a file system metadata engine (one call per file).
+/// The file uses a file system metadata engine (one call per file) or
+/// an engine that works the host (cpuio, exec): no sizes to shrink.
 fn metadata_engine(text: &str) -> bool {
     text.lines().filter_map(split_line).any(|(k, v)| {
-        k == "ioengine" && matches!(v.as_str(), "filecreate" | "filestat" | "filedelete")
+        k == "ioengine"
+            && matches!(
+                v.as_str(),
+                "filecreate"
+                    | "filestat"
+                    | "filedelete"
+                    | "dircreate"
+                    | "dirstat"
+                    | "dirdelete"
+                    | "cpuio"
+                    | "exec"
+            )
     })
 }
 
@@ -586,7 +608,11 @@ fn proof_by_difference() {
     let mut bad = Vec::new();
     for path in accepted(&dir) {
         let text = std::fs::read_to_string(&path).unwrap();
-        if !names_files(&text) || !size_bound(&text) || huge_target(&text) {
+        if !names_files(&text)
+            || !size_bound(&text)
+            || huge_target(&text)
+            || !fio_3_33_engines(&text)
+        {
             continue;
         }
         let name = path.file_name().unwrap().to_string_lossy().into_owned();

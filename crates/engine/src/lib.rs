@@ -42,6 +42,7 @@
 pub mod buf;
 mod common;
 pub mod diskutil;
+pub mod fileops;
 pub mod fio_verify;
 pub mod meta;
 pub mod pattern;

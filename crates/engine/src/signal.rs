@@ -188,6 +188,18 @@ impl Drop for StopOnSignal {
     }
 }
 
+/// Send SIGTERM to process `pid` (`kill(2)`): how fio's exec engine asks
+/// its program to stop (engines/exec.c `fio_exec_queue`).
+pub fn terminate(pid: u32) -> std::io::Result<()> {
+    let pid =
+        libc::pid_t::try_from(pid).map_err(|_| std::io::Error::from_raw_os_error(libc::ESRCH))?;
+    // SAFETY: kill takes a pid and a signal number; no memory is shared.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,59 @@ pub fn fallocate(fd: BorrowedFd<'_>, mode: libc::c_int, offset: u64, len: u64) -
     Ok(())
 }
 
+/// `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)`: drop the file's clean
+/// cached pages (fio's `invalidate=1`, `file_invalidate_cache`).
+pub fn drop_cache(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: valid fd; plain integer arguments.
+    let r = unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// `struct move_extent` of `EXT4_IOC_MOVE_EXT` (linux fs/ext4/ext4.h).
+#[repr(C)]
+struct MoveExtent {
+    reserved: u32,
+    donor_fd: u32,
+    orig_start: u64,
+    donor_start: u64,
+    len: u64,
+    moved_len: u64,
+}
+
+/// `_IOWR('f', 15, struct move_extent)`.
+const EXT4_IOC_MOVE_EXT: libc::c_ulong = (3 << 30)
+    | ((std::mem::size_of::<MoveExtent>() as libc::c_ulong) << 16)
+    | ((b'f' as libc::c_ulong) << 8)
+    | 15;
+
+/// `ioctl(fd, EXT4_IOC_MOVE_EXT)`: exchange `len_blocks` blocks of `fd`
+/// from block `start` with the donor's at the same block (ext4's online
+/// defragmentation, `ext4_move_extents`). Returns the call's error, if
+/// any, and the blocks moved (the kernel reports them either way).
+pub fn ext4_move_ext(
+    fd: BorrowedFd<'_>,
+    donor: BorrowedFd<'_>,
+    start: u64,
+    len_blocks: u64,
+) -> (Option<io::Error>, u64) {
+    let mut me = MoveExtent {
+        reserved: 0,
+        donor_fd: donor.as_raw_fd() as u32,
+        orig_start: start,
+        donor_start: start,
+        len: len_blocks,
+        moved_len: 0,
+    };
+    // SAFETY: valid fds; `me` is a live `struct move_extent` the kernel
+    // reads and writes back (`moved_len`).
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), EXT4_IOC_MOVE_EXT as _, &mut me) };
+    let err = (r == -1).then(io::Error::last_os_error);
+    (err, me.moved_len)
+}
+
 /// The extended attribute that marks a file blkqos created or laid out.
 pub const MARKER_NAME: &CStr = c"user.blkqos.layout";
 const MARKER_VALUE: &[u8] = b"v1";
@@ -130,10 +183,19 @@ pub fn split_dev(dev: u64) -> (u32, u32) {
 /// `getrusage(RUSAGE_SELF)`: the whole process, every thread (finished
 /// threads included).
 pub fn rusage_self() -> io::Result<libc::rusage> {
+    rusage(libc::RUSAGE_SELF)
+}
+
+/// `getrusage(RUSAGE_THREAD)`: the calling thread's usage.
+pub fn rusage_thread() -> io::Result<libc::rusage> {
+    rusage(libc::RUSAGE_THREAD)
+}
+
+fn rusage(who: libc::c_int) -> io::Result<libc::rusage> {
     // SAFETY: `rusage` is plain old data; all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes one `struct rusage` through a valid pointer.
-    cvt(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) })?;
+    cvt(unsafe { libc::getrusage(who, &mut ru) })?;
     Ok(ru)
 }
 

@@ -31,7 +31,16 @@ fn timeval_us(tv: &libc::timeval) -> u64 {
 impl ProcessUsage {
     /// The process's usage so far; None if getrusage fails.
     pub fn now() -> Option<ProcessUsage> {
-        let ru = crate::sys::rusage_self().ok()?;
+        Self::from_rusage(crate::sys::rusage_self().ok()?)
+    }
+
+    /// The calling thread's usage so far (`RUSAGE_THREAD`, what fio
+    /// charges a job that is a thread); None if getrusage fails.
+    pub fn thread_now() -> Option<ProcessUsage> {
+        Self::from_rusage(crate::sys::rusage_thread().ok()?)
+    }
+
+    fn from_rusage(ru: libc::rusage) -> Option<ProcessUsage> {
         let n = |v: libc::c_long| v.max(0) as u64;
         Some(ProcessUsage {
             user_us: timeval_us(&ru.ru_utime),

@@ -184,11 +184,19 @@ fn fio_examples_differential() {
                 }
                 let mut fio_args = vec!["--parse-only"];
                 fio_args.extend(args.iter().map(String::as_str));
+                // fio 3.33 parses a job file naming fio 3.34's directory
+                // engines, but loads the engine of a command-line job
+                let fio_3_34_engine = args.iter().any(|a| {
+                    matches!(
+                        a.as_str(),
+                        "--ioengine=dircreate" | "--ioengine=dirstat" | "--ioengine=dirdelete"
+                    )
+                });
                 let check = fio(&fio_args, &cwd);
                 // a fio built without libzbc loads that engine only for
                 // a run (a job file's --parse-only accepts it)
                 let unbuilt = check.stderr.contains("engine libzbc not loadable");
-                if !check.ok && !unbuilt {
+                if !check.ok && !unbuilt && !fio_3_34_engine {
                     s.failures.push(format!(
                         "{name}: fio rejects to_fio_args output {args:?}: {}",
                         check.stderr.trim()

@@ -3,7 +3,7 @@
 
 use blkqos_core::Duration;
 
-pub use crate::spec_engine::{EngineSpec, SgWriteMode, StatType};
+pub use crate::spec_engine::{CpuMode, CpuSpec, EngineSpec, ExecSpec, SgWriteMode, StatType};
 pub use crate::spec_ext::{
     BsSplit, Fallocate, FileService, FilesSpec, FlowSpec, RandomDist, RwSeq, Zone, ZoneSize,
 };
@@ -132,6 +132,30 @@ pub enum IoEngine {
     /// (`zbc_pread`/`zbc_pwrite`, through the block device), trims as zone
     /// resets.
     Libzbc,
+    /// `dircreate`: each file's name made a directory with `mkdir` (fio
+    /// 3.34 engines/fileoperations.c; fio 3.33 cannot load it).
+    Dircreate,
+    /// `dirstat`: each directory `stat`ed (fio 3.34).
+    Dirstat,
+    /// `dirdelete`: each directory removed with `rmdir` (fio 3.34).
+    Dirdelete,
+    /// `falloc`: every IO a `fallocate(2)` of its range (fio
+    /// engines/falloc.c): reads `KEEP_SIZE`, writes mode 0 (the file
+    /// grows), trims `PUNCH_HOLE | KEEP_SIZE`.
+    Falloc,
+    /// `ftruncate`: every write an `ftruncate(2)` to its offset (fio
+    /// engines/ftruncate.c); reads and trims fail with EINVAL.
+    Ftruncate,
+    /// `e4defrag`: every write an `EXT4_IOC_MOVE_EXT` of its blocks to a
+    /// donor file (fio engines/e4defrag.c); reads and trims fail with
+    /// EINVAL.
+    E4defrag,
+    /// `cpuio`: burns `cpuload` percent of a CPU in `cpuchunks` cycles
+    /// (fio engines/cpu.c); no IO.
+    Cpuio,
+    /// `exec`: runs `program` for the job's runtime (fio engines/exec.c);
+    /// no IO.
+    Exec,
 }
 
 impl IoEngine {
@@ -149,6 +173,14 @@ impl IoEngine {
                 | IoEngine::Filestat
                 | IoEngine::Filedelete
                 | IoEngine::Libzbc
+                | IoEngine::Dircreate
+                | IoEngine::Dirstat
+                | IoEngine::Dirdelete
+                | IoEngine::Falloc
+                | IoEngine::Ftruncate
+                | IoEngine::E4defrag
+                | IoEngine::Cpuio
+                | IoEngine::Exec
         )
     }
     /// Engines whose operation is a file system call per file, timed as
@@ -156,8 +188,27 @@ impl IoEngine {
     pub fn is_file_metadata(self) -> bool {
         matches!(
             self,
-            IoEngine::Filecreate | IoEngine::Filestat | IoEngine::Filedelete
+            IoEngine::Filecreate
+                | IoEngine::Filestat
+                | IoEngine::Filedelete
+                | IoEngine::Dircreate
+                | IoEngine::Dirstat
+                | IoEngine::Dirdelete
         )
+    }
+    /// Engines whose every IO is a file system call on the job's file in
+    /// place of a read or write (`falloc`, `ftruncate`): the job's IO
+    /// pattern is fio's, the call is the engine's.
+    pub fn is_file_call(self) -> bool {
+        matches!(
+            self,
+            IoEngine::Falloc | IoEngine::Ftruncate | IoEngine::E4defrag
+        )
+    }
+    /// Engines that do no IO but work the host (`FIO_NOIO`): `cpuio`
+    /// burns CPU, `exec` runs a program.
+    pub fn is_host_task(self) -> bool {
+        matches!(self, IoEngine::Cpuio | IoEngine::Exec)
     }
     /// Engines whose commands reach the device as passthrough requests
     /// (`blk_rq_is_passthrough`): no bio, so blk-throttle and rq-qos
@@ -186,6 +237,14 @@ impl IoEngine {
             IoEngine::Filestat => "filestat",
             IoEngine::Filedelete => "filedelete",
             IoEngine::Libzbc => "libzbc",
+            IoEngine::Dircreate => "dircreate",
+            IoEngine::Dirstat => "dirstat",
+            IoEngine::Dirdelete => "dirdelete",
+            IoEngine::Falloc => "falloc",
+            IoEngine::Ftruncate => "ftruncate",
+            IoEngine::E4defrag => "e4defrag",
+            IoEngine::Cpuio => "cpuio",
+            IoEngine::Exec => "exec",
         }
     }
 }

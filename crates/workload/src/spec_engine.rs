@@ -78,6 +78,71 @@ impl StatType {
     }
 }
 
+/// cpuio's `cpumode=` (fio 3.33 engines/cpu.c): how a cycle burns CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CpuMode {
+    /// `noop`: spin on the clock.
+    #[default]
+    Noop,
+    /// `qsort`: sort an array of random numbers over and over.
+    Qsort,
+}
+
+impl CpuMode {
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            CpuMode::Noop => "noop",
+            CpuMode::Qsort => "qsort",
+        }
+    }
+}
+
+/// cpuio's options (fio 3.33 engines/cpu.c `options[]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuSpec {
+    /// `cpuload=`: percent of a CPU to use (0: not given, an error).
+    pub load_pct: u32,
+    /// `cpuchunks=`: the length of one burn cycle in µs (fio 50000).
+    pub chunk_us: u64,
+    /// `cpumode=`.
+    pub mode: CpuMode,
+}
+
+impl Default for CpuSpec {
+    fn default() -> Self {
+        CpuSpec {
+            load_pct: 0,
+            chunk_us: 50_000,
+            mode: CpuMode::Noop,
+        }
+    }
+}
+
+/// exec's options (fio 3.33 engines/exec.c `options[]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecSpec {
+    /// `program=` (None: not given, an error).
+    pub program: Option<String>,
+    /// `arguments=`, `%r` and `%n` not yet expanded.
+    pub arguments: Option<String>,
+    /// `grace_time=`: seconds between SIGTERM and the end (fio 1).
+    pub grace_time_s: u64,
+    /// `std_redirect=`: the program's stdout and stderr go to
+    /// `NAME.stdout` and `NAME.stderr` (fio 1).
+    pub std_redirect: bool,
+}
+
+impl Default for ExecSpec {
+    fn default() -> Self {
+        ExecSpec {
+            program: None,
+            arguments: None,
+            grace_time_s: 1,
+            std_redirect: true,
+        }
+    }
+}
+
 /// Engine-private options of a job (fio's `td->eo`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct EngineSpec {
@@ -101,6 +166,14 @@ pub struct EngineSpec {
     pub sg_write_mode: SgWriteMode,
     /// filestat's `stat_type=`.
     pub stat_type: StatType,
+    /// cpuio's options.
+    pub cpu: CpuSpec,
+    /// exec's options.
+    pub exec: ExecSpec,
+    /// e4defrag's `donorname=` (None: not given, an error).
+    pub donor_name: Option<String>,
+    /// e4defrag's `inplace=`.
+    pub inplace: bool,
     /// Where `ioengine=` named a file system metadata engine: the
     /// simulator's refusal (it has no file system).
     pub sim_refusal: Option<String>,

@@ -457,6 +457,14 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "filecreate" => Ok(IoEngine::Filecreate),
         "filestat" => Ok(IoEngine::Filestat),
         "filedelete" => Ok(IoEngine::Filedelete),
+        "dircreate" => Ok(IoEngine::Dircreate),
+        "dirstat" => Ok(IoEngine::Dirstat),
+        "dirdelete" => Ok(IoEngine::Dirdelete),
+        "falloc" => Ok(IoEngine::Falloc),
+        "ftruncate" => Ok(IoEngine::Ftruncate),
+        "e4defrag" => Ok(IoEngine::E4defrag),
+        "cpuio" => Ok(IoEngine::Cpuio),
+        "exec" => Ok(IoEngine::Exec),
         _ => Err(super::engines::out_of_scope(v)),
     }
 }

@@ -1,6 +1,6 @@
 //! The file system metadata engines (`filecreate`, `filestat`,
 //! `filedelete`; fio 3.33 `engines/filecreate.c`, `filestat.c`,
-//! `filedelete.c`): what a job of theirs may ask for. They run on the real
+//! `filedelete.c`; and fio 3.34's `dircreate`, `dirstat`, `dirdelete`): what a job of theirs may ask for. They run on the real
 //! engine only (`crates/cli/src/real_meta.rs`); the simulator's refusal is
 //! recorded here with the place `ioengine` was given.
 
@@ -65,15 +65,20 @@ pub(crate) fn check(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> 
     s.notes.push(format!(
         "ioengine={engine}: one call per file, closed at once (openfiles and fallocate change \
          nothing); {}",
-        if s.files.create_on_open {
-            "create_on_open=1: no file is laid out before the job"
-        } else {
-            "the files are laid out (written) before the job, as fio's file setup does"
+        match (s.files.create_on_open, s.ioengine) {
+            (true, _) => "create_on_open=1: no file is laid out before the job",
+            (false, blkqos_workload::IoEngine::Dirstat | blkqos_workload::IoEngine::Dirdelete) => {
+                "the directories are made before the job, as fio 3.34's setup_dirs does"
+            }
+            _ => "the files are laid out (written) before the job, as fio's file setup does",
         }
     ));
     let what = match s.ioengine {
         blkqos_workload::IoEngine::Filecreate => "creates files with open(O_CREAT)",
         blkqos_workload::IoEngine::Filestat => "stats files",
+        blkqos_workload::IoEngine::Dircreate => "makes directories with mkdir",
+        blkqos_workload::IoEngine::Dirstat => "stats directories",
+        blkqos_workload::IoEngine::Dirdelete => "removes directories with rmdir",
         _ => "unlinks files",
     };
     let e = g.loc.option_error(
@@ -117,4 +122,41 @@ fn unhonoured(s: &JobSpec) -> Option<&'static str> {
     ]
     .into_iter()
     .find_map(|(given, name)| given.then_some(name))
+}
+
+/// Records the simulator's refusal of a file-call engine's job (`falloc`:
+/// `fallocate(2)` per IO, `ftruncate`: `ftruncate(2)` per write; fio 3.33
+/// engines/falloc.c, ftruncate.c): the real engine runs them on the file.
+pub(crate) fn file_call_refusal(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> {
+    if s.ioengine == blkqos_workload::IoEngine::E4defrag
+        && s.engine.donor_name.as_deref().is_none_or(str::is_empty)
+    {
+        // fio_e4defrag_init
+        if let Some(g) = given.iter().find(|g| g.name == "ioengine") {
+            let msg = format!("job `{}`: 'donorname' options required", s.name);
+            return Err(g.loc.option_error(&g.written, g.value.as_deref(), msg));
+        }
+    }
+    let what = match s.ioengine {
+        blkqos_workload::IoEngine::Ftruncate => "truncates the file to each write's offset",
+        blkqos_workload::IoEngine::E4defrag => {
+            "moves each write's blocks to a donor file (EXT4_IOC_MOVE_EXT)"
+        }
+        _ => "calls fallocate(2) on each IO's range (allocate, keep-size, punch a hole)",
+    };
+    let msg = format!(
+        "ioengine={} {what}: a simulated device has no file system; run it with \
+         --backend=real (in the job's directory, or the current one)",
+        s.ioengine.fio_name()
+    );
+    // the real runner lays a new file out as fio does for the engine
+    s.notes.retain(|n| !n.starts_with("fallocate="));
+    s.engine.sim_refusal = Some(match given.iter().find(|g| g.name == "ioengine") {
+        Some(g) => g
+            .loc
+            .option_error(&g.written, g.value.as_deref(), msg)
+            .to_string(),
+        None => msg,
+    });
+    Ok(())
 }

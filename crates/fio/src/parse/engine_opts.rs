@@ -18,7 +18,10 @@ fn owners(name: &str) -> &'static [IoEngine] {
     match name {
         "cmd_type" => &[IoEngine::IoUringCmd],
         "sg_write_mode" => &[IoEngine::Sg],
-        "stat_type" => &[IoEngine::Filestat],
+        "stat_type" => &[IoEngine::Filestat, IoEngine::Dirstat],
+        "cpuload" | "cpuchunks" | "cpumode" | "exit_on_io_done" => &[IoEngine::Cpuio],
+        "program" | "arguments" | "grace_time" | "std_redirect" => &[IoEngine::Exec],
+        "donorname" | "inplace" => &[IoEngine::E4defrag],
         "hipri" => &[IoEngine::IoUring, IoEngine::IoUringCmd, IoEngine::Sg],
         // fio 3.33: libaio's and io_uring's tables (CMDPRIO_OPTIONS)
         "cmdprio" | "cmdprio_bssplit" | "cmdprio_class" | "cmdprio_percentage" => {
@@ -105,9 +108,49 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
             // every backend that runs filestat does what it says
             false
         }
+        "cpuload" | "cpuchunks" | "cpumode" | "exit_on_io_done" => {
+            super::engine_host::apply_cpu(&mut e.cpu, name, value)?
+            // (true: exit_on_io_done=1, which the real engine refuses)
+        }
+        "donorname" => {
+            e.donor_name = Some(need()?.to_string());
+            false
+        }
+        "inplace" => {
+            e.inplace = match parse_plain_int(need()?)? {
+                0 => false,
+                1 => true,
+                v => return Err(format!("value {v} out of range (0 to 1)")),
+            };
+            false
+        }
+        "program" | "arguments" | "grace_time" | "std_redirect" => {
+            super::engine_host::apply_exec(&mut e.exec, name, value)?;
+            false
+        }
         _ => return Err(format!("`{name}` is not an engine option blkqos knows")),
     };
     Ok(on)
+}
+
+/// The engine option `name` back at its default: an option of another
+/// engine inherited from `[global]`, which fio never applies to the job.
+fn forget(e: &mut blkqos_workload::spec::EngineSpec, name: &str) {
+    let d = blkqos_workload::spec::EngineSpec::default();
+    match name {
+        "donorname" => e.donor_name = d.donor_name,
+        "inplace" => e.inplace = d.inplace,
+        "stat_type" => e.stat_type = d.stat_type,
+        "sg_write_mode" => e.sg_write_mode = d.sg_write_mode,
+        "cpuload" | "cpuchunks" | "cpumode" => e.cpu = d.cpu,
+        "program" | "arguments" | "grace_time" | "std_redirect" => e.exec = d.exec,
+        "sqthread_poll" => e.sqthread_poll = d.sqthread_poll,
+        "sqthread_poll_cpu" => e.sqthread_poll_cpu = d.sqthread_poll_cpu,
+        "fixedbufs" => e.fixedbufs = d.fixedbufs,
+        "registerfiles" => e.registerfiles = d.registerfiles,
+        "nonvectored" => e.vectored = d.vectored,
+        _ => {}
+    }
 }
 
 /// `sg_write_mode=` values (fio 3.33, deprecated aliases included).
@@ -147,6 +190,7 @@ pub(crate) fn record(
         value: written.1.map(str::to_string),
         on,
         loc: loc.clone(),
+        from_global: false,
     });
 }
 
@@ -180,6 +224,11 @@ fn refused_on_real(name: &str) -> &'static str {
              out or run it on the simulator"
         }
         "sg_write_mode" => "the sg engine does not run on the real engine",
+        "exit_on_io_done" => {
+            "exit_on_io_done=1 ends a cpuio job when fio's IO jobs are done; the real engine \
+             runs cpuio jobs only beside other jobs that do no block IO, so there are none to \
+             wait for: give the job a runtime instead"
+        }
         _ => "the real engine does not implement it; run it on the simulator",
     }
 }
@@ -214,6 +263,19 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
                 format!("job `{}`: {m}", s.name),
             ))
         };
+        let job_engine = given.iter().any(|i| i.name == "ioengine" && !i.from_global);
+        if !owners(g.name).contains(&engine) && g.from_global && job_engine {
+            // fio parsed it into the [global] engine's options; the job's
+            // own engine never sees it
+            s.notes.push(format!(
+                "{}{}: an option of the [global] section's engine, not of this job's                  ioengine={}: fio ignores it here",
+                g.written,
+                g.value.as_deref().map_or(String::new(), |v| format!("={v}")),
+                engine.fio_name()
+            ));
+            forget(&mut s.engine, g.name);
+            continue;
+        }
         if !owners(g.name).contains(&engine) {
             let names: Vec<&str> = owners(g.name).iter().map(|e| e.fio_name()).collect();
             return err(format!(
@@ -307,6 +369,12 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
             Some(g) => refusal_text(g, why),
             None => why.to_string(),
         });
+    }
+    if engine.is_file_call() {
+        super::engine_meta::file_call_refusal(s, given)?;
+    }
+    if engine.is_host_task() {
+        super::engine_host::check(s, given)?;
     }
     if engine.is_passthrough() {
         passthrough_checks(s, given)?;

@@ -10,26 +10,6 @@ fn category(name: &str) -> (&'static str, &'static str) {
         | "gfapi_async" | "libhdfs" | "nfs" | "dfs" | "libiscsi" | "ime_psync" | "ime_psyncv"
         | "ime_aio" | "spdk" => ("network or distributed storage", BLOCK),
         "libcufile" | "libhipfile" | "cufile" => ("GPU memory transfers", BLOCK),
-        "cpuio" | "exec" => (
-            "a CPU burner or an external program, no block IO",
-            "blkqos runs block IO only (fio's cpuio and exec engines are not implemented on \
-             either backend); leave such jobs out",
-        ),
-        "dircreate" | "dirstat" | "dirdelete" => (
-            "not an engine of fio 3.33: it came with fio 3.34, and fio 3.33 stops with \
-             `engine ... not loadable`",
-            "blkqos follows fio 3.33; leave such jobs out",
-        ),
-        "ftruncate" | "falloc" => (
-            "file system metadata operations, not implemented yet",
-            "a simulated device has no file system; use rw= with ioengine=psync or libaio for \
-             IO on the files",
-        ),
-        "e4defrag" => (
-            "ext4 online defragmentation (EXT4_IOC_MOVE_EXT), not implemented yet",
-            "a simulated device has no file system; use rw= with ioengine=psync or libaio for \
-             IO on the file",
-        ),
         "mmap" | "page_fault" | "splice" => ("memory-mapped IO", BLOCK),
         "dev-dax" | "libpmem" | "pmemblk" => (
             "persistent memory by load/store, no block layer",
@@ -63,8 +43,9 @@ pub(crate) fn out_of_scope(name: &str) -> String {
     };
     format!(
         "unsupported ioengine `{name}` ({what}): blkqos runs null, sync, psync, pvsync, pvsync2, \
-         posixaio, libaio and io_uring, on the simulator io_uring_cmd, sg and libzbc, on the real \
-         engine filecreate, filestat and filedelete; {instead}"
+         posixaio, libaio and io_uring, on the simulator io_uring_cmd, sg and libzbc, on the \
+         real engine filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, \
+         ftruncate, e4defrag, cpuio and exec; {instead}"
     )
 }
 
@@ -79,14 +60,8 @@ mod tests {
             m.contains("`rbd`") && m.contains("network") && m.contains("libaio"),
             "{m}"
         );
-        let m = out_of_scope("cpuio");
-        assert!(m.contains("no block IO"), "{m}");
         let m = out_of_scope("cpp_null");
         assert!(m.contains("shared object"), "{m}");
-        let m = out_of_scope("falloc");
-        assert!(m.contains("metadata"), "{m}");
-        let m = out_of_scope("dirstat");
-        assert!(m.contains("fio 3.34"), "{m}");
         let m = out_of_scope("mtd");
         assert!(
             m.contains("MTD") && m.contains("io_uring_cmd, sg and libzbc"),

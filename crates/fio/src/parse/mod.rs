@@ -30,6 +30,7 @@ mod apply_submit;
 mod apply_verify;
 mod apply_zone;
 mod cli;
+mod engine_host;
 mod engine_meta;
 mod engine_opts;
 mod engines;

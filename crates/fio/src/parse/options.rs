@@ -422,21 +422,31 @@ const fn engine_def(name: &'static str, kind: Kind) -> OptDef {
 
 /// The engine options blkqos implements (applied in `engine_opts`), with fio's types.
 pub(crate) static ENGINE_DEFS: &[OptDef] = &[
+    engine_def("arguments", Kind::Str),
     engine_def("cmd_type", Kind::Str),
     engine_def("cmdprio", Kind::Int),
     engine_def("cmdprio_bssplit", Kind::Str),
     engine_def("cmdprio_class", Kind::Int),
     engine_def("cmdprio_percentage", Kind::Int),
+    engine_def("cpuchunks", Kind::Int),
+    engine_def("cpuload", Kind::Int),
+    engine_def("cpumode", Kind::Str),
+    engine_def("donorname", Kind::Str),
+    engine_def("exit_on_io_done", Kind::Bool),
     engine_def("fixedbufs", Kind::StrSet),
     engine_def("force_async", Kind::Int),
+    engine_def("grace_time", Kind::Int),
     engine_def("hipri", Kind::StrSet),
+    engine_def("inplace", Kind::Int),
     engine_def("nonvectored", Kind::Int),
     engine_def("nowait", Kind::Bool),
+    engine_def("program", Kind::Str),
     engine_def("registerfiles", Kind::StrSet),
     engine_def("sg_write_mode", Kind::Str),
     engine_def("sqthread_poll", Kind::StrSet),
     engine_def("sqthread_poll_cpu", Kind::Int),
     engine_def("stat_type", Kind::Str),
+    engine_def("std_redirect", Kind::Bool),
     engine_def("uncached", Kind::Int),
 ];
 

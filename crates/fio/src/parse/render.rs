@@ -138,8 +138,21 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     if let Some(c) = &j.cgroup {
         push("cgroup", c.clone());
     }
-    if j.ignore_error.is_set() {
-        push("ignore_error", errors(&j.ignore_error));
+    let e = &j.ignore_error;
+    // continue_on_error alone (its default lists): said as it was given
+    let coe_alone = match e.continue_on {
+        _ if !(e.read.is_empty() && e.write.is_empty() && e.verify.is_empty()) => None,
+        1 => Some("read"),
+        2 => Some("write"),
+        3 => Some("io"),
+        4 => Some("verify"),
+        7 => Some("all"),
+        _ => None,
+    };
+    if let Some(c) = coe_alone {
+        push("continue_on_error", c.into());
+    } else if e.is_set() {
+        push("ignore_error", errors(e));
     }
     push("bwavgtime", j.bw_avg_time.as_ms().to_string());
     push("iopsavgtime", j.iops_avg_time.as_ms().to_string());
@@ -417,10 +430,37 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
         push("nonvectored", "0".into());
     }
     super::apply_prio::render(j, push);
-    if j.ioengine == blkqos_workload::IoEngine::Filestat {
+    if matches!(
+        j.ioengine,
+        blkqos_workload::IoEngine::Filestat | blkqos_workload::IoEngine::Dirstat
+    ) {
         push("stat_type", e.stat_type.fio_name().into());
     }
     if e.sg_write_mode != blkqos_workload::spec::SgWriteMode::Write {
         push("sg_write_mode", e.sg_write_mode.fio_name().into());
+    }
+    match j.ioengine {
+        blkqos_workload::IoEngine::Cpuio => {
+            push("cpuload", e.cpu.load_pct.to_string());
+            push("cpuchunks", e.cpu.chunk_us.to_string());
+            push("cpumode", e.cpu.mode.fio_name().into());
+        }
+        blkqos_workload::IoEngine::E4defrag => {
+            if let Some(d) = &e.donor_name {
+                push("donorname", d.clone());
+            }
+            push("inplace", u8::from(e.inplace).to_string());
+        }
+        blkqos_workload::IoEngine::Exec => {
+            if let Some(p) = &e.exec.program {
+                push("program", p.clone());
+            }
+            if let Some(a) = &e.exec.arguments {
+                push("arguments", a.clone());
+            }
+            push("grace_time", e.exec.grace_time_s.to_string());
+            push("std_redirect", u8::from(e.exec.std_redirect).to_string());
+        }
+        _ => {}
     }
 }

@@ -41,10 +41,14 @@ impl JobState {
     /// A job inheriting these settings (`get_new_job` from `def_thread`):
     /// everything is copied except the list of given options.
     pub fn child(&self) -> Self {
-        JobState {
+        let mut c = JobState {
             dump: Vec::new(),
             ..self.clone()
+        };
+        for g in &mut c.engine_given {
+            g.from_global = true;
         }
+        c
     }
 }
 
@@ -58,6 +62,9 @@ pub(crate) struct Given {
     /// The option asks for something (not its default / off value).
     pub on: bool,
     pub loc: super::error::Loc,
+    /// Inherited from a `[global]` section (or the command line's
+    /// globals), not given in the job.
+    pub from_global: bool,
 }
 
 /// The priority options as given (fio's `thread_options` fields).

@@ -1,0 +1,411 @@
+//! The backend of fio's file-call engines, `falloc` and `ftruncate`: the
+//! driver's jobs generate their IOs as for any engine (offsets, sizes,
+//! directions, `time_based`), and each IO is one system call on the job's
+//! file instead of a read or a write (fio 3.33 engines/falloc.c
+//! `fio_fallocate_queue`, engines/ftruncate.c `fio_ftruncate_queue`):
+//!
+//! * falloc: `fallocate(fd, mode, offset, len)` with mode `KEEP_SIZE` for
+//!   a read, 0 for a write (the file grows to cover the range), and
+//!   `PUNCH_HOLE | KEEP_SIZE` for a trim;
+//! * ftruncate: `ftruncate(fd, offset)` for a write; a read or a trim
+//!   fails with EINVAL, as in fio.
+//!
+//! Both engines are `FIO_SYNCIO`: the call is made when the IO is
+//! submitted and the IO completes when it returns (no queue). The driver's
+//! target is a ledger of regions, one per file (the run's plan); an IO's
+//! offset on it names the file and the offset in that file.
+
+use crate::sys;
+use blkqos_core::{Instant, Io, IoOp};
+use blkqos_driver::{Backend, Completion};
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+
+/// The system call an engine makes per IO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileCall {
+    /// `fallocate(2)` (fio `falloc`).
+    Falloc,
+    /// `ftruncate(2)` to the IO's offset (fio `ftruncate`).
+    Ftruncate,
+    /// `EXT4_IOC_MOVE_EXT` with the donor file `donor` of the backend
+    /// (fio `e4defrag`); `inplace`: the donor's range is allocated before
+    /// and the donor truncated after each move.
+    E4defrag {
+        /// Index of the donor file.
+        donor: u32,
+        /// fio `inplace=1`.
+        inplace: bool,
+    },
+}
+
+/// A donor file of e4defrag (fio `fio_e4defrag_init`): open write-only,
+/// and its block size (`st_blksize`), the unit of the moves.
+#[derive(Debug)]
+pub struct Donor {
+    /// The donor, `O_CREAT | O_WRONLY`.
+    pub file: File,
+    /// Its `st_blksize`.
+    pub block_bytes: u64,
+}
+
+impl Donor {
+    /// Open `path` as fio does, and, unless `inplace`, allocate it over
+    /// `[start, end)` (fio: the job's start offset to the largest file
+    /// size).
+    pub fn open(
+        path: &std::path::Path,
+        inplace: bool,
+        start: u64,
+        end: u64,
+    ) -> std::io::Result<Donor> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .open(path)?;
+        if !inplace && end > start {
+            sys::fallocate(file.as_fd(), 0, start, end - start)?;
+        }
+        let block_bytes = file.metadata()?.blksize().max(1);
+        Ok(Donor { file, block_bytes })
+    }
+}
+
+/// One e4defrag IO (fio `fio_e4defrag_queue`): writes only (EINVAL
+/// otherwise); the blocks covering `[offset, offset + len)` moved to the
+/// donor's; bytes done is what moved (a short IO), EINVAL if nothing did.
+fn defrag(file: &File, donor: &Donor, inplace: bool, offset: u64, len: u64) -> Result<u64, i32> {
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    if inplace {
+        sys::fallocate(donor.file.as_fd(), 0, offset, len).map_err(errno)?;
+    }
+    let bsz = donor.block_bytes;
+    let start = offset / bsz;
+    let blocks = (offset + len).div_ceil(bsz) - start;
+    let (err, moved_blocks) = sys::ext4_move_ext(file.as_fd(), donor.file.as_fd(), start, blocks);
+    let moved = (moved_blocks * bsz).min(len);
+    if inplace {
+        donor.file.set_len(0).map_err(errno)?;
+    }
+    match err {
+        Some(e) => Err(errno(e)),
+        // access beyond i_size
+        None if moved == 0 => Err(libc::EINVAL),
+        None => Ok(moved),
+    }
+}
+
+/// `fallocate` modes (linux/falloc.h).
+/// `FALLOC_FL_KEEP_SIZE`.
+pub const KEEP_SIZE: i32 = libc::FALLOC_FL_KEEP_SIZE;
+const PUNCH_HOLE: libc::c_int = libc::FALLOC_FL_PUNCH_HOLE;
+
+/// One file of the run: where its region lies on the driver's ledger.
+#[derive(Debug)]
+pub struct CallFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Start of its region on the ledger.
+    pub region_start: u64,
+    /// Length of its region.
+    pub region_len: u64,
+    /// The open file (read-write, no `O_DIRECT`: fio's falloc opens with
+    /// `O_CREAT | O_RDWR`).
+    pub file: File,
+}
+
+/// The call `call` makes for an IO of `op` at `offset`, `len` bytes, on
+/// `file` (`donors`: e4defrag's): Ok(bytes done) or the errno.
+pub fn serve(
+    call: FileCall,
+    donors: &[Donor],
+    op: IoOp,
+    file: &File,
+    offset: u64,
+    len: u64,
+) -> Result<u64, i32> {
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    match call {
+        FileCall::E4defrag { donor, inplace } => match (op, donors.get(donor as usize)) {
+            (IoOp::Write, Some(d)) => defrag(file, d, inplace, offset, len),
+            _ => Err(libc::EINVAL),
+        },
+        FileCall::Falloc => {
+            let mode = match op {
+                IoOp::Read => KEEP_SIZE,
+                IoOp::Write => 0,
+                IoOp::Discard => PUNCH_HOLE | KEEP_SIZE,
+                // fio's falloc makes no call for a sync: its own fsync path
+                IoOp::Flush => return file.sync_all().map(|()| 0).map_err(errno),
+            };
+            sys::fallocate(file.as_fd(), mode, offset, len).map_err(errno)?;
+            Ok(len)
+        }
+        FileCall::Ftruncate => match op {
+            IoOp::Write => {
+                file.set_len(offset).map_err(errno)?;
+                Ok(len)
+            }
+            IoOp::Flush => file.sync_all().map(|()| 0).map_err(errno),
+            IoOp::Read | IoOp::Discard => Err(libc::EINVAL),
+        },
+    }
+}
+
+/// The synchronous backend of the file-call engines.
+pub struct FileCallBackend {
+    epoch: std::time::Instant,
+    files: Vec<CallFile>,
+    /// The call each job clone makes, by its index (`Io::submitter`).
+    calls: Vec<FileCall>,
+    donors: Vec<Donor>,
+    done: Vec<Completion>,
+    capacity: u64,
+}
+
+impl FileCallBackend {
+    /// A backend over `files` (their regions must not overlap), job clone
+    /// `i` making `calls[i]` (e4defrag's with `donors`).
+    pub fn new(files: Vec<CallFile>, calls: Vec<FileCall>, donors: Vec<Donor>) -> Self {
+        let capacity = files
+            .iter()
+            .map(|f| f.region_start + f.region_len)
+            .max()
+            .unwrap_or(0);
+        FileCallBackend {
+            epoch: std::time::Instant::now(),
+            files,
+            calls,
+            donors,
+            done: Vec::new(),
+            capacity,
+        }
+    }
+
+    /// The files, for the run's report and checks.
+    pub fn files(&self) -> &[CallFile] {
+        &self.files
+    }
+
+    fn file_at(&self, offset: u64) -> Option<&CallFile> {
+        self.files
+            .iter()
+            .find(|f| (f.region_start..f.region_start + f.region_len.max(1)).contains(&offset))
+    }
+}
+
+impl Backend for FileCallBackend {
+    fn now(&self) -> Instant {
+        Instant(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+    fn nr_requests(&self) -> u32 {
+        // one call at a time per clone; every clone may have one
+        u32::try_from(self.calls.len()).unwrap_or(u32::MAX).max(1)
+    }
+    fn capacity_bytes(&self) -> u64 {
+        self.capacity
+    }
+    fn submit(&mut self, io: &Io, _now: Instant) {
+        let issued = self.now();
+        let call = self
+            .calls
+            .get(io.submitter.0 as usize)
+            .copied()
+            .unwrap_or(FileCall::Falloc);
+        let res = match self.file_at(io.offset) {
+            Some(f) => serve(
+                call,
+                &self.donors,
+                io.op,
+                &f.file,
+                io.offset - f.region_start,
+                io.len,
+            ),
+            None => Err(libc::EINVAL),
+        };
+        let at = self.now();
+        let (bytes, error) = match res {
+            Ok(b) => (b, 0),
+            Err(e) => (0, e),
+        };
+        self.done.push(Completion {
+            id: io.id,
+            error,
+            bytes,
+            at,
+            issued: Some(issued),
+        });
+    }
+    fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+        if self.done.is_empty() {
+            if let Some(d) = deadline {
+                let now = self.now();
+                if d > now {
+                    std::thread::sleep(std::time::Duration::from_nanos(d.0 - now.0));
+                }
+            }
+            return;
+        }
+        out.append(&mut self.done);
+    }
+    fn in_flight(&self) -> usize {
+        self.done.len()
+    }
+}
+
+/// What a new file gets before the job (fio filesetup.c `extend_file`
+/// with `fallocate=`): nothing, an allocation of its size with a mode
+/// (posix and native: 0, keep: `KEEP_SIZE`), or an `ftruncate` to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NewFile {
+    /// `fallocate=none`: the file stays empty.
+    Empty,
+    /// `fallocate(fd, mode, 0, size)`.
+    Allocate(i32),
+    /// `fallocate=truncate`: `ftruncate(fd, size)`.
+    Truncate,
+}
+
+/// Open (creating and laying out as the real engine's target does, under
+/// the same safety rules) the file at `path` for a file-call job of
+/// `size_bytes`: when a job reads it is laid out with data; else a file
+/// this run created gets `new_file` (as fio lays out a write-only job's
+/// file), and an existing one is extended sparse.
+pub fn open_call_file(
+    path: &std::path::Path,
+    size_bytes: u64,
+    reads: bool,
+    new_file: NewFile,
+    overwrite: bool,
+) -> Result<File, crate::EngineError> {
+    let o = crate::EngineOptions {
+        kind: crate::BackendKind::Threads,
+        direct: false,
+        size_needed: size_bytes,
+        reads,
+        writes: true,
+        overwrite,
+        ..crate::EngineOptions::default()
+    };
+    let t = crate::target::open_target(path, &o)?;
+    if t.info.kind != crate::TargetKind::File {
+        return Err(crate::EngineError::Unsupported {
+            path: path.to_path_buf(),
+            what: "not a regular file (fio's falloc and ftruncate work on files only)".into(),
+        });
+    }
+    // fio's invalidate=1 (its default): the file's cached pages go before
+    // the job (`file_invalidate_cache`); ext4 cannot move blocks whose
+    // pages still hold buffers (EXT4_IOC_MOVE_EXT: EBUSY)
+    let _ = sys::drop_cache(t.file.as_fd());
+    if t.info.created && !reads {
+        let err = |op: &'static str| {
+            move |e: std::io::Error| crate::EngineError::Io {
+                path: path.to_path_buf(),
+                op,
+                error: e,
+            }
+        };
+        t.file.set_len(0).map_err(err("truncate"))?;
+        match new_file {
+            NewFile::Empty => {}
+            NewFile::Allocate(mode) => {
+                sys::fallocate(t.file.as_fd(), mode, 0, size_bytes).map_err(err("fallocate"))?
+            }
+            NewFile::Truncate => t.file.set_len(size_bytes).map_err(err("truncate"))?,
+        }
+    }
+    Ok(t.file)
+}
+
+/// Allocated bytes of `file` (`st_blocks` × 512).
+pub fn allocated_bytes(file: &File) -> std::io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(file.metadata()?.blocks() * 512)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_plain(call: FileCall, op: IoOp, f: &File, off: u64, len: u64) -> Result<u64, i32> {
+        serve(call, &[], op, f, off, len)
+    }
+
+    #[test]
+    fn e4defrag_moves_blocks_to_the_donor() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file(dir.path());
+        std::os::unix::fs::FileExt::write_all_at(&f, &vec![7u8; 256 << 10], 0).unwrap();
+        f.sync_all().unwrap();
+        // as fio's invalidate=1 before the job (see open_call_file)
+        sys::drop_cache(f.as_fd()).unwrap();
+        let donor = Donor::open(&dir.path().join("d"), true, 0, 256 << 10).unwrap();
+        let call = FileCall::E4defrag {
+            donor: 0,
+            inplace: true,
+        };
+        let donors = [donor];
+        match serve(call, &donors, IoOp::Write, &f, 64 << 10, 64 << 10) {
+            // ext4 (where the tests run here): the blocks move, data stays
+            Ok(n) => {
+                assert_eq!(n, 64 << 10);
+                let mut back = vec![0u8; 64 << 10];
+                std::os::unix::fs::FileExt::read_exact_at(&f, &mut back, 64 << 10).unwrap();
+                assert!(back.iter().all(|&b| b == 7));
+            }
+            // another file system refuses the ioctl, as fio reports it
+            Err(e) => assert!(
+                [libc::ENOTTY, libc::EOPNOTSUPP, libc::EINVAL].contains(&e),
+                "{e}"
+            ),
+        }
+        let e = serve(call, &donors, IoOp::Read, &f, 0, 4096).unwrap_err();
+        assert_eq!(e, libc::EINVAL);
+    }
+
+    fn file(dir: &std::path::Path) -> File {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(dir.join("f"))
+            .unwrap()
+    }
+
+    #[test]
+    fn falloc_allocates_grows_and_punches() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file(dir.path());
+        // a write allocates and grows the file
+        serve_plain(FileCall::Falloc, IoOp::Write, &f, 1 << 20, 64 << 10).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), (1 << 20) + (64 << 10));
+        let after_write = allocated_bytes(&f).unwrap();
+        assert!(after_write >= 64 << 10, "{after_write}");
+        // a read allocates without growing
+        serve_plain(FileCall::Falloc, IoOp::Read, &f, 4 << 20, 64 << 10).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), (1 << 20) + (64 << 10));
+        assert!(allocated_bytes(&f).unwrap() >= after_write + (64 << 10));
+        // a trim punches the written range out
+        serve_plain(FileCall::Falloc, IoOp::Discard, &f, 1 << 20, 64 << 10).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), (1 << 20) + (64 << 10));
+        assert!(allocated_bytes(&f).unwrap() < after_write + (64 << 10));
+    }
+
+    #[test]
+    fn ftruncate_sets_the_size_and_refuses_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file(dir.path());
+        serve_plain(FileCall::Ftruncate, IoOp::Write, &f, 12288, 4096).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 12288);
+        serve_plain(FileCall::Ftruncate, IoOp::Write, &f, 4096, 4096).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 4096);
+        let e = serve_plain(FileCall::Ftruncate, IoOp::Read, &f, 0, 4096).unwrap_err();
+        assert_eq!(e, libc::EINVAL);
+    }
+}
