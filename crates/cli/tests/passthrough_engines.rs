@@ -147,7 +147,7 @@ fn sqthread_poll_takes_the_submit_call_away() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The real engine refuses passthrough engines and ring flags before it
+/// The real engine refuses passthrough engines (and libzbc) before it
 /// opens anything: exit 2, naming the file, line, option and value.
 #[test]
 fn real_engine_refuses_with_the_place() {
@@ -162,8 +162,8 @@ fn real_engine_refuses_with_the_place() {
             "j.fio:2: option `ioengine`: value `sg`: ",
         ),
         (
-            job("io_uring", "filename=f\nsqthread_poll=1\n"),
-            "j.fio:9: option `sqthread_poll`: value `1`: ",
+            job("libzbc", "filename=sdb\nzonemode=zbd\n"),
+            "j.fio:2: option `ioengine`: value `libzbc`: ",
         ),
     ] {
         let f = write_file(&dir, "j.fio", &text);
