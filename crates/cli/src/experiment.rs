@@ -52,7 +52,7 @@ pub struct Experiment {
     /// `--live` / `--live-json`: per-interval rows per cgroup as the run goes.
     pub live: crate::live::LiveOptions,
     /// `--status-interval=T` (ms): the reports of the run so far every T
-    /// ([`crate::status`]).
+    /// (the `status` module).
     pub status_every_ms: Option<u64>,
 }
 
