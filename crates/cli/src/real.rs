@@ -495,32 +495,27 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         Vec::new()
     };
     let opts = exp.run_options(blkqos_engine::host_model(), None);
-    let (devid, dev_name) = target_identity(&dir);
-    Ok(Ran {
-        result: blkqos_driver::RunResult {
-            jobs,
-            disk: blkqos_driver::DiskStats::new(opts.ticks_mode, opts.hz.max(1)),
-            ended_at,
-            interrupted: stop.load(std::sync::atomic::Ordering::Relaxed),
-            abandoned: false,
-            dropped_ios: 0,
-            diskstats: Vec::new(),
-            diskstats_dropped: 0,
-            request_trace: Vec::new(),
-            lat_hists: None,
-            pagecache: None,
-        },
-        invocation_of,
-        iostat: tree.ids().map(|_| Default::default()).collect(),
-        iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
+    let result = blkqos_driver::RunResult {
+        jobs,
+        disk: blkqos_driver::DiskStats::new(opts.ticks_mode, opts.hz.max(1)),
+        ended_at,
+        interrupted: stop.load(std::sync::atomic::Ordering::Relaxed),
+        abandoned: false,
+        dropped_ios: 0,
+        diskstats: Vec::new(),
+        diskstats_dropped: 0,
+        request_trace: Vec::new(),
+        lat_hists: None,
+        pagecache: None,
+    };
+    Ok(ran_without_controllers(
+        result,
         tree,
-        trace: String::new(),
-        target: dir.display().to_string(),
-        lost_pages: 0,
-        dev_name,
-        devid,
-        kernel_disks: Some(kernel_disks),
-    })
+        invocation_of,
+        &dir,
+        target_identity(&dir),
+        kernel_disks,
+    ))
 }
 
 /// Run `exp`, whose jobs all use ioengine=falloc, ftruncate or e4defrag: the
@@ -559,10 +554,30 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
         crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
     }
     crate::outcome::say_interrupted(signals, &result, false);
-    let tree = plan.tree;
-    Ok(Ran {
+    Ok(ran_without_controllers(
         result,
-        invocation_of: plan.invocation_of,
+        plan.tree,
+        plan.invocation_of,
+        &dir,
+        (devid, dev_name),
+        kernel_disks,
+    ))
+}
+
+/// The result of a real run whose jobs issue no block IO of blkqos's own
+/// (file calls, metadata and host engines): no controller state, no
+/// trace, and the kernel's disks under `dir`.
+fn ran_without_controllers(
+    result: blkqos_driver::RunResult,
+    tree: blkqos_core::CgroupTree,
+    invocation_of: Vec<usize>,
+    dir: &Path,
+    (devid, dev_name): (DevId, String),
+    kernel_disks: Vec<blkqos_fio::report::DiskUtil>,
+) -> Ran {
+    Ran {
+        result,
+        invocation_of,
         iostat: tree.ids().map(|_| Default::default()).collect(),
         iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
         tree,
@@ -572,5 +587,5 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
         dev_name,
         devid,
         kernel_disks: Some(kernel_disks),
-    })
+    }
 }
