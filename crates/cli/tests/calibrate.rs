@@ -42,6 +42,49 @@ fn near(got: f64, want: f64, pct: f64) -> bool {
     (got / want - 1.0).abs() * 100.0 <= pct
 }
 
+/// A device whose throughput is concave in depth (the `fes` model with
+/// its own parameters): the depth sweep recovers every service time, and
+/// the `fes` family is chosen over parallel units.
+#[test]
+fn fit_recovers_a_simulated_flow_equivalent_server() {
+    let q = [
+        90_000.0, 52_000.0, 30_000.0, 19_000.0, 13_000.0, 10_000.0, 9_000.0,
+    ];
+    let depths = [1, 2, 4, 8, 16, 32, 64];
+    let mut spec = String::from("fes");
+    for (d, t) in depths.iter().zip(q) {
+        spec += &format!(",read_ns_q{d}={t},write_ns_q{d}={}", 2.0 * t);
+    }
+    spec += ",read_ps_per_byte_q1=2000,read_ps_per_byte_q64=500";
+    spec += ",write_ps_per_byte_q1=4000,write_ps_per_byte_q64=1000";
+    let v = json_of(&[
+        &format!("--device={spec}"),
+        "--submit-ns=2000",
+        "--write",
+        "--rounds=2",
+        "--time=1",
+    ]);
+    assert_eq!(v["device"]["model"], "fes", "{}", v["candidates"]);
+    for (d, t) in depths.iter().zip(q) {
+        for (dir, want) in [("read", t), ("write", 2.0 * t)] {
+            let k = format!("{dir}_ns_q{d}");
+            let got = param(&v, &k);
+            assert!(near(got, want, 3.0), "{k}: fitted {got}, true {want}");
+        }
+    }
+    for (k, want) in [
+        ("read_ps_per_byte_q1", 2000.0),
+        ("read_ps_per_byte_q64", 500.0),
+        ("write_ps_per_byte_q1", 4000.0),
+        ("write_ps_per_byte_q64", 1000.0),
+    ] {
+        let got = param(&v, k);
+        assert!(near(got, want, 5.0), "{k}: fitted {got}, true {want}");
+    }
+    // no random share in the device: none fitted
+    assert!(param(&v, "spread_pct") < 5.0, "{}", v["device"]);
+}
+
 /// A simulated ssd measured by the calibration jobs: the fit gives back its
 /// parameters, the ssd family is chosen, and the io.cost.model line carries
 /// the measured numbers.
@@ -341,7 +384,7 @@ fn worked_example_holds() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = "254:0 enable=1 ctrl=user rpct=95 rlat=2000 wpct=95 wlat=5000 min=25 max=92";
+    let line = "254:0 enable=1 ctrl=user rpct=95 rlat=2000 wpct=95 wlat=5000 min=25 max=94";
     assert!(text.contains(&format!("echo \"{line}\"")), "{text}");
     assert!(scenario.contains(line));
 }

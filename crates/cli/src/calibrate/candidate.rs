@@ -13,7 +13,10 @@
 //! real devices) with its depth-1 spread as jitter on the units or as an
 //! exponential tail outside them (a completion path that wakes threads),
 //! `null` with its `mbps` throttle and `null` without (null_blk, where the
-//! throttle's 20 ms ticks shape the latency).
+//! throttle's 20 ms ticks shape the latency), and `fes` (one queue whose
+//! service time is the measured time between completions at each depth:
+//! devices whose throughput grows with depth in a way parallel units do
+//! not follow), when the rounds have the depth sweep.
 
 use super::fit::RoundFit;
 use super::measure::{self, Target};
@@ -69,7 +72,8 @@ fn whole(e: &Estimate, min: u64) -> u64 {
 fn min_of(key: &str) -> u64 {
     match key {
         "jitter_pct" | "mbps" | "read_delay_ns" | "write_delay_ns" | "read_tail_ns"
-        | "write_tail_ns" => 0,
+        | "write_tail_ns" | "spread_pct" => 0,
+        k if k.contains("_ps_per_byte_") => 0,
         _ => 1,
     }
 }
@@ -185,7 +189,75 @@ pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
         vec![("completion_ns", completion)],
         &null_fixed,
     ));
+    if fits.iter().all(|f| f.fes.is_some()) {
+        out.push(cand(
+            "fes",
+            "one queue, service time by depth (flow-equivalent server)",
+            fes_params(fits),
+            &ssd_fixed,
+        ));
+    }
     out
+}
+
+/// The `fes` family (every fit has one).
+fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
+    type Pick = fn(&super::fit::FesFit) -> Option<super::fit::FesDirFit>;
+    let dirs: [(Pick, [&'static str; 9]); 2] = [
+        (
+            |f| Some(f.read),
+            [
+                "read_ns_q1",
+                "read_ns_q2",
+                "read_ns_q4",
+                "read_ns_q8",
+                "read_ns_q16",
+                "read_ns_q32",
+                "read_ns_q64",
+                "read_ps_per_byte_q1",
+                "read_ps_per_byte_q64",
+            ],
+        ),
+        (
+            |f| f.write,
+            [
+                "write_ns_q1",
+                "write_ns_q2",
+                "write_ns_q4",
+                "write_ns_q8",
+                "write_ns_q16",
+                "write_ns_q32",
+                "write_ns_q64",
+                "write_ps_per_byte_q1",
+                "write_ps_per_byte_q64",
+            ],
+        ),
+    ];
+    let mut params = Vec::new();
+    for (pick, keys) in dirs {
+        if fits[0].fes.and_then(|f| pick(&f)).is_none() {
+            continue;
+        }
+        let value = |f: &RoundFit, i: usize| {
+            let d = f
+                .fes
+                .and_then(|x| pick(&x))
+                .expect("every fit has this direction");
+            if i < 7 {
+                d.ns_4k[i]
+            } else {
+                d.ps_per_byte[i - 7]
+            }
+        };
+        for (i, key) in keys.into_iter().enumerate() {
+            params.push((key, est(fits, |f| value(f, i))));
+        }
+    }
+    params.push((
+        "spread_pct",
+        est(fits, |f| f.fes.map_or(0.0, |x| x.spread_pct)),
+    ));
+    params
 }
 
 /// The `ssd` family with jitter on the units.

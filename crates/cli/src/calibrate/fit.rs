@@ -32,6 +32,18 @@
 //! Writes share `c` (one `channels`) and the jitter share; their service
 //! is `c / X_write` at 4 KiB, their delay what is left of their `I`.
 //!
+//! The `fes` model (crates/sim `device/fes.rs`, a flow-equivalent server)
+//! needs no solving: with `n` requests in it, it serves one request in
+//! `t(n)`, the time between completions at depth `n`, so per direction
+//! `t(2)` ... `t(64)` are `1 / IOPS` of the random 4 KiB jobs at those
+//! depths, and `t(1)` the depth-1 cycle less the submit call (at
+//! depth 1 nothing overlaps the call; deeper, the calls overlap the
+//! device's work). The cost of a byte beyond 4 KiB is the depth-1 line's
+//! slope at depth 1, and at depth 64 the difference between the random
+//! 128 KiB and 4 KiB jobs' times between completions over the 124 KiB
+//! between them. The share of the service that is random is the depth-1
+//! spread's: `p99 − p50` of an exponential of mean `m` is `m · ln 50`.
+//!
 //! Each quantity is fitted per round; `super::stats` turns the rounds into
 //! means and confidence intervals.
 
@@ -93,6 +105,24 @@ pub struct NullFit {
     pub mbps: f64,
 }
 
+/// One direction of the `fes` model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FesDirFit {
+    /// 4 KiB service time at depths 1, 2, 4 ... 64 (`read_ns_q1`...).
+    pub ns_4k: [f64; 7],
+    /// Cost of a byte beyond 4 KiB at depths 1 and 64, picoseconds.
+    pub ps_per_byte: [f64; 2],
+}
+
+/// The `fes` model: reads, writes when measured, and the random share of
+/// the service (`spread_pct`, from the depth-1 read spread).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FesFit {
+    pub read: FesDirFit,
+    pub write: Option<FesDirFit>,
+    pub spread_pct: f64,
+}
+
 /// Everything fitted from one round.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoundFit {
@@ -104,6 +134,8 @@ pub struct RoundFit {
     pub read_tail: TailFit,
     pub write_tail: Option<TailFit>,
     pub null: NullFit,
+    /// None when the round has no depth sweep (recorded before it existed).
+    pub fes: Option<FesFit>,
     /// iocost_coef_gen.py's six numbers (write ones when measured).
     pub coef: BTreeMap<&'static str, f64>,
 }
@@ -167,6 +199,23 @@ fn raw_dir(r: &Round, d: char, request_bytes: u64) -> Result<DirRaw, FitError> {
     })
 }
 
+/// One direction of the `fes` model; None without the depth sweep.
+fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64) -> Option<FesDirFit> {
+    let gap = |name: String| r.get(&name).map(|p| 1e9 / p.iops().max(1e-9));
+    let [q2, q4, q8, q16, q32] = super::plan::SWEEP_DEPTHS.map(|q| gap(format!("{d}depth_{q}")));
+    let q64 = gap(format!("{d}randiops"))?;
+    let q64_big = gap(format!("{d}randbps"))?;
+    let q1 = (r.get(&format!("{d}lat_4k"))?.cycle_ns() - submit_ns).max(1.0);
+    let extra_bytes = (super::plan::RAND_BPS_BS - 4096) as f64;
+    Some(FesDirFit {
+        ns_4k: [q1, q2?, q4?, q8?, q16?, q32?, q64],
+        ps_per_byte: [
+            (raw.slope_ns_per_byte * 1000.0).max(0.0),
+            ((q64_big - q64) / extra_bytes * 1000.0).max(0.0),
+        ],
+    })
+}
+
 /// Split a mean service time into base and jitter, and what is left of
 /// the depth-1 intercept into delay.
 fn dir_fit(
@@ -212,8 +261,10 @@ pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit
     coef.insert("rbps", rd.seq_bps);
     coef.insert("rseqiops", get(r, "rseqiops")?.iops());
     coef.insert("rrandiops", rd.sat_iops);
+    let mut fes_write = None;
     let write = if writes {
         let wd = raw_dir(r, 'w', request_bytes)?;
+        fes_write = fes_dir(r, 'w', &wd, submit_ns);
         let sigma_w = wd.slope_ns_per_byte.max(1e9 / wd.seq_bps.max(1.0));
         let mean_base_w = channels * 1e9 / wd.sat_iops.max(1e-9) - 4096.0 * sigma_w;
         coef.insert("wbps", wd.seq_bps);
@@ -232,6 +283,15 @@ pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit
         Some(w) => Some(w.with_tail(spread('w')?)),
         None => None,
     };
+    let read_spread_ns = spread('r')?;
+    let fes = fes_dir(r, 'r', &rd, submit_ns)
+        .filter(|_| !writes || fes_write.is_some())
+        .map(|read| FesFit {
+            read,
+            write: fes_write,
+            // the exponential's mean m from p99 − p50 = m · ln 50
+            spread_pct: (100.0 * read_spread_ns / 50f64.ln() / read.ns_4k[0]).clamp(0.0, 100.0),
+        });
     let null = NullFit {
         completion_ns: (get(r, "rlat_4k")?.cycle_ns() - submit_ns).max(1.0),
         mbps: r.values().map(Point::bytes_per_sec).fold(0.0, f64::max) / f64::from(1u32 << 20),
@@ -244,6 +304,7 @@ pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit
         read_tail,
         write_tail,
         null,
+        fes,
         coef,
     })
 }

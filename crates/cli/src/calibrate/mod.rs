@@ -27,14 +27,19 @@ pub const HELP: &str = "\
 Measure a file or block device on the real engine (io_uring, direct=1) and
 fit models to it: the io.cost.model line of the kernel's
 tools/cgroup/iocost_coef_gen.py (rbps, rseqiops, rrandiops and, with
---write, wbps, wseqiops, wrandiops), and a simulated `ssd` device with the
+--write, wbps, wseqiops, wrandiops), and a simulated device with the
 host's submit cost (blkqos run --device=... --submit-ns=...), each with a
-95% confidence interval over the rounds. The fit check replays every
-measurement job on the fitted device and prints measured against predicted.
+95% confidence interval over the rounds. Five model families are fitted
+(ssd with jitter or with a completion tail, null with or without its mbps
+throttle, fes: service time by queue depth); the fit check replays every
+measurement job on each and keeps the closest, printing measured against
+predicted.
 
 Each round runs, per direction: sequential IO with one large block in
-flight (bps), sequential and random 4 KiB IOs at depth 64 (iops), and
-random IOs at depth 1 of 4, 32 and 128 KiB (latency against size). Reads
+flight (bps), sequential and random 4 KiB IOs at depth 64 (iops), random
+4 KiB IOs at depths 2 to 32 (throughput against depth), random 128 KiB IOs
+at depth 64, and random IOs at depth 1 of 4, 32 and 128 KiB (latency
+against size). Reads
 only unless --write: the engine's safety rules apply to writes (a block
 device with a signature needs --allow-destructive, a file blkqos did not
 lay out needs --overwrite).

@@ -1,8 +1,11 @@
 //! What `blkqos calibrate` measures: the jobs of the kernel's
 //! `tools/cgroup/iocost_coef_gen.py` (sequential bandwidth with one large IO
-//! in flight, sequential and random 4 KiB IOPS at depth 64), plus the
-//! queue-depth-1 latency at three sizes that the simulated device's fit
-//! needs (latency against IO size: base latency and transfer rate).
+//! in flight, sequential and random 4 KiB IOPS at depth 64), plus what the
+//! simulated device's fit needs: the queue-depth-1 latency at three sizes
+//! (latency against IO size: base latency and transfer rate), random 4 KiB
+//! throughput at depths 2, 4, 8, 16 and 32 (with the script's 1 and 64,
+//! every power of two: throughput against queue depth) and random 128 KiB at depth 64 (the
+//! saturated cost of a byte of random IO).
 
 /// One measurement job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +26,11 @@ pub const COEF_SEQ_BS: u64 = 128 << 20;
 /// Sizes of the queue-depth-1 latency jobs: 4 KiB to the 128 KiB that
 /// most devices take as one request (`max_sectors_kb`).
 pub const LAT_SIZES: [u64; 3] = [4 << 10, 32 << 10, 128 << 10];
+/// Depths of the random 4 KiB jobs between depth 1 (`rlat_4k`) and
+/// [`COEF_DEPTH`] (`rrandiops`): with those, every power of two.
+pub const SWEEP_DEPTHS: [u32; 5] = [2, 4, 8, 16, 32];
+/// Block of the saturated random bandwidth job (`rrandbps`).
+pub const RAND_BPS_BS: u64 = 128 << 10;
 
 /// The sequential block for a target of `size` bytes: the script's 128 MiB,
 /// or the largest power of two that leaves four blocks on a smaller target.
@@ -66,6 +74,22 @@ pub fn round(size: u64, writes: bool) -> Vec<Job> {
             iodepth: COEF_DEPTH,
             write,
         });
+        for depth in SWEEP_DEPTHS {
+            jobs.push(Job {
+                name: format!("{d}depth_{depth}"),
+                rw: rand,
+                bs_bytes: 4096,
+                iodepth: depth,
+                write,
+            });
+        }
+        jobs.push(Job {
+            name: format!("{d}randbps"),
+            rw: rand,
+            bs_bytes: RAND_BPS_BS,
+            iodepth: COEF_DEPTH,
+            write,
+        });
         for bs in LAT_SIZES {
             jobs.push(Job {
                 name: format!("{d}lat_{}k", bs >> 10),
@@ -94,10 +118,28 @@ mod tests {
     #[test]
     fn a_round_without_writes_reads_only() {
         let r = round(1 << 30, false);
-        assert_eq!(r.len(), 6);
+        assert_eq!(r.len(), 12);
         assert!(r.iter().all(|j| !j.write && !j.rw.contains("write")));
         let w = round(1 << 30, true);
-        assert_eq!(w.len(), 12);
-        assert_eq!(w.iter().filter(|j| j.write).count(), 6);
+        assert_eq!(w.len(), 24);
+        assert_eq!(w.iter().filter(|j| j.write).count(), 12);
+        let names: Vec<&str> = r.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "rbps",
+                "rseqiops",
+                "rrandiops",
+                "rdepth_2",
+                "rdepth_4",
+                "rdepth_8",
+                "rdepth_16",
+                "rdepth_32",
+                "rrandbps",
+                "rlat_4k",
+                "rlat_32k",
+                "rlat_128k"
+            ]
+        );
     }
 }

@@ -240,6 +240,13 @@ impl Report {
         if d.model == "ssd" && !d.params.iter().any(|(k, _)| *k == "write_ns") {
             writeln!(o, "# write_ns, write_bps: not measured (--write)").unwrap();
         }
+        if d.model == "fes" && !d.params.iter().any(|(k, _)| *k == "write_ns_q1") {
+            writeln!(
+                o,
+                "# write_ns_q*, write_ps_per_byte_q*: not measured (--write)"
+            )
+            .unwrap();
+        }
     }
 
     /// Every candidate's error, then the chosen one job by job.

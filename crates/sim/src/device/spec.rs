@@ -3,7 +3,7 @@
 //! a scenario's `[device]` table. Unknown keys and bad values are errors that
 //! name the key and the value.
 
-use super::{Cloud, DeviceModel, Hdd, NullBlk, Ssd};
+use super::{Cloud, DeviceModel, Fes, FesDir, Hdd, NullBlk, Ssd};
 use blkqos_core::DevId;
 use std::collections::BTreeMap;
 
@@ -13,6 +13,7 @@ pub enum ModelKind {
     Ssd,
     Cloud,
     Hdd,
+    Fes,
 }
 
 impl ModelKind {
@@ -22,6 +23,7 @@ impl ModelKind {
             ModelKind::Ssd => "ssd",
             ModelKind::Cloud => "cloud",
             ModelKind::Hdd => "hdd",
+            ModelKind::Fes => "fes",
         }
     }
     /// The model's default max IO size in 512-byte sectors (see
@@ -32,6 +34,7 @@ impl ModelKind {
             ModelKind::Ssd => super::SSD_MAX_SECTORS,
             ModelKind::Cloud => super::CLOUD_MAX_SECTORS,
             ModelKind::Hdd => super::HDD_MAX_SECTORS,
+            ModelKind::Fes => super::SSD_MAX_SECTORS,
         }
     }
     /// Parameter keys with their defaults (as strings) for each model.
@@ -144,6 +147,56 @@ impl ModelKind {
                 ("burst_ms", "0", "bucket depth in ms of rate"),
                 ("nr_requests", "1024", "request slots"),
             ],
+            ModelKind::Fes => &[
+                (
+                    "read_ns_q1",
+                    "80000",
+                    "4 KiB read service time with 1 request in the device",
+                ),
+                (
+                    "read_ns_q2",
+                    "45000",
+                    "... with 2 (the time between completions at depth 2)",
+                ),
+                ("read_ns_q4", "22000", "... with 4"),
+                ("read_ns_q8", "12000", "... with 8"),
+                ("read_ns_q16", "6000", "... with 16"),
+                ("read_ns_q32", "3800", "... with 32"),
+                ("read_ns_q64", "2500", "... with 64 (and more)"),
+                (
+                    "read_ps_per_byte_q1",
+                    "2500",
+                    "read time per byte beyond 4 KiB at depth 1, picoseconds",
+                ),
+                ("read_ps_per_byte_q64", "400", "... at depth 64"),
+                (
+                    "write_ns_q1",
+                    "20000",
+                    "4 KiB write service time with 1 request in the device",
+                ),
+                (
+                    "write_ns_q2",
+                    "11000",
+                    "... with 2 (the time between completions at depth 2)",
+                ),
+                ("write_ns_q4", "6000", "... with 4"),
+                ("write_ns_q8", "3500", "... with 8"),
+                ("write_ns_q16", "2000", "... with 16"),
+                ("write_ns_q32", "1500", "... with 32"),
+                ("write_ns_q64", "1200", "... with 64 (and more)"),
+                (
+                    "write_ps_per_byte_q1",
+                    "5000",
+                    "write time per byte beyond 4 KiB at depth 1, picoseconds",
+                ),
+                ("write_ps_per_byte_q64", "800", "... at depth 64"),
+                (
+                    "spread_pct",
+                    "0",
+                    "share of each service time that is exponentially distributed (seeded), %",
+                ),
+                ("nr_requests", "1023", "request slots"),
+            ],
             ModelKind::Hdd => &[
                 ("rpm", "7200", "spindle speed"),
                 ("seek_min_us", "500", "track-to-track seek"),
@@ -185,7 +238,7 @@ const MAX_SECTORS_KB: std::ops::RangeInclusive<u64> = 4..=1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
-    #[error("unknown device model `{0}`: use null, ssd, cloud or hdd")]
+    #[error("unknown device model `{0}`: use null, ssd, cloud, hdd or fes")]
     UnknownModel(String),
     #[error("device {model}: unknown parameter `{key}` (known: {known})")]
     UnknownKey {
@@ -249,6 +302,7 @@ impl DeviceSpec {
             "ssd" | "nvme" => ModelKind::Ssd,
             "cloud" => ModelKind::Cloud,
             "hdd" => ModelKind::Hdd,
+            "fes" => ModelKind::Fes,
             other => return Err(SpecError::UnknownModel(other.to_string())),
         };
         let mname = kind.name();
@@ -264,6 +318,7 @@ impl DeviceSpec {
                 ModelKind::Ssd => "nvme0n1",
                 ModelKind::Cloud => "sda",
                 ModelKind::Hdd => "sdb",
+                ModelKind::Fes => "vdb",
             }
             .to_string(),
             capacity: 256 << 30,
@@ -393,6 +448,23 @@ impl DeviceSpec {
             ModelKind::Ssd => &["channels", "read_mbps", "write_mbps", "nr_requests"],
             ModelKind::Cloud => &["iops", "mbps", "io_unit", "nr_requests"],
             ModelKind::Hdd => &["rpm", "mbps", "nr_requests"],
+            ModelKind::Fes => &[
+                "read_ns_q1",
+                "read_ns_q2",
+                "read_ns_q4",
+                "read_ns_q8",
+                "read_ns_q16",
+                "read_ns_q32",
+                "read_ns_q64",
+                "write_ns_q1",
+                "write_ns_q2",
+                "write_ns_q4",
+                "write_ns_q8",
+                "write_ns_q16",
+                "write_ns_q32",
+                "write_ns_q64",
+                "nr_requests",
+            ],
         };
         for k in must_be_positive {
             if self.get(k) == 0 {
@@ -502,6 +574,20 @@ impl DeviceSpec {
                 self.capacity,
                 self.seed,
             )),
+            ModelKind::Fes => {
+                let dir = |d: &str| FesDir {
+                    ns_4k: super::FES_DEPTHS.map(|q| self.get(&format!("{d}_ns_q{q}"))),
+                    ps_per_byte: [1, 64].map(|q| self.get(&format!("{d}_ps_per_byte_q{q}"))),
+                };
+                Box::new(Fes::new(
+                    dir("read"),
+                    dir("write"),
+                    g("spread_pct").min(100) as u32,
+                    g("nr_requests") as u32,
+                    self.capacity,
+                    self.seed,
+                ))
+            }
         }
     }
 
@@ -519,6 +605,7 @@ impl DeviceSpec {
             ModelKind::Ssd,
             ModelKind::Cloud,
             ModelKind::Hdd,
+            ModelKind::Fes,
         ] {
             s += &format!("{}:\n", kind.name());
             for (k, d, h) in kind.params() {

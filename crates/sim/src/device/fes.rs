@@ -1,0 +1,274 @@
+//! `fes`: a flow-equivalent server, a device described by its measured
+//! throughput at several queue depths.
+//!
+//! Some devices get faster per request as more requests wait in them, in a
+//! way that identical parallel units (the `ssd` model) do not follow: a
+//! virtual disk whose host handles a batch of requests per notification, a
+//! loop device whose worker and the submitting program share the same
+//! CPUs, interrupt coalescing. Their throughput is concave in the queue
+//! depth (this machine's loop device over a file on its virtual disk:
+//! 14k, 35k, 82k and 120k 4 KiB random reads per second at depths 1, 4,
+//! 16 and 64), where `c` units give a straight line up to `c` and then a
+//! flat one.
+//!
+//! The model replaces the device, as Chandy, Herzog and Woo's
+//! flow-equivalent server replaces a subnetwork of a closed queueing
+//! network (Norton's theorem for queueing networks, 1975), by one FIFO
+//! queue whose service time depends on its population: a request that
+//! arrives when `n` requests (itself included) are in the device is served
+//! in `t(n)`, the time between completions measured at depth `n`. In the
+//! closed loop of a job with `iodepth=n` the population stays `n`, a
+//! request completes every `t(n)` and each takes `n·t(n)` (Little's law):
+//! the measured throughput and mean latency at every measured depth.
+//!
+//! `t` is given for 4 KiB requests at every power of two from depth 1 to
+//! 64 (`read_ns_q1`, `read_ns_q2` ... `read_ns_q64`, and the same for
+//! writes), linear in log2(depth) between them and held beyond; a request of `len` bytes
+//! takes `(len − 4096) × per_byte(n)` more, the cost per byte given at
+//! depths 1 and 64 (`read_ps_per_byte_q1`, `read_ps_per_byte_q64`, in
+//! picoseconds) and interpolated the same way. Reads and writes share the
+//! queue and the population; each request is served at its own
+//! direction's `t(n)`. Discards and flushes take a 4 KiB write's time.
+//! `spread_pct` of each service time is exponentially distributed
+//! (seeded), the rest fixed: `blkqos calibrate` sets it from the depth-1
+//! spread.
+//!
+//! Ignores: how the time splits between the device and the host (the
+//! simulated job's submit call still takes `--submit-ns`, so `blkqos
+//! calibrate` takes it out of `t(1)`), changes of the population while a
+//! request waits (its service is set when it arrives), depths above 64,
+//! and everything the measurements do not show (caches that fill, garbage
+//! collection).
+
+use super::{DeviceModel, EIO};
+use blkqos_core::{Duration, Instant, Io, IoOp};
+use std::collections::VecDeque;
+
+/// The depths the service times are given at.
+pub const FES_DEPTHS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// One direction's service: 4 KiB time per depth of [`FES_DEPTHS`], and
+/// the cost per byte beyond 4 KiB at depths 1 and 64 (ps per byte).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FesDir {
+    pub ns_4k: [u64; 7],
+    pub ps_per_byte: [u64; 2],
+}
+
+impl FesDir {
+    /// The service time of a `len`-byte request with `n` in the device.
+    pub fn service_ns(&self, n: u32, len: u64) -> f64 {
+        let x = f64::from(n.clamp(1, 64)).log2();
+        // segment [2^seg, 2^(seg+1)]
+        let seg = (x as usize).min(FES_DEPTHS.len() - 2);
+        let frac = x - seg as f64;
+        let (a, b) = (self.ns_4k[seg] as f64, self.ns_4k[seg + 1] as f64);
+        let t4k = a + (b - a) * frac;
+        let (p1, p64) = (self.ps_per_byte[0] as f64, self.ps_per_byte[1] as f64);
+        let per_byte_ps = p1 + (p64 - p1) * x / 6.0;
+        t4k + len.saturating_sub(4096) as f64 * per_byte_ps / 1000.0
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Fes {
+    pub read: FesDir,
+    pub write: FesDir,
+    /// Share of each service time that is exponential, %.
+    pub spread_pct: u32,
+    pub nr_requests: u32,
+    pub capacity: u64,
+    /// When the server is free of the requests it has.
+    free_at: Instant,
+    /// Completion times of the requests in the device, in order (FIFO).
+    in_device: VecDeque<Instant>,
+    rng: u64,
+}
+
+impl Fes {
+    pub fn new(
+        read: FesDir,
+        write: FesDir,
+        spread_pct: u32,
+        nr_requests: u32,
+        capacity: u64,
+        seed: u64,
+    ) -> Self {
+        Fes {
+            read,
+            write,
+            spread_pct: spread_pct.min(100),
+            nr_requests: nr_requests.max(1),
+            capacity,
+            free_at: Instant::ZERO,
+            in_device: VecDeque::new(),
+            rng: seed | 1,
+        }
+    }
+
+    /// xorshift64*, as the other models.
+    fn next_rand(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+impl DeviceModel for Fes {
+    fn nr_requests(&self) -> u32 {
+        self.nr_requests
+    }
+    fn capacity_bytes(&self) -> u64 {
+        self.capacity
+    }
+    fn rotational(&self) -> bool {
+        false
+    }
+    fn default_max_sectors(&self) -> u32 {
+        super::SSD_MAX_SECTORS
+    }
+    fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
+        while self.in_device.front().is_some_and(|&t| t <= now) {
+            self.in_device.pop_front();
+        }
+        let n = self.in_device.len() as u32 + 1;
+        let t = match io.op {
+            IoOp::Read => self.read.service_ns(n, io.len),
+            IoOp::Write => self.write.service_ns(n, io.len),
+            IoOp::Discard | IoOp::Flush => self.write.service_ns(n, 4096),
+        };
+        let random = t * f64::from(self.spread_pct) / 100.0;
+        let service = if random > 0.0 {
+            // -ln(U) × mean with U uniform in (0, 1]
+            let u = ((self.next_rand() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+            t - random - u.ln() * random
+        } else {
+            t
+        };
+        let done = now.max(self.free_at) + Duration(service.max(0.0) as u64);
+        self.free_at = done;
+        self.in_device.push_back(done);
+        let err = if io.offset.saturating_add(io.len) > self.capacity {
+            EIO
+        } else {
+            0
+        };
+        (done, err)
+    }
+    fn describe(&self) -> String {
+        let t = |d: &FesDir| {
+            d.ns_4k
+                .iter()
+                .map(|ns| format!("{:.1}", *ns as f64 / 1000.0))
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        format!(
+            "fes: 4 KiB service at depths 1/4/16/64: read {} us, write {} us; nr_requests {}",
+            t(&self.read),
+            t(&self.write),
+            self.nr_requests
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> FesDir {
+        FesDir {
+            ns_4k: [80_000, 50_000, 30_000, 20_000, 12_000, 10_000, 8_000],
+            ps_per_byte: [1_000, 500],
+        }
+    }
+
+    fn read(k: u64, len: u64) -> Io {
+        Io {
+            ioprio: 0,
+            id: blkqos_core::IoId(k),
+            submitter: blkqos_core::Submitter(0),
+            group: blkqos_core::GroupId::ROOT,
+            op: IoOp::Read,
+            flags: Default::default(),
+            offset: 0,
+            len,
+            submitted_at: Instant::ZERO,
+            cost_vtime: 0,
+        }
+    }
+
+    #[test]
+    fn service_is_given_at_the_measured_depths_and_between_them() {
+        let d = dir();
+        for (i, n) in FES_DEPTHS.iter().enumerate() {
+            let want = d.ns_4k[i] as f64;
+            assert!((d.service_ns(*n, 4096) - want).abs() < 1e-6, "depth {n}");
+        }
+        // depth 12: 0.585 of the way (in log2) from depth 8 to depth 16
+        let want = 20_000.0 - 8_000.0 * (12f64.log2() - 3.0);
+        assert!((d.service_ns(12, 4096) - want).abs() < 1e-6);
+        // held beyond the last depth, and below 4 KiB
+        assert_eq!(d.service_ns(200, 512), 8_000.0);
+        // 128 KiB at depth 1: 124 KiB at 1 ns per byte more
+        assert!((d.service_ns(1, 128 << 10) - (80_000.0 + 126_976.0)).abs() < 1e-6);
+        assert!((d.service_ns(64, 128 << 10) - (8_000.0 + 63_488.0)).abs() < 1e-6);
+    }
+
+    /// A closed loop of depth n: requests complete every t(n), and each
+    /// takes n·t(n).
+    #[test]
+    fn a_closed_loop_reproduces_throughput_and_latency_at_its_depth() {
+        for (i, depth) in FES_DEPTHS.iter().enumerate() {
+            let d = dir();
+            let mut m = Fes::new(d, d, 0, 128, 1 << 30, 1);
+            let mut done: Vec<Instant> = (0..*depth)
+                .map(|k| m.service(&read(u64::from(k), 4096), Instant::ZERO).0)
+                .collect();
+            let mut lat = Vec::new();
+            let mut completions = Vec::new();
+            for k in 0..2000u64 {
+                // the earliest completion frees a slot; the next IO goes in then
+                done.sort_unstable();
+                let t = done.remove(0);
+                completions.push(t);
+                let (c, err) = m.service(&read(k + 100, 4096), t);
+                assert_eq!(err, 0);
+                lat.push((c - t).as_ns());
+                done.push(c);
+            }
+            let t = d.ns_4k[i];
+            let gaps = (completions[1999] - completions[999]).as_ns() / 1000;
+            assert!(gaps.abs_diff(t) <= 1, "depth {depth}: gap {gaps} want {t}");
+            let mean = lat[1000..].iter().sum::<u64>() / 1000;
+            let want = u64::from(*depth) * t;
+            assert!(
+                mean.abs_diff(want) <= u64::from(*depth),
+                "depth {depth}: {mean} {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn spread_keeps_the_mean_and_beyond_the_end_is_eio() {
+        let d = dir();
+        let mut m = Fes::new(d, d, 50, 128, 1 << 20, 3);
+        let n = 20_000u64;
+        let total: u64 = (0..n)
+            .map(|k| {
+                let now = Instant(k * 1_000_000_000);
+                (m.service(&read(k, 4096), now).0 - now).as_ns()
+            })
+            .sum();
+        let mean = total as f64 / n as f64;
+        assert!((mean / 80_000.0 - 1.0).abs() < 0.02, "mean {mean}");
+        let far = Io {
+            offset: 1 << 20,
+            ..read(n, 4096)
+        };
+        assert_eq!(m.service(&far, Instant(n * 1_000_000_000)).1, EIO);
+    }
+}
