@@ -4,6 +4,7 @@
 
 use crate::fio_verify::{self, JobState, JobVerify};
 use crate::pattern;
+use crate::route::Router;
 use crate::wbuf::PageStore;
 use blkqos_core::{Instant, Io, IoFlags, IoId, IoOp};
 use blkqos_driver::Completion;
@@ -79,7 +80,11 @@ impl Clock {
 pub(crate) struct Slot {
     pub id: IoId,
     pub op: Option<IoOp>,
+    /// The offset in the IO's file (with several files, the virtual
+    /// offset translated by [`crate::route::Router`]).
     pub offset: u64,
+    /// The index of the IO's open file (0 with one target).
+    pub fd: u32,
     pub len: u64,
     /// Writeback from the userspace write-back buffer: data from the store.
     pub writeback: bool,
@@ -123,6 +128,8 @@ pub(crate) struct Core {
     /// fio's verify format per job ([`crate::EngineOptions::fio_verify`])
     /// and what the engine remembers of its writes.
     fio: Vec<Option<(JobVerify, JobState)>>,
+    /// Several files: each IO's file and offset in it.
+    router: Option<Router>,
 }
 
 impl Core {
@@ -142,6 +149,22 @@ impl Core {
             stats: EngineStats::default(),
             store: None,
             fio: Vec::new(),
+            router: None,
+        }
+    }
+
+    /// Several files: IOs are routed by `router` ([`crate::route`]).
+    pub fn with_router(mut self, router: Option<Router>) -> Self {
+        self.router = router;
+        self
+    }
+
+    /// The open file and the offset in it of `io`, or the errno it fails
+    /// with.
+    fn route(&self, io: &Io) -> Result<(u32, u64), i32> {
+        match &self.router {
+            None => Ok((0, io.offset)),
+            Some(r) => r.route(io.submitter.0, io.offset, io.len),
         }
     }
 
@@ -193,13 +216,18 @@ impl Core {
         self.in_flight += 1;
         self.stats.submitted += 1;
         let data = matches!(io.op, IoOp::Read | IoOp::Write);
-        if data && (io.len > self.max_io || io.len == 0) {
+        let routed = self.route(io);
+        if data && (io.len > self.max_io || io.len == 0) || routed.is_err() {
+            let error = match routed {
+                Err(e) if !(data && (io.len > self.max_io || io.len == 0)) => e,
+                _ => libc::EINVAL,
+            };
             if let (Some(store), true) = (&mut self.store, io.flags.contains(IoFlags::WRITEBACK)) {
                 store.written_back(io.offset, io.len, false);
             }
             self.ready.push(Completion {
                 id: io.id,
-                error: libc::EINVAL,
+                error,
                 bytes: 0,
                 at: Instant::ZERO,
                 // refused before any submit call
@@ -220,10 +248,13 @@ impl Core {
     }
 
     fn fill_slot(&mut self, s: u32, io: &Io) {
+        // accepted: it routes
+        let (fd, offset) = self.route(io).unwrap_or((0, io.offset));
         self.slots[s as usize] = Slot {
             id: io.id,
             op: Some(io.op),
-            offset: io.offset,
+            offset,
+            fd,
             len: io.len,
             writeback: io.flags.contains(IoFlags::WRITEBACK),
             submitter: io.submitter.0,
