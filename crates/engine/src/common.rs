@@ -85,6 +85,9 @@ pub(crate) struct Slot {
     pub offset: u64,
     /// The index of the IO's open file (0 with one target).
     pub fd: u32,
+    /// The IO's offset in the run's address space (= `offset` with one
+    /// target): what tells apart the same offset of two files.
+    pub space_offset: u64,
     pub len: u64,
     /// Writeback from the userspace write-back buffer: data from the store.
     pub writeback: bool,
@@ -255,6 +258,7 @@ impl Core {
             op: Some(io.op),
             offset,
             fd,
+            space_offset: io.offset,
             len: io.len,
             writeback: io.flags.contains(IoFlags::WRITEBACK),
             submitter: io.submitter.0,
@@ -387,7 +391,7 @@ fn fill_fio(v: &JobVerify, st: &mut JobState, sl: &Slot, now: Instant, buf: &mut
     };
     let numberio = st.writes as u16;
     st.writes += 1;
-    st.written.insert(sl.offset, (rand_seed, numberio));
+    st.written.insert(sl.space_offset, (rand_seed, numberio));
     let meta = fio_verify::fill::WriteMeta {
         rand_seed,
         time_sec: (now.0 / 1_000_000_000) as u32,
@@ -401,7 +405,7 @@ fn fill_fio(v: &JobVerify, st: &mut JobState, sl: &Slot, now: Instant, buf: &mut
 /// fio `verify_io_u` on a job's read in `sl`: true when it passes; the
 /// failure lines go to stderr as fio writes them.
 fn check_fio(v: &JobVerify, st: &JobState, sl: &Slot, data: &[u8]) -> bool {
-    let logged = st.written.get(&sl.offset).copied();
+    let logged = st.written.get(&sl.space_offset).copied();
     let rc = fio_verify::check::ReadCheck {
         file_name: &v.file_name,
         offset: sl.offset,

@@ -84,14 +84,7 @@ pub fn open_backend_files(
             let t = target::open_target(&f.path, &o)?;
             if t.info.created && !f.reads {
                 if let Some(m) = f.allocate {
-                    // fio extend_file: fallocate_file on a new file
-                    sys::fallocate(t.file.as_fd(), m, 0, f.len).map_err(|error| {
-                        EngineError::Io {
-                            path: f.path.clone(),
-                            op: "fallocate",
-                            error,
-                        }
-                    })?;
+                    allocate(&f.path, &t.file, m, f.len);
                 }
             }
             *fd = Some(u32::try_from(open.len()).unwrap_or(u32::MAX));
@@ -108,6 +101,17 @@ pub fn open_backend_files(
     let info = space_info(files, &infos);
     let backend = start(info, open, router, &opts)?;
     Ok((backend, OpenedFiles { infos }))
+}
+
+/// fio `fallocate_file` on a new file: a failure is reported and the
+/// run goes on (the file stays sparse); a file system without
+/// `fallocate(2)` says nothing, as fio's `native` mode.
+fn allocate(path: &std::path::Path, file: &File, mode: i32, len: u64) {
+    if let Err(e) = sys::fallocate(file.as_fd(), mode, 0, len) {
+        if !matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)) {
+            eprintln!("blkqos: `{}`: fallocate failed: {e}", path.display());
+        }
+    }
 }
 
 /// The run's address space as one target: the first file's identity, the
