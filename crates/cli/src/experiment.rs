@@ -398,7 +398,11 @@ impl Experiment {
     /// The plan of the real engine's several files on the ledger device
     /// `layout_dev`: every file and device the jobs name at an extent of
     /// its own; `existing`: the sizes of those already there.
-    pub fn plan_files(&self, layout_dev: &DeviceSpec, existing: Vec<(String, u64)>) -> Result<Plan> {
+    pub fn plan_files(
+        &self,
+        layout_dev: &DeviceSpec,
+        existing: Vec<(String, u64)>,
+    ) -> Result<Plan> {
         self.plan_in(
             layout_dev,
             Layout {

@@ -88,7 +88,10 @@ fn identity_of(paths: &[PathBuf], controllers: bool) -> Result<(DevId, String)> 
             );
         }
     }
-    Ok(ids.into_iter().next().unwrap_or((DevId::new(0, 0), "none".into())))
+    Ok(ids
+        .into_iter()
+        .next()
+        .unwrap_or((DevId::new(0, 0), "none".into())))
 }
 
 /// The backend on the run's target(s), the plan on it, and its files.
@@ -134,7 +137,11 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     check_registration(&jobs, backend.kind(), backend.registered())?;
     let path = paths[0].clone();
     let (devid, dev_name) = identity_of(&paths, !exp.writes.is_empty())?;
-    let (tree, setups, invocation_of) = (opened.plan.tree, opened.plan.setups, opened.plan.invocation_of);
+    let (tree, setups, invocation_of) = (
+        opened.plan.tree,
+        opened.plan.setups,
+        opened.plan.invocation_of,
+    );
     let mut stack = blkqos_core::ControllerStack::from_writes(
         &exp.controllers,
         &tree,
@@ -321,6 +328,8 @@ fn engine_options(
         allow_destructive: ro.allow_destructive,
         overwrite: ro.overwrite,
         fio_verify: crate::real_verify::job_verifies(jobs, path, write_buffer.is_some())?,
+        // fio's trims are BLKDISCARD ioctls: ENOTTY on a file
+        fio_trims: true,
         ..EngineOptions::default()
     })
 }

@@ -13,7 +13,7 @@
 use crate::experiment::{Experiment, Plan};
 use anyhow::{bail, Result};
 use blkqos_driver::run::JobSetup;
-use blkqos_engine::files::{open_backend_files, RunFile};
+use blkqos_engine::files::{open_backend_files, Layout, RunFile};
 use blkqos_engine::{EngineOptions, RealBackend};
 use blkqos_sim::DeviceSpec;
 use blkqos_workload::spec::Fallocate;
@@ -46,7 +46,7 @@ pub fn open_several(exp: &Experiment, mut opts: EngineOptions) -> Result<Several
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let plan = exp.plan_files(&ledger, existing_sizes(exp))?;
     let verifies: Vec<bool> = opts.fio_verify.iter().map(Option::is_some).collect();
-    let files = run_files(&plan, &verifies);
+    let (files, said) = run_files(&plan, &verifies);
     // fio's verify messages name the clone's file
     for (v, st) in opts.fio_verify.iter_mut().zip(&plan.setups) {
         if let (Some(v), Some(f)) = (v.as_mut(), first_file(st, &plan, &files)) {
@@ -54,7 +54,7 @@ pub fn open_several(exp: &Experiment, mut opts: EngineOptions) -> Result<Several
         }
     }
     let direct = plan.setups.iter().map(|s| s.spec.direct).collect();
-    say_layout(exp, &plan, &files);
+    say_layout(exp, &plan, &said);
     let (backend, _) = open_backend_files(&files, opts, direct)?;
     Ok(Several {
         backend,
@@ -85,20 +85,45 @@ fn first_file<'a>(st: &JobSetup, _plan: &Plan, files: &'a [RunFile]) -> Option<&
         .and_then(|&(s, _)| file_at(files, s))
 }
 
-/// fio's allocation of a new file a job writes (filesetup.c
-/// `fallocate_file`): posix and native allocate it, keep with
-/// `KEEP_SIZE`, none and truncate leave it sparse.
-fn allocation(f: Fallocate) -> Option<i32> {
-    match f {
-        Fallocate::Posix | Fallocate::Native => Some(0),
-        Fallocate::Keep => Some(blkqos_engine::fileops::KEEP_SIZE),
-        Fallocate::None | Fallocate::Truncate => None,
+/// How clone `spec` lays out a regular file shorter than its extent
+/// (fio filesetup.c `setup_files` and `extend_file`): not at all with
+/// `create_on_open=1` (the file is made when the job opens it); written
+/// when the job reads it (or verifies); else as `fallocate=` says: posix
+/// and native allocate it, keep allocates with `KEEP_SIZE`, truncate
+/// sizes it, none leaves it (the job's writes extend it).
+fn layout_of(spec: &blkqos_workload::JobSpec, reads: bool) -> Layout {
+    if spec.files.create_on_open {
+        return Layout::Leave;
+    }
+    if reads {
+        return Layout::Write;
+    }
+    match spec.files.fallocate {
+        Fallocate::Posix | Fallocate::Native => Layout::Allocate(0),
+        Fallocate::Keep => Layout::Allocate(blkqos_engine::fileops::KEEP_SIZE),
+        Fallocate::Truncate => Layout::Truncate,
+        Fallocate::None => Layout::Leave,
     }
 }
 
-/// Each file of the plan with what the clones on it do: read (or verify),
-/// write or trim, buffered or direct, and the first one's `fallocate=`.
-fn run_files(plan: &Plan, verifies: &[bool]) -> Vec<RunFile> {
+/// A layout leaves the file its full size.
+fn fills(l: Layout) -> bool {
+    matches!(l, Layout::Write | Layout::Allocate(0) | Layout::Truncate)
+}
+
+/// One clone's fio line: it found `files` files short, `bytes` in all.
+struct Announce {
+    setup: usize,
+    files: u64,
+    bytes: u64,
+}
+
+/// Each file of the plan with what the clones on it do (read or verify,
+/// write or trim, buffered or direct) and its layout, and the clones that
+/// lay files out. fio sets the jobs up in order: each finds a file short
+/// (missing, or smaller than its extent) until one lays it out to its
+/// size; a job with `create_on_open=1` lays out nothing.
+fn run_files(plan: &Plan, verifies: &[bool]) -> (Vec<RunFile>, Vec<Announce>) {
     let mut files: Vec<RunFile> = plan
         .names
         .iter()
@@ -110,12 +135,15 @@ fn run_files(plan: &Plan, verifies: &[bool]) -> Vec<RunFile> {
             reads: false,
             writes: false,
             modes: [false, false],
-            allocate: None,
+            layout: Layout::Leave,
         })
         .collect();
-    let mut claimed = vec![false; files.len()];
+    let mut short: Vec<bool> = files.iter().map(needs_extending).collect();
+    let mut said = Vec::new();
     for (j, st) in plan.setups.iter().enumerate() {
         let s = &st.spec;
+        let reads = s.rw.has_read() || verifies.get(j).copied().unwrap_or(false);
+        let (mut n, mut bytes) = (0, 0);
         for (at, _) in clone_extents(st) {
             let Some(i) = files
                 .iter()
@@ -124,13 +152,27 @@ fn run_files(plan: &Plan, verifies: &[bool]) -> Vec<RunFile> {
                 continue;
             };
             let f = &mut files[i];
-            f.reads |= s.rw.has_read() || verifies.get(j).copied().unwrap_or(false);
+            f.reads |= reads;
             f.writes |= s.rw.has_write() || s.rw.has_trim() || matches!(s.rw, RwMode::Trim);
             f.modes[usize::from(s.direct)] = true;
-            if !claimed[i] {
-                claimed[i] = true;
-                f.allocate = allocation(s.files.fallocate);
+            if short[i] {
+                let l = layout_of(s, reads);
+                if !s.files.create_on_open {
+                    n += 1;
+                    bytes += f.len;
+                }
+                if f.layout == Layout::Leave || fills(l) {
+                    f.layout = l;
+                }
+                short[i] = !fills(l);
             }
+        }
+        if n > 0 {
+            said.push(Announce {
+                setup: j,
+                files: n,
+                bytes,
+            });
         }
     }
     // a file no clone reaches (none should be): opened for reading
@@ -139,7 +181,7 @@ fn run_files(plan: &Plan, verifies: &[bool]) -> Vec<RunFile> {
             f.modes[0] = true;
         }
     }
-    files
+    (files, said)
 }
 
 /// The sizes of the files and devices the jobs name that are there
@@ -186,28 +228,14 @@ fn needs_extending(f: &RunFile) -> bool {
 
 /// fio's line for each clone that lays out files (filesetup.c
 /// `setup_files`: "NAME: Laying out IO file(s) (N file(s) / [total ]X
-/// MiB)", the files it is first to reach that must be created or
-/// extended, their full sizes), on stdout when that invocation's report
-/// goes there in the normal format, as fio's `log_info`.
-fn say_layout(exp: &Experiment, plan: &Plan, files: &[RunFile]) {
-    let mut seen = vec![false; files.len()];
-    for (j, st) in plan.setups.iter().enumerate() {
-        let (mut n, mut bytes) = (0u64, 0u64);
-        for (at, _) in clone_extents(st) {
-            let Some(i) = files
-                .iter()
-                .position(|f| (f.start..f.start + f.len.max(1)).contains(&at))
-            else {
-                continue;
-            };
-            if !std::mem::replace(&mut seen[i], true) && needs_extending(&files[i]) {
-                n += 1;
-                bytes += files[i].len;
-            }
-        }
+/// MiB)", the files it found short, their full sizes), on stdout when
+/// that invocation's report goes there in the normal format, as fio's
+/// `log_info`.
+fn say_layout(exp: &Experiment, plan: &Plan, said: &[Announce]) {
+    for a in said {
         let inv = plan
             .invocation_of
-            .get(j)
+            .get(a.setup)
             .and_then(|&i| exp.invocations.get(i));
         let to_stdout = inv.is_some_and(|inv| {
             inv.output.is_none()
@@ -215,8 +243,9 @@ fn say_layout(exp: &Experiment, plan: &Plan, files: &[RunFile]) {
                     .formats
                     .contains(&blkqos_fio::parse::OutputFormat::Normal)
         });
-        if n > 0 && to_stdout {
-            println!("{}", layout_line(&st.spec.name, n, bytes));
+        if to_stdout {
+            let name = &plan.setups[a.setup].spec.name;
+            println!("{}", layout_line(name, a.files, a.bytes));
         }
     }
 }
@@ -263,15 +292,33 @@ mod tests {
     }
 
     #[test]
-    fn allocation_follows_fallocate() {
-        assert_eq!(allocation(Fallocate::None), None);
-        assert_eq!(allocation(Fallocate::Truncate), None);
-        assert_eq!(allocation(Fallocate::Posix), Some(0));
-        assert_eq!(allocation(Fallocate::Native), Some(0));
+    fn layout_follows_create_on_open_reads_and_fallocate() {
+        let mut s = blkqos_workload::JobSpec::default();
+        let with = |s: &blkqos_workload::JobSpec, f| {
+            let mut s = s.clone();
+            s.files.fallocate = f;
+            s
+        };
+        assert_eq!(layout_of(&with(&s, Fallocate::None), false), Layout::Leave);
         assert_eq!(
-            allocation(Fallocate::Keep),
-            Some(blkqos_engine::fileops::KEEP_SIZE)
+            layout_of(&with(&s, Fallocate::Posix), false),
+            Layout::Allocate(0)
         );
+        assert_eq!(
+            layout_of(&with(&s, Fallocate::Native), false),
+            Layout::Allocate(0)
+        );
+        assert_eq!(
+            layout_of(&with(&s, Fallocate::Keep), false),
+            Layout::Allocate(blkqos_engine::fileops::KEEP_SIZE)
+        );
+        assert_eq!(
+            layout_of(&with(&s, Fallocate::Truncate), false),
+            Layout::Truncate
+        );
+        assert_eq!(layout_of(&with(&s, Fallocate::None), true), Layout::Write);
+        s.files.create_on_open = true;
+        assert_eq!(layout_of(&s, true), Layout::Leave);
     }
 
     #[test]

@@ -133,6 +133,10 @@ pub(crate) struct Core {
     fio: Vec<Option<(JobVerify, JobState)>>,
     /// Several files: each IO's file and offset in it.
     router: Option<Router>,
+    /// By open file: a trim fails with ENOTTY, as fio's `BLKDISCARD`
+    /// ioctl does on anything but a block device
+    /// ([`crate::EngineOptions::fio_trims`]).
+    trim_enotty: Vec<bool>,
 }
 
 impl Core {
@@ -153,7 +157,14 @@ impl Core {
             store: None,
             fio: Vec::new(),
             router: None,
+            trim_enotty: Vec::new(),
         }
+    }
+
+    /// Trims on open file `i` fail with ENOTTY when `enotty[i]`.
+    pub fn with_trim_refusals(mut self, enotty: Vec<bool>) -> Self {
+        self.trim_enotty = enotty;
+        self
     }
 
     /// Several files: IOs are routed by `router` ([`crate::route`]).
@@ -165,10 +176,15 @@ impl Core {
     /// The open file and the offset in it of `io`, or the errno it fails
     /// with.
     fn route(&self, io: &Io) -> Result<(u32, u64), i32> {
-        match &self.router {
-            None => Ok((0, io.offset)),
-            Some(r) => r.route(io.submitter.0, io.offset, io.len),
+        let (fd, offset) = match &self.router {
+            None => (0, io.offset),
+            Some(r) => r.route(io.submitter.0, io.offset, io.len)?,
+        };
+        if io.op == IoOp::Discard && self.trim_enotty.get(fd as usize) == Some(&true) {
+            // fio os_trim: ioctl(BLKDISCARD) on a file or character device
+            return Err(libc::ENOTTY);
         }
+        Ok((fd, offset))
     }
 
     /// Jobs' writes carry fio's verify headers and their reads are checked

@@ -371,10 +371,7 @@ mod tests {
     #[test]
     fn several_files_on_one_file_system_list_its_disks_once() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let files: Vec<PathBuf> = ["a", "b", "c"]
-            .iter()
-            .map(|n| tmp.path().join(n))
-            .collect();
+        let files: Vec<PathBuf> = ["a", "b", "c"].iter().map(|n| tmp.path().join(n)).collect();
         for f in &files[..2] {
             std::fs::write(f, b"x").expect("file");
         }
@@ -388,8 +385,10 @@ mod tests {
         let got = w.finish();
         let names: Vec<&str> = got.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["dm-0", "loop0", "vda"]);
-        assert!(DiskWatch::start_all(&[PathBuf::from("/dev/null"), PathBuf::from("/dev/zero")])
-            .is_empty());
+        assert!(
+            DiskWatch::start_all(&[PathBuf::from("/dev/null"), PathBuf::from("/dev/zero")])
+                .is_empty()
+        );
     }
 
     #[test]

@@ -35,10 +35,25 @@ pub struct RunFile {
     /// Jobs use it buffered (`[0]`) and/or with `O_DIRECT` (`[1]`): it is
     /// opened once per mode.
     pub modes: [bool; 2],
-    /// A file blkqos creates for write-only jobs is allocated with
-    /// `fallocate(2)` in this mode (fio `fallocate=posix|native`: 0,
-    /// `keep`: `KEEP_SIZE`); None: left sparse (`none`, `truncate`).
-    pub allocate: Option<i32>,
+    /// How a regular file shorter than `len` (or missing) is laid out.
+    pub layout: Layout,
+}
+
+/// How a regular file that is missing or shorter than its extent is laid
+/// out before the run (fio filesetup.c `extend_file`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Written to its size (a job reads it: fio's `new_layout`).
+    Write,
+    /// Created if missing and given `fallocate(2)` over `[0, len)` in this
+    /// mode (fio `fallocate=posix|native`: 0, the size becomes `len`;
+    /// `keep`: `KEEP_SIZE`, the size stays); the jobs' writes do the rest.
+    Allocate(i32),
+    /// Created if missing and sized sparse to `len` (`fallocate=truncate`).
+    Truncate,
+    /// Created if missing and left as it is (`fallocate=none`, or
+    /// `create_on_open=1`): the jobs' writes extend it.
+    Leave,
 }
 
 /// The files as the backend opened them, by fd index.
@@ -68,26 +83,29 @@ pub fn open_backend_files(
     let mut open: Vec<File> = Vec::new();
     let mut infos: Vec<TargetInfo> = Vec::new();
     let mut extents = Vec::new();
+    let mut trim_enotty = Vec::new();
     for f in files {
         let mut fds = [None, None];
-        for (mode, fd) in fds.iter_mut().enumerate() {
+        for mode in 0..2 {
             if !f.modes[mode] {
                 continue;
             }
+            let regular = std::fs::metadata(&f.path).map_or(true, |m| m.is_file());
+            let written = f.layout == Layout::Write;
             let o = EngineOptions {
                 direct: mode == 1,
-                reads: f.reads,
+                reads: written,
                 writes: f.writes,
-                size_needed: f.len,
+                // a regular file is extended here only by writing it
+                size_needed: if written || !regular { f.len } else { 0 },
                 ..opts.clone()
             };
             let t = target::open_target(&f.path, &o)?;
-            if t.info.created && !f.reads {
-                if let Some(m) = f.allocate {
-                    allocate(&f.path, &t.file, m, f.len);
-                }
+            if t.info.kind == crate::TargetKind::File && fds == [None, None] {
+                extend(&f.path, &t.file, f.layout, f.len)?;
             }
-            *fd = Some(u32::try_from(open.len()).unwrap_or(u32::MAX));
+            trim_enotty.push(opts.fio_trims && t.info.kind != crate::TargetKind::BlockDevice);
+            fds[mode] = Some(u32::try_from(open.len()).unwrap_or(u32::MAX));
             open.push(t.file);
             infos.push(t.info);
         }
@@ -99,19 +117,50 @@ pub fn open_backend_files(
     }
     let router = Router::new(extents, direct).map_err(EngineError::InvalidOption)?;
     let info = space_info(files, &infos);
-    let backend = start(info, open, router, &opts)?;
+    let backend = start(info, (open, trim_enotty), router, &opts)?;
     Ok((backend, OpenedFiles { infos }))
 }
 
-/// fio `fallocate_file` on a new file: a failure is reported and the
-/// run goes on (the file stays sparse); a file system without
-/// `fallocate(2)` says nothing, as fio's `native` mode.
-fn allocate(path: &std::path::Path, file: &File, mode: i32, len: u64) {
-    if let Err(e) = sys::fallocate(file.as_fd(), mode, 0, len) {
-        if !matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)) {
-            eprintln!("blkqos: `{}`: fallocate failed: {e}", path.display());
-        }
+/// fio `extend_file` for a file no job reads, shorter than `len`: the
+/// allocation of `fallocate=` (a failure is reported and the run goes
+/// on, as fio's `log_err`; a file system without `fallocate(2)` says
+/// nothing, as fio's `native` mode), or the size of `truncate`.
+fn extend(
+    path: &std::path::Path,
+    file: &File,
+    layout: Layout,
+    len: u64,
+) -> Result<(), EngineError> {
+    let size = file
+        .metadata()
+        .map_err(|error| EngineError::Io {
+            path: path.to_path_buf(),
+            op: "stat",
+            error,
+        })?
+        .len();
+    if size >= len {
+        return Ok(());
     }
+    match layout {
+        Layout::Write | Layout::Leave => {}
+        Layout::Allocate(mode) => {
+            if let Err(e) = sys::fallocate(file.as_fd(), mode, 0, len) {
+                if !matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
+                ) {
+                    eprintln!("blkqos: `{}`: fallocate failed: {e}", path.display());
+                }
+            }
+        }
+        Layout::Truncate => file.set_len(len).map_err(|error| EngineError::Io {
+            path: path.to_path_buf(),
+            op: "extend",
+            error,
+        })?,
+    }
+    Ok(())
 }
 
 /// The run's address space as one target: the first file's identity, the
@@ -146,7 +195,7 @@ fn space_info(files: &[RunFile], infos: &[TargetInfo]) -> TargetInfo {
 
 fn start(
     info: TargetInfo,
-    open: Vec<File>,
+    (open, trim_enotty): (Vec<File>, Vec<bool>),
     router: Router,
     opts: &EngineOptions,
 ) -> Result<RealBackend, EngineError> {
@@ -155,6 +204,7 @@ fn start(
             info,
             open,
             Some(router.clone()),
+            trim_enotty.clone(),
             opts,
         ))
     };
@@ -164,6 +214,7 @@ fn start(
             info,
             open,
             Some(router.clone()),
+            trim_enotty.clone(),
             opts,
         )?)),
         BackendKind::Auto => {
@@ -177,7 +228,14 @@ fn start(
                     op: "dup",
                     error,
                 })?;
-            match UringBackend::with_files(info.clone(), open, Some(router.clone()), opts) {
+            let uring = UringBackend::with_files(
+                info.clone(),
+                open,
+                Some(router.clone()),
+                trim_enotty.clone(),
+                opts,
+            );
+            match uring {
                 Ok(b) => Ok(RealBackend::Uring(b)),
                 Err(e @ EngineError::RingSetup { .. }) => Err(e),
                 Err(e) => {
@@ -226,7 +284,7 @@ mod tests {
             reads: false,
             writes: true,
             modes: [true, false],
-            allocate: None,
+            layout: Layout::Truncate,
         }
     }
 
@@ -313,6 +371,7 @@ mod tests {
         let mk = |name: &str, start| RunFile {
             reads: true,
             writes: false,
+            layout: Layout::Write,
             ..file(&dir, name, start, 8192)
         };
         let opts = EngineOptions {
@@ -340,11 +399,35 @@ mod tests {
     }
 
     #[test]
+    fn fio_trims_fail_on_a_file_with_enotty_and_others_punch_a_hole() {
+        let dir = scratch("trim");
+        let opts = |fio_trims| EngineOptions {
+            kind: BackendKind::Threads,
+            writes: true,
+            reads: false,
+            depth: 2,
+            fio_trims,
+            ..EngineOptions::default()
+        };
+        let files = [file(&dir, "t", 0, 1 << 20)];
+        let (mut b, _) = open_backend_files(&files, opts(true), vec![false]).unwrap();
+        let done = run_all(&mut b, &[io(1, IoOp::Discard, 4096, 4096, 0)]);
+        assert_eq!(done[0].error, libc::ENOTTY);
+        drop(b);
+        let (mut b, _) = open_backend_files(&files, opts(false), vec![false]).unwrap();
+        let done = run_all(&mut b, &[io(1, IoOp::Discard, 4096, 4096, 0)]);
+        assert_eq!(done[0].error, 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_new_write_only_file_is_allocated_in_the_asked_mode() {
         let dir = scratch("alloc");
         let mut f = file(&dir, "p", 0, 1 << 20);
-        f.allocate = Some(0);
+        f.layout = Layout::Allocate(0);
         let s = file(&dir, "s", 1 << 20, 1 << 20);
+        let mut e = file(&dir, "e", 2 << 20, 1 << 20);
+        e.layout = Layout::Leave;
         let opts = EngineOptions {
             kind: BackendKind::Threads,
             writes: true,
@@ -352,7 +435,7 @@ mod tests {
             depth: 1,
             ..EngineOptions::default()
         };
-        let (b, _) = open_backend_files(&[f, s], opts, vec![false]).unwrap();
+        let (b, _) = open_backend_files(&[f, s, e], opts, vec![false]).unwrap();
         drop(b);
         let blocks = |n: &str| {
             use std::os::unix::fs::MetadataExt;
@@ -361,6 +444,11 @@ mod tests {
         assert!(blocks("p") >= 1 << 20, "allocated: {}", blocks("p"));
         assert_eq!(blocks("s"), 0, "sparse");
         assert_eq!(std::fs::metadata(dir.join("s")).unwrap().len(), 1 << 20);
+        assert_eq!(
+            std::fs::metadata(dir.join("e")).unwrap().len(),
+            0,
+            "left empty"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -153,6 +153,11 @@ pub struct EngineOptions {
     /// (`IORING_SETUP_SQPOLL`, fio `sqthread_poll=1`), on a CPU of its own
     /// if given (`IORING_SETUP_SQ_AFF`, `sqthread_poll_cpu`).
     pub sqpoll: Option<Option<u32>>,
+    /// Trims as fio issues them (`os_trim`: the `BLKDISCARD` ioctl): on a
+    /// regular file or a character device a trim fails with ENOTTY, as
+    /// there; without it a trim punches a hole in a file
+    /// (`PUNCH_HOLE | KEEP_SIZE`).
+    pub fio_trims: bool,
     /// io_uring only: polled completions (`IORING_SETUP_IOPOLL`, fio
     /// `hipri=1`); the device needs poll queues, IO to a file on a file
     /// system fails with EOPNOTSUPP.
@@ -178,6 +183,7 @@ impl Default for EngineOptions {
             write_buffer: false,
             sqpoll: None,
             iopoll: false,
+            fio_trims: false,
         }
     }
 }

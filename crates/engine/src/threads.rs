@@ -134,7 +134,8 @@ fn worker(files: Arc<Vec<File>>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<D
 
 impl ThreadsBackend {
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Self {
-        Self::with_files(target.info, vec![target.file], None, opts)
+        let enotty = opts.fio_trims && target.info.kind != crate::TargetKind::BlockDevice;
+        Self::with_files(target.info, vec![target.file], None, vec![enotty], opts)
     }
 
     /// A pool over several open files, IOs routed by `router`; `info`
@@ -143,6 +144,7 @@ impl ThreadsBackend {
         info: TargetInfo,
         files: Vec<File>,
         router: Option<crate::route::Router>,
+        trim_enotty: Vec<bool>,
         opts: &EngineOptions,
     ) -> Self {
         let depth = opts.depth;
@@ -172,7 +174,8 @@ impl ThreadsBackend {
             core: Core::new(depth, opts.max_io, opts.verify)
                 .with_write_fill(opts.write_fill.clone())
                 .with_fio_verify(&opts.fio_verify)
-                .with_router(router),
+                .with_router(router)
+                .with_trim_refusals(trim_enotty),
             nr_requests: depth,
             bufs,
             pending: Vec::with_capacity(depth as usize),

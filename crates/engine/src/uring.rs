@@ -83,7 +83,8 @@ fn polled_ring(entries: u32, opts: &EngineOptions) -> io::Result<IoUring> {
 
 impl UringBackend {
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Result<Self, EngineError> {
-        Self::with_files(target.info, vec![target.file], None, opts)
+        let enotty = opts.fio_trims && target.info.kind != crate::TargetKind::BlockDevice;
+        Self::with_files(target.info, vec![target.file], None, vec![enotty], opts)
     }
 
     /// A ring over several open files (`files[i]` is fixed file `i`),
@@ -92,6 +93,7 @@ impl UringBackend {
         info: TargetInfo,
         files: Vec<File>,
         router: Option<crate::route::Router>,
+        trim_enotty: Vec<bool>,
         opts: &EngineOptions,
     ) -> Result<Self, EngineError> {
         if std::env::var_os("BLKQOS_NO_IO_URING").is_some_and(|v| !v.is_empty() && v != "0") {
@@ -150,7 +152,8 @@ impl UringBackend {
             core: Core::new(depth, opts.max_io, opts.verify)
                 .with_write_fill(opts.write_fill.clone())
                 .with_fio_verify(&opts.fio_verify)
-                .with_router(router),
+                .with_router(router)
+                .with_trim_refusals(trim_enotty),
             nr_requests: depth,
             fixed_file,
             fixed_bufs,
