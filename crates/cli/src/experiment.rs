@@ -366,6 +366,10 @@ pub struct Ran {
     /// What job offsets are offsets of (the real target's path, or the
     /// simulated device), for messages.
     pub target: String,
+    /// A real run over several files: each file's path, start and length
+    /// in the run's address space (messages name the file of an offset);
+    /// empty otherwise.
+    pub files: Vec<(String, u64, u64)>,
     /// Acknowledged pages the real engine's write-back buffer could not
     /// put on the target.
     pub lost_pages: u64,
@@ -711,6 +715,7 @@ impl Experiment {
             iostat_keys,
             trace,
             target: format!("simulated device {}", self.device.name),
+            files: Vec::new(),
             lost_pages: 0,
             dev_name: self.device.name.clone(),
             devid: self.device.devid,

@@ -124,6 +124,7 @@ fn open_run(
         backend,
         plan,
         paths: vec![path],
+        files: Vec::new(),
     })
 }
 
@@ -132,7 +133,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     let jobs = real_jobs(exp)?;
     let write_buffer = exp.pagecache.engine_buffer();
     let opened = open_run(exp, &jobs, ro, write_buffer.as_ref())?;
-    let (mut backend, paths) = (opened.backend, opened.paths);
+    let (mut backend, paths, files) = (opened.backend, opened.paths, opened.files);
     let depth = blkqos_driver::Backend::nr_requests(&backend);
     check_registration(&jobs, backend.kind(), backend.registered())?;
     let path = paths[0].clone();
@@ -195,6 +196,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         iostat_keys,
         trace,
         target,
+        files,
         lost_pages,
         dev_name,
         devid,
@@ -627,6 +629,7 @@ fn ran_without_controllers(
         tree,
         trace: String::new(),
         target: dir.display().to_string(),
+        files: Vec::new(),
         lost_pages: 0,
         dev_name,
         devid,

@@ -30,6 +30,9 @@ pub struct Several {
     pub plan: Plan,
     /// Every file, in the order of their extents.
     pub paths: Vec<PathBuf>,
+    /// Several files: each one's path, start and length in the run's
+    /// address space (empty for one target).
+    pub files: Vec<(String, u64, u64)>,
 }
 
 /// Lay out and open every file of `exp`'s jobs; `opts` as for one target
@@ -59,6 +62,10 @@ pub fn open_several(exp: &Experiment, mut opts: EngineOptions) -> Result<Several
     Ok(Several {
         backend,
         plan,
+        files: files
+            .iter()
+            .map(|f| (f.path.display().to_string(), f.start, f.len))
+            .collect(),
         paths: files.into_iter().map(|f| f.path).collect(),
     })
 }
@@ -293,7 +300,7 @@ mod tests {
 
     #[test]
     fn layout_follows_create_on_open_reads_and_fallocate() {
-        let mut s = blkqos_workload::JobSpec::default();
+        let mut s = blkqos_workload::JobSpec::new("j");
         let with = |s: &blkqos_workload::JobSpec, f| {
             let mut s = s.clone();
             s.files.fallocate = f;
