@@ -25,7 +25,7 @@ fn fio_installed() -> bool {
 /// that file at that offset. fallocate=none: a file is as long as the
 /// writes made it.
 const JOBS: &str = "[global]\nioengine=io_uring\nbs=4k\nbuffer_pattern=0xab\n\
-    [multi]\nnrfiles=4\nsize=1m\nrw=write\nfile_service_type=roundrobin\nfallocate=none\n\
+    [multi]\nnrfiles=4\nsize=1m\nrw=write\nfile_service_type=roundrobin\nfallocate=none\nend_fsync=1\n\
     directory=DIR\n\
     [other]\nfilename=DIR/other.dat\nsize=512k\nrw=read\n";
 
