@@ -13,6 +13,10 @@
 //!   safety rules of [`safety`] before anything is written. Then it starts
 //!   the io_uring backend, or the thread-pool backend if io_uring cannot be
 //!   set up (one notice line on stderr) or if asked for explicitly.
+//! * [`files::open_backend_files`] opens several files instead, each at
+//!   an extent of one address space, and one backend drives them all:
+//!   [`route`] turns each IO's offset into (the file's fd, the offset in
+//!   it).
 //! * Both backends keep one preallocated, 4 KiB-aligned buffer per request
 //!   slot (`depth` slots of `max_io` bytes): no allocation per IO.
 //! * Time: `CLOCK_MONOTONIC` minus the backend's epoch, as

@@ -48,7 +48,7 @@ struct Done {
     buf: AlignedBuf,
 }
 
-/// Drives IO with a thread pool against one target.
+/// Drives IO with a thread pool against one target, or several files.
 pub struct ThreadsBackend {
     info: TargetInfo,
     core: Core,

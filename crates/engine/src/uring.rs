@@ -11,8 +11,9 @@
 //!   is released on time and nothing spins. Then it reaps every CQE that is
 //!   there, reads the clock once, and stamps the whole batch with it.
 //! * Buffers: one aligned buffer per slot, registered with the ring
-//!   (`READ_FIXED`/`WRITE_FIXED`) and the target registered as fixed file 0,
-//!   when the kernel allows it; plain `READ`/`WRITE` otherwise.
+//!   (`READ_FIXED`/`WRITE_FIXED`) and the target (or each file of a run
+//!   over several, [`crate::files`]) registered as a fixed file, when the
+//!   kernel allows it; plain `READ`/`WRITE` on the fds otherwise.
 //! * Flush is `IORING_OP_FSYNC`, discard is `IORING_OP_FALLOCATE` with
 //!   `PUNCH_HOLE | KEEP_SIZE` (a block device zeroes/discards the range).
 
@@ -27,7 +28,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
-/// Drives IO with io_uring against one target.
+/// Drives IO with io_uring against one target, or several files.
 pub struct UringBackend {
     // Field order matters: the ring is dropped (and, in `Drop`, drained)
     // before the buffers it may reference.
