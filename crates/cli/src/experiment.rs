@@ -132,6 +132,10 @@ struct Layout {
     files: Vec<(String, u64, u64)>,
     /// A filename that names the whole target (the real engine's path).
     whole: Option<String>,
+    /// The real engine's several files: devices get extents of their own
+    /// as files do, and a file or device without `size=` has the size it
+    /// has there (fio reads it: `get_file_size`), from this list.
+    existing: Option<Vec<(String, u64)>>,
 }
 
 impl Layout {
@@ -167,6 +171,14 @@ impl Layout {
             SizeSpec::Bytes(b) => b,
             SizeSpec::Percent(p) => cap / 100 * u64::from(p),
         };
+        let there = || {
+            self.existing
+                .as_ref()
+                .and_then(|e| e.iter().find(|(n, _)| *n == name).map(|&(_, b)| b))
+        };
+        if is_device && self.existing.is_some() {
+            return self.device_extent(spec, &name, (offset, size), there(), dev);
+        }
         if is_device {
             // fio: "you need to specify valid offset=" (setup_files)
             if offset >= cap {
@@ -197,13 +209,46 @@ impl Layout {
                 .map(|(_, _, len)| len.saturating_sub(offset))
                 .filter(|&b| b > 0)
         };
-        let Some(size) = size.or_else(laid_out).or_else(fill) else {
+        let existing = || there().map(|b| b.saturating_sub(offset)).filter(|&b| b > 0);
+        let Some(size) = size.or_else(laid_out).or_else(existing).or_else(fill) else {
             bail!(
                 "job `{}`: file `{name}` needs a size= (a simulated file has no existing size)",
                 spec.name
             );
         };
         self.place(spec, &name, offset, size, dev)
+    }
+
+    /// A device among the real engine's several files: an extent of its
+    /// own, of `size` (else the device's size past `offset`, which fio
+    /// clamps the IO to); `/dev/null` and `/dev/zero` have none and need
+    /// a size, as in fio.
+    fn device_extent(
+        &mut self,
+        spec: &JobSpec,
+        name: &str,
+        (offset, size): (u64, Option<u64>),
+        there: Option<u64>,
+        dev: &DeviceSpec,
+    ) -> Result<(u64, u64)> {
+        let len = match (size, there) {
+            (Some(s), Some(cap)) if cap > 0 => s.min(cap.saturating_sub(offset)),
+            (Some(s), _) => s,
+            (None, Some(cap)) if cap > offset => cap - offset,
+            _ => bail!(
+                "job `{}` ({}): `{name}` has no size of its own: give size=",
+                spec.name,
+                origin(spec)
+            ),
+        };
+        if len == 0 {
+            bail!(
+                "job `{}` ({}): offset={offset} is at or past the end of `{name}`",
+                spec.name,
+                origin(spec)
+            );
+        }
+        self.place(spec, name, offset, len, dev)
     }
 
     /// Clone `clone`'s region with `offset_increment` (fio
@@ -321,6 +366,10 @@ pub struct Ran {
     /// What job offsets are offsets of (the real target's path, or the
     /// simulated device), for messages.
     pub target: String,
+    /// A real run over several files: each file's path, start and length
+    /// in the run's address space (messages name the file of an offset);
+    /// empty otherwise.
+    pub files: Vec<(String, u64, u64)>,
     /// Acknowledged pages the real engine's write-back buffer could not
     /// put on the target.
     pub lost_pages: u64,
@@ -339,12 +388,38 @@ impl Experiment {
     /// The cgroup tree and the job clones of the run, laid out on a device
     /// of `capacity` bytes named `dev_name`.
     pub fn plan(&self, layout_dev: &DeviceSpec, whole: Option<&str>) -> Result<Plan> {
+        self.plan_in(
+            layout_dev,
+            Layout {
+                next_free: 0,
+                files: Vec::new(),
+                whole: whole.map(str::to_string),
+                existing: None,
+            },
+        )
+    }
+
+    /// The plan of the real engine's several files on the ledger device
+    /// `layout_dev`: every file and device the jobs name at an extent of
+    /// its own; `existing`: the sizes of those already there.
+    pub fn plan_files(
+        &self,
+        layout_dev: &DeviceSpec,
+        existing: Vec<(String, u64)>,
+    ) -> Result<Plan> {
+        self.plan_in(
+            layout_dev,
+            Layout {
+                next_free: 0,
+                files: Vec::new(),
+                whole: None,
+                existing: Some(existing),
+            },
+        )
+    }
+
+    fn plan_in(&self, layout_dev: &DeviceSpec, mut layout: Layout) -> Result<Plan> {
         let mut tree = self.cgroup_tree()?;
-        let mut layout = Layout {
-            next_free: 0,
-            files: Vec::new(),
-            whole: whole.map(str::to_string),
-        };
         let mut setups = Vec::new();
         let mut invocation_of = Vec::new();
         let mut zbd = crate::zbd_plan::ZbdRun::default();
@@ -401,6 +476,7 @@ impl Experiment {
             setups,
             invocation_of,
             extents: layout.files.iter().map(|&(_, s, l)| (s, l)).collect(),
+            names: layout.files.into_iter().map(|(n, _, _)| n).collect(),
         })
     }
 
@@ -639,6 +715,7 @@ impl Experiment {
             iostat_keys,
             trace,
             target: format!("simulated device {}", self.device.name),
+            files: Vec::new(),
             lost_pages: 0,
             dev_name: self.device.name.clone(),
             devid: self.device.devid,
@@ -685,6 +762,8 @@ pub struct Plan {
     /// Every file laid out on the device as (start, length): the
     /// file-call engines map an IO's offset back to its file.
     pub extents: Vec<(u64, u64)>,
+    /// The path of each file of `extents`, in its order.
+    pub names: Vec<String>,
 }
 
 /// Which real backend and with which consents.

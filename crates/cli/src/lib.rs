@@ -45,6 +45,7 @@ mod pagecache;
 mod progress;
 mod real;
 mod real_fileops;
+mod real_files;
 mod real_host;
 mod real_meta;
 mod real_place;

@@ -29,10 +29,37 @@ fn count(n: u64, what: &str) -> String {
 /// The stderr line for a job that ended with an IO error (fio's
 /// `io_u_log_error` and `show_thread_status` lines in one), or None.
 pub fn job_error_line(j: &JobResult, target: &str) -> Option<String> {
+    job_error_line_at(j, j.failure, target)
+}
+
+/// [`job_error_line`] on a run of several files (`files`: each one's
+/// name, start and length in the run's address space): the failed IO's
+/// file and offset in it, as fio names them.
+fn job_error_line_in(j: &JobResult, files: &[(String, u64, u64)], target: &str) -> Option<String> {
+    let at = j.failure.and_then(|f| {
+        files
+            .iter()
+            .find(|(_, s, l)| (*s..s + (*l).max(1)).contains(&f.offset))
+            .map(|(n, s, _)| (f, n, *s))
+    });
+    match at {
+        Some((mut f, name, start)) => {
+            f.offset -= start;
+            job_error_line_at(j, Some(f), name)
+        }
+        None => job_error_line(j, target),
+    }
+}
+
+fn job_error_line_at(
+    j: &JobResult,
+    failure: Option<blkqos_workload::JobFailure>,
+    target: &str,
+) -> Option<String> {
     if j.error == 0 {
         return None;
     }
-    let what = match j.failure {
+    let what = match failure {
         Some(f) if f.op == FailedOp::Sync => format!("sync of {target}"),
         Some(f) => format!(
             "{} offset={}, buflen={} on {target}",
@@ -106,7 +133,10 @@ pub fn say_interrupted(signals: &StopOnSignal, r: &RunResult, buffer: bool) {
 pub fn finish(ran: &Ran, signals: StopOnSignal) -> Result<(), Failure> {
     let jobs = &ran.result.jobs;
     let mut failed = 0;
-    for line in jobs.iter().filter_map(|j| job_error_line(j, &ran.target)) {
+    let lines = jobs
+        .iter()
+        .filter_map(|j| job_error_line_in(j, &ran.files, &ran.target));
+    for line in lines {
         eprintln!("blkqos: {line}");
         failed += 1;
     }
@@ -187,5 +217,34 @@ mod tests {
         );
         // ignored errors (ignore_error) leave the job's error at 0
         assert_eq!(job_error_line(&result(0, None, 192), "/dev/loop0"), None);
+    }
+
+    #[test]
+    fn a_failure_on_one_of_several_files_names_that_file_and_its_offset() {
+        let f = JobFailure {
+            errno: 25,
+            op: FailedOp::Trim,
+            offset: (3 << 20) + 4096,
+            len: 4096,
+        };
+        let files = [
+            ("/s/a".to_string(), 0, 1 << 20),
+            ("/s/b".to_string(), 3 << 20, 1 << 20),
+        ];
+        let line = job_error_line_in(&result(25, Some(f), 1), &files, "2 files").unwrap();
+        assert!(
+            line.contains("trim offset=4096, buflen=4096 on /s/b;"),
+            "{line}"
+        );
+        // an offset in no file: the run's label and the offset as it is
+        let lost = JobFailure {
+            offset: 2 << 20,
+            ..f
+        };
+        let line = job_error_line_in(&result(25, Some(lost), 1), &files, "2 files").unwrap();
+        assert!(
+            line.contains("offset=2097152, buflen=4096 on 2 files;"),
+            "{line}"
+        );
     }
 }

@@ -43,61 +43,106 @@ pub(crate) fn target_identity(path: &Path) -> (DevId, String) {
 
 /// The one target the jobs name: their common file (in its `directory`);
 /// `/dev/null` when every job is `ioengine=null` and names none (no IO
-/// reaches it).
-fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<PathBuf> {
+/// reaches it). None: they name several files, or a job has several
+/// ([`crate::real_files`]).
+fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<Option<PathBuf>> {
     let mut names = Vec::new();
+    let mut several = false;
     for j in jobs {
         let paths = j.files.paths(j.filename.as_deref(), &j.name, 0);
-        if paths.len() > 1
-            || j.numjobs > 1 && j.filename.is_none() && paths.len() == 1 && j.files.is_multi(None)
-        {
-            bail!(
-                "--backend=real runs on one target, but job `{}` has {} files (nrfiles, a filename list or a directory per clone): run it on the simulator",
-                j.name,
-                paths.len().max(j.numjobs as usize)
-            );
-        }
+        // clones of a job without filename= have files of their own
+        several |= paths.len() > 1
+            || j.numjobs > 1 && j.filename.is_none() && paths.len() == 1 && j.files.is_multi(None);
         if j.filename.is_some() || j.files.is_multi(None) {
             names.push(paths[0].clone());
         }
     }
     names.sort_unstable();
     names.dedup();
-    let all_named = names.len() == 1
-        && jobs
-            .iter()
-            .all(|j| j.filename.is_some() || j.files.is_multi(None));
+    let all_named = jobs
+        .iter()
+        .all(|j| j.filename.is_some() || j.files.is_multi(None));
     match names.as_slice() {
-        [one] if all_named => Ok(PathBuf::from(one)),
-        [] if jobs.iter().all(|j| j.ioengine == IoEngine::Null) => Ok(PathBuf::from("/dev/null")),
-        [] | [_] => bail!("--backend=real needs filename= on every job (one target per run)"),
-        _ => bail!(
-            "--backend=real runs on one target, but the jobs name several files: {}",
-            names.join(", ")
-        ),
+        [one] if all_named && !several => Ok(Some(PathBuf::from(one))),
+        [] if jobs.iter().all(|j| j.ioengine == IoEngine::Null) => {
+            Ok(Some(PathBuf::from("/dev/null")))
+        }
+        _ if all_named => Ok(None),
+        _ => bail!("--backend=real needs filename= or directory= on every job"),
     }
 }
 
-/// Run `exp` on the real target; `signals` stops it (SIGINT, SIGTERM).
-pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
-    let jobs = real_jobs(exp)?;
-    let path = match &ro.path {
-        Some(p) => p.clone(),
-        None => target_of(&jobs)?,
+/// The device the controllers act on and reports name: the one under
+/// the target, or under the first of several files; controllers need
+/// the files on one device (io.max and the others are per device).
+fn identity_of(paths: &[PathBuf], controllers: bool) -> Result<(DevId, String)> {
+    let ids: Vec<(DevId, String)> = paths.iter().map(|p| target_identity(p)).collect();
+    if controllers {
+        if let Some(other) = ids.iter().find(|(d, _)| *d != ids[0].0) {
+            bail!(
+                "io.max/io.weight/io.cost lines act on one device, but the jobs' files are on \
+                 {} and {}: put the files on one file system, or run without the controller \
+                 lines",
+                ids[0].1,
+                other.1
+            );
+        }
+    }
+    Ok(ids
+        .into_iter()
+        .next()
+        .unwrap_or((DevId::new(0, 0), "none".into())))
+}
+
+/// The backend on the run's target(s), the plan on it, and its files.
+fn open_run(
+    exp: &Experiment,
+    jobs: &[&blkqos_workload::JobSpec],
+    ro: &RealOptions,
+    write_buffer: Option<&blkqos_driver::pagecache::PageCacheConfig>,
+) -> Result<crate::real_files::Several> {
+    let target = match &ro.path {
+        Some(p) => Some(p.clone()),
+        None => target_of(jobs)?,
     };
-    let write_buffer = exp.pagecache.engine_buffer();
-    let opts = engine_options(&jobs, ro, write_buffer.as_ref(), &path)?;
+    let verify_path = target.clone().unwrap_or_default();
+    let opts = engine_options(jobs, ro, write_buffer, &verify_path)?;
     if ro.kind == BackendKind::Threads {
         // no ring to register with: refuse before the target is laid out
-        check_registration(&jobs, BackendKind::Threads, (false, false))?;
+        check_registration(jobs, BackendKind::Threads, (false, false))?;
     }
-    let depth = opts.depth;
+    let Some(path) = target else {
+        return crate::real_files::open_several(exp, opts);
+    };
+    if write_buffer.is_none() && opts.direct && !jobs.iter().all(|j| j.direct) {
+        bail!("jobs on one target must agree on direct= (the target is opened once)");
+    }
     let jobs_direct = jobs.iter().any(|j| j.direct);
-    let mut backend = open_target(&path, opts, write_buffer.is_some(), jobs_direct)?;
-    check_registration(&jobs, backend.kind(), backend.registered())?;
-    let (devid, dev_name) = target_identity(&path);
+    let backend = open_target(&path, opts, write_buffer.is_some(), jobs_direct)?;
     let plan = plan_on(exp, &backend, &path)?;
-    let (tree, setups, invocation_of) = (plan.tree, plan.setups, plan.invocation_of);
+    Ok(crate::real_files::Several {
+        backend,
+        plan,
+        paths: vec![path],
+        files: Vec::new(),
+    })
+}
+
+/// Run `exp` on the real target(s); `signals` stops it (SIGINT, SIGTERM).
+pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
+    let jobs = real_jobs(exp)?;
+    let write_buffer = exp.pagecache.engine_buffer();
+    let opened = open_run(exp, &jobs, ro, write_buffer.as_ref())?;
+    let (mut backend, paths, files) = (opened.backend, opened.paths, opened.files);
+    let depth = blkqos_driver::Backend::nr_requests(&backend);
+    check_registration(&jobs, backend.kind(), backend.registered())?;
+    let path = paths[0].clone();
+    let (devid, dev_name) = identity_of(&paths, !exp.writes.is_empty())?;
+    let (tree, setups, invocation_of) = (
+        opened.plan.tree,
+        opened.plan.setups,
+        opened.plan.invocation_of,
+    );
     let mut stack = blkqos_core::ControllerStack::from_writes(
         &exp.controllers,
         &tree,
@@ -114,10 +159,11 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     opts.pagecache = write_buffer;
     // the thread pool's waits are not cut short by a signal
     opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
-    // fio reads the disk's stat before its jobs start and after they end
-    let disks = blkqos_engine::diskutil::DiskWatch::start(&path);
+    // fio reads the disks' stat before its jobs start and after they end
+    let disks = blkqos_engine::diskutil::DiskWatch::start_all(&paths);
     let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    attach_streams(exp, &path, &dev_name, cpu_at_start);
+    let target = crate::real_files::label(&paths);
+    attach_streams(exp, (&paths, &target), &dev_name, cpu_at_start);
     // the live view has the elapsed time and rates: no status line under it
     let eta = exp
         .live
@@ -149,7 +195,8 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         iostat,
         iostat_keys,
         trace,
-        target: path.display().to_string(),
+        target,
+        files,
         lost_pages,
         dev_name,
         devid,
@@ -233,9 +280,6 @@ fn engine_options(
     path: &Path,
 ) -> Result<EngineOptions> {
     let direct = jobs.iter().any(|j| j.direct);
-    if write_buffer.is_none() && direct && !jobs.iter().all(|j| j.direct) {
-        bail!("jobs on one target must agree on direct= (the target is opened once)");
-    }
     let writes = jobs
         .iter()
         .any(|j| j.rw.has_write() || j.rw.has_trim() || matches!(j.rw, RwMode::Trim));
@@ -286,6 +330,8 @@ fn engine_options(
         allow_destructive: ro.allow_destructive,
         overwrite: ro.overwrite,
         fio_verify: crate::real_verify::job_verifies(jobs, path, write_buffer.is_some())?,
+        // fio's trims are BLKDISCARD ioctls: ENOTTY on a file
+        fio_trims: true,
         ..EngineOptions::default()
     })
 }
@@ -325,7 +371,7 @@ fn open_target(
 /// to read the host's numbers.
 fn attach_streams(
     exp: &Experiment,
-    path: &Path,
+    (paths, target): (&[PathBuf], &str),
     dev_name: &str,
     cpu_at_start: Option<blkqos_engine::usage::ProcessUsage>,
 ) {
@@ -340,10 +386,10 @@ fn attach_streams(
     }
     if let Some(st) = &mut s.status {
         let host = crate::status::HostProbe {
-            disks: blkqos_engine::diskutil::DiskWatch::start(path),
+            disks: blkqos_engine::diskutil::DiskWatch::start_all(paths),
             cpu_at_start,
         };
-        st.set_real(&path.display().to_string(), dev_name, host);
+        st.set_real(target, dev_name, host);
     }
 }
 
@@ -583,6 +629,7 @@ fn ran_without_controllers(
         tree,
         trace: String::new(),
         target: dir.display().to_string(),
+        files: Vec::new(),
         lost_pages: 0,
         dev_name,
         devid,

@@ -4,6 +4,7 @@
 
 use crate::fio_verify::{self, JobState, JobVerify};
 use crate::pattern;
+use crate::route::Router;
 use crate::wbuf::PageStore;
 use blkqos_core::{Instant, Io, IoFlags, IoId, IoOp};
 use blkqos_driver::Completion;
@@ -79,7 +80,14 @@ impl Clock {
 pub(crate) struct Slot {
     pub id: IoId,
     pub op: Option<IoOp>,
+    /// The offset in the IO's file (with several files, the virtual
+    /// offset translated by [`crate::route::Router`]).
     pub offset: u64,
+    /// The index of the IO's open file (0 with one target).
+    pub fd: u32,
+    /// The IO's offset in the run's address space (= `offset` with one
+    /// target): what tells apart the same offset of two files.
+    pub space_offset: u64,
     pub len: u64,
     /// Writeback from the userspace write-back buffer: data from the store.
     pub writeback: bool,
@@ -123,6 +131,12 @@ pub(crate) struct Core {
     /// fio's verify format per job ([`crate::EngineOptions::fio_verify`])
     /// and what the engine remembers of its writes.
     fio: Vec<Option<(JobVerify, JobState)>>,
+    /// Several files: each IO's file and offset in it.
+    router: Option<Router>,
+    /// By open file: a trim fails with ENOTTY, as fio's `BLKDISCARD`
+    /// ioctl does on anything but a block device
+    /// ([`crate::EngineOptions::fio_trims`]).
+    trim_enotty: Vec<bool>,
 }
 
 impl Core {
@@ -142,7 +156,35 @@ impl Core {
             stats: EngineStats::default(),
             store: None,
             fio: Vec::new(),
+            router: None,
+            trim_enotty: Vec::new(),
         }
+    }
+
+    /// Trims on open file `i` fail with ENOTTY when `enotty[i]`.
+    pub fn with_trim_refusals(mut self, enotty: Vec<bool>) -> Self {
+        self.trim_enotty = enotty;
+        self
+    }
+
+    /// Several files: IOs are routed by `router` ([`crate::route`]).
+    pub fn with_router(mut self, router: Option<Router>) -> Self {
+        self.router = router;
+        self
+    }
+
+    /// The open file and the offset in it of `io`, or the errno it fails
+    /// with.
+    fn route(&self, io: &Io) -> Result<(u32, u64), i32> {
+        let (fd, offset) = match &self.router {
+            None => (0, io.offset),
+            Some(r) => r.route(io.submitter.0, io.offset, io.len)?,
+        };
+        if io.op == IoOp::Discard && self.trim_enotty.get(fd as usize) == Some(&true) {
+            // fio os_trim: ioctl(BLKDISCARD) on a file or character device
+            return Err(libc::ENOTTY);
+        }
+        Ok((fd, offset))
     }
 
     /// Jobs' writes carry fio's verify headers and their reads are checked
@@ -193,13 +235,18 @@ impl Core {
         self.in_flight += 1;
         self.stats.submitted += 1;
         let data = matches!(io.op, IoOp::Read | IoOp::Write);
-        if data && (io.len > self.max_io || io.len == 0) {
+        let routed = self.route(io);
+        if data && (io.len > self.max_io || io.len == 0) || routed.is_err() {
+            let error = match routed {
+                Err(e) if !(data && (io.len > self.max_io || io.len == 0)) => e,
+                _ => libc::EINVAL,
+            };
             if let (Some(store), true) = (&mut self.store, io.flags.contains(IoFlags::WRITEBACK)) {
                 store.written_back(io.offset, io.len, false);
             }
             self.ready.push(Completion {
                 id: io.id,
-                error: libc::EINVAL,
+                error,
                 bytes: 0,
                 at: Instant::ZERO,
                 // refused before any submit call
@@ -220,10 +267,14 @@ impl Core {
     }
 
     fn fill_slot(&mut self, s: u32, io: &Io) {
+        // accepted: it routes
+        let (fd, offset) = self.route(io).unwrap_or((0, io.offset));
         self.slots[s as usize] = Slot {
             id: io.id,
             op: Some(io.op),
-            offset: io.offset,
+            offset,
+            fd,
+            space_offset: io.offset,
             len: io.len,
             writeback: io.flags.contains(IoFlags::WRITEBACK),
             submitter: io.submitter.0,
@@ -356,7 +407,7 @@ fn fill_fio(v: &JobVerify, st: &mut JobState, sl: &Slot, now: Instant, buf: &mut
     };
     let numberio = st.writes as u16;
     st.writes += 1;
-    st.written.insert(sl.offset, (rand_seed, numberio));
+    st.written.insert(sl.space_offset, (rand_seed, numberio));
     let meta = fio_verify::fill::WriteMeta {
         rand_seed,
         time_sec: (now.0 / 1_000_000_000) as u32,
@@ -370,7 +421,7 @@ fn fill_fio(v: &JobVerify, st: &mut JobState, sl: &Slot, now: Instant, buf: &mut
 /// fio `verify_io_u` on a job's read in `sl`: true when it passes; the
 /// failure lines go to stderr as fio writes them.
 fn check_fio(v: &JobVerify, st: &JobState, sl: &Slot, data: &[u8]) -> bool {
-    let logged = st.written.get(&sl.offset).copied();
+    let logged = st.written.get(&sl.space_offset).copied();
     let rc = fio_verify::check::ReadCheck {
         file_name: &v.file_name,
         offset: sl.offset,

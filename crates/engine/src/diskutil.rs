@@ -150,6 +150,28 @@ impl DiskWatch {
         w
     }
 
+    /// Start watching the disks under every one of `targets` (a run's
+    /// several files): fio's `init_disk_util` per file, each disk listed
+    /// once, in the order the files first reach it.
+    pub fn start_all(targets: &[PathBuf]) -> DiskWatch {
+        Self::start_all_in(Path::new("/sys"), targets)
+    }
+
+    /// [`DiskWatch::start_all`] with sysfs mounted at `sys` (tests).
+    pub fn start_all_in(sys: &Path, targets: &[PathBuf]) -> DiskWatch {
+        let mut w = DiskWatch {
+            disks: Vec::new(),
+            started: std::time::Instant::now(),
+        };
+        for t in targets {
+            if let Some(dir) = device_numbers(t).and_then(|(maj, min)| sysfs_dir(sys, maj, min)) {
+                w.add(&dir, 0);
+            }
+        }
+        w.started = std::time::Instant::now();
+        w
+    }
+
     /// No disk under the target.
     pub fn is_empty(&self) -> bool {
         self.disks.is_empty()
@@ -344,6 +366,29 @@ mod tests {
         assert_eq!(got[1].stat.ticks, [11, 0]);
         assert_eq!(got[1].stat.io_ticks, 9);
         assert_eq!(got[2].stat, DiskStat::default());
+    }
+
+    #[test]
+    fn several_files_on_one_file_system_list_its_disks_once() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let files: Vec<PathBuf> = ["a", "b", "c"].iter().map(|n| tmp.path().join(n)).collect();
+        for f in &files[..2] {
+            std::fs::write(f, b"x").expect("file");
+        }
+        let sys = tmp.path().join("sys");
+        fake_sysfs(&sys, &files[0]);
+        // `c` does not exist yet: its directory's device, the same one;
+        // /dev/null has none
+        let mut targets = files.clone();
+        targets.push(PathBuf::from("/dev/null"));
+        let w = DiskWatch::start_all_in(&sys, &targets);
+        let got = w.finish();
+        let names: Vec<&str> = got.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["dm-0", "loop0", "vda"]);
+        assert!(
+            DiskWatch::start_all(&[PathBuf::from("/dev/null"), PathBuf::from("/dev/zero")])
+                .is_empty()
+        );
     }
 
     #[test]

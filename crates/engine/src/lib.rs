@@ -13,6 +13,10 @@
 //!   safety rules of [`safety`] before anything is written. Then it starts
 //!   the io_uring backend, or the thread-pool backend if io_uring cannot be
 //!   set up (one notice line on stderr) or if asked for explicitly.
+//! * [`files::open_backend_files`] opens several files instead, each at
+//!   an extent of one address space, and one backend drives them all:
+//!   [`route`] turns each IO's offset into (the file's fd, the offset in
+//!   it).
 //! * Both backends keep one preallocated, 4 KiB-aligned buffer per request
 //!   slot (`depth` slots of `max_io` bytes): no allocation per IO.
 //! * Time: `CLOCK_MONOTONIC` minus the backend's epoch, as
@@ -43,10 +47,12 @@ pub mod buf;
 mod common;
 pub mod diskutil;
 pub mod fileops;
+pub mod files;
 pub mod fio_verify;
 pub mod meta;
 pub mod pattern;
 pub mod placement;
+pub mod route;
 pub mod safety;
 pub mod signal;
 mod sys;
@@ -151,6 +157,11 @@ pub struct EngineOptions {
     /// (`IORING_SETUP_SQPOLL`, fio `sqthread_poll=1`), on a CPU of its own
     /// if given (`IORING_SETUP_SQ_AFF`, `sqthread_poll_cpu`).
     pub sqpoll: Option<Option<u32>>,
+    /// Trims as fio issues them (`os_trim`: the `BLKDISCARD` ioctl): on a
+    /// regular file or a character device a trim fails with ENOTTY, as
+    /// there; without it a trim punches a hole in a file
+    /// (`PUNCH_HOLE | KEEP_SIZE`).
+    pub fio_trims: bool,
     /// io_uring only: polled completions (`IORING_SETUP_IOPOLL`, fio
     /// `hipri=1`); the device needs poll queues, IO to a file on a file
     /// system fails with EOPNOTSUPP.
@@ -176,6 +187,7 @@ impl Default for EngineOptions {
             write_buffer: false,
             sqpoll: None,
             iopoll: false,
+            fio_trims: false,
         }
     }
 }

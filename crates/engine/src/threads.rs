@@ -30,6 +30,8 @@ pub const MAX_WORKERS: u32 = 64;
 
 struct Req {
     slot: u32,
+    /// Index of the open file.
+    fd: u32,
     op: IoOp,
     /// The IO's priority: the worker takes it with `ioprio_set` before
     /// the call (a thread's priority applies to its synchronous IO).
@@ -46,7 +48,7 @@ struct Done {
     buf: AlignedBuf,
 }
 
-/// Drives IO with a thread pool against one target.
+/// Drives IO with a thread pool against one target, or several files.
 pub struct ThreadsBackend {
     info: TargetInfo,
     core: Core,
@@ -96,7 +98,7 @@ fn serve(file: &File, req: &mut Req) -> i64 {
     }
 }
 
-fn worker(file: Arc<File>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<Done>) {
+fn worker(files: Arc<Vec<File>>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<Done>) {
     // the priority the thread has (it starts with the engine thread's)
     let mut ioprio = None;
     loop {
@@ -107,13 +109,14 @@ fn worker(file: Arc<File>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<Done>) 
         let Ok(mut req) = req else {
             return; // backend dropped
         };
+        let file = &files[req.fd as usize];
         let res = match (ioprio, req.ioprio) {
-            (Some(have), want) if have == want => serve(&file, &mut req),
-            (None, 0) => serve(&file, &mut req),
+            (Some(have), want) if have == want => serve(file, &mut req),
+            (None, 0) => serve(file, &mut req),
             (_, want) => match sys::set_thread_ioprio(want) {
                 Ok(()) => {
                     ioprio = Some(want);
-                    serve(&file, &mut req)
+                    serve(file, &mut req)
                 }
                 Err(e) => errno_of(&e),
             },
@@ -131,8 +134,21 @@ fn worker(file: Arc<File>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<Done>) 
 
 impl ThreadsBackend {
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Self {
+        let enotty = opts.fio_trims && target.info.kind != crate::TargetKind::BlockDevice;
+        Self::with_files(target.info, vec![target.file], None, vec![enotty], opts)
+    }
+
+    /// A pool over several open files, IOs routed by `router`; `info`
+    /// describes the run's address space.
+    pub(crate) fn with_files(
+        info: TargetInfo,
+        files: Vec<File>,
+        router: Option<crate::route::Router>,
+        trim_enotty: Vec<bool>,
+        opts: &EngineOptions,
+    ) -> Self {
         let depth = opts.depth;
-        let align = target.info.buffer_align();
+        let align = info.buffer_align();
         let bufs: Vec<Option<AlignedBuf>> = (0..depth)
             .map(|i| {
                 let mut b = AlignedBuf::zeroed(opts.max_io as usize, align);
@@ -143,21 +159,23 @@ impl ThreadsBackend {
         let (tx, req_rx) = mpsc::sync_channel::<Req>(depth as usize);
         let (done_tx, rx) = mpsc::sync_channel::<Done>(depth as usize);
         let req_rx = Arc::new(Mutex::new(req_rx));
-        let file = Arc::new(target.file);
+        let files = Arc::new(files);
         let workers = (0..depth.min(MAX_WORKERS))
             .map(|i| {
-                let (file, req_rx, done_tx) = (file.clone(), req_rx.clone(), done_tx.clone());
+                let (files, req_rx, done_tx) = (files.clone(), req_rx.clone(), done_tx.clone());
                 std::thread::Builder::new()
                     .name(format!("blkqos-io-{i}"))
-                    .spawn(move || worker(file, req_rx, done_tx))
+                    .spawn(move || worker(files, req_rx, done_tx))
                     .expect("spawn an IO worker thread")
             })
             .collect();
         ThreadsBackend {
-            info: target.info,
+            info,
             core: Core::new(depth, opts.max_io, opts.verify)
                 .with_write_fill(opts.write_fill.clone())
-                .with_fio_verify(&opts.fio_verify),
+                .with_fio_verify(&opts.fio_verify)
+                .with_router(router)
+                .with_trim_refusals(trim_enotty),
             nr_requests: depth,
             bufs,
             pending: Vec::with_capacity(depth as usize),
@@ -216,6 +234,7 @@ impl ThreadsBackend {
             }
             let req = Req {
                 slot: s,
+                fd: sl.fd,
                 op,
                 ioprio: sl.ioprio,
                 offset: sl.offset,

@@ -11,8 +11,9 @@
 //!   is released on time and nothing spins. Then it reaps every CQE that is
 //!   there, reads the clock once, and stamps the whole batch with it.
 //! * Buffers: one aligned buffer per slot, registered with the ring
-//!   (`READ_FIXED`/`WRITE_FIXED`) and the target registered as fixed file 0,
-//!   when the kernel allows it; plain `READ`/`WRITE` otherwise.
+//!   (`READ_FIXED`/`WRITE_FIXED`) and the target (or each file of a run
+//!   over several, [`crate::files`]) registered as a fixed file, when the
+//!   kernel allows it; plain `READ`/`WRITE` on the fds otherwise.
 //! * Flush is `IORING_OP_FSYNC`, discard is `IORING_OP_FALLOCATE` with
 //!   `PUNCH_HOLE | KEEP_SIZE` (a block device zeroes/discards the range).
 
@@ -27,13 +28,15 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
-/// Drives IO with io_uring against one target.
+/// Drives IO with io_uring against one target, or several files.
 pub struct UringBackend {
     // Field order matters: the ring is dropped (and, in `Drop`, drained)
     // before the buffers it may reference.
     ring: IoUring,
     bufs: Vec<AlignedBuf>,
-    file: File,
+    /// The open files: the target, or each file of a run of several
+    /// (fixed file `i` when registered).
+    files: Vec<File>,
     info: TargetInfo,
     core: Core,
     nr_requests: u32,
@@ -46,14 +49,15 @@ pub struct UringBackend {
     unsent: Vec<u32>,
 }
 
-/// Build an SQE against the target, as fixed file 0 or as a plain fd.
+/// Build an SQE against open file `$i`, as fixed file `$i` or as a
+/// plain fd.
 macro_rules! with_fd {
-    ($self:ident, |$fd:ident| $e:expr) => {
+    ($self:ident, $i:expr, |$fd:ident| $e:expr) => {
         if $self.fixed_file {
-            let $fd = types::Fixed(0);
+            let $fd = types::Fixed($i);
             $e
         } else {
-            let $fd = types::Fd($self.file.as_raw_fd());
+            let $fd = types::Fd($self.files[$i as usize].as_raw_fd());
             $e
         }
     };
@@ -80,6 +84,19 @@ fn polled_ring(entries: u32, opts: &EngineOptions) -> io::Result<IoUring> {
 
 impl UringBackend {
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Result<Self, EngineError> {
+        let enotty = opts.fio_trims && target.info.kind != crate::TargetKind::BlockDevice;
+        Self::with_files(target.info, vec![target.file], None, vec![enotty], opts)
+    }
+
+    /// A ring over several open files (`files[i]` is fixed file `i`),
+    /// IOs routed by `router`; `info` describes the run's address space.
+    pub(crate) fn with_files(
+        info: TargetInfo,
+        files: Vec<File>,
+        router: Option<crate::route::Router>,
+        trim_enotty: Vec<bool>,
+        opts: &EngineOptions,
+    ) -> Result<Self, EngineError> {
         if std::env::var_os("BLKQOS_NO_IO_URING").is_some_and(|v| !v.is_empty() && v != "0") {
             return Err(EngineError::UringUnavailable {
                 error: io::Error::other("disabled by BLKQOS_NO_IO_URING"),
@@ -104,7 +121,7 @@ impl UringBackend {
                 "the kernel's io_uring lacks IORING_FEAT_EXT_ARG (timed waits, Linux 5.11+)",
             )));
         }
-        let align = target.info.buffer_align();
+        let align = info.buffer_align();
         let mut bufs: Vec<AlignedBuf> = (0..depth)
             .map(|_| AlignedBuf::zeroed(opts.max_io as usize, align))
             .collect();
@@ -126,19 +143,18 @@ impl UringBackend {
             // drained and dropped before the buffers (field order, `Drop`).
             fixed_bufs = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         }
-        let fixed_file = opts.register
-            && ring
-                .submitter()
-                .register_files(&[target.file.as_raw_fd()])
-                .is_ok();
+        let fds: Vec<_> = files.iter().map(AsRawFd::as_raw_fd).collect();
+        let fixed_file = opts.register && ring.submitter().register_files(&fds).is_ok();
         Ok(UringBackend {
             ring,
             bufs,
-            file: target.file,
-            info: target.info,
+            files,
+            info,
             core: Core::new(depth, opts.max_io, opts.verify)
                 .with_write_fill(opts.write_fill.clone())
-                .with_fio_verify(&opts.fio_verify),
+                .with_fio_verify(&opts.fio_verify)
+                .with_router(router)
+                .with_trim_refusals(trim_enotty),
             nr_requests: depth,
             fixed_file,
             fixed_bufs,
@@ -181,6 +197,11 @@ impl UringBackend {
     /// block layer uses instead of the thread's own when it is not 0.
     fn issue(&mut self, s: u32, io: &Io) {
         let user_data = u64::from(s);
+        // the file and the offset in it (routed when the slot was filled)
+        let (f, offset) = {
+            let sl = &self.core.slots[s as usize];
+            (sl.fd, sl.offset)
+        };
         let sqe = match io.op {
             IoOp::Read | IoOp::Write => {
                 let idx = s as usize;
@@ -192,30 +213,32 @@ impl UringBackend {
                 let ptr = self.bufs[idx].as_mut_ptr();
                 match (io.op, self.fixed_bufs) {
                     (IoOp::Read, true) => {
-                        with_fd!(self, |fd| opcode::ReadFixed::new(fd, ptr, len, s as u16)
-                            .offset(io.offset)
+                        with_fd!(self, f, |fd| opcode::ReadFixed::new(fd, ptr, len, s as u16)
+                            .offset(offset)
                             .ioprio(io.ioprio)
                             .build())
                     }
-                    (IoOp::Read, false) => with_fd!(self, |fd| opcode::Read::new(fd, ptr, len)
-                        .offset(io.offset)
+                    (IoOp::Read, false) => with_fd!(self, f, |fd| opcode::Read::new(fd, ptr, len)
+                        .offset(offset)
                         .ioprio(io.ioprio)
                         .build()),
                     (_, true) => {
-                        with_fd!(self, |fd| opcode::WriteFixed::new(fd, ptr, len, s as u16)
-                            .offset(io.offset)
-                            .ioprio(io.ioprio)
-                            .build())
+                        with_fd!(self, f, |fd| opcode::WriteFixed::new(
+                            fd, ptr, len, s as u16
+                        )
+                        .offset(offset)
+                        .ioprio(io.ioprio)
+                        .build())
                     }
-                    (_, false) => with_fd!(self, |fd| opcode::Write::new(fd, ptr, len)
-                        .offset(io.offset)
+                    (_, false) => with_fd!(self, f, |fd| opcode::Write::new(fd, ptr, len)
+                        .offset(offset)
                         .ioprio(io.ioprio)
                         .build()),
                 }
             }
-            IoOp::Flush => with_fd!(self, |fd| opcode::Fsync::new(fd).build()),
-            IoOp::Discard => with_fd!(self, |fd| opcode::Fallocate::new(fd, io.len)
-                .offset(io.offset)
+            IoOp::Flush => with_fd!(self, f, |fd| opcode::Fsync::new(fd).build()),
+            IoOp::Discard => with_fd!(self, f, |fd| opcode::Fallocate::new(fd, io.len)
+                .offset(offset)
                 .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
                 .build()),
         };

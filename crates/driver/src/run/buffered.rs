@@ -160,7 +160,9 @@ impl<B: Backend> Loop<'_, B> {
             group: self.jobs[j].group,
             op: IoOp::Flush,
             flags: IoFlags::SYNC,
-            offset: 0,
+            // at the job's (first) file: a real run over several files
+            // syncs that file
+            offset: self.jobs[j].file_key,
             len: 0,
             submitted_at: now,
             cost_vtime: 0,

@@ -92,9 +92,10 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
             s.files.create_on_open = bool_value(v)?;
             if s.files.create_on_open {
                 s.notes.push(
-                    "create_on_open=1: files are made before the job starts either way \
-                     (on the simulator creating a file takes no time; the real engine \
-                     creates its target when it opens it)"
+                    "create_on_open=1: on the simulator creating a file takes no time; \
+                     on the real engine a run over several files creates the job's files \
+                     empty when it opens them and lays none out (its writes extend them), \
+                     as fio; a run on one target lays the target out before it starts"
                         .into(),
                 );
             }
@@ -115,8 +116,9 @@ fn apply_file_option(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String>
         Opt::OpenFiles => {
             s.files.openfiles = to_u32(int_in(v, kb, 0, u64::from(u32::MAX))?);
             s.notes.push(format!(
-                "openfiles={}: every file stays open (opening costs nothing here); \
-                 the files take turns as file_service_type says",
+                "openfiles={}: every file stays open for the whole run (fio closes and \
+                 reopens files beyond the limit; opening costs nothing here); the files \
+                 take turns as file_service_type says",
                 s.files.openfiles
             ));
         }
@@ -129,8 +131,11 @@ fn apply_file_option(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String>
             s.files.fallocate = parse_fallocate(v)?;
             s.notes.push(format!(
                 "fallocate={v}: on the simulator allocation is free and files are \
-                 laid out at once; the real engine lays its target out itself \
-                 (written for jobs that read, extended sparse for write-only jobs)"
+                 laid out at once; on the real engine a run over several files lays \
+                 out a file no job reads as fio does (posix and native allocate it, \
+                 keep with KEEP_SIZE, truncate sizes it, none leaves it empty), and a \
+                 run on one target lays it out itself (written for jobs that read, \
+                 extended sparse for write-only jobs)"
             ));
         }
         Opt::Flow => {

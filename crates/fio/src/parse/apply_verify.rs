@@ -161,8 +161,8 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
             let on = bool_value(v)?;
             s.notes.push(format!(
                 "create_serialize={}: files are laid out before any job starts either way \
-                 (the simulator lays out in no time, the real engine lays out its one target \
-                 before the run)",
+                 (the simulator lays out in no time, the real engine lays out its target or \
+                 its files before the run)",
                 u8::from(on)
             ));
         }
