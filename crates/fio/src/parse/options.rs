@@ -115,6 +115,8 @@ pub(crate) enum Opt {
     LogHistMsec,
     LogHistCoarseness,
     Unlink,
+    /// `sync=` (fio's `sync_io`; [`super::engine_mapped`]).
+    Sync,
     /// An engine-private option ([`ENGINE_DEFS`]).
     EngineOption,
     // verification and buffer contents (apply_verify.rs)
@@ -325,6 +327,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("log_hist_msec", Kind::Int, Opt::LogHistMsec),
     def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
     def("unlink", Kind::Bool, Opt::Unlink),
+    def("sync", Kind::Str, Opt::Sync),
     def("verify", Kind::Str, Opt::Verify),
     def("do_verify", Kind::Bool, Opt::DoVerify),
     def("verify_only", Kind::StrSet, Opt::VerifyOnly),

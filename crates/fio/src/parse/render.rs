@@ -439,6 +439,9 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     if e.sg_write_mode != blkqos_workload::spec::SgWriteMode::Write {
         push("sg_write_mode", e.sg_write_mode.fio_name().into());
     }
+    if e.sync_io {
+        push("sync", "1".into());
+    }
     match j.ioengine {
         blkqos_workload::IoEngine::Cpuio => {
             push("cpuload", e.cpu.load_pct.to_string());
