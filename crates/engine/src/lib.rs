@@ -44,6 +44,8 @@ mod common;
 pub mod diskutil;
 pub mod fileops;
 pub mod fio_verify;
+pub mod mapcopy;
+pub mod mapped;
 pub mod meta;
 pub mod pattern;
 pub mod placement;

@@ -193,7 +193,9 @@ mod tests {
         assert!(j.engine.sync_io);
         let j = one("[a]\nioengine=libpmem\nsync=none\nsize=1m\n");
         assert!(!j.engine.sync_io);
-        let e = file("[a]\nioengine=libpmem\nsync=2\n").unwrap_err().to_string();
+        let e = file("[a]\nioengine=libpmem\nsync=2\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("valid values: none, 0, sync, 1, dsync"), "{e}");
         // another engine: refused where it was given
         let e = file("[a]\nioengine=psync\nsize=1m\nsync=1\n")
@@ -203,7 +205,11 @@ mod tests {
         assert!(e.contains("fsync=1"), "{e}");
         // page_fault: fio's engine does not look at it; a note says so
         let j = one("[a]\nioengine=page_fault\nsync=1\nsize=1m\n");
-        assert!(j.notes.iter().any(|n| n.contains("sync=1")), "{:?}", j.notes);
+        assert!(
+            j.notes.iter().any(|n| n.contains("sync=1")),
+            "{:?}",
+            j.notes
+        );
     }
 
     #[test]
@@ -234,7 +240,10 @@ mod tests {
         let set = file(text).unwrap();
         assert_eq!(set.jobs.len(), 2);
         let s = &set.jobs[0];
-        assert_eq!(s.size, Some(blkqos_workload::SizeSpec::Bytes(8 * 1024 * 4096)));
+        assert_eq!(
+            s.size,
+            Some(blkqos_workload::SizeSpec::Bytes(8 * 1024 * 4096))
+        );
         assert!(s.numjobs >= 1);
         let m = &set.jobs[1];
         assert_eq!(m.loops, 3);

@@ -73,7 +73,10 @@ mod tests {
             "{m}"
         );
         let m = out_of_scope("pmemblk");
-        assert!(m.contains("persistent memory") && m.contains("libpmem"), "{m}");
+        assert!(
+            m.contains("persistent memory") && m.contains("libpmem"),
+            "{m}"
+        );
         let m = out_of_scope("mmap");
         assert!(m.contains("memory-mapped") && m.contains("libpmem"), "{m}");
     }
