@@ -45,6 +45,7 @@ pub mod diskutil;
 pub mod fileops;
 pub mod fio_verify;
 pub mod mapcopy;
+pub mod mapfile;
 pub mod mapped;
 pub mod meta;
 pub mod pattern;
