@@ -46,6 +46,7 @@ mod progress;
 mod real;
 mod real_fileops;
 mod real_host;
+mod real_mapped;
 mod real_meta;
 mod real_place;
 mod real_report;

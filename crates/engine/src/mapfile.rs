@@ -120,7 +120,11 @@ mod tests {
         let f = open_pmem_file(&p, 1 << 20, false, false).unwrap();
         let m = f.metadata().unwrap();
         assert_eq!(m.len(), 1 << 20);
-        assert!(m.blocks() * 512 >= 1 << 20, "allocated: {}", m.blocks() * 512);
+        assert!(
+            m.blocks() * 512 >= 1 << 20,
+            "allocated: {}",
+            m.blocks() * 512
+        );
         // a directory is refused
         assert!(open_pmem_file(dir.path(), 4096, false, false).is_err());
     }
