@@ -136,6 +136,18 @@ fn backend(
     Ok((MappedBackend::new(regions, clones), dir))
 }
 
+/// Each clone's page faults (`minf`, `majf`) are those its own copies
+/// took (fio counts a job's thread's: `getrusage(RUSAGE_THREAD)`), not a
+/// share of the process's; the results are in the plan's clone order.
+fn charge_faults(jobs: &mut [blkqos_driver::JobResult], backend: &MappedBackend) {
+    for (i, j) in jobs.iter_mut().enumerate() {
+        if let Some((minor, major)) = backend.faults(i) {
+            j.stats.cpu.minf = minor;
+            j.stats.cpu.majf = major;
+        }
+    }
+}
+
 /// Run `exp`, whose jobs all use ioengine=libpmem, dev-dax or page_fault:
 /// the driver with [`backend`].
 pub fn run_mapped(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
@@ -185,6 +197,7 @@ pub fn run_mapped(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) ->
     if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
         crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
     }
+    charge_faults(&mut result.jobs, &backend);
     crate::outcome::say_interrupted(signals, &result, false);
     Ok(crate::real::ran_without_controllers(
         result,

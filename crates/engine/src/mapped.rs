@@ -125,6 +125,13 @@ pub struct CloneSetup {
 struct CloneState {
     setup: CloneSetup,
     buf: Vec<u8>,
+    /// Page faults its IOs took: (minor, major).
+    faults: (u64, u64),
+}
+
+/// The calling thread's page faults so far, (minor, major).
+fn thread_faults() -> Option<(u64, u64)> {
+    crate::usage::ProcessUsage::thread_now().map(|u| (u.minflt, u.majflt))
 }
 
 /// The synchronous backend of the memory-mapped engines.
@@ -150,7 +157,11 @@ impl MappedBackend {
                     Some(p) => crate::pattern::repeat(&mut buf, p),
                     None => mapcopy::fill_random(&mut buf, setup.seed),
                 }
-                CloneState { setup, buf }
+                CloneState {
+                    setup,
+                    buf,
+                    faults: (0, 0),
+                }
             })
             .collect();
         MappedBackend {
@@ -166,6 +177,12 @@ impl MappedBackend {
     /// The regions, for the run's report and checks.
     pub fn regions(&self) -> &[Region] {
         &self.regions
+    }
+
+    /// The page faults clone `c`'s IOs took, (minor, major): the
+    /// thread's `getrusage(RUSAGE_THREAD)` counts around each copy.
+    pub fn faults(&self, c: usize) -> Option<(u64, u64)> {
+        self.clones.get(c).map(|s| s.faults)
     }
 
     /// `msync` calls made so far (the drains of libpmem jobs).
@@ -290,14 +307,21 @@ impl Backend for MappedBackend {
         self.capacity
     }
     fn submit(&mut self, io: &Io, _now: Instant) {
-        let issued = self.now();
         let c = io.submitter.0 as usize;
+        let faults_before = thread_faults();
+        let issued = self.now();
         let res = if c < self.clones.len() {
             self.serve(c, io)
         } else {
             Err(libc::EINVAL)
         };
         let at = self.now();
+        if let (Some(a), Some(b), Some(st)) =
+            (faults_before, thread_faults(), self.clones.get_mut(c))
+        {
+            st.faults.0 += b.0.saturating_sub(a.0);
+            st.faults.1 += b.1.saturating_sub(a.1);
+        }
         let (bytes, error) = match res {
             Ok(b) => (b, 0),
             Err(e) => (0, e),

@@ -453,6 +453,13 @@ pub struct JobSpec {
     /// `gtod_reduce=1`: no slat/clat/lat, no bw/iops samples, no
     /// percentiles (fio's `str_gtod_reduce_cb` sets the `disable_*` flags).
     pub gtod_reduce: bool,
+    /// `disable_lat=1`: no total latency (`lat`) samples.
+    pub disable_lat: bool,
+    /// `disable_clat=1`: no completion latency samples, nor latency
+    /// buckets (fio marks them with the clat sample).
+    pub disable_clat: bool,
+    /// `disable_slat=1`: no submission latency samples.
+    pub disable_slat: bool,
     pub files: FilesSpec,
     pub flow: FlowSpec,
     /// `rate_min=` (`ratemin`): bytes/s per direction below which the job
@@ -559,6 +566,9 @@ impl JobSpec {
             random_dist: RandomDist::Random,
             rw_seq: RwSeq::None,
             gtod_reduce: false,
+            disable_lat: false,
+            disable_clat: false,
+            disable_slat: false,
             files: FilesSpec::default(),
             flow: FlowSpec::default(),
             rate_min: PerDir::all(None),

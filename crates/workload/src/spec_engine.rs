@@ -179,6 +179,9 @@ pub struct EngineSpec {
     pub sync_io: bool,
     /// Where `sync=` was given, `FILE:LINE: option `sync`: value `v``.
     pub sync_at: Option<crate::spec_verify::DataOption>,
+    /// Where `invalidate=` was given: only the memory-mapped engines take
+    /// it (fio drops no cache for them).
+    pub invalidate_at: Option<crate::spec_verify::DataOption>,
     /// Where `ioengine=` named a file system metadata engine: the
     /// simulator's refusal (it has no file system).
     pub sim_refusal: Option<String>,

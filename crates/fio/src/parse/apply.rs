@@ -27,6 +27,9 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if def.opt == Opt::Sync {
         return super::engine_mapped::apply_sync(st, value);
     }
+    if def.opt == Opt::Invalidate {
+        return super::engine_mapped::apply_invalidate(value);
+    }
     if def.opt == Opt::Unlink {
         // fio's default; unlink=1 (remove the job's files when it ends)
         // would delete what the jobs made

@@ -13,6 +13,7 @@
 use blkqos_workload::spec::{DataOption, IoEngine, JobSpec, SizeSpec};
 
 use super::error::{Loc, ParseError};
+use super::options::Opt;
 use super::state::{Given, JobState};
 
 /// Applies `sync=` (fio 3.33 options.c "sync": none, 0, sync, 1, dsync).
@@ -30,14 +31,31 @@ pub(crate) fn apply_sync(st: &mut JobState, value: Option<&str>) -> Result<(), S
     Ok(())
 }
 
-/// Remembers where `sync=` was given (for its refusal).
-pub(crate) fn record_sync(st: &mut JobState, written: (&str, Option<&str>), loc: &Loc) {
-    st.spec.engine.sync_at = Some(DataOption {
+/// Checks `invalidate=` (a boolean). fio drops a file's cache before a
+/// job (`file_invalidate_cache`) except for the engines without a file
+/// descriptor to drop it through: for libpmem (whose file fio 3.33 never
+/// opens for IO: no `posix_fadvise` is made), page_fault (no file) and
+/// dev-dax (a character device) it does nothing; blkqos takes the option
+/// only with them, where it changes nothing either.
+pub(crate) fn apply_invalidate(value: Option<&str>) -> Result<(), String> {
+    match value {
+        None => Ok(()),
+        Some(v) => super::units::parse_plain_int(v).map(|_| ()),
+    }
+}
+
+/// Remembers where `sync=` or `invalidate=` was given (for its refusal).
+pub(crate) fn record(st: &mut JobState, opt: Opt, written: (&str, Option<&str>), loc: &Loc) {
+    let at = Some(DataOption {
         file: loc.file.clone(),
         line: loc.line,
         option: written.0.to_string(),
         value: written.1.map(str::to_string),
     });
+    match opt {
+        Opt::Sync => st.spec.engine.sync_at = at,
+        _ => st.spec.engine.invalidate_at = at,
+    }
 }
 
 fn error_at(at: &DataOption, message: String) -> ParseError {
@@ -138,6 +156,18 @@ pub(crate) fn check(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> 
         }
     }
     if !s.ioengine.is_mapped() {
+        if let Some(at) = &s.engine.invalidate_at {
+            return Err(error_at(
+                at,
+                format!(
+                    "job `{}`: unsupported option `invalidate` with ioengine={} (a fio 3.33 \
+                     option blkqos implements only for ioengine=libpmem, dev-dax and \
+                     page_fault, for which fio drops no cache): leave it out",
+                    s.name,
+                    s.ioengine.fio_name()
+                ),
+            ));
+        }
         return Ok(());
     }
     let g = given.iter().find(|g| g.name == "ioengine");
@@ -210,6 +240,20 @@ mod tests {
             "{:?}",
             j.notes
         );
+    }
+
+    #[test]
+    fn invalidate_only_with_the_mapped_engines() {
+        let j = one("[a]\nioengine=libpmem\ninvalidate=1\nsize=1m\n");
+        assert!(j.engine.invalidate_at.is_some());
+        let e = file("[a]\nsize=1m\ninvalidate=1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(":3: option `invalidate`: value `1`") && e.contains("libpmem"),
+            "{e}"
+        );
+        assert!(file("[a]\nioengine=page_fault\ninvalidate=x\n").is_err());
     }
 
     #[test]

@@ -117,6 +117,11 @@ pub(crate) enum Opt {
     Unlink,
     /// `sync=` (fio's `sync_io`; [`super::engine_mapped`]).
     Sync,
+    /// `invalidate=` ([`super::engine_mapped`]).
+    Invalidate,
+    DisableLat,
+    DisableClat,
+    DisableSlat,
     /// An engine-private option ([`ENGINE_DEFS`]).
     EngineOption,
     // verification and buffer contents (apply_verify.rs)
@@ -328,6 +333,10 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
     def("unlink", Kind::Bool, Opt::Unlink),
     def("sync", Kind::Str, Opt::Sync),
+    def("invalidate", Kind::Bool, Opt::Invalidate),
+    def("disable_lat", Kind::Bool, Opt::DisableLat),
+    def("disable_clat", Kind::Bool, Opt::DisableClat),
+    def("disable_slat", Kind::Bool, Opt::DisableSlat),
     def("verify", Kind::Str, Opt::Verify),
     def("do_verify", Kind::Bool, Opt::DoVerify),
     def("verify_only", Kind::StrSet, Opt::VerifyOnly),

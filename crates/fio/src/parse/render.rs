@@ -121,6 +121,15 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         push("randrepeat", flag(j.randrepeat).into());
     }
     push("group_reporting", flag(j.group_reporting).into());
+    for (on, name) in [
+        (j.disable_lat, "disable_lat"),
+        (j.disable_clat, "disable_clat"),
+        (j.disable_slat, "disable_slat"),
+    ] {
+        if on {
+            push(name, "1".into());
+        }
+    }
     if j.gtod_reduce {
         push("gtod_reduce", "1".into());
     }
