@@ -90,6 +90,39 @@ fn shared_region(
         .map_err(|e| anyhow!("{}: mmap of {path}: {e}", at()))
 }
 
+/// Where clone `st`'s file `path` (at `at` on the ledger) lies: a file's
+/// extent in the plan; a device-DAX device is the whole ledger (the plan
+/// gives its clones their offsets on it), mapped from its start to the
+/// end of the furthest region of the clones (`all`) that name it.
+fn extent_of(
+    all: &[JobSetup],
+    st: &JobSetup,
+    (path, at): (&str, u64),
+    extents: &[(u64, u64)],
+) -> Result<(u64, u64)> {
+    if st.spec.ioengine == IoEngine::DevDax {
+        let end = all
+            .iter()
+            .filter(|o| o.spec.ioengine == IoEngine::DevDax)
+            .filter(|o| {
+                crate::real_fileops::clone_files(o)
+                    .iter()
+                    .any(|(p, _)| p == path)
+            })
+            .map(|o| o.region_start + o.region_len)
+            .max()
+            .unwrap_or(0);
+        return Ok((0, end));
+    }
+    match extents.iter().find(|(s, l)| (*s..s + l).contains(&at)) {
+        Some(&e) => Ok(e),
+        None => bail!(
+            "job `{}`: file `{path}` has no extent in the run's plan",
+            st.spec.name
+        ),
+    }
+}
+
 /// The backend for the planned clones `setups` (`extents`: the plan's
 /// files), and the directory of the first file.
 fn backend(
@@ -102,13 +135,7 @@ fn backend(
     for st in setups {
         let mut mine = Vec::new();
         for (path, at) in crate::real_fileops::clone_files(st) {
-            let Some(&(start, len)) = extents.iter().find(|(s, l)| (*s..s + l).contains(&at))
-            else {
-                bail!(
-                    "job `{}`: file `{path}` has no extent in the run's plan",
-                    st.spec.name
-                );
-            };
+            let (start, len) = extent_of(setups, st, (&path, at), extents)?;
             if st.spec.ioengine == IoEngine::PageFault {
                 // fio_page_fault_init: the job's own memory
                 mine.push(regions.len());
@@ -117,7 +144,7 @@ fn backend(
             }
             let known = regions
                 .iter()
-                .position(|r| r.start == start && r.path.is_some());
+                .position(|r| r.path.as_deref() == Some(Path::new(&path)));
             match known {
                 Some(i) => mine.push(i),
                 None => {
