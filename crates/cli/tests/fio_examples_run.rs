@@ -13,8 +13,8 @@
 //! keep their sizes and get at most 64 files each — then:
 //!
 //! * `coverage`: run on the simulator and, when it names files or devices
-//!   or uses a metadata or host engine (in the scratch directory), on the
-//!   real engine. A run counts when it exits 0, or, for the files whose
+//!   or uses a metadata or host engine (in the scratch directory) or
+//!   page_fault (anonymous memory), on the real engine. A run counts when it exits 0, or, for the files whose
 //!   jobs are meant to fail ([`MEANT_TO_FAIL`]), exits 1 as fio does with
 //!   exactly those jobs in error. The statuses must not fall below
 //!   `tests/data/fio_coverage_expected.txt` (a file that ran must still
@@ -221,7 +221,10 @@ fn rewrite(k: &str, v: &str, scratch: Option<&Path>) -> Option<String> {
             let names: Vec<String> = v
                 .split(':')
                 .map(|n| match n {
+                    // a device-DAX device cannot be made in a scratch
+                    // directory: the real engine says it is missing
                     "/dev/null" | "/dev/zero" => n.to_string(),
+                    _ if n.starts_with("/dev/dax") => n.to_string(),
                     _ => {
                         let base = Path::new(n)
                             .file_name()
@@ -254,12 +257,24 @@ fn small_size(text: &str) -> &'static str {
 }
 
 /// Every engine the file names is one fio 3.33 can load (dircreate,
-/// dirstat and dirdelete came with fio 3.34: blkqos runs them, fio 3.33
-/// cannot compare).
+/// dirstat and dirdelete came with fio 3.34, page_fault later: blkqos
+/// runs them, fio 3.33 cannot compare).
 fn fio_3_33_engines(text: &str) -> bool {
     !text.lines().filter_map(split_line).any(|(k, v)| {
-        k == "ioengine" && matches!(v.as_str(), "dircreate" | "dirstat" | "dirdelete")
+        k == "ioengine"
+            && matches!(
+                v.as_str(),
+                "dircreate" | "dirstat" | "dirdelete" | "page_fault"
+            )
     })
+}
+
+/// The file's engine does IO to memory of its own, no file needed
+/// (page_fault: anonymous memory): it runs on the real engine.
+fn memory_engine(text: &str) -> bool {
+    text.lines()
+        .filter_map(split_line)
+        .any(|(k, v)| k == "ioengine" && v == "page_fault")
 }
 
 /// Files per job of a metadata engine's example, made small.
@@ -285,9 +300,10 @@ fn metadata_engine(text: &str) -> bool {
 }
 
 /// The file runs on the real engine: it names files or devices, or its
-/// engine works on files in the current directory.
+/// engine works on files in the current directory or on memory.
 fn names_files(text: &str) -> bool {
     metadata_engine(text)
+        || memory_engine(text)
         || text
             .lines()
             .filter_map(split_line)
