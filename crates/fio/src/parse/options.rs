@@ -227,7 +227,11 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("nice", Kind::Int, Opt::Nice),
     def("cpus_allowed", Kind::Str, Opt::CpusAllowed),
     def("cpumask", Kind::Int, Opt::CpuMask),
-    def("cpus_allowed_policy", Kind::Str, Opt::CpusAllowedPolicy),
+    OptDef {
+        // fio: FIO_OPT_C_GENERAL prio 1 (before cpus_allowed)
+        prio: 1,
+        ..def("cpus_allowed_policy", Kind::Str, Opt::CpusAllowedPolicy)
+    },
     def("numa_cpu_nodes", Kind::Str, Opt::NumaCpuNodes),
     def("numa_mem_policy", Kind::Str, Opt::NumaMemPolicy),
     OptDef {
@@ -526,7 +530,7 @@ pub(crate) fn suggest(name: &str, extra: &[&str]) -> Option<String> {
 pub(crate) fn prio(name: &str) -> i32 {
     match lookup(name) {
         Lookup::Supported(d) => d.prio,
-        Lookup::Unsupported("lockfile" | "cpus_allowed_policy" | "unit_base") => 1,
+        Lookup::Unsupported("lockfile" | "unit_base") => 1,
         _ => 0,
     }
 }

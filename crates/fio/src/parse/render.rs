@@ -451,6 +451,9 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     if e.sync_io {
         push("sync", "1".into());
     }
+    if let Some(at) = &e.invalidate_at {
+        push("invalidate", at.value.clone().unwrap_or_else(|| "1".into()));
+    }
     match j.ioengine {
         blkqos_workload::IoEngine::Cpuio => {
             push("cpuload", e.cpu.load_pct.to_string());
