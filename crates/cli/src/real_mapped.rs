@@ -185,6 +185,13 @@ pub fn run_mapped(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) ->
              controller options out"
         );
     }
+    if exp.pagecache.engine_buffer().is_some() {
+        bail!(
+            "--pagecache=on buffers the real engine's block writes, and jobs of \
+             ioengine=libpmem, dev-dax or page_fault write to a memory mapping (the kernel's \
+             page cache, or persistent memory): leave --pagecache out"
+        );
+    }
     let specs: Vec<&JobSpec> = exp
         .invocations
         .iter()

@@ -76,7 +76,7 @@ fn libpmem_job(dir: &Path) -> String {
         "[global]\nioengine=libpmem\ndirectory={}\nsize=2m\nbuffer_pattern=0xdeadbeef\n\
          iodepth=1\nthread\ninvalidate=1\ndisable_lat=1\ndisable_slat=1\n\
          [seq]\nrw=write\nbs=4k\nsync=1\ndirect=1\nstonewall\n\
-         [rand]\nrw=randwrite\nbs=8k\nfsync=16\nstonewall\n\
+         [rand]\nrw=randwrite\nbs=8k\nfsync=16\ndisable_clat=1\nstonewall\n\
          [read]\nrw=read\nbs=16k\nstonewall\n",
         dir.display()
     )
@@ -109,11 +109,39 @@ fn libpmem_does_what_fio_does_on_the_same_job() {
         assert!(a == b, "{f}: blkqos's file differs from fio's");
         assert!(a.chunks(4).all(|w| w == [0xde, 0xad, 0xbe, 0xef]), "{f}");
     }
-    // disable_lat: no total latency; the copies' completion latency is
-    // kept, as in fio
+    // disable_lat, disable_slat (all), disable_clat (rand): the samples
+    // each job keeps are fio's, and without clat no latency buckets
+    for (m, f) in mine["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(fio["jobs"].as_array().unwrap())
+    {
+        for p in [
+            "/read/lat_ns/N",
+            "/read/clat_ns/N",
+            "/read/slat_ns/N",
+            "/write/lat_ns/N",
+            "/write/clat_ns/N",
+            "/write/slat_ns/N",
+        ] {
+            assert_eq!(num(m, p), num(f, p), "{}: {p}", m["jobname"]);
+        }
+        let buckets = |j: &Value| -> f64 {
+            j["latency_us"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .sum()
+        };
+        assert_eq!(buckets(m) == 0.0, buckets(f) == 0.0, "{}", m["jobname"]);
+    }
     let seq = &mine["jobs"][0];
     assert_eq!(num(seq, "/write/lat_ns/N"), 0.0);
     assert_eq!(num(seq, "/write/clat_ns/N"), 512.0);
+    let rand = &mine["jobs"][1];
+    assert_eq!(num(rand, "/write/clat_ns/N"), 0.0);
     // no disk section: fio's libpmem is FIO_NODISKUTIL
     assert!(mine.get("disk_util").is_none() && fio.get("disk_util").is_none());
     assert!(mine.get("blkqos_disk_util").is_none());

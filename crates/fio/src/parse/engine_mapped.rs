@@ -123,6 +123,13 @@ fn init_checks(s: &JobSpec, g: Option<&Given>) -> Result<(), ParseError> {
         if s.offset != SizeSpec::Bytes(0) {
             return err("fio: page_fault engine does not support start_offset".into());
         }
+        if !matches!(s.size, Some(SizeSpec::Bytes(b)) if b > 0) {
+            return err(
+                "ioengine=page_fault maps size= bytes of anonymous memory (fio_page_fault_init \
+                 fails on an empty mapping): give the job a size in bytes"
+                    .into(),
+            );
+        }
     }
     Ok(())
 }
@@ -266,6 +273,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("does not support start_offset"), "{e}");
+        let e = file("[a]\nioengine=page_fault\n").unwrap_err().to_string();
+        assert!(e.contains("give the job a size"), "{e}");
         let e = file("[a]\nioengine=libpmem\nsize=1m\nbs=512\nfsync=4\n")
             .unwrap_err()
             .to_string();
