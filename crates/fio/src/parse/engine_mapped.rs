@@ -187,6 +187,13 @@ pub(crate) fn check(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> 
         None => why.to_string(),
     };
     s.engine.sim_refusal = Some(place(sim_refusal_text(s.ioengine)));
+    if s.ioengine == IoEngine::DevDax && s.direct && s.engine.real_refusal.is_none() {
+        s.engine.real_refusal = Some(place(
+            "ioengine=dev-dax with direct=1: a device-DAX device refuses O_DIRECT, so fio's \
+             open of it fails (examples/dev-dax.fio: the access is direct by nature); set \
+             direct=0",
+        ));
+    }
     if s.verify.enabled() && s.engine.real_refusal.is_none() {
         s.engine.real_refusal = Some(place(&format!(
             "ioengine={} with verify: the real engine's mapped IO path writes and reads the \
@@ -279,6 +286,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("minimum block size"), "{e}");
+        let j = one("[a]\nioengine=dev-dax\nsize=2m\ndirect=1\n");
+        assert!(j.engine.real_refusal.unwrap().contains("direct=0"));
         let j = one("[a]\nioengine=libpmem\nsize=1m\nrw=write\nverify=crc32c\n");
         assert!(j.engine.real_refusal.unwrap().contains("verify"));
     }
