@@ -5,6 +5,15 @@
 //! device, so the simulator, which models block devices, refuses them;
 //! the real engine runs them (`crates/cli/src/real_mapped.rs`).
 //!
+//! Why not a simulated memory device: what such an IO costs is the
+//! host's — a copy whose speed depends on the CPU caches, the NUMA node,
+//! whether the pages are there (a fault per first touch) and, for a file
+//! mapping, the page cache's writeback under `msync` — and none of the
+//! controllers blkqos models sees it (no bio). A per-byte copy cost
+//! measured once would report numbers no run on another host, or on this
+//! one with other cache contents, would reproduce; so the simulator
+//! refuses the jobs and says to run them with `--backend=real`.
+//!
 //! Also `sync=` (fio's `sync_io`, `str_sync_io`... a plain string option
 //! with the values none/0, sync/1, dsync): blkqos honours it only where
 //! it means something here, libpmem's drain after every write
