@@ -693,3 +693,22 @@ fn offset_increment_shrinks_with_what_it_spaces() {
     // 30 clones now need 29 × 17 MiB + 16 MiB, well inside the simulated
     // device's 256 GiB (the coverage run shows the file running)
 }
+
+#[test]
+fn memory_engines_run_on_the_real_engine_and_dax_paths_stay() {
+    // page_fault needs no file: the real engine runs it; fio 3.33 cannot
+    let text = "[global]\nioengine=page_fault\nsize=1g\n[a]\nrw=write\n";
+    assert!(names_files(text) && !fio_3_33_engines(text));
+    let small = shrink(text, None);
+    assert!(small.ends_with("size=16m\nruntime=1\n"), "{small}");
+    // a device-DAX path cannot be made in the scratch directory
+    let dir = Path::new("/scratch");
+    assert_eq!(
+        rewrite("filename", "/dev/dax0.0", Some(dir)).as_deref(),
+        Some("filename=/dev/dax0.0")
+    );
+    assert_eq!(
+        rewrite("filename", "/mnt/pmem/f", Some(dir)).as_deref(),
+        Some("filename=/scratch/f")
+    );
+}
