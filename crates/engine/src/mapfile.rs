@@ -56,6 +56,34 @@ pub fn open_pmem_file(
     Ok(t.file)
 }
 
+/// `MAP_SYNC` (linux uapi asm-generic/mman-common.h).
+const MAP_SYNC: libc::c_int = 0x80000;
+
+/// Is `file` on persistent memory by DAX? What libpmem's `pmem_map_file`
+/// learns as `is_pmem`: a `MAP_SHARED_VALIDATE | MAP_SYNC` mapping of it
+/// succeeds only on a DAX file system (else EOPNOTSUPP). One page is
+/// mapped and unmapped at once.
+pub fn on_dax(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a fresh mapping at an address of the kernel's choice, of a
+    // file we hold open; it is unmapped before returning and never read.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED_VALIDATE | MAP_SYNC,
+            file.as_raw_fd(),
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, 4096);
+        true
+    }
+}
+
 /// A device-DAX character device: its size (`/sys/dev/char/M:m/size`).
 #[derive(Debug)]
 pub struct DaxDevice {
@@ -127,6 +155,11 @@ mod tests {
         );
         // a directory is refused
         assert!(open_pmem_file(dir.path(), 4096, false, false).is_err());
+        // tmpfs has no DAX: MAP_SYNC is refused there
+        if let Ok(shm) = tempfile::tempfile_in("/dev/shm") {
+            shm.set_len(4096).unwrap();
+            assert!(!on_dax(&shm));
+        }
     }
 
     #[test]
