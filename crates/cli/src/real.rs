@@ -613,7 +613,7 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
 /// The result of a real run whose jobs issue no block IO of blkqos's own
 /// (file calls, metadata and host engines): no controller state, no
 /// trace, and the kernel's disks under `dir`.
-fn ran_without_controllers(
+pub(crate) fn ran_without_controllers(
     result: blkqos_driver::RunResult,
     tree: blkqos_core::CgroupTree,
     invocation_of: Vec<usize>,

@@ -66,7 +66,7 @@ fn new_file(f: Fallocate) -> NewFile {
 }
 
 /// Each clone's files as (path, ledger offset of its IO region).
-fn clone_files(st: &JobSetup) -> Vec<(String, u64)> {
+pub(crate) fn clone_files(st: &JobSetup) -> Vec<(String, u64)> {
     let s = &st.spec;
     let paths = s.files.paths(s.filename.as_deref(), &s.name, st.clone);
     if st.files.is_empty() {

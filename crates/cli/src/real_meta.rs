@@ -49,6 +49,9 @@ pub enum RealRunner {
     /// A file system call per IO (falloc, ftruncate:
     /// [`crate::real_fileops`]).
     FileCalls,
+    /// A copy to or from a memory mapping per IO (libpmem, dev-dax,
+    /// page_fault: [`crate::real_mapped`]).
+    Mapped,
 }
 
 /// Which runner the jobs need (an error: a mix).
@@ -58,6 +61,17 @@ pub fn runner(jobs: &[&JobSpec]) -> Result<RealRunner> {
         .filter(|j| j.ioengine.is_file_metadata() || j.ioengine.is_host_task())
         .count();
     let calls = jobs.iter().filter(|j| j.ioengine.is_file_call()).count();
+    let mapped = jobs.iter().filter(|j| j.ioengine.is_mapped()).count();
+    if mapped > 0 {
+        if mapped == jobs.len() {
+            return Ok(RealRunner::Mapped);
+        }
+        bail!(
+            "--backend=real runs jobs of ioengine=libpmem, dev-dax or page_fault on their own \
+             (their IO is loads and stores on a memory mapping, not the real engine's IO \
+             path): put the other jobs of the file in a job file of their own"
+        );
+    }
     match (meta, calls) {
         (0, 0) => Ok(RealRunner::Block),
         (n, 0) if n == jobs.len() => Ok(RealRunner::Metadata),

@@ -60,7 +60,11 @@ pub(crate) struct RunView<'a> {
 /// named by the target's path.
 fn disk_utils(ran: &RunView) -> (Vec<DiskUtil>, Vec<DiskUtil>) {
     let own = disk_util(ran);
+    // the memory-mapped engines issue no requests (fio: FIO_NODISKUTIL,
+    // FIO_DISKLESSIO): no disk section at all
+    let no_requests = !ran.jobs.is_empty() && ran.jobs.iter().all(|j| j.spec.ioengine.is_mapped());
     match ran.kernel_disks {
+        Some(kernel) if no_requests => (kernel.to_vec(), Vec::new()),
         None => (vec![own], Vec::new()),
         Some(kernel) => (
             kernel.to_vec(),

@@ -13,8 +13,8 @@
 //! keep their sizes and get at most 64 files each — then:
 //!
 //! * `coverage`: run on the simulator and, when it names files or devices
-//!   or uses a metadata or host engine (in the scratch directory), on the
-//!   real engine. A run counts when it exits 0, or, for the files whose
+//!   or uses a metadata or host engine (in the scratch directory) or
+//!   page_fault (anonymous memory), on the real engine. A run counts when it exits 0, or, for the files whose
 //!   jobs are meant to fail ([`MEANT_TO_FAIL`]), exits 1 as fio does with
 //!   exactly those jobs in error. The statuses must not fall below
 //!   `tests/data/fio_coverage_expected.txt` (a file that ran must still
@@ -228,7 +228,10 @@ fn rewrite(k: &str, v: &str, scratch: Option<&Path>, has_directory: bool) -> Opt
             let names: Vec<String> = v
                 .split(':')
                 .map(|n| match n {
+                    // a device-DAX device cannot be made in a scratch
+                    // directory: the real engine says it is missing
                     "/dev/null" | "/dev/zero" => n.to_string(),
+                    _ if n.starts_with("/dev/dax") => n.to_string(),
                     _ if has_directory && !n.starts_with('/') => n.to_string(),
                     _ => {
                         let base = Path::new(n)
@@ -262,12 +265,24 @@ fn small_size(text: &str) -> &'static str {
 }
 
 /// Every engine the file names is one fio 3.33 can load (dircreate,
-/// dirstat and dirdelete came with fio 3.34: blkqos runs them, fio 3.33
-/// cannot compare).
+/// dirstat and dirdelete came with fio 3.34, page_fault later: blkqos
+/// runs them, fio 3.33 cannot compare).
 fn fio_3_33_engines(text: &str) -> bool {
     !text.lines().filter_map(split_line).any(|(k, v)| {
-        k == "ioengine" && matches!(v.as_str(), "dircreate" | "dirstat" | "dirdelete")
+        k == "ioengine"
+            && matches!(
+                v.as_str(),
+                "dircreate" | "dirstat" | "dirdelete" | "page_fault"
+            )
     })
+}
+
+/// The file's engine does IO to memory of its own, no file needed
+/// (page_fault: anonymous memory): it runs on the real engine.
+fn memory_engine(text: &str) -> bool {
+    text.lines()
+        .filter_map(split_line)
+        .any(|(k, v)| k == "ioengine" && v == "page_fault")
 }
 
 /// Files per job of a metadata engine's example, made small.
@@ -293,9 +308,10 @@ fn metadata_engine(text: &str) -> bool {
 }
 
 /// The file runs on the real engine: it names files or devices, or its
-/// engine works on files in the current directory.
+/// engine works on files in the current directory or on memory.
 fn names_files(text: &str) -> bool {
     metadata_engine(text)
+        || memory_engine(text)
         || text
             .lines()
             .filter_map(split_line)
@@ -691,4 +707,23 @@ fn offset_increment_shrinks_with_what_it_spaces() {
     assert!(small.contains("offset=120k\n"), "{small}");
     // 30 clones now need 29 × 17 MiB + 16 MiB, well inside the simulated
     // device's 256 GiB (the coverage run shows the file running)
+}
+
+#[test]
+fn memory_engines_run_on_the_real_engine_and_dax_paths_stay() {
+    // page_fault needs no file: the real engine runs it; fio 3.33 cannot
+    let text = "[global]\nioengine=page_fault\nsize=1g\n[a]\nrw=write\n";
+    assert!(names_files(text) && !fio_3_33_engines(text));
+    let small = shrink(text, None);
+    assert!(small.ends_with("size=16m\nruntime=1\n"), "{small}");
+    // a device-DAX path cannot be made in the scratch directory
+    let dir = Path::new("/scratch");
+    assert_eq!(
+        rewrite("filename", "/dev/dax0.0", Some(dir)).as_deref(),
+        Some("filename=/dev/dax0.0")
+    );
+    assert_eq!(
+        rewrite("filename", "/mnt/pmem/f", Some(dir)).as_deref(),
+        Some("filename=/scratch/f")
+    );
 }

@@ -79,6 +79,15 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// An option's place, made comparable (only that it was given counts).
+fn nowhere(o: &blkqos_workload::spec::DataOption) -> blkqos_workload::spec::DataOption {
+    blkqos_workload::spec::DataOption {
+        file: String::new(),
+        line: 0,
+        ..o.clone()
+    }
+}
+
 fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
     jobs.iter()
         .map(|j| JobSpec {
@@ -90,6 +99,8 @@ fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
                 real_refusal: j.engine.real_refusal.as_ref().map(|_| String::new()),
                 registration_at: j.engine.registration_at.as_ref().map(|_| String::new()),
                 sim_refusal: j.engine.sim_refusal.as_ref().map(|_| String::new()),
+                sync_at: j.engine.sync_at.as_ref().map(nowhere),
+                invalidate_at: j.engine.invalidate_at.as_ref().map(nowhere),
                 ..j.engine.clone()
             },
             data_options: Vec::new(),
@@ -185,11 +196,15 @@ fn fio_examples_differential() {
                 let mut fio_args = vec!["--parse-only"];
                 fio_args.extend(args.iter().map(String::as_str));
                 // fio 3.33 parses a job file naming fio 3.34's directory
-                // engines, but loads the engine of a command-line job
+                // engines (or a later fio's page_fault), but loads the
+                // engine of a command-line job
                 let fio_3_34_engine = args.iter().any(|a| {
                     matches!(
                         a.as_str(),
-                        "--ioengine=dircreate" | "--ioengine=dirstat" | "--ioengine=dirdelete"
+                        "--ioengine=dircreate"
+                            | "--ioengine=dirstat"
+                            | "--ioengine=dirdelete"
+                            | "--ioengine=page_fault"
                     )
                 });
                 let check = fio(&fio_args, &cwd);

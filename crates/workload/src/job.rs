@@ -1517,14 +1517,16 @@ impl Job {
             clat: self.spec.clat_percentiles,
             lat: self.spec.lat_percentiles,
         };
+        // fio account_io_completion: disable_lat, disable_clat; io_u.c:
+        // disable_slat
+        let sp = &self.spec;
+        let taken = [
+            slat.filter(|_| !sp.disable_slat).map(|s| s.as_ns()),
+            (!sp.disable_clat).then(|| clat.as_ns()),
+            (!sp.disable_lat).then(|| lat.as_ns()),
+        ];
         let ds = &mut self.stats.dirs[d];
-        ds.record(
-            r.bytes_done,
-            slat.map(|s| s.as_ns()),
-            clat.as_ns(),
-            lat.as_ns(),
-            hists,
-        );
+        ds.record_some(r.bytes_done, taken, hists);
         if !ds.prios.is_empty() {
             // fio add_lat_sample / add_clat_sample: total latencies by
             // priority with lat_percentiles, completion latencies without
@@ -1538,7 +1540,10 @@ impl Job {
         if r.bytes_done < r.io.len {
             ds.short_ios += 1;
         }
-        self.stats.lat_buckets.mark(clat.as_ns());
+        if !self.spec.disable_clat {
+            // io_u_mark_latency comes with the clat sample
+            self.stats.lat_buckets.mark(clat.as_ns());
+        }
         if self.log.is_some() {
             self.log_io(&r, now, slat, clat, lat);
         }

@@ -156,6 +156,17 @@ pub enum IoEngine {
     /// `exec`: runs `program` for the job's runtime (fio engines/exec.c);
     /// no IO.
     Exec,
+    /// `libpmem`: every IO a copy between the job's buffer and a shared
+    /// memory mapping of its file (fio engines/libpmem.c; loads and
+    /// stores, no block IO).
+    Libpmem,
+    /// `dev-dax`: the same copies on a device-DAX character device
+    /// (`/dev/daxX.Y`; fio engines/dev-dax.c).
+    DevDax,
+    /// `page_fault`: every IO a copy to or from anonymous private memory
+    /// of the job's size, faulting its pages in (engines/page_fault.c of
+    /// a fio newer than 3.33, which has no such engine).
+    PageFault,
 }
 
 impl IoEngine {
@@ -181,6 +192,17 @@ impl IoEngine {
                 | IoEngine::E4defrag
                 | IoEngine::Cpuio
                 | IoEngine::Exec
+                | IoEngine::Libpmem
+                | IoEngine::DevDax
+                | IoEngine::PageFault
+        )
+    }
+    /// Engines whose every IO is a load or store on a memory mapping
+    /// (`libpmem`, `dev-dax`, `page_fault`): no block IO.
+    pub fn is_mapped(self) -> bool {
+        matches!(
+            self,
+            IoEngine::Libpmem | IoEngine::DevDax | IoEngine::PageFault
         )
     }
     /// Engines whose operation is a file system call per file, timed as
@@ -245,6 +267,9 @@ impl IoEngine {
             IoEngine::E4defrag => "e4defrag",
             IoEngine::Cpuio => "cpuio",
             IoEngine::Exec => "exec",
+            IoEngine::Libpmem => "libpmem",
+            IoEngine::DevDax => "dev-dax",
+            IoEngine::PageFault => "page_fault",
         }
     }
 }
@@ -428,6 +453,13 @@ pub struct JobSpec {
     /// `gtod_reduce=1`: no slat/clat/lat, no bw/iops samples, no
     /// percentiles (fio's `str_gtod_reduce_cb` sets the `disable_*` flags).
     pub gtod_reduce: bool,
+    /// `disable_lat=1`: no total latency (`lat`) samples.
+    pub disable_lat: bool,
+    /// `disable_clat=1`: no completion latency samples, nor latency
+    /// buckets (fio marks them with the clat sample).
+    pub disable_clat: bool,
+    /// `disable_slat=1`: no submission latency samples.
+    pub disable_slat: bool,
     pub files: FilesSpec,
     pub flow: FlowSpec,
     /// `rate_min=` (`ratemin`): bytes/s per direction below which the job
@@ -534,6 +566,9 @@ impl JobSpec {
             random_dist: RandomDist::Random,
             rw_seq: RwSeq::None,
             gtod_reduce: false,
+            disable_lat: false,
+            disable_clat: false,
+            disable_slat: false,
             files: FilesSpec::default(),
             flow: FlowSpec::default(),
             rate_min: PerDir::all(None),

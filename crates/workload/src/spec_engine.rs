@@ -174,6 +174,14 @@ pub struct EngineSpec {
     pub donor_name: Option<String>,
     /// e4defrag's `inplace=`.
     pub inplace: bool,
+    /// `sync=` (fio's `sync_io`): `sync`/`1` or `dsync` asks for
+    /// synchronous writes; only the memory-mapped engines honour it here.
+    pub sync_io: bool,
+    /// Where `sync=` was given, `FILE:LINE: option `sync`: value `v``.
+    pub sync_at: Option<crate::spec_verify::DataOption>,
+    /// Where `invalidate=` was given: only the memory-mapped engines take
+    /// it (fio drops no cache for them).
+    pub invalidate_at: Option<crate::spec_verify::DataOption>,
     /// Where `ioengine=` named a file system metadata engine: the
     /// simulator's refusal (it has no file system).
     pub sim_refusal: Option<String>,

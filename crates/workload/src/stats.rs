@@ -161,21 +161,33 @@ impl DirStats {
         lat_ns: u64,
         hists: HistMask,
     ) {
+        self.record_some(bytes, [slat_ns, Some(clat_ns), Some(lat_ns)], hists);
+    }
+
+    /// [`DirStats::record`] of the latencies taken: `[slat, clat, lat]`,
+    /// None for one not taken (no slat for a sync engine; fio's
+    /// `disable_slat`, `disable_clat`, `disable_lat`).
+    pub fn record_some(&mut self, bytes: u64, lats_ns: [Option<u64>; 3], hists: HistMask) {
         self.io_bytes += bytes;
         self.total_ios += 1;
+        let [slat_ns, clat_ns, lat_ns] = lats_ns;
         if let Some(s) = slat_ns {
             self.slat.add(s);
             if hists.slat {
                 self.slat_hist.record(s);
             }
         }
-        self.clat.add(clat_ns);
-        if hists.clat {
-            self.clat_hist.record(clat_ns);
+        if let Some(c) = clat_ns {
+            self.clat.add(c);
+            if hists.clat {
+                self.clat_hist.record(c);
+            }
         }
-        self.lat.add(lat_ns);
-        if hists.lat {
-            self.lat_hist.record(lat_ns);
+        if let Some(l) = lat_ns {
+            self.lat.add(l);
+            if hists.lat {
+                self.lat_hist.record(l);
+            }
         }
     }
 

@@ -24,6 +24,12 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
     if let Some(r) = super::apply_ext::apply(st, def, value) {
         return r;
     }
+    if def.opt == Opt::Sync {
+        return super::engine_mapped::apply_sync(st, value);
+    }
+    if def.opt == Opt::Invalidate {
+        return super::engine_mapped::apply_invalidate(value);
+    }
     if def.opt == Opt::Unlink {
         // fio's default; unlink=1 (remove the job's files when it ends)
         // would delete what the jobs made
@@ -465,6 +471,9 @@ fn parse_ioengine(v: &str) -> Result<IoEngine, String> {
         "e4defrag" => Ok(IoEngine::E4defrag),
         "cpuio" => Ok(IoEngine::Cpuio),
         "exec" => Ok(IoEngine::Exec),
+        "libpmem" => Ok(IoEngine::Libpmem),
+        "dev-dax" => Ok(IoEngine::DevDax),
+        "page_fault" => Ok(IoEngine::PageFault),
         _ => Err(super::engines::out_of_scope(v)),
     }
 }

@@ -29,6 +29,9 @@ pub(crate) fn apply(
             | Opt::BlockAlign
             | Opt::RandomDistribution
             | Opt::GtodReduce
+            | Opt::DisableLat
+            | Opt::DisableClat
+            | Opt::DisableSlat
             | Opt::Directory
             | Opt::NrFiles
             | Opt::FileSize
@@ -51,6 +54,9 @@ pub(crate) fn apply(
         (Opt::Thread, None) => {
             st.spec.thread = true;
             Ok(())
+        }
+        (Opt::DisableLat | Opt::DisableClat | Opt::DisableSlat, None) => {
+            apply_value(st, def.opt, "1")
         }
         (_, None) => Err(format!("Option {} requires an argument", def.name)),
         (opt, Some(v)) => apply_value(st, opt, v),
@@ -79,6 +85,9 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
         Opt::RateMin => per_dir_bytes(&mut s.rate_min, v, kb, 0)?,
         Opt::RateCycle => s.rate_cycle = Duration::from_ms(int_in(v, kb, 1, u64::from(u32::MAX))?),
         Opt::RandomDistribution => s.random_dist = parse_random_dist(v, kb)?,
+        Opt::DisableLat => s.disable_lat = bool_value(v)?,
+        Opt::DisableClat => s.disable_clat = bool_value(v)?,
+        Opt::DisableSlat => s.disable_slat = bool_value(v)?,
         Opt::GtodReduce => {
             // str_gtod_reduce_cb: only `1` changes anything
             if bool_value(v)? {

@@ -376,6 +376,7 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
     if engine.is_host_task() {
         super::engine_host::check(s, given)?;
     }
+    super::engine_mapped::check(s, given)?;
     if engine.is_passthrough() {
         passthrough_checks(s, given)?;
         if let Some(g) = given.iter().find(|g| g.name == "ioengine") {

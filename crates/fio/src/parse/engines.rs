@@ -10,10 +10,15 @@ fn category(name: &str) -> (&'static str, &'static str) {
         | "gfapi_async" | "libhdfs" | "nfs" | "dfs" | "libiscsi" | "ime_psync" | "ime_psyncv"
         | "ime_aio" | "spdk" => ("network or distributed storage", BLOCK),
         "libcufile" | "libhipfile" | "cufile" => ("GPU memory transfers", BLOCK),
-        "mmap" | "page_fault" | "splice" => ("memory-mapped IO", BLOCK),
-        "dev-dax" | "libpmem" | "pmemblk" => (
-            "persistent memory by load/store, no block layer",
-            "blkqos's controllers act on block IO; use ioengine=psync or libaio on a block \
+        "mmap" | "splice" => (
+            "memory-mapped IO",
+            "use ioengine=libpmem (a shared mapping of the file, real engine) or one of the \
+             block engines: run the job on a file or block device with ioengine=libaio, \
+             io_uring, psync or sync",
+        ),
+        "pmemblk" => (
+            "persistent memory blocks by libpmemblk (a pool file), not implemented",
+            "use ioengine=libpmem on a file (real engine), or psync or libaio on a block \
              device",
         ),
         "mtd" => (
@@ -45,7 +50,7 @@ pub(crate) fn out_of_scope(name: &str) -> String {
         "unsupported ioengine `{name}` ({what}): blkqos runs null, sync, psync, pvsync, pvsync2, \
          posixaio, libaio and io_uring, on the simulator io_uring_cmd, sg and libzbc, on the \
          real engine filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, falloc, \
-         ftruncate, e4defrag, cpuio and exec; {instead}"
+         ftruncate, e4defrag, cpuio, exec, libpmem, dev-dax and page_fault; {instead}"
     )
 }
 
@@ -67,7 +72,12 @@ mod tests {
             m.contains("MTD") && m.contains("io_uring_cmd, sg and libzbc"),
             "{m}"
         );
-        let m = out_of_scope("dev-dax");
-        assert!(m.contains("persistent memory"), "{m}");
+        let m = out_of_scope("pmemblk");
+        assert!(
+            m.contains("persistent memory") && m.contains("libpmem"),
+            "{m}"
+        );
+        let m = out_of_scope("mmap");
+        assert!(m.contains("memory-mapped") && m.contains("libpmem"), "{m}");
     }
 }

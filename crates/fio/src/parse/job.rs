@@ -64,6 +64,12 @@ pub(crate) fn set_option(
     ) {
         super::engine_opts::record(st, def, engine_on, written, loc);
     }
+    if matches!(
+        def.opt,
+        super::options::Opt::Sync | super::options::Opt::Invalidate
+    ) {
+        super::engine_mapped::record(st, def.opt, written, loc);
+    }
     if super::apply_verify::owns(def.opt) {
         st.spec
             .data_options

@@ -31,6 +31,7 @@ mod apply_verify;
 mod apply_zone;
 mod cli;
 mod engine_host;
+mod engine_mapped;
 mod engine_meta;
 mod engine_opts;
 mod engines;

@@ -115,6 +115,13 @@ pub(crate) enum Opt {
     LogHistMsec,
     LogHistCoarseness,
     Unlink,
+    /// `sync=` (fio's `sync_io`; [`super::engine_mapped`]).
+    Sync,
+    /// `invalidate=` ([`super::engine_mapped`]).
+    Invalidate,
+    DisableLat,
+    DisableClat,
+    DisableSlat,
     /// An engine-private option ([`ENGINE_DEFS`]).
     EngineOption,
     // verification and buffer contents (apply_verify.rs)
@@ -220,7 +227,11 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("nice", Kind::Int, Opt::Nice),
     def("cpus_allowed", Kind::Str, Opt::CpusAllowed),
     def("cpumask", Kind::Int, Opt::CpuMask),
-    def("cpus_allowed_policy", Kind::Str, Opt::CpusAllowedPolicy),
+    OptDef {
+        // fio: FIO_OPT_C_GENERAL prio 1 (before cpus_allowed)
+        prio: 1,
+        ..def("cpus_allowed_policy", Kind::Str, Opt::CpusAllowedPolicy)
+    },
     def("numa_cpu_nodes", Kind::Str, Opt::NumaCpuNodes),
     def("numa_mem_policy", Kind::Str, Opt::NumaMemPolicy),
     OptDef {
@@ -325,6 +336,11 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     def("log_hist_msec", Kind::Int, Opt::LogHistMsec),
     def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
     def("unlink", Kind::Bool, Opt::Unlink),
+    def("sync", Kind::Str, Opt::Sync),
+    def("invalidate", Kind::Bool, Opt::Invalidate),
+    def("disable_lat", Kind::Bool, Opt::DisableLat),
+    def("disable_clat", Kind::Bool, Opt::DisableClat),
+    def("disable_slat", Kind::Bool, Opt::DisableSlat),
     def("verify", Kind::Str, Opt::Verify),
     def("do_verify", Kind::Bool, Opt::DoVerify),
     def("verify_only", Kind::StrSet, Opt::VerifyOnly),
@@ -514,7 +530,7 @@ pub(crate) fn suggest(name: &str, extra: &[&str]) -> Option<String> {
 pub(crate) fn prio(name: &str) -> i32 {
     match lookup(name) {
         Lookup::Supported(d) => d.prio,
-        Lookup::Unsupported("lockfile" | "cpus_allowed_policy" | "unit_base") => 1,
+        Lookup::Unsupported("lockfile" | "unit_base") => 1,
         _ => 0,
     }
 }

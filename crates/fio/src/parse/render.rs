@@ -121,6 +121,15 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         push("randrepeat", flag(j.randrepeat).into());
     }
     push("group_reporting", flag(j.group_reporting).into());
+    for (on, name) in [
+        (j.disable_lat, "disable_lat"),
+        (j.disable_clat, "disable_clat"),
+        (j.disable_slat, "disable_slat"),
+    ] {
+        if on {
+            push(name, "1".into());
+        }
+    }
     if j.gtod_reduce {
         push("gtod_reduce", "1".into());
     }
@@ -438,6 +447,12 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     }
     if e.sg_write_mode != blkqos_workload::spec::SgWriteMode::Write {
         push("sg_write_mode", e.sg_write_mode.fio_name().into());
+    }
+    if e.sync_io {
+        push("sync", "1".into());
+    }
+    if let Some(at) = &e.invalidate_at {
+        push("invalidate", at.value.clone().unwrap_or_else(|| "1".into()));
     }
     match j.ioengine {
         blkqos_workload::IoEngine::Cpuio => {
