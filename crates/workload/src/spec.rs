@@ -9,9 +9,9 @@ pub use crate::spec_ext::{
 };
 pub use crate::spec_verify::{BufferSpec, DataOption, DedupeMode, VerifyKind, VerifySpec};
 
-use crate::ddir::Ddir;
-/// Values given per direction (read, write, trim) as fio's `R[,W[,T]]` lists.
 pub use crate::ddir::PerDir;
+
+use crate::ddir::Ddir;
 
 /// `rw=` (`readwrite=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
