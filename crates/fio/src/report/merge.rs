@@ -40,8 +40,8 @@ pub struct Entry<'a> {
     pub pid: u32,
     pub error: i32,
     pub verror: String,
-    /// The summed stats. With `unified_rw_reporting=mixed`, `dirs[0]` holds
-    /// everything and `dirs[1..]` are empty.
+    /// The summed stats. With `unified_rw_reporting=mixed`, `dirs.read`
+    /// holds everything and the write and trim directions are empty.
     pub ts: JobStats,
 }
 
