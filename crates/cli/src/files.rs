@@ -11,7 +11,12 @@ use blkqos_workload::{JobSpec, SizeSpec};
 /// down to the smallest block size, as fio does), else `size` is divided
 /// between them.
 pub fn file_sizes(spec: &JobSpec, n: usize, clone: u32, capacity: u64) -> Result<Vec<u64>> {
-    let min_bs = (0..3).map(|d| spec.min_bs(d)).min().unwrap_or(4096).max(1);
+    let min_bs = blkqos_workload::Ddir::ALL
+        .map(|d| spec.min_bs(d))
+        .into_iter()
+        .min()
+        .unwrap_or(4096)
+        .max(1);
     if let Some((lo, hi)) = spec.files.filesize {
         let mut rng = Stream::new(spec.randseed, clone, 8);
         return Ok((0..n)

@@ -16,7 +16,7 @@
 //!     .collect();
 //! let exp = blkqos::plan_run(&args).unwrap();
 //! let ran = blkqos::run_simulated(&exp).unwrap();
-//! assert_eq!(ran.result.jobs[0].stats.dirs[0].total_ios, 1024);
+//! assert_eq!(ran.result.jobs[0].stats.dirs.read.total_ios, 1024);
 //! let reports = blkqos::fio_reports(&exp, &ran, 0);
 //! assert!(reports[0].contains("\"jobname\" : \"r\""));
 //! ```

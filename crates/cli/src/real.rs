@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use blkqos_core::DevId;
 use blkqos_engine::{open_backend, BackendKind, EngineOptions, RealBackend, StopOnSignal};
 use blkqos_sim::DeviceSpec;
-use blkqos_workload::{IoEngine, RwMode, SizeSpec};
+use blkqos_workload::{Ddir, IoEngine, RwMode, SizeSpec};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -300,7 +300,13 @@ fn engine_options(
         .unwrap_or(0);
     let max_io = jobs
         .iter()
-        .map(|j| (0..3).map(|d| j.max_bs(d)).max().unwrap_or(4096))
+        .map(|j| {
+            Ddir::ALL
+                .map(|d| j.max_bs(d))
+                .into_iter()
+                .max()
+                .unwrap_or(4096)
+        })
         .max()
         .unwrap_or(4096)
         .max(4096);

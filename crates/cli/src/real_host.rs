@@ -42,7 +42,7 @@ const SLEEP_SLICE: Duration = Duration::from_millis(50);
 
 /// One zero-byte read that took `ns`.
 fn record(stats: &mut JobStats, spec: &blkqos_workload::JobSpec, ns: u64) {
-    let d = &mut stats.dirs[0];
+    let d = &mut stats.dirs.read;
     d.total_ios += 1;
     if !spec.gtod_reduce {
         d.clat.add(ns);
@@ -52,7 +52,7 @@ fn record(stats: &mut JobStats, spec: &blkqos_workload::JobSpec, ns: u64) {
         }
         stats.lat_buckets.mark(ns);
     }
-    stats.issued[0] += 1;
+    stats.issued.read += 1;
     stats.depth_level[JobStats::depth_index(1)] += 1;
     stats.submit_batches[JobStats::batch_index(1)] += 1;
     stats.complete_batches[JobStats::batch_index(1)] += 1;
@@ -234,7 +234,7 @@ pub(crate) fn run_clone(
     stats.members = 1;
     let took = t0.elapsed();
     // fio's read runtime stays 0: no byte moved (no bandwidth line)
-    stats.dirs[0].runtime_ms = 0;
+    stats.dirs.read.runtime_ms = 0;
     stats.job_runtime_ms = took.as_millis() as u64;
     stats.elapsed_s = run_t0.elapsed().as_secs_f64().round() as u64;
     Some(CloneRun { stats, error })

@@ -33,7 +33,7 @@ use blkqos_driver::JobResult;
 use blkqos_engine::meta::{absolute, stat_path, StatCall};
 use blkqos_workload::spec::StatType;
 use blkqos_workload::stats::JobStats;
-use blkqos_workload::{IoEngine, JobSpec};
+use blkqos_workload::{Ddir, IoEngine, JobSpec};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -100,7 +100,11 @@ fn file_size_bytes(s: &JobSpec) -> u64 {
     match (s.files.filesize, s.size) {
         (Some((lo, _)), _) => lo,
         (None, Some(blkqos_workload::SizeSpec::Bytes(b))) => b / u64::from(s.files.nrfiles.max(1)),
-        _ => (0..3).map(|d| s.min_bs(d)).min().unwrap_or(4096),
+        _ => Ddir::ALL
+            .map(|d| s.min_bs(d))
+            .into_iter()
+            .min()
+            .unwrap_or(4096),
     }
 }
 
@@ -192,9 +196,9 @@ fn run_calls(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneR
     let s = &setup.spec;
     // fio: stat_ddir is READ when the job reads, else WRITE
     let ddir = if s.rw.has_read() || !s.rw.has_write() {
-        0
+        Ddir::Read
     } else {
-        1
+        Ddir::Write
     };
     let bs = s.bs.get(ddir).max(1);
     let ios_per_file = (file_size_bytes(s) / bs).max(1);

@@ -24,7 +24,7 @@ use blkqos_workload::stats::CpuUsage;
 pub fn charge_cpu(jobs: &mut [JobResult], used: &ProcessUsage) {
     let weights: Vec<u64> = jobs
         .iter()
-        .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>() + j.stats.sync_ios)
+        .map(|j| j.stats.dirs.values().map(|d| d.total_ios).sum::<u64>() + j.stats.sync_ios)
         .collect();
     let split = |total: u64| apportion(total, &weights);
     let (usr, sys) = (split(used.user_us / 1000), split(used.sys_us / 1000));

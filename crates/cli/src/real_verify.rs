@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use blkqos_engine::fio_verify::{Format, JobVerify, VerifyType};
 use blkqos_workload::spec::VerifyKind;
-use blkqos_workload::JobSpec;
+use blkqos_workload::{Ddir, JobSpec};
 use std::path::Path;
 
 /// fio's `enum verify_type` of a `verify=` kind.
@@ -51,7 +51,11 @@ fn at(j: &JobSpec, opt: &str) -> String {
 /// header's size as fio's `populate_hdr` and `verify_offset` need.
 fn format_of(j: &JobSpec, t: VerifyType) -> Result<Format> {
     let v = &j.verify;
-    let interval = v.effective_interval((j.min_bs(1), j.max_bs(1)), j.min_bs(0), j.rw.has_read());
+    let interval = v.effective_interval(
+        (j.min_bs(Ddir::Write), j.max_bs(Ddir::Write)),
+        j.min_bs(Ddir::Read),
+        j.rw.has_read(),
+    );
     let format = Format {
         vtype: t,
         interval: interval as usize,
@@ -107,7 +111,8 @@ pub fn job_verifies(
         }
         let format = format_of(j, t)?;
         let (reads, writes) = (j.rw.has_read(), j.rw.has_write());
-        let one_bs = (0..2).map(|d| j.min_bs(d)).min() == (0..2).map(|d| j.max_bs(d)).max();
+        let rw = [Ddir::Read, Ddir::Write];
+        let one_bs = rw.map(|d| j.min_bs(d)).iter().min() == rw.map(|d| j.max_bs(d)).iter().max();
         for _ in 0..clones {
             out.push(Some(JobVerify {
                 format: format.clone(),

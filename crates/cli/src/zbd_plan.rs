@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 use blkqos_sim::DeviceSpec;
 use blkqos_workload::spec_zone::ZoneMode;
 use blkqos_workload::zbd::{ZbdInfo, ZbdShared, ZbdZone};
-use blkqos_workload::{IoEngine, JobSpec};
+use blkqos_workload::{Ddir, IoEngine, JobSpec};
 
 const MIB: u64 = 1 << 20;
 
@@ -207,16 +207,19 @@ impl ZbdRun {
                 z.size_bytes
             );
         }
-        if spec.rw.has_trim() && spec.bs.get(2) != zone_size {
+        if spec.rw.has_trim() && spec.bs.get(Ddir::Trim) != zone_size {
             bail!(
                 "{}: job `{}`: {name}: trim block size {} is not the zone size {zone_size}",
                 at(spec),
                 spec.name,
-                spec.bs.get(2)
+                spec.bs.get(Ddir::Trim)
             );
         }
         if spec.verify.logs_writes() {
-            if let Some(d) = (0..3).find(|&d| !zone_size.is_multiple_of(spec.bs.get(d).max(1))) {
+            if let Some(d) = Ddir::ALL
+                .into_iter()
+                .find(|&d| !zone_size.is_multiple_of(spec.bs.get(d).max(1)))
+            {
                 bail!(
                     "{}: job `{}`: {name}: block size {} is not a divisor of the zone size {zone_size}",
                     at(spec),

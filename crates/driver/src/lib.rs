@@ -32,7 +32,7 @@
 //! use blkqos_core::{ControllerStack, GroupId, Instant, Io};
 //! use blkqos_driver::run::JobSetup;
 //! use blkqos_driver::{Backend, Completion, RunOptions};
-//! use blkqos_workload::JobSpec;
+//! use blkqos_workload::{Ddir, JobSpec};
 //!
 //! /// A device with no service time: every IO completes when submitted.
 //! #[derive(Default)]
@@ -92,7 +92,7 @@
 //!
 //! let job = &result.jobs[0];
 //! assert_eq!(job.error, 0);
-//! assert_eq!(job.stats.dirs[0].total_ios, 16); // 64 KiB / 4 KiB
+//! assert_eq!(job.stats.dirs[Ddir::Read].total_ios, 16); // 64 KiB / 4 KiB
 //! assert_eq!(result.disk.ios[0], 16); // diskstats: 16 reads completed
 //! assert_eq!(result.disk.sectors[0], region_len / 512);
 //! ```

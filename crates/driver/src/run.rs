@@ -13,7 +13,7 @@ use blkqos_core::controller::StackVerdict;
 use blkqos_core::{ControllerStack, Duration, GroupId, Instant, Io, IoFlags, IoId, IoOp};
 use blkqos_workload::iolog::LogSample;
 use blkqos_workload::job::Reaped;
-use blkqos_workload::{Job, JobAction, JobFailure, JobIo, JobSpec, JobStats};
+use blkqos_workload::{Ddir, Job, JobAction, JobFailure, JobIo, JobSpec, JobStats};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -461,14 +461,6 @@ fn issue_time(f: &Flight, c: &Completion) -> Instant {
     }
 }
 
-pub(super) fn op_of(ddir: usize) -> IoOp {
-    match ddir {
-        0 => IoOp::Read,
-        1 => IoOp::Write,
-        _ => IoOp::Discard,
-    }
-}
-
 struct Loop<'a, B: Backend> {
     backend: &'a mut B,
     stack: &'a mut ControllerStack,
@@ -612,9 +604,9 @@ impl<B: Backend> Loop<'_, B> {
     #[inline]
     fn job_io(&self, j: usize, jio: &JobIo, now: Instant) -> Io {
         let slot = &self.jobs[j];
-        let mut flags = if jio.ddir == 1 && slot.job.spec().direct {
+        let mut flags = if jio.ddir == Ddir::Write && slot.job.spec().direct {
             IoFlags::SYNC
-        } else if jio.ddir == 2 && slot.engine.trim_resets_zone {
+        } else if jio.ddir == Ddir::Trim && slot.engine.trim_resets_zone {
             IoFlags::ZONE_RESET
         } else {
             IoFlags::default()

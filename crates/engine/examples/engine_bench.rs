@@ -83,7 +83,7 @@ fn main() {
         )
         .expect("run");
         let cpu = cpu_s() - cpu0;
-        let d = &r.jobs[0].stats.dirs[0];
+        let d = &r.jobs[0].stats.dirs.read;
         let st = b.stats();
         println!(
             "{kind:>8} direct={} QD{depth}: {:.0} IOPS ({} IOs / {} ms), {:.2} IOs per batch, {:.2} IOs per submit call, process CPU {:.2} s{}",

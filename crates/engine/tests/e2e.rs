@@ -58,7 +58,7 @@ fn rate_iops_500(kind: BackendKind, direct: bool) {
     .expect("run");
     let wall = wall.elapsed();
     let j = &r.jobs[0];
-    let d = &j.stats.dirs[0];
+    let d = &j.stats.dirs.read;
     assert_eq!(j.error, 0, "job error");
     assert_eq!(j.stats.total_err, 0, "IO errors (verify on)");
     assert!(d.runtime_ms > 0);

@@ -168,7 +168,7 @@ fn io_max_dispatch_windows<B: Backend>(what: &str, backend: &mut B, host: HostMo
     );
     for j in &r.jobs {
         assert_eq!(j.error, 0, "{what}: {}", j.spec.name);
-        assert!(j.stats.dirs[0].total_ios <= stack.iostat(j.group).ios[0]);
+        assert!(j.stats.dirs.read.total_ios <= stack.iostat(j.group).ios[0]);
     }
     let elapsed = (r.ended_at - t0).as_ns();
     assert!(

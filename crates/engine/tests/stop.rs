@@ -81,7 +81,7 @@ fn sigint_stops_a_run_and_keeps_the_results() {
             wall < std::time::Duration::from_secs(10),
             "{kind}: took {wall:?}"
         );
-        let ios = r.jobs[0].stats.dirs[0].total_ios;
+        let ios = r.jobs[0].stats.dirs.read.total_ios;
         assert!(
             ios >= 100,
             "{kind}: the partial results are kept: {ios} IOs"

@@ -5,6 +5,7 @@
 use blkqos_fio::report::{write_json, write_normal, DiskUtil, ReportInput, ReportJob};
 use blkqos_workload::spec::{IoEngine, JobSpec, UnifiedRw};
 use blkqos_workload::stats::JobStats;
+use blkqos_workload::Ddir;
 
 /// Sat Nov 21 20:39:16 2026 UTC
 const TS: u64 = 1_795_293_556_978;
@@ -16,7 +17,7 @@ fn hundred_reads() -> JobStats {
     let mut s = JobStats::default();
     for i in 1..=100u64 {
         let clat = i * 10_000;
-        s.dirs[0].record(
+        s.dirs[Ddir::Read].record(
             4096,
             None,
             clat,
@@ -25,10 +26,10 @@ fn hundred_reads() -> JobStats {
         );
         s.lat_buckets.mark(clat);
     }
-    s.dirs[0].runtime_ms = 1000;
+    s.dirs[Ddir::Read].runtime_ms = 1000;
     for _ in 0..2 {
-        s.dirs[0].bw.add(400);
-        s.dirs[0].iops.add(100);
+        s.dirs[Ddir::Read].bw.add(400);
+        s.dirs[Ddir::Read].iops.add(100);
     }
     s.depth_level[0] = 100;
     s.submit_batches[1] = 100;
@@ -297,10 +298,10 @@ fn group_pair() -> (JobSpec, JobStats, JobStats) {
     let mut a = JobStats::default();
     let mut b = JobStats::default();
     for v in [1000, 3000] {
-        a.dirs[0].record(4096, None, v, v + 10, blkqos_workload::stats::HistMask::ALL);
+        a.dirs[Ddir::Read].record(4096, None, v, v + 10, blkqos_workload::stats::HistMask::ALL);
         a.lat_buckets.mark(v);
     }
-    b.dirs[0].record(
+    b.dirs[Ddir::Read].record(
         4096,
         None,
         2000,
@@ -308,7 +309,7 @@ fn group_pair() -> (JobSpec, JobStats, JobStats) {
         blkqos_workload::stats::HistMask::ALL,
     );
     b.lat_buckets.mark(2000);
-    a.dirs[1].record(
+    a.dirs[Ddir::Write].record(
         8192,
         None,
         50_000,
@@ -316,12 +317,12 @@ fn group_pair() -> (JobSpec, JobStats, JobStats) {
         blkqos_workload::stats::HistMask::ALL,
     );
     a.lat_buckets.mark(50_000);
-    a.dirs[0].runtime_ms = 1000;
-    b.dirs[0].runtime_ms = 800;
-    a.dirs[1].runtime_ms = 900;
-    a.dirs[0].bw.add(100);
-    a.dirs[0].bw.add(300);
-    b.dirs[0].bw.add(1000);
+    a.dirs[Ddir::Read].runtime_ms = 1000;
+    b.dirs[Ddir::Read].runtime_ms = 800;
+    a.dirs[Ddir::Write].runtime_ms = 900;
+    a.dirs[Ddir::Read].bw.add(100);
+    a.dirs[Ddir::Read].bw.add(300);
+    b.dirs[Ddir::Read].bw.add(1000);
     a.sync_ios = 2;
     for v in [5000, 7000] {
         a.sync_lat.add(v);
@@ -558,7 +559,7 @@ fn ignored_errors_only_job_like_fio() {
     spec.ignore_error.read = vec![22];
     spec.ignore_error.continue_on = blkqos_workload::spec::ERROR_TYPE_READ;
     let mut s = JobStats::default();
-    s.dirs[0].total_ios = 531_867;
+    s.dirs[Ddir::Read].total_ios = 531_867;
     s.depth_level[0] = 531_867;
     s.submit_batches[1] = 531_867;
     s.complete_batches[1] = 531_867;

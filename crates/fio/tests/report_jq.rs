@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use blkqos_fio::report::{write_json, ReportInput, ReportJob};
 use blkqos_workload::spec::{JobSpec, UnifiedRw};
 use blkqos_workload::stats::JobStats;
+use blkqos_workload::Ddir;
 
 const JQ: &str = "/usr/bin/jq";
 const PROGRAM: &str = r#".jobs[0].mixed | ( .iops | tonumber | round ) as $iops | ( .bw_bytes / 1024 / 1024 ) as $bps | ( .clat_ns.mean / 1000000 ) as $avg | ( .clat_ns.max / 1000000 ) as $max | ( .clat_ns.percentile["90.000000"] / 1000000 ) as $p90 | ( .clat_ns.percentile["99.000000"] / 1000000 ) as $p99 | ( .clat_ns.percentile["99.900000"] / 1000000 ) as $p999 | ( .clat_ns.percentile["99.990000"] / 1000000 ) as $p9999 | "\($iops)|\($bps)|\($avg)|\($max)|\($p90)|\($p99)|\($p999)|\($p9999)""#;
@@ -44,7 +45,7 @@ fn document(unified: UnifiedRw) -> String {
     let mut s = JobStats::default();
     for i in 1..=100u64 {
         let clat = i * 10_000;
-        s.dirs[0].record(
+        s.dirs[Ddir::Read].record(
             4096,
             None,
             clat,
@@ -53,7 +54,7 @@ fn document(unified: UnifiedRw) -> String {
         );
         s.lat_buckets.mark(clat);
     }
-    s.dirs[0].runtime_ms = 1000;
+    s.dirs[Ddir::Read].runtime_ms = 1000;
     let input = ReportInput {
         jobs: vec![ReportJob {
             spec: &spec,

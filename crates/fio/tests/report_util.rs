@@ -11,10 +11,12 @@
 
 use blkqos_workload::spec::JobSpec;
 use blkqos_workload::stats::JobStats;
+use blkqos_workload::{Ddir, PerDir};
 use serde_json::Value;
 
-/// One fio log line: (value, ddir, bs).
-pub fn parse_log(text: &str) -> Vec<(u64, usize, u64)> {
+/// One fio log line: (value, ddir, bs); fio writes the direction as its
+/// number ([`Ddir::fio_index`]).
+pub fn parse_log(text: &str) -> Vec<(u64, Ddir, u64)> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
@@ -22,7 +24,8 @@ pub fn parse_log(text: &str) -> Vec<(u64, usize, u64)> {
                 .split(',')
                 .map(|x| x.trim().parse().expect("log field"))
                 .collect();
-            (f[1], f[2] as usize, f[3])
+            let ddir = Ddir::from_fio_index(f[2] as usize).expect("log ddir");
+            (f[1], ddir, f[3])
         })
         .collect()
 }
@@ -38,7 +41,7 @@ pub struct Logs {
 
 /// Replay one clone's logs into `JobStats` (a psync job: every IO at depth 1,
 /// one IO per submit/complete call). `runtime_ms` is per direction.
-pub fn replay(logs: &Logs, runtime_ms: [u64; 3]) -> JobStats {
+pub fn replay(logs: &Logs, runtime_ms: PerDir<u64>) -> JobStats {
     let mut s = JobStats::default();
     for (v, d, bs) in parse_log(&logs.clat) {
         let dir = &mut s.dirs[d];
@@ -62,12 +65,12 @@ pub fn replay(logs: &Logs, runtime_ms: [u64; 3]) -> JobStats {
     for (v, d, _) in parse_log(&logs.iops) {
         s.dirs[d].iops.add(v);
     }
-    for (dir, rt) in s.dirs.iter_mut().zip(runtime_ms) {
+    for (d, dir) in s.dirs.iter_mut() {
         if dir.total_ios > 0 {
-            dir.runtime_ms = rt;
+            dir.runtime_ms = runtime_ms[d];
         }
     }
-    let total: u64 = s.dirs.iter().map(|d| d.total_ios).sum();
+    let total: u64 = s.dirs.values().map(|d| d.total_ios).sum();
     s.depth_level[0] = total;
     s.submit_batches[1] = total;
     s.complete_batches[1] = total;
@@ -182,14 +185,14 @@ pub fn spec_like(name: &str, job_options: &[(&str, &str)]) -> JobSpec {
 }
 
 /// `jobs[i].<dir>.runtime` of a fio JSON document.
-pub fn runtimes(doc: &Value, job: usize) -> [u64; 3] {
+pub fn runtimes(doc: &Value, job: usize) -> PerDir<u64> {
     let j = &doc["jobs"][job];
     let r = |d: &str| j[d]["runtime"].as_u64().unwrap_or(0);
     if j.get("mixed").is_some() && j.get("read").is_none() {
         let m = r("mixed");
-        return [m, m, m];
+        return PerDir::all(m);
     }
-    [r("read"), r("write"), r("trim")]
+    PerDir::from_fn(|d| r(d.name()))
 }
 
 /// The pid in fio's first normal-output job header.

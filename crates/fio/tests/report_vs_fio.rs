@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use blkqos_fio::report::{json_tree, write_json, write_normal, ReportInput, ReportJob};
 use blkqos_workload::spec::{JobSpec, UnifiedRw};
 use blkqos_workload::stats::JobStats;
+use blkqos_workload::Ddir;
 use report_util::*;
 use serde_json::Value;
 
@@ -103,7 +104,7 @@ fn args(list: &[&str], file: &Path) -> Vec<String> {
 fn synthetic(seed: u64) -> JobStats {
     let mut s = JobStats::default();
     for i in 0..200u64 {
-        let d = (i % 2) as usize;
+        let d = [Ddir::Read, Ddir::Write][(i % 2) as usize];
         let clat = 20_000 + (i * 7919 + seed * 13) % 300_000;
         s.dirs[d].record(
             4096,
@@ -114,7 +115,7 @@ fn synthetic(seed: u64) -> JobStats {
         );
         s.lat_buckets.mark(clat);
     }
-    for d in 0..2 {
+    for d in [Ddir::Read, Ddir::Write] {
         s.dirs[d].runtime_ms = 1001;
         s.dirs[d].bw.add(400 + seed);
         s.dirs[d].bw.add(420);

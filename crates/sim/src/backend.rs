@@ -194,7 +194,7 @@ mod tests {
             r.disk.busy_ns, r.disk.inflight_integral_ns
         );
         for j in &r.jobs {
-            for d in &j.stats.dirs {
+            for d in j.stats.dirs.values() {
                 for s in [&d.slat, &d.clat, &d.lat, &d.bw, &d.iops] {
                     out += &format!(
                         " {}/{}/{}/{:x}/{:x}",

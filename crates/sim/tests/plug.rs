@@ -168,7 +168,7 @@ fn one_call_of_sixteen_is_one_request() {
     assert_eq!(r.disk.merges[1], 15);
     assert_eq!(r.disk.sectors[1], 128);
     let st = &r.jobs[0].stats;
-    let w = &st.dirs[1];
+    let w = &st.dirs.write;
     assert_eq!((w.total_ios, w.io_bytes), (16, 64 * KIB));
     assert_eq!((w.slat.min, w.slat.max), (16_000, 16_000));
     assert_eq!(
@@ -195,7 +195,7 @@ fn calls_of_two_or_fewer_do_not_merge() {
 fn issuer_delay_extends_the_submit_call() {
     let delay = Duration::from_ms(5);
     let (r, _) = sixteen_writes(Some(delay), Duration::ZERO, 16);
-    let w = &r.jobs[0].stats.dirs[1];
+    let w = &r.jobs[0].stats.dirs.write;
     assert_eq!((w.slat.min, w.slat.max), (5_016_000, 5_016_000));
     // the request was at the device during the delay: it completed before
     // the call returned, and the job reaps it right after
@@ -221,7 +221,7 @@ fn a_released_bio_takes_the_next_merges() {
         [64 * KIB],
         "the charge set at release, and the merged bios', reach the completion"
     );
-    let w = &r.jobs[0].stats.dirs[1];
+    let w = &r.jobs[0].stats.dirs.write;
     assert_eq!(
         (w.slat.min, w.slat.max),
         (1_016_000, 1_016_000),

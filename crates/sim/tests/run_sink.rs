@@ -92,8 +92,8 @@ impl RunSink for Status {
         jobs: &[blkqos_driver::JobResult],
         _disk: &blkqos_driver::DiskStats,
     ) {
-        let ios = jobs.iter().map(|j| j.stats.dirs[0].total_ios).sum();
-        let runtime = jobs[0].stats.dirs[0].runtime_ms;
+        let ios = jobs.iter().map(|j| j.stats.dirs.read.total_ios).sum();
+        let runtime = jobs[0].stats.dirs.read.runtime_ms;
         self.calls.push((now.as_ns() / 1_000_000, ios, runtime));
     }
 }
@@ -139,7 +139,7 @@ fn status_reports_come_on_time_even_when_nothing_happens() {
         assert_eq!(runtime, t, "at {t} ms");
     }
     assert_eq!(
-        r.jobs[0].stats.dirs[0].total_ios,
+        r.jobs[0].stats.dirs.read.total_ios,
         rec.calls.last().unwrap().1
     );
 }

@@ -154,7 +154,7 @@ fn one_mib_read_is_eight_requests_and_one_fio_io() {
         &mut stack,
         vec![(spec, GroupId::ROOT)],
     );
-    let d = &r.jobs[0].stats.dirs[0];
+    let d = &r.jobs[0].stats.dirs.read;
     assert!(d.total_ios > 100, "{}", d.total_ios);
     assert_eq!(d.io_bytes, d.total_ios * MIB, "fio: one 1 MiB IO each");
     assert_eq!(
@@ -187,7 +187,7 @@ fn ios_within_the_limit_are_one_request() {
     let mut stack = ControllerStack::pass_through();
     let spec = timed(job("r", RwMode::RandRead, 64 << 10, 4), 1);
     let r = run_on("null,size=1g", &mut stack, vec![(spec, GroupId::ROOT)]);
-    let d = &r.jobs[0].stats.dirs[0];
+    let d = &r.jobs[0].stats.dirs.read;
     assert_eq!(r.disk.ios[0], d.total_ios);
     // null_blk's default, 255 sectors: a 128 KiB IO is 255 + 1 sectors
     let spec = once(job("r", RwMode::Read, 128 << 10, 1));
@@ -208,7 +208,7 @@ fn riops_counts_requests_on_mainline_bios_on_legacy() {
             &mut stack,
             vec![(spec, g)],
         );
-        let d = &r.jobs[0].stats.dirs[0];
+        let d = &r.jobs[0].stats.dirs.read;
         let iops = d.total_ios as f64 / 20.0;
         assert!((iops - want).abs() <= want * 0.05, "{v}: {iops} IOs/s");
         assert_eq!(r.disk.ios[0], 8 * d.total_ios, "{v}");
@@ -226,7 +226,7 @@ fn rbps_counts_the_bytes_once() {
             let spec = timed(job("r", RwMode::RandRead, MIB, 4), 20);
             let dev = format!("null,max_sectors_kb={max_kb},size=4g");
             let r = run_on(&dev, &mut stack, vec![(spec, g)]);
-            r.jobs[0].stats.dirs[0].total_ios
+            r.jobs[0].stats.dirs.read.total_ios
         };
         let (split, whole) = (ios(128), ios(1024));
         eprintln!("{v}: {split} {whole}");
@@ -250,8 +250,8 @@ fn v6_16_split_queues_let_the_first_writer_finish_first() {
             .jobs
             .iter()
             .map(|j| {
-                assert_eq!(j.stats.dirs[1].total_ios, 1);
-                (j.stats.dirs[1].clat.max as f64 / 1e8).round() / 10.0
+                assert_eq!(j.stats.dirs.write.total_ios, 1);
+                (j.stats.dirs.write.clat.max as f64 / 1e8).round() / 10.0
             })
             .collect();
         t.sort_by(f64::total_cmp);

@@ -143,14 +143,14 @@ fn stop_drains_what_the_throttle_holds() {
     let ended_ms = r.ended_at.as_ns() / 1_000_000;
     eprintln!(
         "stop: ended at {ended_ms} ms, {} reads, runtime {} ms",
-        j.stats.dirs[0].total_ios, j.stats.dirs[0].runtime_ms
+        j.stats.dirs.read.total_ios, j.stats.dirs.read.runtime_ms
     );
     assert!(r.interrupted && !r.abandoned);
     assert_eq!(r.dropped_ios, 0);
     // ~15 reads held at 100 IOPS: 0.1-0.2 s of drain
     assert!((1_100..=1_200).contains(&ended_ms), "{ended_ms} ms");
     assert_eq!(
-        r.disk.ios[0], j.stats.dirs[0].total_ios,
+        r.disk.ios[0], j.stats.dirs.read.total_ios,
         "every read issued completed"
     );
 }
@@ -162,7 +162,7 @@ fn abandon_drops_what_the_throttle_holds() {
     let ended_ms = r.ended_at.as_ns() / 1_000_000;
     eprintln!(
         "abandon: ended at {ended_ms} ms, {} reads, {} dropped, runtime {} ms",
-        j.stats.dirs[0].total_ios, r.dropped_ios, j.stats.dirs[0].runtime_ms
+        j.stats.dirs.read.total_ios, r.dropped_ios, j.stats.dirs.read.runtime_ms
     );
     assert!(r.interrupted && r.abandoned);
     assert!(ended_ms < 1_010, "ends at once: {ended_ms} ms");
@@ -172,7 +172,7 @@ fn abandon_drops_what_the_throttle_holds() {
         r.dropped_ios
     );
     // what completed is the job's, and its report ends at the abandon
-    assert_eq!(r.disk.ios[0], j.stats.dirs[0].total_ios);
-    assert!((990..=1_010).contains(&j.stats.dirs[0].runtime_ms));
-    assert!((95..=105).contains(&j.stats.dirs[0].total_ios));
+    assert_eq!(r.disk.ios[0], j.stats.dirs.read.total_ios);
+    assert!((990..=1_010).contains(&j.stats.dirs.read.runtime_ms));
+    assert!((95..=105).contains(&j.stats.dirs.read.total_ios));
 }

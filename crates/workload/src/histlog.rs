@@ -18,6 +18,7 @@
 //! lines are zeros, here too. `log_hist_msec=0` (the default) writes no
 //! line, and the file is still created.
 
+use crate::ddir::{Ddir, PerDir};
 use blkqos_core::hist::{LatHist, PLAT_NR};
 
 /// The largest `log_hist_coarseness` fio documents ("Integer in range
@@ -38,7 +39,7 @@ struct Window {
 pub struct HistLog {
     msec: u64,
     coarseness: u32,
-    windows: [Window; 3],
+    windows: PerDir<Window>,
     /// Lines produced since the driver last took them.
     pub pending: String,
 }
@@ -56,8 +57,8 @@ impl HistLog {
     /// A completion of direction `ddir` at `time_ms` (ms since the job's
     /// epoch), of `bytes`, with latency `clat_ns`, counted in the
     /// histogram if `counted` (fio: `clat_percentiles`).
-    pub fn clat(&mut self, time_ms: u64, ddir: usize, bytes: u64, clat_ns: u64, counted: bool) {
-        if self.msec == 0 || ddir > 2 {
+    pub fn clat(&mut self, time_ms: u64, ddir: Ddir, bytes: u64, clat_ns: u64, counted: bool) {
+        if self.msec == 0 {
             return;
         }
         let w = &mut self.windows[ddir];
@@ -82,17 +83,18 @@ impl HistLog {
     }
 }
 
-/// One line: `time, ddir, bs, ` then the buckets summed by `2^coarseness`
-/// (fio `flush_hist_samples`, `hist_sum`).
+/// One line: `time, ddir, bs, ` (the direction as fio numbers it,
+/// [`Ddir::fio_index`]) then the buckets summed by `2^coarseness` (fio
+/// `flush_hist_samples`, `hist_sum`).
 fn format_line(
     hist: &LatHist,
     coarseness: u32,
-    (time_ms, ddir, bs): (u64, usize, u64),
+    (time_ms, ddir, bs): (u64, Ddir, u64),
     out: &mut String,
 ) {
     use std::fmt::Write;
     let stride = 1usize << coarseness;
-    let _ = write!(out, "{time_ms}, {ddir}, {bs}");
+    let _ = write!(out, "{time_ms}, {}, {bs}", ddir.fio_index());
     let mut sum = 0u64;
     for (i, c) in hist.all_counts().enumerate() {
         sum += c;
@@ -116,10 +118,10 @@ mod tests {
     #[test]
     fn windows_drift_and_counts_like_fio() {
         let mut h = HistLog::new(100, 0);
-        h.clat(5, 0, 4096, 1_000, true); // starts the window at 5
-        h.clat(104, 0, 4096, 2_000, true);
+        h.clat(5, Ddir::Read, 4096, 1_000, true); // starts the window at 5
+        h.clat(104, Ddir::Read, 4096, 2_000, true);
         assert!(h.pending.is_empty());
-        h.clat(107, 0, 8192, 3_000, true); // 102 ms: a line, 7 - 5 + 5 drift
+        h.clat(107, Ddir::Read, 8192, 3_000, true); // 102 ms: a line, 7 - 5 + 5 drift
         let lines: Vec<&str> = h.pending.lines().collect();
         assert_eq!(lines.len(), 1);
         let c = cols(lines[0]);
@@ -128,7 +130,7 @@ mod tests {
         assert_eq!(c[3..].iter().sum::<u64>(), 3);
         h.pending.clear();
         // the next window started at 107 - 2 = 105
-        h.clat(205, 0, 4096, 1_000, true);
+        h.clat(205, Ddir::Read, 4096, 1_000, true);
         assert_eq!(cols(h.pending.trim_end())[3..].iter().sum::<u64>(), 1);
     }
 
@@ -137,7 +139,7 @@ mod tests {
         for c in 0..=MAX_HIST_COARSENESS {
             let mut h = HistLog::new(10, c);
             for (t, ns) in [(1, 100), (2, 5_000), (3, 7_000_000), (12, 123_456)] {
-                h.clat(t, 1, 4096, ns, true);
+                h.clat(t, Ddir::Write, 4096, ns, true);
             }
             let v = cols(h.pending.trim_end());
             assert_eq!(v.len(), 3 + (PLAT_NR >> c), "coarseness {c}");
@@ -148,12 +150,12 @@ mod tests {
     #[test]
     fn uncounted_and_disabled() {
         let mut h = HistLog::new(10, 0);
-        h.clat(1, 0, 4096, 100, false);
-        h.clat(20, 0, 4096, 100, false);
+        h.clat(1, Ddir::Read, 4096, 100, false);
+        h.clat(20, Ddir::Read, 4096, 100, false);
         assert_eq!(cols(h.pending.trim_end())[3..].iter().sum::<u64>(), 0);
         let mut off = HistLog::new(0, 0);
-        off.clat(1, 0, 4096, 100, true);
-        off.clat(5000, 0, 4096, 100, true);
+        off.clat(1, Ddir::Read, 4096, 100, true);
+        off.clat(5000, Ddir::Read, 4096, 100, true);
         assert!(off.pending.is_empty());
     }
 }

@@ -16,6 +16,7 @@
 //!   logs take the job's bw/iops samples (every `bwavgtime`/`iopsavgtime`);
 //!   what is left is written when the job ends (fio `finalize_logs`).
 
+use crate::ddir::{Ddir, PerDir};
 use crate::histlog::HistLog;
 
 /// Which log a sample goes to (fio's `enum io_log_type`).
@@ -109,7 +110,7 @@ pub struct LogSample {
     /// ms since the job's epoch (fio `mtime_since_now(&td->epoch)`).
     pub time_ms: u64,
     pub value: u64,
-    pub ddir: u8,
+    pub ddir: Ddir,
     /// The IO's size; 0 for averaged samples.
     pub bs: u64,
     /// The IO's offset (written with `log_offset=1`); 0 when averaged.
@@ -138,7 +139,7 @@ struct Window {
 pub struct JobLog {
     spec: LogSpec,
     /// `[kind][ddir]`.
-    windows: [[Window; 3]; 5],
+    windows: [PerDir<Window>; 5],
     /// Samples produced since the driver last took them.
     pub pending: Vec<LogSample>,
     /// The histogram log (`write_hist_log`), if the job writes it.
@@ -151,7 +152,7 @@ impl JobLog {
         logs.any().then(|| {
             Box::new(JobLog {
                 spec: logs.clone(),
-                windows: [[Window::default(); 3]; 5],
+                windows: [PerDir::all(Window::default()); 5],
                 pending: Vec::with_capacity(64),
                 hist: logs
                     .hist
@@ -178,7 +179,7 @@ impl JobLog {
     pub fn io(
         &mut self,
         time_ms: u64,
-        ddir: usize,
+        ddir: Ddir,
         bytes: u64,
         offset: u64,
         ioprio: u16,
@@ -190,7 +191,7 @@ impl JobLog {
             kind,
             time_ms,
             value,
-            ddir: ddir as u8,
+            ddir,
             bs: bytes,
             offset,
             ioprio,
@@ -215,13 +216,13 @@ impl JobLog {
 
     /// A windowed bw (KiB/s) or iops sample of the job (fio `__add_samples`
     /// feeding `add_log_sample`); only when the logs are averaged.
-    pub fn rate_sample(&mut self, kind: LogKind, time_ms: u64, ddir: usize, value: u64) {
+    pub fn rate_sample(&mut self, kind: LogKind, time_ms: u64, ddir: Ddir, value: u64) {
         if !self.per_io() && self.wants(kind) {
             self.add(LogSample {
                 kind,
                 time_ms,
                 value,
-                ddir: ddir as u8,
+                ddir,
                 bs: 0,
                 offset: 0,
                 ioprio: 0,
@@ -237,7 +238,7 @@ impl JobLog {
             return;
         }
         let inline = !matches!(s.kind, LogKind::Bw | LogKind::Iops);
-        let w = &mut self.windows[s.kind.index()][usize::from(s.ddir)];
+        let w = &mut self.windows[s.kind.index()][s.ddir];
         w.sum += u128::from(s.value);
         w.n += 1;
         w.max = w.max.max(s.value);
@@ -248,14 +249,14 @@ impl JobLog {
         if this_window < avg && (inline || avg - this_window > LOG_MSEC_SLACK_MS) {
             return;
         }
-        self.flush_window(s.kind, usize::from(s.ddir), s.time_ms);
-        let w = &mut self.windows[s.kind.index()][usize::from(s.ddir)];
+        self.flush_window(s.kind, s.ddir, s.time_ms);
+        let w = &mut self.windows[s.kind.index()][s.ddir];
         w.last_ms = s.time_ms - s.time_ms % avg;
     }
 
     /// fio `__add_stat_to_log`: the window's mean (rounded half up) or
     /// maximum at `time_ms`, if it holds samples; the window restarts.
-    fn flush_window(&mut self, kind: LogKind, ddir: usize, time_ms: u64) {
+    fn flush_window(&mut self, kind: LogKind, ddir: Ddir, time_ms: u64) {
         let w = &mut self.windows[kind.index()][ddir];
         if w.n > 0 {
             let value = if self.spec.max_value {
@@ -267,7 +268,7 @@ impl JobLog {
                 kind,
                 time_ms,
                 value,
-                ddir: ddir as u8,
+                ddir,
                 bs: 0,
                 offset: 0,
                 ioprio: 0,
@@ -285,7 +286,7 @@ impl JobLog {
             return;
         }
         for kind in LogKind::ALL {
-            for ddir in 0..3 {
+            for ddir in Ddir::ALL {
                 self.flush_window(kind, ddir, time_ms);
             }
         }
@@ -294,7 +295,8 @@ impl JobLog {
 
 /// One line of a log file as fio 3.33 writes it (`flush_samples`):
 /// `time, value, ddir, bs, prio`, or with `log_offset=1`
-/// `time, value, ddir, bs, offset, prio`. The priority column is the IO's
+/// `time, value, ddir, bs, offset, prio`, the direction as fio numbers it
+/// ([`Ddir::fio_index`]). The priority column is the IO's
 /// priority as `0x%04x` with `log_prio=1`, else 1 for the real-time class
 /// and 0 for any other (`ioprio_value_is_class_rt`).
 pub fn format_sample(s: &LogSample, with_offset: bool, log_prio: bool, out: &mut String) {
@@ -303,10 +305,15 @@ pub fn format_sample(s: &LogSample, with_offset: bool, log_prio: bool, out: &mut
         write!(
             out,
             "{}, {}, {}, {}, {}, ",
-            s.time_ms, s.value, s.ddir, s.bs, s.offset
+            s.time_ms,
+            s.value,
+            s.ddir.fio_index(),
+            s.bs,
+            s.offset
         )
     } else {
-        write!(out, "{}, {}, {}, {}, ", s.time_ms, s.value, s.ddir, s.bs)
+        let ddir = s.ddir.fio_index();
+        write!(out, "{}, {}, {ddir}, {}, ", s.time_ms, s.value, s.bs)
     };
     let _ = if log_prio {
         writeln!(out, "0x{:04x}", s.ioprio)
@@ -336,7 +343,7 @@ mod tests {
     #[test]
     fn per_io_samples_like_fio() {
         let mut l = JobLog::new(&spec(0).logs).unwrap();
-        l.io(5, 0, 4096, 8192, 0x2003, None, 118_948, 119_628);
+        l.io(5, Ddir::Read, 4096, 8192, 0x2003, None, 118_948, 119_628);
         let kinds: Vec<_> = l.pending.iter().map(|s| (s.kind, s.value)).collect();
         assert_eq!(
             kinds,
@@ -366,10 +373,10 @@ mod tests {
     #[test]
     fn averaged_windows_and_final_flush() {
         let mut l = JobLog::new(&spec(500).logs).unwrap();
-        l.io(100, 0, 4096, 0, 0, Some(10), 1000, 2000);
-        l.io(499, 0, 4096, 0, 0, Some(10), 3000, 4001);
+        l.io(100, Ddir::Read, 4096, 0, 0, Some(10), 1000, 2000);
+        l.io(499, Ddir::Read, 4096, 0, 0, Some(10), 3000, 4001);
         assert!(l.pending.is_empty());
-        l.io(500, 0, 4096, 0, 0, Some(10), 5000, 6000);
+        l.io(500, Ddir::Read, 4096, 0, 0, Some(10), 5000, 6000);
         let lat: Vec<_> = l
             .pending
             .iter()
@@ -378,7 +385,7 @@ mod tests {
         assert_eq!(lat.len(), 1);
         assert_eq!((lat[0].time_ms, lat[0].value, lat[0].bs), (500, 4000, 0));
         l.pending.clear();
-        l.io(700, 0, 4096, 0, 0, Some(10), 5000, 7000);
+        l.io(700, Ddir::Read, 4096, 0, 0, Some(10), 5000, 7000);
         l.finish(800);
         let lat: Vec<_> = l
             .pending
@@ -388,7 +395,7 @@ mod tests {
         assert_eq!((lat[0].time_ms, lat[0].value), (800, 7000));
         // bw/iops: only the job's windowed samples, with fio's 1 ms slack
         l.pending.clear();
-        l.rate_sample(LogKind::Bw, 499, 1, 800);
+        l.rate_sample(LogKind::Bw, 499, Ddir::Write, 800);
         assert_eq!(l.pending.len(), 1);
     }
 

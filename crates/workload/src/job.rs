@@ -28,7 +28,7 @@
 use crate::iolog::{JobLog, LogKind, LogSample};
 use crate::prio::PrioPicker;
 use crate::rng::Stream;
-use crate::spec::{self, JobSpec, RateProcess, RwMode, ThinkBlocksType};
+use crate::spec::{self, JobSpec, PerDir, RateProcess, RwMode, ThinkBlocksType};
 use crate::spec_submit::IoSubmitMode;
 use crate::stats::PrioStat;
 use crate::stats::{HistMask, JobStats};
@@ -43,8 +43,7 @@ const EINVAL: i32 = 22;
 /// Linux `ETIMEDOUT`.
 const ETIMEDOUT: i32 = 110;
 
-/// fio's direction index: 0 read, 1 write, 2 trim.
-pub type Ddir = usize;
+pub use crate::ddir::Ddir;
 
 /// An IO the job wants submitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +71,16 @@ pub enum FailedOp {
     Trim,
     /// `fsync=N` / `fdatasync=N` / `end_fsync`.
     Sync,
+}
+
+impl From<Ddir> for FailedOp {
+    fn from(ddir: Ddir) -> FailedOp {
+        match ddir {
+            Ddir::Read => FailedOp::Read,
+            Ddir::Write => FailedOp::Write,
+            Ddir::Trim => FailedOp::Trim,
+        }
+    }
 }
 
 impl FailedOp {
@@ -213,11 +222,11 @@ pub struct Job {
     end_at: Option<Instant>,
     in_flight: u32,
     issued_bytes_total: u64,
-    io_issues: [u64; 3],
-    io_blocks: [u64; 3],
+    io_issues: PerDir<u64>,
+    io_blocks: PerDir<u64>,
     /// Bytes completed per direction, ramp included (fio `io_bytes`,
     /// zeroed at the ramp's end): what steady-state detection reads.
-    io_bytes: [u64; 3],
+    io_bytes: PerDir<u64>,
     /// The last thing issued was a write (fio `last_ddir_issued ==
     /// DDIR_WRITE`): only then can a sync be due.
     last_issued_write: bool,
@@ -229,7 +238,7 @@ pub struct Job {
     last_think_blocks: u64,
     rwmix_ddir: Ddir,
     rwmix_issues: u64,
-    rate: [RateDir; 3],
+    rate: PerDir<RateDir>,
     files: Files,
     /// The seed the streams come from when `randrepeat=0`.
     seed: u64,
@@ -242,20 +251,20 @@ pub struct Job {
     /// The probe's last window ran (fio `td->done`).
     lat_done: bool,
     /// `rate_min`: completed bytes and time of the last check per direction.
-    rate_check: [(u64, Option<Instant>); 3],
+    rate_check: PerDir<(u64, Option<Instant>)>,
     rng_offset: Stream,
     rng_mix: Stream,
     rng_bs: Stream,
-    rng_poisson: [Stream; 3],
+    rng_poisson: PerDir<Stream>,
     /// IO priorities (`prio`, `prioclass`, `cmdprio*`).
     prio: PrioPicker,
     /// Statistics (reset at ramp end).
     pub stats: JobStats,
     /// Bytes/IOs completed since the epoch (for bw/iops sampling).
-    sample_bytes: [u64; 3],
-    sample_ios: [u64; 3],
-    sampled_bytes: [u64; 3],
-    sampled_ios: [u64; 3],
+    sample_bytes: PerDir<u64>,
+    sample_ios: PerDir<u64>,
+    sampled_bytes: PerDir<u64>,
+    sampled_ios: PerDir<u64>,
     next_bw_sample: Instant,
     next_iops_sample: Instant,
     error: i32,
@@ -293,7 +302,10 @@ fn fresh_stats(spec: &JobSpec) -> JobStats {
         members: 1,
         ..JobStats::default()
     };
-    for (ddir, on) in [(0, spec.rw.has_read()), (1, spec.rw.has_write())] {
+    for (ddir, on) in [
+        (Ddir::Read, spec.rw.has_read()),
+        (Ddir::Write, spec.rw.has_write()),
+    ] {
         if on {
             stats.dirs[ddir].prios = spec
                 .prio
@@ -330,14 +342,16 @@ impl Job {
         now: Instant,
     ) -> Self {
         let base = if spec.randrepeat { spec.randseed } else { seed };
-        let min_bs_all = (0..3)
+        let min_bs_all = Ddir::ALL
+            .into_iter()
             .filter(|&d| dir_used(spec.rw, d))
             .map(|d| spec.min_bs(d))
             .min()
             .unwrap_or(4096)
             .max(1);
         // fio aligns random offsets to `ba` (default: the minimum bs)
-        let unit = (0..3)
+        let unit = Ddir::ALL
+            .into_iter()
             .filter(|&d| dir_used(spec.rw, d))
             .filter_map(|d| spec.blockalign.get(d))
             .min()
@@ -348,18 +362,18 @@ impl Job {
         let loops = u64::from(spec.loops.max(1));
         let io_limit = spec.io_size.unwrap_or_else(|| files.total_len()) * loops;
         let ios_limit = spec.number_ios * loops;
-        let mut rate = [RateDir::default(); 3];
-        for (d, r) in rate.iter_mut().enumerate() {
+        let mut rate = PerDir::all(RateDir::default());
+        for (d, r) in rate.iter_mut() {
             r.bps = spec.rate_bytes_per_sec(d).unwrap_or(0);
         }
         let ramp_end = (spec.ramp_time > Duration::ZERO).then(|| now + spec.ramp_time);
         let epoch = now;
         let first_dir = if spec.rw.has_read() {
-            0
+            Ddir::Read
         } else if spec.rw.has_write() {
-            1
+            Ddir::Write
         } else {
-            2
+            Ddir::Trim
         };
         let iodepth = spec.effective_iodepth();
         let verify = (spec.verify.logs_writes() && spec.rw.has_write()).then(|| {
@@ -387,9 +401,9 @@ impl Job {
             end_at: None,
             in_flight: 0,
             issued_bytes_total: 0,
-            io_issues: [0; 3],
-            io_blocks: [0; 3],
-            io_bytes: [0; 3],
+            io_issues: PerDir::all(0),
+            io_blocks: PerDir::all(0),
+            io_bytes: PerDir::all(0),
             last_issued_write: false,
             reaped: 0,
             ring: VecDeque::new(),
@@ -403,15 +417,15 @@ impl Job {
             lat_probe: None,
             lat_pending: LatStep::Go,
             lat_done: false,
-            rate_check: [(0, None); 3],
+            rate_check: PerDir::all((0, None)),
             rng_offset: Stream::new(base, clone, 1),
             rng_mix: Stream::new(base, clone, 2),
             rng_bs: Stream::new(base, clone, 3),
-            rng_poisson: [
-                Stream::new(base, clone, 4),
-                Stream::new(base, clone, 5),
-                Stream::new(base, clone, 6),
-            ],
+            rng_poisson: PerDir {
+                read: Stream::new(base, clone, 4),
+                write: Stream::new(base, clone, 5),
+                trim: Stream::new(base, clone, 6),
+            },
             prio: PrioPicker::new(&spec.prio, Stream::new(base, clone, 8)),
             stats: {
                 let mut stats = fresh_stats(&spec);
@@ -423,10 +437,10 @@ impl Job {
                     .then(|| crate::steadystate::SteadyState::new(spec.steadystate, true));
                 stats
             },
-            sample_bytes: [0; 3],
-            sample_ios: [0; 3],
-            sampled_bytes: [0; 3],
-            sampled_ios: [0; 3],
+            sample_bytes: PerDir::all(0),
+            sample_ios: PerDir::all(0),
+            sampled_bytes: PerDir::all(0),
+            sampled_ios: PerDir::all(0),
             next_bw_sample: Instant::MAX,
             next_iops_sample: Instant::MAX,
             error: 0,
@@ -464,7 +478,8 @@ impl Job {
         } else {
             Stream::new(self.seed, self.clone, 7).below(u64::MAX)
         };
-        let min_bs = (0..3)
+        let min_bs = Ddir::ALL
+            .into_iter()
             .filter(|&d| dir_used(self.spec.rw, d))
             .map(|d| self.spec.min_bs(d))
             .min()
@@ -515,10 +530,10 @@ impl Job {
         self.end_at = self.spec.runtime.map(|r| now + r);
         self.next_bw_sample = now + self.spec.bw_avg_time;
         self.next_iops_sample = now + self.spec.iops_avg_time;
-        self.sample_bytes = [0; 3];
-        self.sample_ios = [0; 3];
-        self.sampled_bytes = [0; 3];
-        self.sampled_ios = [0; 3];
+        self.sample_bytes = PerDir::all(0);
+        self.sample_ios = PerDir::all(0);
+        self.sampled_bytes = PerDir::all(0);
+        self.sampled_ios = PerDir::all(0);
     }
 
     /// fio `reset_all_stats` at the end of `ramp_time`: statistics, epoch
@@ -537,18 +552,18 @@ impl Job {
         let steadystate = self.stats.steadystate.take();
         self.stats = fresh_stats(&self.spec);
         self.stats.steadystate = steadystate;
-        for r in &mut self.rate {
+        for (_, r) in self.rate.iter_mut() {
             r.issued_bytes = 0;
             r.next_us = 0;
             r.last_us = 0;
         }
-        self.io_blocks = [0; 3];
-        self.io_bytes = [0; 3];
-        self.io_issues = [0; 3];
+        self.io_blocks = PerDir::all(0);
+        self.io_bytes = PerDir::all(0);
+        self.io_issues = PerDir::all(0);
         self.rwmix_issues = 0;
         if let Some(v) = &mut self.verify {
             v.phase_start = None;
-            v.elapsed_us = [0; 3];
+            v.elapsed_us = PerDir::all(0);
         }
         self.started = now;
         self.start_epoch(now);
@@ -580,7 +595,7 @@ impl Job {
     }
 
     fn completed_blocks(&self) -> u64 {
-        self.io_blocks.iter().sum()
+        self.io_blocks.values().sum()
     }
 
     /// What the probe asked for: a quiesce (or the final run's) for the
@@ -637,7 +652,7 @@ impl Job {
     /// `td->io_blocks`, `td->io_bytes` summed over the directions), for
     /// steady-state detection.
     pub fn completed_ios_bytes(&self) -> (u64, u64) {
-        (self.io_blocks.iter().sum(), self.io_bytes.iter().sum())
+        (self.io_blocks.values().sum(), self.io_bytes.values().sum())
     }
 
     /// When the job finished (after its last IO was reaped).
@@ -678,7 +693,7 @@ impl Job {
         let bw_t = self.spec.bw_avg_time;
         while self.next_bw_sample <= now && self.phase != Phase::Done {
             let spent_ms = bw_t.as_ms().max(1);
-            for d in 0..3 {
+            for d in Ddir::ALL {
                 let delta = self.sample_bytes[d] - self.sampled_bytes[d];
                 if delta == 0 {
                     continue;
@@ -695,7 +710,7 @@ impl Job {
         let iops_t = self.spec.iops_avg_time;
         while self.next_iops_sample <= now && self.phase != Phase::Done {
             let spent_ms = iops_t.as_ms().max(1);
-            for d in 0..3 {
+            for d in Ddir::ALL {
                 let delta = self.sample_ios[d] - self.sampled_ios[d];
                 if delta == 0 {
                     continue;
@@ -720,7 +735,7 @@ impl Job {
     }
 
     /// A windowed bw/iops sample to the averaged log.
-    fn log_rate(&mut self, kind: LogKind, now: Instant, d: usize, value: u64) {
+    fn log_rate(&mut self, kind: LogKind, now: Instant, d: Ddir, value: u64) {
         let ms = (now - self.epoch).as_ms();
         if let Some(l) = &mut self.log {
             l.rate_sample(kind, ms, d, value);
@@ -744,7 +759,7 @@ impl Job {
             return st;
         }
         let runtime_ms = (now - self.started).as_ms();
-        for d in &mut st.dirs {
+        for d in st.dirs.values_mut() {
             if d.io_bytes > 0 {
                 d.runtime_ms = runtime_ms;
             }
@@ -779,7 +794,7 @@ impl Job {
             return t;
         }
         let elapsed_s = (now - self.epoch).as_ms().div_ceil(1000);
-        let done: u64 = self.stats.dirs.iter().map(|d| d.io_bytes).sum();
+        let done: u64 = self.stats.dirs.values().map(|d| d.io_bytes).sum();
         let mut perc = if self.io_limit > 0 {
             (done as f64 / self.io_limit as f64).min(1.0)
         } else {
@@ -821,7 +836,7 @@ impl Job {
     }
 
     fn size_done(&self) -> bool {
-        let ios_done = self.ios_limit > 0 && self.io_issues.iter().sum::<u64>() >= self.ios_limit;
+        let ios_done = self.ios_limit > 0 && self.io_issues.values().sum::<u64>() >= self.ios_limit;
         ios_done || (!self.spec.time_based && self.issued_bytes_total >= self.io_limit)
     }
 
@@ -833,15 +848,15 @@ impl Job {
             if self.io_issues[self.rwmix_ddir] >= self.rwmix_issues {
                 let v = self.rng_mix.between(1, 100);
                 let d = if v <= u64::from(self.spec.rwmixread) {
-                    0
+                    Ddir::Read
                 } else {
-                    1
+                    Ddir::Write
                 };
                 if d != self.rwmix_ddir {
                     // fio `set_rwmix_bytes`, called while `rwmix_ddir` is
                     // still the old direction: the issues of the old
                     // direction times the new direction's share
-                    let new_pct = if d == 0 {
+                    let new_pct = if d == Ddir::Read {
                         u64::from(self.spec.rwmixread)
                     } else {
                         100 - u64::from(self.spec.rwmixread)
@@ -852,16 +867,16 @@ impl Job {
             }
             self.rwmix_ddir
         } else if rw.has_read() {
-            0
+            Ddir::Read
         } else if rw.has_write() {
-            1
+            Ddir::Write
         } else {
-            2
+            Ddir::Trim
         }
     }
 
     fn rate_limited(&self) -> bool {
-        self.rate.iter().any(|r| r.bps > 0)
+        self.rate.values().any(|r| r.bps > 0)
     }
 
     /// fio `rate_ddir`: `Ok(ddir)` to issue now, `Err((ddir, until))` to
@@ -871,24 +886,24 @@ impl Job {
         if self.rate[ddir].next_us <= now_us {
             return Some(Ok(ddir));
         }
-        let odir = ddir ^ 1;
-        let mixed = self.spec.rw.is_mixed() && odir < 2;
-        let other_share = if ddir == 0 {
+        let odir = ddir.mix_other().filter(|_| self.spec.rw.is_mixed());
+        let other_share = if ddir == Ddir::Read {
             100 - self.spec.rwmixread
         } else {
             self.spec.rwmixread
         };
-        let (dir, usec) = if mixed && other_share > 0 {
-            if self.rate[odir].next_us <= now_us {
-                return Some(Ok(odir));
+        let (dir, usec) = match odir {
+            Some(odir) if other_share > 0 => {
+                if self.rate[odir].next_us <= now_us {
+                    return Some(Ok(odir));
+                }
+                if self.rate[ddir].next_us <= self.rate[odir].next_us {
+                    (ddir, self.rate[ddir].next_us - now_us)
+                } else {
+                    (odir, self.rate[odir].next_us - now_us)
+                }
             }
-            if self.rate[ddir].next_us <= self.rate[odir].next_us {
-                (ddir, self.rate[ddir].next_us - now_us)
-            } else {
-                (odir, self.rate[odir].next_us - now_us)
-            }
-        } else {
-            (ddir, self.rate[ddir].next_us - now_us)
+            _ => (ddir, self.rate[ddir].next_us - now_us),
         };
         let mut until = self.epoch + Duration::from_us(now_us + usec);
         if let Some(end) = self.end_at.filter(|_| self.ramp_end.is_none()) {
@@ -1037,8 +1052,8 @@ impl Job {
                     let verifying = self.verify.as_ref().is_some_and(|v| v.verifying);
                     if self.spec.thinktime > Duration::ZERO && !verifying {
                         let b = match self.spec.thinktime_blocks_type {
-                            ThinkBlocksType::Complete => self.io_blocks.iter().sum::<u64>(),
-                            ThinkBlocksType::Issue => self.io_issues.iter().sum::<u64>(),
+                            ThinkBlocksType::Complete => self.io_blocks.values().sum::<u64>(),
+                            ThinkBlocksType::Issue => self.io_issues.values().sum::<u64>(),
                         };
                         if b >= self.last_think_blocks + u64::from(self.spec.thinktime_blocks) {
                             self.last_think_blocks = b;
@@ -1172,7 +1187,7 @@ impl Job {
         if now - self.started < Duration::from_secs(2) {
             return false;
         }
-        for d in 0..3 {
+        for d in Ddir::ALL {
             let Some(min) = self.spec.rate_min.get(d) else {
                 continue;
             };
@@ -1202,11 +1217,7 @@ impl Job {
             self.error = errno;
             self.failure = Some(JobFailure {
                 errno,
-                op: match ddir {
-                    0 => FailedOp::Read,
-                    1 => FailedOp::Write,
-                    _ => FailedOp::Trim,
-                },
+                op: FailedOp::from(ddir),
                 offset: 0,
                 len: 0,
             });
@@ -1217,7 +1228,7 @@ impl Job {
     /// `rate_ignore_thinktime=1`: credit the pause to the rate schedule
     /// (fio `handle_thinktime`).
     fn credit_thinktime(&mut self, ddir: Ddir, slept: Duration) {
-        if !self.spec.rate_ignore_thinktime || ddir > 2 {
+        if !self.spec.rate_ignore_thinktime {
             return;
         }
         let total_us = slept.as_us();
@@ -1283,13 +1294,13 @@ impl Job {
         } = io;
         if let Some(v) = &mut self.verify {
             v.pass_issued += len;
-            if ddir == 1 {
+            if ddir == Ddir::Write {
                 v.log.log_write(offset, len);
             }
         }
         self.in_flight += 1;
         self.io_issues[ddir] += 1;
-        self.last_issued_write = ddir == 1;
+        self.last_issued_write = ddir == Ddir::Write;
         self.issued_bytes_total += len;
         self.rate[ddir].issued_bytes += len;
         if !self.in_ramp() {
@@ -1481,7 +1492,7 @@ impl Job {
         }
         if let Some(v) = &mut self.verify {
             v.last_done_ddir = d;
-            if d == 1 {
+            if d == Ddir::Write {
                 v.log.write_done(r.io.offset, r.io.len);
             }
         }
@@ -1499,7 +1510,7 @@ impl Job {
             return;
         }
         let lat = now - r.io.start_time;
-        if d < 2 {
+        if d != Ddir::Trim {
             // fio account_io_completion: a read or write over the target
             let blocks = self.completed_blocks();
             if let Some(p) = &mut self.lat_probe {
@@ -1615,7 +1626,7 @@ impl Job {
     /// `continue_on_error` / `ignore_error` make it non-fatal.
     fn reap_error(&mut self, r: &Reaped, in_ramp: bool) {
         let d = r.io.ddir;
-        let ignored = self.spec.ignore_error.non_fatal(d == 0, r.error);
+        let ignored = self.spec.ignore_error.non_fatal(d == Ddir::Read, r.error);
         if !in_ramp || ignored {
             self.stats.total_err += 1;
             if self.stats.first_error == 0 {
@@ -1627,11 +1638,7 @@ impl Job {
             self.error = r.error;
             self.failure = Some(JobFailure {
                 errno: r.error,
-                op: match d {
-                    0 => FailedOp::Read,
-                    1 => FailedOp::Write,
-                    _ => FailedOp::Trim,
-                },
+                op: FailedOp::from(d),
                 offset: r.io.offset,
                 len: r.io.len,
             });
@@ -1644,7 +1651,8 @@ impl Job {
 
     /// Did the job issue any write?
     fn wrote_any(&self) -> bool {
-        self.stats.dirs[1].total_ios > 0 || self.stats.dirs[1].io_bytes > 0
+        let w = &self.stats.dirs[Ddir::Write];
+        w.total_ios > 0 || w.io_bytes > 0
     }
 
     /// The `end_fsync` started by [`JobAction::Fsync`] returned at `now`:
@@ -1715,7 +1723,7 @@ impl Job {
     /// `fsync=N` / `fdatasync=N`: the last IO issued was a write and the
     /// write count is a multiple of N (fio `get_rw_ddir`).
     fn sync_due(&self) -> bool {
-        let writes = self.io_issues[1];
+        let writes = self.io_issues[Ddir::Write];
         let every = |n: u32| n > 0 && writes.is_multiple_of(u64::from(n));
         self.last_issued_write
             && writes > 0
@@ -1734,7 +1742,7 @@ impl Job {
         let elapsed_us = (now - self.started).as_us();
         let runtime_ms = elapsed_us.div_ceil(1000);
         let per_dir = self.verify_runtimes_us(now);
-        for d in 0..3 {
+        for d in Ddir::ALL {
             if self.stats.dirs[d].io_bytes > 0 {
                 self.stats.dirs[d].runtime_ms = match per_dir {
                     Some(us) => us[d].div_ceil(1000),
@@ -1778,9 +1786,9 @@ fn div_by_unit(x: u64, unit: u64) -> u64 {
 
 fn dir_used(rw: RwMode, d: Ddir) -> bool {
     match d {
-        0 => rw.has_read(),
-        1 => rw.has_write(),
-        _ => rw.has_trim(),
+        Ddir::Read => rw.has_read(),
+        Ddir::Write => rw.has_write(),
+        Ddir::Trim => rw.has_trim(),
     }
 }
 

@@ -10,6 +10,7 @@
 //! * [`steadystate`]: fio's steady-state detection.
 //! * [`iolog`]: fio's bw/iops/latency sample logs.
 
+pub mod ddir;
 pub mod histlog;
 pub mod iolog;
 pub mod job;
@@ -27,6 +28,7 @@ pub mod stats;
 pub mod steadystate;
 pub mod zbd;
 
+pub use ddir::Ddir;
 pub use job::{FailedOp, Job, JobAction, JobFailure, JobIo};
 pub use spec::{IoEngine, JobSpec, PerDir, RateProcess, RwMode, SizeSpec, UnifiedRw};
 pub use stats::{DirStats, JobStats};

@@ -5,6 +5,7 @@
 //! completion latencies are kept by (fio's `ts->clat_prio[ddir]`, index 0
 //! being the job's own priority).
 
+use crate::ddir::{Ddir, PerDir};
 use crate::rng::Stream;
 
 /// `IOPRIO_CLASS_SHIFT`.
@@ -70,7 +71,8 @@ pub struct PrioSpec {
     /// fio `td->ioprio`: the job's own priority, 0 when neither `prio`
     /// nor `prioclass` was given (the IOs then carry none).
     pub ioprio: u16,
-    /// Read and write (trim IOs keep the job's priority, as in fio).
+    /// Read and write (trim IOs keep the job's priority, as in fio); a
+    /// direction's is [`PrioSpec::cmdprio_of`].
     pub cmdprio: [CmdPrio; 2],
     /// `log_prio=1`: the latency logs' last column is the IO's priority
     /// (`0x%04x`) instead of 1 for the real-time class and 0 otherwise.
@@ -83,18 +85,28 @@ impl PrioSpec {
         self.cmdprio.iter().any(|c| *c != CmdPrio::None)
     }
 
+    /// The cmdprio of direction `ddir`: fio keeps one for reads and one
+    /// for writes (`CMDPRIO_RWDIR_CNT`); a trim has none.
+    pub fn cmdprio_of(&self, ddir: Ddir) -> Option<&CmdPrio> {
+        match ddir {
+            Ddir::Read => Some(&self.cmdprio[0]),
+            Ddir::Write => Some(&self.cmdprio[1]),
+            Ddir::Trim => None,
+        }
+    }
+
     /// The distinct priorities direction `ddir`'s completion latencies
     /// are kept by, index 0 the job's own (`fio_cmdprio_gen_perc`,
     /// `fio_cmdprio_parse_and_gen_bssplit`: `init_cmdprio_values` and
     /// `assign_clat_prio_index`); empty when the direction has no cmdprio.
-    pub fn clat_prios(&self, ddir: usize) -> Vec<u16> {
+    pub fn clat_prios(&self, ddir: Ddir) -> Vec<u16> {
         let mut values = vec![self.ioprio];
         let mut add = |p: u16| {
             if !values.contains(&p) {
                 values.push(p);
             }
         };
-        match self.cmdprio.get(ddir) {
+        match self.cmdprio_of(ddir) {
             Some(CmdPrio::Percentage { ioprio, .. }) => add(*ioprio),
             Some(CmdPrio::BsSplit(split)) => {
                 for e in split {
@@ -114,7 +126,7 @@ impl PrioSpec {
 #[derive(Clone, Debug)]
 pub struct PrioPicker {
     spec: PrioSpec,
-    table: [Vec<u16>; 2],
+    table: PerDir<Vec<u16>>,
     rng: Stream,
 }
 
@@ -122,7 +134,7 @@ impl PrioPicker {
     /// `fio_cmdprio_init`: `None` when no direction has cmdprio.
     pub fn new(spec: &PrioSpec, rng: Stream) -> Self {
         PrioPicker {
-            table: [spec.clat_prios(0), spec.clat_prios(1)],
+            table: PerDir::from_fn(|d| spec.clat_prios(d)),
             spec: spec.clone(),
             rng,
         }
@@ -133,9 +145,9 @@ impl PrioPicker {
     /// 0..=99 below the percentage picks a cmdprio priority; with
     /// `cmdprio_bssplit` the entries of the IO's block size share that
     /// range in their order).
-    pub fn pick(&mut self, ddir: usize, len: u64) -> (u16, u8) {
+    pub fn pick(&mut self, ddir: Ddir, len: u64) -> (u16, u8) {
         let own = (self.spec.ioprio, 0);
-        let Some(mode) = self.spec.cmdprio.get(ddir) else {
+        let Some(mode) = self.spec.cmdprio_of(ddir) else {
             return own;
         };
         let chosen = match mode {
@@ -210,25 +222,25 @@ mod tests {
             ],
             log_prio: false,
         };
-        assert_eq!(spec.clat_prios(0), vec![0x6000, 0x2000]);
+        assert_eq!(spec.clat_prios(Ddir::Read), vec![0x6000, 0x2000]);
         let mut p = picker(spec);
         let n = 100_000;
-        let mut high = [0u32; 2];
+        let mut high = PerDir::all(0u32);
         for i in 0..n {
-            let d = i % 2;
+            let d = [Ddir::Read, Ddir::Write][i % 2];
             let (v, idx) = p.pick(d, 4096);
             if idx == 1 {
                 high[d] += 1;
-                assert_eq!(v, if d == 0 { 0x2000 } else { 0x2004 });
+                assert_eq!(v, if d == Ddir::Read { 0x2000 } else { 0x2004 });
             } else {
                 assert_eq!(v, 0x6000);
             }
         }
         let share = |h: u32| f64::from(h) / f64::from(n as u32 / 2);
-        assert!((share(high[0]) - 0.20).abs() < 0.01, "{high:?}");
-        assert!((share(high[1]) - 0.70).abs() < 0.01, "{high:?}");
+        assert!((share(high.read) - 0.20).abs() < 0.01, "{high:?}");
+        assert!((share(high.write) - 0.70).abs() < 0.01, "{high:?}");
         // trims keep the job's priority
-        assert_eq!(p.pick(2, 4096), (0x6000, 0));
+        assert_eq!(p.pick(Ddir::Trim, 4096), (0x6000, 0));
     }
 
     #[test]
@@ -245,21 +257,21 @@ mod tests {
             ],
             log_prio: true,
         };
-        assert_eq!(spec.clat_prios(0), vec![0x4007, 0x2001, 0x6002]);
-        assert!(spec.clat_prios(1).is_empty());
+        assert_eq!(spec.clat_prios(Ddir::Read), vec![0x4007, 0x2001, 0x6002]);
+        assert!(spec.clat_prios(Ddir::Write).is_empty());
         let mut p = picker(spec);
         let mut counts = [0u32; 3];
         for _ in 0..40_000 {
-            let (v, idx) = p.pick(0, 65536);
+            let (v, idx) = p.pick(Ddir::Read, 65536);
             counts[usize::from(idx)] += 1;
             assert_eq!(v, [0x4007, 0x2001, 0x6002][usize::from(idx)]);
             // 1 MiB reads have no share: the job's priority
-            assert_eq!(p.pick(0, 1 << 20), (0x4007, 0));
+            assert_eq!(p.pick(Ddir::Read, 1 << 20), (0x4007, 0));
         }
         assert_eq!(counts[0], 0, "64k shares add to 100");
         let share = f64::from(counts[1]) / 40_000.0;
         assert!((share - 0.25).abs() < 0.01, "{counts:?}");
-        assert_eq!(p.pick(1, 65536), (0x4007, 0));
+        assert_eq!(p.pick(Ddir::Write, 65536), (0x4007, 0));
     }
 
     #[test]
@@ -282,11 +294,11 @@ mod tests {
             ],
             log_prio: false,
         };
-        assert_eq!(spec.clat_prios(0), vec![0, 0x4000]);
+        assert_eq!(spec.clat_prios(Ddir::Read), vec![0, 0x4000]);
         let mut p = picker(spec);
         for _ in 0..1000 {
-            assert_eq!(p.pick(0, 1 << 20), (0x4000, 1));
-            assert_eq!(p.pick(0, 2 << 20), (0x4000, 1));
+            assert_eq!(p.pick(Ddir::Read, 1 << 20), (0x4000, 1));
+            assert_eq!(p.pick(Ddir::Read, 2 << 20), (0x4000, 1));
         }
     }
 }

@@ -9,38 +9,9 @@ pub use crate::spec_ext::{
 };
 pub use crate::spec_verify::{BufferSpec, DataOption, DedupeMode, VerifyKind, VerifySpec};
 
-/// Values given per direction (read, write, trim) as fio's `R[,W[,T]]` lists.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct PerDir<T> {
-    pub read: T,
-    pub write: T,
-    pub trim: T,
-}
+pub use crate::ddir::PerDir;
 
-impl<T: Copy> PerDir<T> {
-    pub const fn all(v: T) -> Self {
-        PerDir {
-            read: v,
-            write: v,
-            trim: v,
-        }
-    }
-    /// Index 0 = read, 1 = write, 2 = trim (fio's `DDIR_*`).
-    pub fn get(&self, ddir: usize) -> T {
-        match ddir {
-            0 => self.read,
-            1 => self.write,
-            _ => self.trim,
-        }
-    }
-    pub fn get_mut(&mut self, ddir: usize) -> &mut T {
-        match ddir {
-            0 => &mut self.read,
-            1 => &mut self.write,
-            _ => &mut self.trim,
-        }
-    }
-}
+use crate::ddir::Ddir;
 
 /// `rw=` (`readwrite=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -444,7 +415,7 @@ pub struct JobSpec {
     /// `io_size=` (`io_limit`): bytes of IO to do, wrapping in the region.
     pub io_size: Option<u64>,
     /// `bssplit=`: block sizes with weights, per direction.
-    pub bssplit: Option<[Vec<BsSplit>; 3]>,
+    pub bssplit: Option<PerDir<Vec<BsSplit>>>,
     /// `blockalign=` per direction (None: the minimum block size).
     pub blockalign: PerDir<Option<u64>>,
     pub random_dist: RandomDist,
@@ -592,7 +563,7 @@ impl JobSpec {
     }
 
     /// Smallest block size of a direction (`min_bs`): what `rate_iops` multiplies.
-    pub fn min_bs(&self, ddir: usize) -> u64 {
+    pub fn min_bs(&self, ddir: Ddir) -> u64 {
         if let Some(split) = &self.bssplit {
             if let Some(m) = split[ddir].iter().map(|e| e.bs).min() {
                 return m;
@@ -604,7 +575,7 @@ impl JobSpec {
         }
     }
     /// Largest block size of a direction (`max_bs`).
-    pub fn max_bs(&self, ddir: usize) -> u64 {
+    pub fn max_bs(&self, ddir: Ddir) -> u64 {
         if let Some(split) = &self.bssplit {
             if let Some(m) = split[ddir].iter().map(|e| e.bs).max() {
                 return m;
@@ -616,7 +587,7 @@ impl JobSpec {
         }
     }
     /// Effective rate cap in bytes/s of a direction (`rate` wins over `rate_iops`).
-    pub fn rate_bytes_per_sec(&self, ddir: usize) -> Option<u64> {
+    pub fn rate_bytes_per_sec(&self, ddir: Ddir) -> Option<u64> {
         self.rate_bps
             .get(ddir)
             .or_else(|| self.rate_iops.get(ddir).map(|i| i * self.min_bs(ddir)))

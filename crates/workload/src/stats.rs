@@ -3,6 +3,7 @@
 //!
 //! Everything is fixed-size: recording an IO never allocates.
 
+use crate::ddir::{Ddir, PerDir};
 use blkqos_core::hist::{LatHist, LatStat};
 
 /// fio's `latency_ns/us/ms` bucket upper bounds within each unit.
@@ -277,9 +278,9 @@ pub const BATCH_LEVELS: usize = 7;
 #[derive(Clone, Debug, Default)]
 pub struct JobStats {
     /// read, write, trim.
-    pub dirs: [DirStats; 3],
+    pub dirs: PerDir<DirStats>,
     /// Issued IO counts per direction (fio `io_issues`), incl. in-flight at stop.
-    pub issued: [u64; 3],
+    pub issued: PerDir<u64>,
     /// Queue depth at submission (`io_u_map`) counts.
     pub depth_level: [u64; DEPTH_LEVELS],
     pub submit_batches: [u64; BATCH_LEVELS],
@@ -337,7 +338,7 @@ impl JobStats {
         }
     }
     pub fn merge(&mut self, o: &JobStats) {
-        for d in 0..3 {
+        for d in Ddir::ALL {
             self.dirs[d].merge(&o.dirs[d]);
             self.issued[d] += o.issued[d];
         }
@@ -366,9 +367,9 @@ impl JobStats {
     /// The `mixed` direction: all directions summed as fio does for
     /// `unified_rw_reporting=mixed`.
     pub fn mixed(&self) -> DirStats {
-        let mut m = self.dirs[0].clone();
-        m.merge(&self.dirs[1]);
-        m.merge(&self.dirs[2]);
+        let mut m = self.dirs.read.clone();
+        m.merge(&self.dirs.write);
+        m.merge(&self.dirs.trim);
         m
     }
 }

@@ -13,6 +13,7 @@
 //! a zone lock another thread holds), the answer says so and the caller
 //! tries again once the wait is over ([`Adjust::Quiesce`], [`Adjust::Busy`]).
 
+use crate::ddir::{Ddir, PerDir};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -92,7 +93,7 @@ pub struct ZbdFile {
     /// Its length (fio `io_size`).
     pub io_size: u64,
     /// Minimum block size per direction.
-    pub min_bs: [u64; 3],
+    pub min_bs: PerDir<u64>,
     pub random: bool,
     /// The job reads and writes (fio `td_rw`).
     pub rw: bool,
@@ -366,7 +367,7 @@ impl ZbdInfo {
 
     /// fio `zbd_open_zone`.
     fn open_zone(&mut self, f: &ZbdFile, i: usize) -> bool {
-        if f.verify && self.full(i, f.min_bs[1]) {
+        if f.verify && self.full(i, f.min_bs[Ddir::Write]) {
             return false;
         }
         if self.max_open_zones == 0 {
@@ -399,11 +400,11 @@ impl ZbdInfo {
 
     /// fio `zbd_adjust_ddir`: a random mixed job's first read becomes a
     /// write while no zone holds data.
-    pub fn adjust_ddir(&self, f: &ZbdFile, ddir: usize) -> usize {
-        if ddir != 0 || !f.rw || self.sectors_with_data > 0 || f.read_beyond_wp {
+    pub fn adjust_ddir(&self, f: &ZbdFile, ddir: Ddir) -> Ddir {
+        if ddir != Ddir::Read || !f.rw || self.sectors_with_data > 0 || f.read_beyond_wp {
             ddir
         } else {
-            1
+            Ddir::Write
         }
     }
 
@@ -412,7 +413,7 @@ impl ZbdInfo {
     pub fn adjust_block(
         &mut self,
         f: &ZbdFile,
-        ddir: usize,
+        ddir: Ddir,
         offset: u64,
         len: u64,
         own_in_flight: u32,
@@ -425,7 +426,7 @@ impl ZbdInfo {
         if !self.zones[zb].has_wp {
             return self.conventional(ddir, zb, offset, len, min_bs);
         }
-        if ddir == 0 && f.read_beyond_wp {
+        if ddir == Ddir::Read && f.read_beyond_wp {
             return Adjust::Accept {
                 offset,
                 len,
@@ -436,9 +437,9 @@ impl ZbdInfo {
             return self.busy(own_in_flight);
         }
         match ddir {
-            0 => self.adjust_read(f, zb, offset, len, min_bs, own_in_flight),
-            1 => self.adjust_write(f, zb, offset, len, min_bs, own_in_flight),
-            _ => {
+            Ddir::Read => self.adjust_read(f, zb, offset, len, min_bs, own_in_flight),
+            Ddir::Write => self.adjust_write(f, zb, offset, len, min_bs, own_in_flight),
+            Ddir::Trim => {
                 // a random trim goes to a zone with data
                 if !f.random || self.zones[zb].wp > self.zones[zb].start {
                     return Adjust::Accept {
@@ -472,9 +473,9 @@ impl ZbdInfo {
 
     /// A conventional zone: anything but a write crossing into a
     /// sequential zone goes as it is.
-    fn conventional(&self, ddir: usize, zb: usize, offset: u64, len: u64, min_bs: u64) -> Adjust {
+    fn conventional(&self, ddir: Ddir, zb: usize, offset: u64, len: u64, min_bs: u64) -> Adjust {
         let next = self.zone_start(zb + 1);
-        if ddir != 1 || !self.has_wp(zb + 1) || offset + len <= next {
+        if ddir != Ddir::Write || !self.has_wp(zb + 1) || offset + len <= next {
             return Adjust::Accept {
                 offset,
                 len,
@@ -619,7 +620,7 @@ impl ZbdInfo {
         offset: u64,
         own_in_flight: u32,
     ) -> Result<usize, Adjust> {
-        let min_bs = f.min_bs[1].max(1);
+        let min_bs = f.min_bs[Ddir::Write].max(1);
         let (min_zone, max_zone) = self.range(f);
         let limited = self.max_open_zones > 0 || f.job_max_open_zones > 0;
         let mut zone_idx = if limited && !self.open_zones.is_empty() {
@@ -722,7 +723,7 @@ impl ZbdInfo {
     /// fio `zbd_queue_io` when clone `f.td` issues an accepted IO: a write
     /// moves the write pointer; the clone holds the zone until the IO
     /// completes ([`ZbdInfo::put_io`]).
-    pub fn queue_io(&mut self, f: &ZbdFile, ddir: usize, offset: u64, len: u64) {
+    pub fn queue_io(&mut self, f: &ZbdFile, ddir: Ddir, offset: u64, len: u64) {
         let i = self.zone_idx(offset);
         let Some(z) = self.zones.get_mut(i) else {
             return;
@@ -730,7 +731,7 @@ impl ZbdInfo {
         if !z.has_wp {
             return;
         }
-        if ddir == 1 {
+        if ddir == Ddir::Write {
             let zone_end = (offset + len).min(z.cap_end());
             if z.wp <= zone_end {
                 self.sectors_with_data += zone_end - z.wp;
@@ -748,7 +749,7 @@ impl ZbdInfo {
     /// fio `zbd_put_io` at completion: a write that reached the zone's
     /// capacity closes it (`zbd_end_zone_io`); the lock is released with
     /// the clone's last IO in the zone.
-    pub fn put_io(&mut self, f: &ZbdFile, ddir: usize, offset: u64, len: u64, error: i32) {
+    pub fn put_io(&mut self, f: &ZbdFile, ddir: Ddir, offset: u64, len: u64, error: i32) {
         let i = self.zone_idx(offset);
         let Some(z) = self.zones.get_mut(i) else {
             return;
@@ -762,7 +763,7 @@ impl ZbdInfo {
             _ => None,
         };
         self.in_flight = self.in_flight.saturating_sub(1);
-        if ddir == 1 && error == 0 && offset + len >= cap_end {
+        if ddir == Ddir::Write && error == 0 && offset + len >= cap_end {
             self.close_zone(f.td, i);
         }
     }

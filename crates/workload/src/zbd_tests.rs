@@ -21,7 +21,7 @@ fn file(td: u32, zones: (u64, u64)) -> ZbdFile {
         td,
         file_offset: zones.0 * ZS,
         io_size: (zones.1 - zones.0) * ZS,
-        min_bs: [BS; 3],
+        min_bs: PerDir::all(BS),
         random: true,
         rw: false,
         job_max_open_zones: 0,
@@ -55,10 +55,10 @@ fn run_writes(d: &mut ZbdInfo, files: &[ZbdFile], n: usize, depth: usize) -> (u6
         let f = &files[c];
         if in_flight[c].len() >= depth {
             let (o, l) = in_flight[c].remove(0);
-            d.put_io(f, 1, o, l, 0);
+            d.put_io(f, Ddir::Write, o, l, 0);
         }
         let off = f.file_offset + rng.below(f.io_size / BS) * BS;
-        match d.adjust_block(f, 1, off, BS, in_flight[c].len() as u32) {
+        match d.adjust_block(f, Ddir::Write, off, BS, in_flight[c].len() as u32) {
             Adjust::Accept { offset, len, reset } => {
                 let z = d.zone_idx(offset);
                 let zone = d.zones()[z];
@@ -68,13 +68,13 @@ fn run_writes(d: &mut ZbdInfo, files: &[ZbdFile], n: usize, depth: usize) -> (u6
                 if reset.is_some() {
                     resets += 1;
                 }
-                d.queue_io(f, 1, offset, len);
+                d.queue_io(f, Ddir::Write, offset, len);
                 in_flight[c].push((offset, len));
                 writes += 1;
             }
             Adjust::Quiesce => {
                 for (o, l) in in_flight[c].drain(..) {
-                    d.put_io(f, 1, o, l, 0);
+                    d.put_io(f, Ddir::Write, o, l, 0);
                 }
             }
             Adjust::Busy => {}
@@ -144,11 +144,11 @@ fn the_reset_threshold_resets_every_nth_write() {
     for i in 0..32 {
         // sequential zones 0 and 1 first
         let off = (i / 16) * ZS;
-        match d.adjust_block(&f, 1, off, BS, 0) {
+        match d.adjust_block(&f, Ddir::Write, off, BS, 0) {
             Adjust::Accept { offset, len, reset } => {
                 resets += u64::from(reset.is_some());
-                d.queue_io(&f, 1, offset, len);
-                d.put_io(&f, 1, offset, len, 0);
+                d.queue_io(&f, Ddir::Write, offset, len);
+                d.put_io(&f, Ddir::Write, offset, len, 0);
             }
             other => panic!("{other:?}"),
         }
@@ -157,10 +157,12 @@ fn the_reset_threshold_resets_every_nth_write() {
     assert_eq!(resets, 0);
     let mut n = 0;
     for _ in 0..8 {
-        if let Adjust::Accept { offset, len, reset } = d.adjust_block(&f, 1, 2 * ZS, BS, 0) {
+        if let Adjust::Accept { offset, len, reset } =
+            d.adjust_block(&f, Ddir::Write, 2 * ZS, BS, 0)
+        {
             n += u64::from(reset.is_some());
-            d.queue_io(&f, 1, offset, len);
-            d.put_io(&f, 1, offset, len, 0);
+            d.queue_io(&f, Ddir::Write, offset, len);
+            d.put_io(&f, Ddir::Write, offset, len, 0);
         }
     }
     assert_eq!(n, 2, "writes 4 and 8 past the threshold reset");
@@ -171,17 +173,17 @@ fn a_reset_waits_for_writes_in_flight() {
     let mut d = dev(1, 0);
     let f = file(0, (0, 1));
     for _ in 0..16 {
-        let Adjust::Accept { offset, len, .. } = d.adjust_block(&f, 1, 0, BS, 0) else {
+        let Adjust::Accept { offset, len, .. } = d.adjust_block(&f, Ddir::Write, 0, BS, 0) else {
             panic!()
         };
-        d.queue_io(&f, 1, offset, len);
+        d.queue_io(&f, Ddir::Write, offset, len);
     }
     // full, with the clone's writes in flight: quiesce first
-    assert_eq!(d.adjust_block(&f, 1, 0, BS, 16), Adjust::Quiesce);
+    assert_eq!(d.adjust_block(&f, Ddir::Write, 0, BS, 16), Adjust::Quiesce);
     for i in 0..16 {
-        d.put_io(&f, 1, i * BS, BS, 0);
+        d.put_io(&f, Ddir::Write, i * BS, BS, 0);
     }
-    let a = d.adjust_block(&f, 1, 0, BS, 0);
+    let a = d.adjust_block(&f, Ddir::Write, 0, BS, 0);
     assert_eq!(
         a,
         Adjust::Accept {
@@ -196,15 +198,15 @@ fn a_reset_waits_for_writes_in_flight() {
 fn another_clones_zone_is_busy() {
     let mut d = dev(2, 0);
     let (a, b) = (file(0, (0, 2)), file(1, (0, 2)));
-    let Adjust::Accept { offset, len, .. } = d.adjust_block(&a, 1, 0, BS, 0) else {
+    let Adjust::Accept { offset, len, .. } = d.adjust_block(&a, Ddir::Write, 0, BS, 0) else {
         panic!()
     };
-    d.queue_io(&a, 1, offset, len);
-    assert_eq!(d.adjust_block(&b, 1, 0, BS, 0), Adjust::Busy);
-    assert_eq!(d.adjust_block(&b, 1, 0, BS, 1), Adjust::Quiesce);
-    d.put_io(&a, 1, offset, len, 0);
+    d.queue_io(&a, Ddir::Write, offset, len);
+    assert_eq!(d.adjust_block(&b, Ddir::Write, 0, BS, 0), Adjust::Busy);
+    assert_eq!(d.adjust_block(&b, Ddir::Write, 0, BS, 1), Adjust::Quiesce);
+    d.put_io(&a, Ddir::Write, offset, len, 0);
     assert!(matches!(
-        d.adjust_block(&b, 1, 0, BS, 0),
+        d.adjust_block(&b, Ddir::Write, 0, BS, 0),
         Adjust::Accept { offset: o, .. } if o == BS
     ));
 }
@@ -215,17 +217,18 @@ fn reads_stay_below_the_write_pointer() {
     let w = file(0, (0, 4));
     // 3 blocks in zone 2
     for _ in 0..3 {
-        let Adjust::Accept { offset, len, .. } = d.adjust_block(&w, 1, 2 * ZS, BS, 0) else {
+        let Adjust::Accept { offset, len, .. } = d.adjust_block(&w, Ddir::Write, 2 * ZS, BS, 0)
+        else {
             panic!()
         };
-        d.queue_io(&w, 1, offset, len);
-        d.put_io(&w, 1, offset, len, 0);
+        d.queue_io(&w, Ddir::Write, offset, len);
+        d.put_io(&w, Ddir::Write, offset, len, 0);
     }
     let r = file(1, (0, 4));
     let mut rng = Rng(7);
     for _ in 0..200 {
         let off = rng.below(64) * BS;
-        match d.adjust_block(&r, 0, off, 2 * BS, 0) {
+        match d.adjust_block(&r, Ddir::Read, off, 2 * BS, 0) {
             Adjust::Accept { offset, len, .. } => {
                 assert!(offset >= 2 * ZS && offset + len <= 2 * ZS + 3 * BS);
                 assert!(len >= BS);
@@ -240,41 +243,41 @@ fn reads_stay_below_the_write_pointer() {
         ..file(1, (0, 4))
     };
     assert!(matches!(
-        d.adjust_block(&seq, 0, 0, BS, 0),
+        d.adjust_block(&seq, Ddir::Read, 0, BS, 0),
         Adjust::Accept { offset, .. } if offset == 2 * ZS
     ));
-    assert_eq!(d.adjust_block(&seq, 0, 3 * ZS, BS, 0), Adjust::Eof);
+    assert_eq!(d.adjust_block(&seq, Ddir::Read, 3 * ZS, BS, 0), Adjust::Eof);
     let beyond = ZbdFile {
         read_beyond_wp: true,
         ..seq
     };
     assert!(matches!(
-        d.adjust_block(&beyond, 0, 3 * ZS, BS, 0),
+        d.adjust_block(&beyond, Ddir::Read, 3 * ZS, BS, 0),
         Adjust::Accept { offset, .. } if offset == 3 * ZS
     ));
     // an empty device: fio's first random read of a mixed job writes
     let empty = dev(4, 0);
     let rw = ZbdFile { rw: true, ..r };
-    assert_eq!(empty.adjust_ddir(&rw, 0), 1);
-    assert_eq!(d.adjust_ddir(&rw, 0), 0);
+    assert_eq!(empty.adjust_ddir(&rw, Ddir::Read), Ddir::Write);
+    assert_eq!(d.adjust_ddir(&rw, Ddir::Read), Ddir::Read);
 }
 
 #[test]
 fn trims_reset_zones() {
     let mut d = dev(4, 1);
     let f = file(0, (0, 4));
-    let Adjust::Accept { offset, len, .. } = d.adjust_block(&f, 1, ZS, BS, 0) else {
+    let Adjust::Accept { offset, len, .. } = d.adjust_block(&f, Ddir::Write, ZS, BS, 0) else {
         panic!()
     };
-    d.queue_io(&f, 1, offset, len);
-    d.put_io(&f, 1, offset, len, 0);
+    d.queue_io(&f, Ddir::Write, offset, len);
+    d.put_io(&f, Ddir::Write, offset, len, 0);
     // a random trim of an empty zone moves to the zone with data
     let t = ZbdFile {
-        min_bs: [ZS; 3],
+        min_bs: PerDir::all(ZS),
         ..f
     };
     assert!(matches!(
-        d.adjust_block(&t, 2, 3 * ZS, ZS, 0),
+        d.adjust_block(&t, Ddir::Trim, 3 * ZS, ZS, 0),
         Adjust::Accept { offset, .. } if offset == ZS
     ));
     assert_eq!(d.trim(&t, ZS), Ok((true, true)));
@@ -307,5 +310,8 @@ fn limits_and_alignment() {
 fn too_large_a_write_fails() {
     let mut d = dev(2, 0);
     let f = file(0, (0, 2));
-    assert_eq!(d.adjust_block(&f, 1, 0, 2 * ZS, 0), Adjust::Fail(22));
+    assert_eq!(
+        d.adjust_block(&f, Ddir::Write, 0, 2 * ZS, 0),
+        Adjust::Fail(22)
+    );
 }

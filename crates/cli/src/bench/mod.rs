@@ -81,7 +81,7 @@ pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(
         },
     )?;
     let wall = t0.elapsed().as_secs_f64();
-    let ios: u64 = r.jobs[0].stats.dirs.iter().map(|d| d.total_ios).sum();
+    let ios: u64 = r.jobs[0].stats.dirs.values().map(|d| d.total_ios).sum();
     Ok((ios, wall))
 }
 

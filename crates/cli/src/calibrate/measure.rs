@@ -138,7 +138,12 @@ fn point_of(ran: &Ran, job: &Job) -> Result<Point> {
             std::io::Error::from_raw_os_error(j.error)
         );
     }
-    let d = &j.stats.dirs[usize::from(job.write)];
+    let ddir = if job.write {
+        blkqos_workload::Ddir::Write
+    } else {
+        blkqos_workload::Ddir::Read
+    };
+    let d = &j.stats.dirs[ddir];
     if d.total_ios == 0 {
         bail!("job `{}` on {} completed no IO", job.name, ran.target);
     }

@@ -53,7 +53,7 @@ struct Totals {
 
 impl Totals {
     fn add(&mut self, j: &JobResult) {
-        for d in &j.stats.dirs {
+        for d in j.stats.dirs.values() {
             self.bytes += d.io_bytes;
             self.ios += d.total_ios;
             self.runtime_ms = self.runtime_ms.max(d.runtime_ms);

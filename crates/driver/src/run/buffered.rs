@@ -6,7 +6,7 @@ use crate::backend::{Backend, Completion};
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{Duration, Instant, Io, IoFlags, IoId, IoOp};
 use blkqos_workload::job::Reaped;
-use blkqos_workload::JobIo;
+use blkqos_workload::{Ddir, JobIo};
 
 /// A job index that is no job: IO the kernel issues on its own behalf.
 const NO_JOB: u32 = u32::MAX;
@@ -24,14 +24,14 @@ impl<B: Backend> Loop<'_, B> {
         // IO cannot spin at one instant)
         let returns_at = now + Duration(self.host.submit_ns) + pc.copy_time(jio.len);
         let done_at = match jio.ddir {
-            1 => {
+            Ddir::Write => {
                 let inode = pc.inode(slot.file_key, slot.group);
                 let pause = pc.write(j, inode, jio.offset, jio.len, now);
                 // acknowledged: a backend that keeps data copies it now
                 self.backend.buffer_write(jio.offset, jio.len);
                 returns_at + pause
             }
-            0 if pc.read_hit(jio.offset, jio.len) => returns_at,
+            Ddir::Read if pc.read_hit(jio.offset, jio.len) => returns_at,
             _ => return false,
         };
         self.jobs[j].job.submitted(now);
@@ -58,7 +58,7 @@ impl<B: Backend> Loop<'_, B> {
                 continue;
             }
             let j = self.pc_pending[i].1;
-            let is_write = self.pc_pending[i].2.io.ddir == 1;
+            let is_write = self.pc_pending[i].2.io.ddir == Ddir::Write;
             // balance_dirty_pages loops while over the hard limit
             let again = match (&mut self.pc, is_write) {
                 (Some(pc), true) => {
@@ -105,7 +105,7 @@ impl<B: Backend> Loop<'_, B> {
             kind,
             job,
             jio: JobIo {
-                ddir: 1,
+                ddir: Ddir::Write,
                 offset: io.offset,
                 len: io.len,
                 start_time: now,
@@ -201,7 +201,8 @@ impl<B: Backend> Loop<'_, B> {
             FlightKind::Job => {
                 // a buffered read miss fills the cache
                 let slot = &self.jobs[f.job as usize];
-                if let (Some(pc), true, 0) = (self.pc.as_mut(), slot.buffered, f.jio.ddir) {
+                if let (Some(pc), true, Ddir::Read) = (self.pc.as_mut(), slot.buffered, f.jio.ddir)
+                {
                     if c.error == 0 {
                         let inode = pc.inode(slot.file_key, slot.group);
                         pc.insert_clean(inode, f.io.offset, f.io.len);

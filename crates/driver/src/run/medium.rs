@@ -15,7 +15,7 @@
 //! with the one block sent; BYTCHK 00 checks the medium only).
 
 use blkqos_workload::spec_engine::SgWriteMode;
-use blkqos_workload::{IoEngine, JobIo, JobSpec};
+use blkqos_workload::{Ddir, IoEngine, JobIo, JobSpec};
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
@@ -107,13 +107,13 @@ impl Medium {
     /// A job's IO `io` completed without error: what it does to the
     /// medium; the errno the command ends with (EIO for a miscompare).
     pub(super) fn complete(&mut self, spec: &JobSpec, c: &Contents, io: &JobIo) -> i32 {
-        if io.ddir == 2 {
+        if io.ddir == Ddir::Trim {
             // unmapped blocks read as zeros, as blocks never written
             let zero = self.zero;
             self.fill(io.offset / LBA_BYTES, io.len / LBA_BYTES, |_| zero);
             return 0;
         }
-        if io.ddir != 1 {
+        if io.ddir != Ddir::Write {
             return 0;
         }
         self.serial += 1;
@@ -189,7 +189,7 @@ mod tests {
 
     fn io(offset: u64, len: u64) -> JobIo {
         JobIo {
-            ddir: 1,
+            ddir: Ddir::Write,
             offset,
             len,
             start_time: Instant::ZERO,

@@ -9,7 +9,7 @@ use crate::backend::Backend;
 use blkqos_core::{Duration, Instant, IoFlags, IoOp};
 use blkqos_workload::job::Reaped;
 use blkqos_workload::spec_submit::IoSubmitMode;
-use blkqos_workload::{IoEngine, Job, JobIo, JobSpec};
+use blkqos_workload::{Ddir, IoEngine, Job, JobIo, JobSpec};
 
 /// What a clone waits for before it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,11 +49,11 @@ impl EngineIo {
 
     /// The device operation of an IO in direction `ddir`.
     #[inline]
-    pub fn device_op(self, ddir: usize) -> IoOp {
-        if ddir == 1 && self.writes_read {
+    pub fn device_op(self, ddir: Ddir) -> IoOp {
+        if ddir == Ddir::Write && self.writes_read {
             IoOp::Read
         } else {
-            super::op_of(ddir)
+            IoOp::from(ddir)
         }
     }
 

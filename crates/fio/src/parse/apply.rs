@@ -7,7 +7,7 @@ use blkqos_workload::spec::{
 };
 
 use super::ini::{strip_blank_end, strip_blank_front};
-use super::options::{pieces, Kind, Opt, OptDef};
+use super::options::{piece_dirs, pieces, Kind, Opt, OptDef};
 pub(crate) use super::state::JobState;
 use super::units::{
     parse_count, parse_float, parse_plain_int, parse_size, parse_time_us, SizeValue,
@@ -303,15 +303,13 @@ fn apply_per_dir(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
             continue;
         }
         let n = parse_count(piece, kb_base)?;
-        let last = curr + 1 == parts.len();
-        let dirs = if last { curr..3 } else { curr..curr + 1 };
-        for d in dirs {
+        for &d in piece_dirs(curr, curr + 1 == parts.len()) {
             match opt {
-                Opt::Bs => *st.spec.bs.get_mut(d) = check_range(n, (1, u64::MAX))?,
-                Opt::Rate => *st.spec.rate_bps.get_mut(d) = (n > 0).then_some(n),
+                Opt::Bs => st.spec.bs[d] = check_range(n, (1, u64::MAX))?,
+                Opt::Rate => st.spec.rate_bps[d] = (n > 0).then_some(n),
                 _ => {
                     let n = check_range(n, (0, u64::from(u32::MAX)))?;
-                    *st.spec.rate_iops.get_mut(d) = (n > 0).then_some(n);
+                    st.spec.rate_iops[d] = (n > 0).then_some(n);
                 }
             }
         }
@@ -344,9 +342,7 @@ fn apply_bsrange(st: &mut JobState, v: &str) -> Result<(), String> {
         let lo = check_range(parse_count(lo, kb_base)?, (1, u64::MAX))?;
         let hi = check_range(parse_count(hi, kb_base)?, (1, u64::MAX))?;
         let range = (lo.min(hi), lo.max(hi));
-        let last = curr + 1 == parts.len();
-        let dirs = if last { curr..3 } else { curr..curr + 1 };
-        for d in dirs {
+        for &d in piece_dirs(curr, curr + 1 == parts.len()) {
             st.bsrange[d] = Some(range);
         }
         any = true;
@@ -749,7 +745,7 @@ mod tests {
 
     #[test]
     fn bsrange_values() {
-        let r = |v| with(&[("bsrange", Some(v))]).map(|s| s.bsrange);
+        let r = |v| with(&[("bsrange", Some(v))]).map(|s| s.bsrange.into_fio_array());
         assert_eq!(r("1k-4k"), Ok([Some((1024, 4096)); 3]));
         assert_eq!(r("4k:1k"), Ok([Some((1024, 4096)); 3]), "swapped, `:` form");
         assert_eq!(

@@ -4,9 +4,9 @@
 //! `zone_split_ddir`, `str_fst_cb`, `str_gtod_reduce_cb`...).
 
 use blkqos_core::Duration;
-use blkqos_workload::spec::{BsSplit, Fallocate, FileService, RandomDist, Zone, ZoneSize};
+use blkqos_workload::spec::{BsSplit, Fallocate, FileService, PerDir, RandomDist, Zone, ZoneSize};
 
-use super::options::{pieces, Kind, Opt, OptDef};
+use super::options::{piece_dirs, pieces, Kind, Opt, OptDef};
 use super::state::JobState;
 use super::units::{parse_count, parse_float, parse_plain_int, parse_time_us};
 
@@ -289,13 +289,8 @@ fn per_dir_bytes(
         if n < min {
             return Err(format!("min value out of range: {n} ({min} min)"));
         }
-        let dirs = if curr + 1 == parts.len() {
-            curr..3
-        } else {
-            curr..curr + 1
-        };
-        for d in dirs {
-            *out.get_mut(d) = (n > 0).then_some(n);
+        for &d in piece_dirs(curr, curr + 1 == parts.len()) {
+            out[d] = (n > 0).then_some(n);
         }
     }
     Ok(())
@@ -340,22 +335,23 @@ fn fill_missing(pcts: &mut [Option<u32>]) -> Result<Vec<u32>, String> {
 
 /// The `,`-separated lists per direction; one list serves all three,
 /// two: read and write (trim takes write's), as `str_split_parse` does.
-fn per_dir_lists(v: &str) -> Result<[&str; 3], String> {
+fn per_dir_lists(v: &str) -> Result<PerDir<&str>, String> {
     let lists: Vec<&str> = v.split(',').collect();
+    let dirs = |read, write, trim| PerDir { read, write, trim };
     match lists.as_slice() {
-        [a] => Ok([a, a, a]),
-        [a, b] => Ok([a, b, b]),
-        [a, b, c] => Ok([a, b, c]),
+        [a] => Ok(PerDir::all(a)),
+        [a, b] => Ok(dirs(*a, *b, *b)),
+        [a, b, c] => Ok(dirs(*a, *b, *c)),
         _ => Err("at most three lists (read,write,trim)".into()),
     }
 }
 
 /// `bssplit=BS/PCT:BS/PCT,...` (`str_bssplit_cb`, `bssplit_ddir`): sorted
 /// by share, largest first, as fio sorts them for the lookup.
-fn parse_bssplit(v: &str, kb: u32) -> Result<[Vec<BsSplit>; 3], String> {
+fn parse_bssplit(v: &str, kb: u32) -> Result<PerDir<Vec<BsSplit>>, String> {
     let lists = per_dir_lists(v.trim())?;
-    let mut out: [Vec<BsSplit>; 3] = Default::default();
-    for (d, list) in lists.iter().enumerate() {
+    let mut out: PerDir<Vec<BsSplit>> = Default::default();
+    for (d, list) in lists.iter() {
         let entries = split_entries(list, |b| {
             let bs = parse_count(b, kb)?;
             if bs == 0 {
@@ -431,10 +427,10 @@ fn parse_random_dist(v: &str, kb: u32) -> Result<RandomDist, String> {
 /// give the same zones to each direction the job does.
 fn parse_zones(v: &str, absolute: bool, kb: u32) -> Result<Vec<Zone>, String> {
     let lists = per_dir_lists(v.trim())?;
-    if lists.iter().any(|l| *l != lists[0]) {
+    if lists.values().any(|l| *l != lists.read) {
         return Err("different zones per direction are not supported (give one list)".into());
     }
-    let entries = split_entries(lists[0], |a| {
+    let entries = split_entries(lists.read, |a| {
         let p = parse_plain_int(a)?;
         u32::try_from(p).map_err(|_| format!("access percentage `{a}` out of range"))
     })?;
@@ -467,7 +463,7 @@ fn parse_zones(v: &str, absolute: bool, kb: u32) -> Result<Vec<Zone>, String> {
 
 /// `zoned_abs`: each zone's size in bytes (required).
 fn zones_abs(v: &str, kb: u32) -> Result<Vec<Zone>, String> {
-    let list = per_dir_lists(v.trim())?[0];
+    let list = per_dir_lists(v.trim())?.read;
     let mut out = Vec::new();
     for item in list.split(':').filter(|i| !i.is_empty()) {
         let (a, b) = item

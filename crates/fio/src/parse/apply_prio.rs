@@ -402,7 +402,10 @@ mod tests {
         g.prioclass = Some(2);
         finish(&g, &mut spec, 1024).unwrap();
         assert_eq!(spec.ioprio, 0x4007);
-        assert_eq!(spec.clat_prios(0), vec![0x4007, 0x2001, 0x6002]);
+        assert_eq!(
+            spec.clat_prios(blkqos_workload::Ddir::Read),
+            vec![0x4007, 0x2001, 0x6002]
+        );
     }
 
     #[test]
@@ -415,7 +418,10 @@ mod tests {
         )
         .unwrap();
         assert!(note.unwrap().contains("ignores"));
-        assert_eq!(spec.clat_prios(0), vec![0, 0x4000]);
+        assert_eq!(
+            spec.clat_prios(blkqos_workload::Ddir::Read),
+            vec![0, 0x4000]
+        );
         assert!(finish(&given("4k/10/1"), &mut spec, 1024).is_err());
         assert!(finish(&given("4k/60:4k/50/1/1"), &mut spec, 1024)
             .unwrap_err()

@@ -6,6 +6,7 @@
 
 use blkqos_workload::spec::{JobSpec, RwSeq};
 use blkqos_workload::spec_zone::{ZoneBytes, ZoneMode};
+use blkqos_workload::Ddir;
 
 use super::options::{pieces, Kind, Opt, OptDef};
 use super::state::JobState;
@@ -184,22 +185,26 @@ fn zbd_checks(s: &mut JobSpec) -> Result<(), String> {
     }
     if s.rw.has_trim() {
         let ranged = s.bsrange.is_some_and(|r| {
-            let (lo, hi) = r.get(2);
+            let (lo, hi) = r.get(Ddir::Trim);
             lo != hi
         });
-        if ranged || s.bssplit.as_ref().is_some_and(|b| !b[2].is_empty()) {
+        if ranged
+            || s.bssplit
+                .as_ref()
+                .is_some_and(|b| !b[Ddir::Trim].is_empty())
+        {
             return Err("bsrange and bssplit are not allowed for trim with zonemode=zbd".into());
         }
-        if z.size_bytes > 0 && s.bs.get(2) != z.size_bytes {
+        if z.size_bytes > 0 && s.bs.get(Ddir::Trim) != z.size_bytes {
             return Err(format!(
                 "trim block size {} is not the zone size {}",
-                s.bs.get(2),
+                s.bs.get(Ddir::Trim),
                 z.size_bytes
             ));
         }
     }
     if s.verify.logs_writes() && z.size_bytes > 0 {
-        for d in 0..3 {
+        for d in Ddir::ALL {
             if !z.size_bytes.is_multiple_of(s.bs.get(d).max(1)) {
                 return Err(format!(
                     "block size {} is not a divisor of the zone size {}",

@@ -6,6 +6,7 @@
 //! ([`finish`]), which also decides what the real engine must refuse.
 
 use blkqos_workload::spec::{IoEngine, JobSpec, SgWriteMode, StatType};
+use blkqos_workload::Ddir;
 
 use super::error::{Loc, ParseError};
 use super::options::OptDef;
@@ -423,7 +424,7 @@ fn passthrough_checks(s: &JobSpec, given: &[Given]) -> Result<(), ParseError> {
     // fio: sg's fio_sgio_prep fails an IO that is not a whole number of
     // sectors (EINVAL); io_uring_cmd refuses a block size that is not a
     // multiple of the namespace's LBA size. Simulated devices have 512.
-    let sizes = (0..3).flat_map(|d| {
+    let sizes = Ddir::ALL.into_iter().flat_map(|d| {
         let split = s
             .bssplit
             .as_ref()

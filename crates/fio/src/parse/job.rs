@@ -5,6 +5,7 @@
 //! `options.c: fio_options_parse`).
 
 use blkqos_workload::spec::{JobSpec, Origin, PerDir, SizeSpec};
+use blkqos_workload::Ddir;
 
 use super::apply::{apply, JobState};
 use super::error::{Loc, ParseError};
@@ -280,8 +281,8 @@ const MIN_LOGICAL_BLOCK: u64 = 512;
 fn check_direct_alignment(s: &JobSpec) -> Result<(), String> {
     let why = "with direct=1: O_DIRECT IO must be a multiple of the logical block size \
                (512 bytes); the kernel fails it with EINVAL";
-    let dirs = ["read", "write", "trim"];
-    for (d, dir) in dirs.iter().enumerate() {
+    for d in Ddir::ALL {
+        let dir = d.name();
         if !s.bs.get(d).is_multiple_of(MIN_LOGICAL_BLOCK) {
             return Err(format!("bs={} ({dir}) {why}", s.bs.get(d)));
         }
@@ -308,14 +309,9 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
         file: loc.file.clone(),
         line: loc.line,
     };
-    if st.bsrange.iter().any(Option::is_some) {
+    if st.bsrange.values().any(Option::is_some) {
         let bs = s.bs;
-        let r = |d: usize| st.bsrange[d].unwrap_or((bs.get(d), bs.get(d)));
-        s.bsrange = Some(PerDir {
-            read: r(0),
-            write: r(1),
-            trim: r(2),
-        });
+        s.bsrange = Some(PerDir::from_fn(|d| st.bsrange[d].unwrap_or((bs[d], bs[d]))));
     }
     let any = |p: &PerDir<Option<u64>>| p.read.is_some() || p.write.is_some() || p.trim.is_some();
     if any(&s.rate_bps) && any(&s.rate_iops) {
@@ -331,7 +327,11 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
         s.thinktime_spin = s.thinktime;
     }
     if let Some(SizeSpec::Bytes(n)) = s.size {
-        let min = (0..3).map(|d| s.min_bs(d)).min().unwrap_or(1);
+        let min = Ddir::ALL
+            .into_iter()
+            .map(|d| s.min_bs(d))
+            .min()
+            .unwrap_or(1);
         if n < min {
             return Err(job_error(format!(
                 "size too small, must not be less than minimum block size: {n} < {min}"

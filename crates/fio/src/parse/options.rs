@@ -3,6 +3,7 @@
 //! the lookup that tells *unsupported* fio options from *unknown* names.
 
 use super::known::{CORE_OPTIONS, ENGINE_OPTIONS};
+use blkqos_workload::Ddir;
 
 /// fio's option types, for the ones blkqos uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -573,9 +574,31 @@ pub(crate) fn pieces(kind: Kind, value: &str) -> Vec<&str> {
     }
 }
 
+/// The directions piece `curr` of a per-direction value sets (fio
+/// `__handle_option`: each piece its own direction, the last piece the
+/// rest too): `bs=4k,8k` is read 4k, write and trim 8k.
+pub(crate) fn piece_dirs(curr: usize, last: bool) -> &'static [Ddir] {
+    let rest = &Ddir::ALL[curr.min(Ddir::ALL.len())..];
+    if last {
+        rest
+    } else {
+        &rest[..rest.len().min(1)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_piece_sets_the_remaining_directions() {
+        assert_eq!(piece_dirs(0, true), Ddir::ALL);
+        assert_eq!(piece_dirs(0, false), [Ddir::Read]);
+        assert_eq!(piece_dirs(1, false), [Ddir::Write]);
+        assert_eq!(piece_dirs(1, true), [Ddir::Write, Ddir::Trim]);
+        assert_eq!(piece_dirs(2, true), [Ddir::Trim]);
+        assert!(piece_dirs(3, true).is_empty());
+    }
 
     #[test]
     fn known_tables_sorted() {

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::ini::tests::MemFs;
 use super::*;
+use blkqos_workload::Ddir;
 
 fn env(name: &str) -> Option<String> {
     match name {
@@ -163,7 +164,7 @@ proptest! {
             prop_assert!(!set.jobs.is_empty());
             for j in &set.jobs {
                 prop_assert!(j.iodepth >= 1 && j.numjobs >= 1 && j.rwmixread <= 100);
-                prop_assert!((0..3).all(|d| j.min_bs(d) >= 1 && j.min_bs(d) <= j.max_bs(d)));
+                prop_assert!(Ddir::ALL.into_iter().all(|d| j.min_bs(d) >= 1 && j.min_bs(d) <= j.max_bs(d)));
                 prop_assert!(j.percentile_list.len() <= 20);
             }
         }

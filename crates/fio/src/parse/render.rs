@@ -226,9 +226,9 @@ fn ext_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
             "bssplit",
             format!(
                 "{},{},{}",
-                list(&split[0]),
-                list(&split[1]),
-                list(&split[2])
+                list(&split.read),
+                list(&split.write),
+                list(&split.trim)
             ),
         );
     }

@@ -1,7 +1,7 @@
 //! The state of a job while its options are applied (`apply`,
 //! `apply_ext`): fio's `thread_data` for the job being parsed.
 
-use blkqos_workload::spec::JobSpec;
+use blkqos_workload::spec::{JobSpec, PerDir};
 
 /// A job's options while its section (or command-line group) is being
 /// parsed: fio's `thread_data` for the job, or `def_thread` for globals.
@@ -9,7 +9,7 @@ use blkqos_workload::spec::JobSpec;
 pub(crate) struct JobState {
     pub spec: JobSpec,
     /// `bsrange` per direction as given; unset directions fall back to `bs`.
-    pub bsrange: [Option<(u64, u64)>; 3],
+    pub bsrange: PerDir<Option<(u64, u64)>>,
     pub randseed_set: bool,
     pub stonewall: bool,
     pub new_group: bool,
@@ -28,7 +28,7 @@ impl JobState {
     pub fn new() -> Self {
         JobState {
             spec: JobSpec::new(""),
-            bsrange: [None; 3],
+            bsrange: PerDir::all(None),
             randseed_set: false,
             stonewall: false,
             new_group: false,

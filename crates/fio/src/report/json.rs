@@ -6,6 +6,7 @@ use blkqos_core::hist::{LatHist, LatStat};
 use blkqos_workload::prio::{ioprio_class, ioprio_level};
 use blkqos_workload::spec::UnifiedRw;
 use blkqos_workload::stats::{prios_with_samples, DirStats};
+use blkqos_workload::Ddir;
 
 use super::cfmt;
 use super::jsonfmt::{print_root, Obj, Value};
@@ -123,10 +124,11 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
     }
 
     if e.unified() == UnifiedRw::Mixed {
-        o.obj("mixed", dir_json(&ts.dirs[0], rs.agg[0], &cfg));
+        // fio sums every direction into the read slot
+        o.obj("mixed", dir_json(&ts.dirs.read, rs.agg.read, &cfg));
     } else {
-        for (d, name) in ["read", "write", "trim"].iter().enumerate() {
-            o.obj(name, dir_json(&ts.dirs[d], rs.agg[d], &cfg));
+        for d in Ddir::ALL {
+            o.obj(d.name(), dir_json(&ts.dirs[d], rs.agg[d], &cfg));
         }
         let mut sync = Obj::new();
         sync.uint("total_ios", ts.sync_ios);
@@ -138,7 +140,7 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
         if e.unified() == UnifiedRw::Both {
             // add_mixed_ddir_status_json: reported as DDIR_READ, so its
             // bw_agg is relative to the group's read aggregate.
-            o.obj("mixed", dir_json(&gen_mixed(ts), rs.agg[0], &cfg));
+            o.obj("mixed", dir_json(&gen_mixed(ts), rs.agg.read, &cfg));
         }
     }
 

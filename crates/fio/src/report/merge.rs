@@ -21,6 +21,7 @@
 use blkqos_core::hist::LatStat;
 use blkqos_workload::spec::{IoEngine, JobSpec, UnifiedRw};
 use blkqos_workload::stats::{DirStats, JobStats};
+use blkqos_workload::{Ddir, PerDir};
 
 use super::{cfmt, ReportInput};
 
@@ -39,8 +40,8 @@ pub struct Entry<'a> {
     pub pid: u32,
     pub error: i32,
     pub verror: String,
-    /// The summed stats. With `unified_rw_reporting=mixed`, `dirs[0]` holds
-    /// everything and `dirs[1..]` are empty.
+    /// The summed stats. With `unified_rw_reporting=mixed`, `dirs.read`
+    /// holds everything and the write and trim directions are empty.
     pub ts: JobStats,
 }
 
@@ -58,7 +59,7 @@ impl Entry<'_> {
     }
     /// `ddir_rw_sum(ts->total_io_u)`.
     pub fn total_rw_ios(&self) -> u64 {
-        wsum(self.ts.dirs.iter().map(|d| d.total_ios))
+        wsum(self.ts.dirs.values().map(|d| d.total_ios))
     }
     /// The percentile list fio uses: up to the first 0.0, at most 20 values.
     pub fn plist(&self) -> Vec<f64> {
@@ -151,8 +152,8 @@ pub fn sum_dir(dst: &mut DirStats, src: &DirStats) {
 /// `sum_thread_stats(dst, src)`; `mixed` = `dst->unified_rw_rep == UNIFIED_MIXED`.
 /// `first_error` is left to the caller (fio copies it, it does not sum it).
 pub fn sum_thread_stats(dst: &mut JobStats, src: &JobStats, mixed: bool) {
-    for l in 0..3 {
-        let to = if mixed { 0 } else { l };
+    for l in Ddir::ALL {
+        let to = if mixed { Ddir::Read } else { l };
         sum_dir(&mut dst.dirs[to], &src.dirs[l]);
     }
     sum_stat(&mut dst.sync_lat, &src.sync_lat, false);
@@ -194,7 +195,7 @@ pub fn cpu_percent(ts: &JobStats) -> (f64, f64) {
 /// `unified_rw_reporting=both` (its read, write and trim folded in order).
 pub fn gen_mixed(ts: &JobStats) -> DirStats {
     let mut m = DirStats::default();
-    for d in &ts.dirs {
+    for d in ts.dirs.values() {
         sum_dir(&mut m, d);
     }
     m
@@ -295,12 +296,12 @@ pub fn build_entries<'a>(input: &ReportInput<'a>) -> Vec<Entry<'a>> {
 /// `struct group_run_stats`.
 #[derive(Clone, Debug)]
 pub struct GroupRun {
-    pub min_run: [u64; 3],
-    pub max_run: [u64; 3],
-    pub min_bw: [u64; 3],
-    pub max_bw: [u64; 3],
-    pub iobytes: [u64; 3],
-    pub agg: [u64; 3],
+    pub min_run: PerDir<u64>,
+    pub max_run: PerDir<u64>,
+    pub min_bw: PerDir<u64>,
+    pub max_bw: PerDir<u64>,
+    pub iobytes: PerDir<u64>,
+    pub agg: PerDir<u64>,
     pub kb_base: u32,
     /// OR of the entries' `unified_rw_rep` (none 0, mixed 1, both 2).
     pub unified: u32,
@@ -310,12 +311,12 @@ impl Default for GroupRun {
     fn default() -> Self {
         // init_group_run_stat
         GroupRun {
-            min_run: [u64::MAX; 3],
-            max_run: [0; 3],
-            min_bw: [u64::MAX; 3],
-            max_bw: [0; 3],
-            iobytes: [0; 3],
-            agg: [0; 3],
+            min_run: PerDir::all(u64::MAX),
+            max_run: PerDir::all(0),
+            min_bw: PerDir::all(u64::MAX),
+            max_bw: PerDir::all(0),
+            iobytes: PerDir::all(0),
+            agg: PerDir::all(0),
             kb_base: 0,
             unified: 0,
         }
@@ -350,7 +351,7 @@ pub fn group_runs(entries: &[Entry]) -> Vec<GroupRun> {
         let g = &mut rs[e.group_id() as usize];
         g.kb_base = e.first.kb_base;
         g.unified |= unified_code(e.unified());
-        for j in 0..3 {
+        for j in Ddir::ALL {
             let d = &e.ts.dirs[j];
             if d.runtime_ms == 0 {
                 continue;
@@ -366,7 +367,7 @@ pub fn group_runs(entries: &[Entry]) -> Vec<GroupRun> {
         }
     }
     for g in &mut rs {
-        for j in 0..3 {
+        for j in Ddir::ALL {
             if let Some(agg) = g.iobytes[j].wrapping_mul(1000).checked_div(g.max_run[j]) {
                 g.agg[j] = agg;
             }

@@ -8,6 +8,7 @@ use blkqos_core::hist::LatHist;
 use blkqos_workload::prio::{ioprio_class, ioprio_level};
 use blkqos_workload::spec::UnifiedRw;
 use blkqos_workload::stats::{prios_with_samples, DirStats};
+use blkqos_workload::Ddir;
 
 use super::cfmt::{self, fixed_w};
 use super::merge::{
@@ -84,8 +85,9 @@ fn disk_util_line(du: &super::DiskUtil, out: &mut String) {
 struct DirView<'a> {
     d: &'a DirStats,
     label: &'a str,
-    /// index into the group's `agg` (and DDIR_WRITE adds the zone resets)
-    ddir: usize,
+    /// the direction of the group's `agg` (and DDIR_WRITE adds the zone
+    /// resets)
+    ddir: Ddir,
     sig_figs: i32,
     unit_base: N2sUnit,
 }
@@ -93,7 +95,7 @@ struct DirView<'a> {
 /// `show_thread_status_normal`.
 fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
     let ts = &e.ts;
-    let bytes = wsum(ts.dirs.iter().map(|d| d.io_bytes));
+    let bytes = wsum(ts.dirs.values().map(|d| d.io_bytes));
     if bytes == 0 && e.total_rw_ios() == 0 {
         return;
     }
@@ -114,11 +116,11 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
     }
 
     let mixed = e.unified() == UnifiedRw::Mixed;
-    for (ddir, name) in ["read", "write", "trim"].iter().enumerate() {
+    for ddir in Ddir::ALL {
         if ts.dirs[ddir].io_bytes != 0 {
             let v = DirView {
                 d: &ts.dirs[ddir],
-                label: if mixed { "mixed" } else { name },
+                label: if mixed { "mixed" } else { ddir.name() },
                 ddir,
                 sig_figs: SIG_FIGS,
                 unit_base: N2sUnit::BytePerSec,
@@ -133,7 +135,7 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
         let v = DirView {
             d: &m,
             label: "mixed",
-            ddir: 0,
+            ddir: Ddir::Read,
             sig_figs: 0,
             unit_base: N2sUnit::None,
         };
@@ -177,16 +179,16 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
     let dr = &ts.dirs;
     out.push_str(&format!(
         "     issued rwts: total={},{},{},{} short={},{},{},0 dropped={},{},{},0\n",
-        dr[0].total_ios,
-        dr[1].total_ios,
-        dr[2].total_ios,
+        dr.read.total_ios,
+        dr.write.total_ios,
+        dr.trim.total_ios,
         ts.sync_ios,
-        dr[0].short_ios,
-        dr[1].short_ios,
-        dr[2].short_ios,
-        dr[0].drop_ios,
-        dr[1].drop_ios,
-        dr[2].drop_ios
+        dr.read.short_ios,
+        dr.write.short_ios,
+        dr.trim.short_ios,
+        dr.read.drop_ios,
+        dr.write.drop_ios,
+        dr.trim.drop_ios
     ));
     if e.continue_on_error() {
         out.push_str(&format!(
@@ -232,7 +234,7 @@ fn ddir_status(e: &Entry, rs: &GroupRun, v: &DirView, out: &mut String) {
     let iops = d.total_ios.wrapping_mul(1000) / runt;
     let iops_p = num2str(iops, v.sig_figs, 1, false, N2sUnit::None);
     // zbd_write_status: always "; N zone resets" for DDIR_WRITE
-    let post = if v.ddir == 1 {
+    let post = if v.ddir == Ddir::Write {
         format!("; {} zone resets", e.ts.nr_zone_resets)
     } else {
         String::new()
@@ -471,7 +473,7 @@ fn group_stats(gid: usize, rs: &GroupRun, out: &mut String) {
     const STR: [&str; 3] = ["   READ", "  WRITE", "   TRIM"];
     out.push_str(&format!("\nRun status group {gid} (all jobs):\n"));
     let i2p = rs.i2p();
-    for (i, name) in STR.iter().enumerate() {
+    for (i, name) in Ddir::ALL.into_iter().zip(STR) {
         if rs.max_run[i] == 0 {
             continue;
         }
@@ -490,7 +492,7 @@ fn group_stats(gid: usize, rs: &GroupRun, out: &mut String) {
     if rs.is_both() {
         let (mut io, mut agg, mut min_bw, mut max_bw) = (0u64, 0u64, u64::MAX, 0u64);
         let (mut min_run, mut max_run) = (u64::MAX, 0u64);
-        for i in 0..3 {
+        for i in Ddir::ALL {
             if rs.max_run[i] == 0 {
                 continue;
             }

@@ -12,6 +12,7 @@ use super::merge::{
 use super::{DiskUtil, ReportInput};
 use blkqos_core::hist::LatStat;
 use blkqos_workload::stats::DirStats;
+use blkqos_workload::Ddir;
 use std::fmt::Write;
 
 /// fio's `FIO_IO_U_LIST_MAX_LEN`: percentile fields per direction.
@@ -38,7 +39,7 @@ fn entry_terse(e: &Entry, rs: &GroupRun, input: &ReportInput, out: &mut String) 
         e.error
     );
     // version 3 has read and write only
-    for d in 0..2 {
+    for d in [Ddir::Read, Ddir::Write] {
         ddir_terse(e, &ts.dirs[d], rs.agg[d], out);
     }
     let (usr, sys) = cpu_percent(ts);

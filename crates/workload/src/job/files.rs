@@ -9,7 +9,7 @@ use super::map::BlockMap;
 use super::strided::{Step, Strided};
 use super::{div_by_unit, Ddir};
 use crate::rng::Stream;
-use crate::spec::{FileService, JobSpec, RandomDist, RwSeq};
+use crate::spec::{FileService, JobSpec, PerDir, RandomDist, RwSeq};
 use crate::spec_submit::RandomGenerator;
 
 /// One file: its extent on the target and its offset state.
@@ -21,7 +21,7 @@ struct FileState {
     /// `zonemode=strided`: fio `last_block` caps it at `zonerange`).
     rand_span: u64,
     /// fio `last_pos - file_offset` per direction.
-    seq_pos: [u64; 3],
+    seq_pos: PerDir<u64>,
     map: Option<BlockMap>,
     /// `random_generator=lfsr`: the file's register and the seed each
     /// pass restarts it from (no random map then, as in fio).
@@ -83,7 +83,7 @@ impl Files {
                     start,
                     len,
                     rand_span,
-                    seq_pos: [0; 3],
+                    seq_pos: PerDir::all(0),
                     map,
                     lfsr: None,
                     next_want: None,
@@ -253,7 +253,7 @@ impl FileState {
     /// fio `fio_file_reset`: every direction back to `base`, the random
     /// map cleared.
     fn reset(&mut self, base: u64) {
-        self.seq_pos = [base; 3];
+        self.seq_pos = PerDir::all(base);
         if let Some(map) = &mut self.map {
             *map = BlockMap::new(map.nblocks());
             self.next_want = None;

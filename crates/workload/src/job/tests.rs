@@ -59,8 +59,8 @@ fn rate_iops_is_per_direction() {
     s.runtime = Some(Duration::from_secs(10));
     s.ioengine = IoEngine::Libaio;
     let (_, ios) = run(s, Duration::from_us(50), Instant::from_ms(10_000));
-    let reads = ios.iter().filter(|i| i.ddir == 0).count();
-    let writes = ios.iter().filter(|i| i.ddir == 1).count();
+    let reads = ios.iter().filter(|i| i.ddir == Ddir::Read).count();
+    let writes = ios.iter().filter(|i| i.ddir == Ddir::Write).count();
     // 100 reads/s and 100 writes/s: ~1000 each over 10 s
     assert!((990..=1010).contains(&reads), "reads {reads}");
     assert!((990..=1010).contains(&writes), "writes {writes}");
@@ -78,7 +78,7 @@ fn rate_quiesces_to_depth_one() {
     let (job, ios) = run(s, Duration::from_us(100), Instant::from_ms(2000));
     assert!((995..=1005).contains(&ios.len()), "{}", ios.len());
     // every submission happened at depth 1
-    assert_eq!(job.stats.depth_level[0], job.stats.issued[0]);
+    assert_eq!(job.stats.depth_level[0], job.stats.issued[Ddir::Read]);
 }
 
 #[test]
@@ -98,7 +98,7 @@ fn thinktime_blocks_burst() {
     let (job, ios) = run(s, Duration::from_us(10), Instant::from_ms(1000));
     // after the first fill, depth 1 with a pause per IO: ~1/2.01ms
     assert!((490..=510).contains(&ios.len()), "{}", ios.len());
-    assert!(job.stats.depth_level[0] as f64 / job.stats.issued[0] as f64 > 0.97);
+    assert!(job.stats.depth_level[0] as f64 / job.stats.issued[Ddir::Read] as f64 > 0.97);
 }
 
 #[test]
@@ -153,11 +153,11 @@ fn block_map_wraps_and_resets() {
 
 /// Like [`run`], and the job's timers (ramp end, bw/iops samples) fire as
 /// the driver fires them. Returns the issued IOs' count per direction.
-fn run_timed(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, [u64; 3]) {
+fn run_timed(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, PerDir<u64>) {
     let mut job = Job::new(spec, 0, 0, 1 << 30, 42, Instant::ZERO);
     let mut now = Instant::ZERO;
     let mut inflight: Vec<(Instant, JobIo)> = Vec::new();
-    let mut issued = [0u64; 3];
+    let mut issued = PerDir::all(0u64);
     let mut steps = 0u64;
     while now < horizon {
         steps += 1;
@@ -221,10 +221,10 @@ fn ramp_time_ends_and_timers_do_not_spin() {
     let (job, _) = run_timed(s, Duration::from_us(50), Instant::from_ms(10_000));
     assert!(job.is_done());
     // stats cover the 2 s after the ramp: 200 IOs (the schedule restarts)
-    let n = job.stats.dirs[0].total_ios;
+    let n = job.stats.dirs[Ddir::Read].total_ios;
     assert!((199..=201).contains(&n), "{n}");
     assert!(
-        job.stats.dirs[0].iops.n > 0,
+        job.stats.dirs[Ddir::Read].iops.n > 0,
         "no iops samples after the ramp"
     );
 }
@@ -241,7 +241,7 @@ fn thinktime_after_ramp_waits_for_the_old_block_count() {
     s.runtime = Some(Duration::from_secs(2));
     s.time_based = true;
     let (job, _) = run_timed(s, Duration::from_us(50), Instant::from_ms(10_000));
-    let n = job.stats.dirs[0].total_ios;
+    let n = job.stats.dirs[Ddir::Read].total_ios;
     assert!((59..=61).contains(&n), "{n}");
 }
 
@@ -298,7 +298,7 @@ fn rwmix_long_run_mix_is_rwmixread() {
     s.time_based = true;
     s.runtime = Some(Duration::from_ms(200));
     let (_, ios) = run(s, Duration::from_us(10), Instant::from_ms(10_000));
-    let reads = ios.iter().filter(|i| i.ddir == 0).count() as f64;
+    let reads = ios.iter().filter(|i| i.ddir == Ddir::Read).count() as f64;
     let frac = reads / ios.len() as f64;
     assert!((0.88..0.92).contains(&frac), "{frac}");
 }
@@ -323,7 +323,11 @@ fn bssplit_shares() {
         spec::BsSplit { bs: 65536, pct: 70 },
         spec::BsSplit { bs: 4096, pct: 30 },
     ];
-    spec.bssplit = Some([split.clone(), split.clone(), split]);
+    spec.bssplit = Some(PerDir {
+        read: split.clone(),
+        write: split.clone(),
+        trim: split,
+    });
     let ios = ran(spec);
     assert_eq!(ios.len(), 10_000, "number_ios stops the job");
     let big = ios.iter().filter(|io| io.len == 65536).count();

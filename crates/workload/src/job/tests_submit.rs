@@ -91,10 +91,10 @@ fn offload_issues_on_schedule_without_quiescing() {
     }
     assert_eq!(max_in_flight, 3);
     // each worker reaps its IO as it completes: clat is the device's 5 ms
-    let d = &job.stats.dirs[0];
+    let d = &job.stats.dirs[Ddir::Read];
     assert_eq!(d.total_ios, issued.len() as u64 - 2);
     // a worker submits at depth 1 (fio io_u_mark_depth in the worker)
-    assert_eq!(job.stats.depth_level[0], job.stats.issued[0]);
+    assert_eq!(job.stats.depth_level[0], job.stats.issued[Ddir::Read]);
 
     // inline, the job quiesces before every rate sleep: an IO waits for
     // the one before it, and the schedule is only caught up in bursts
@@ -111,7 +111,7 @@ fn offload_clat_ends_at_completion() {
     let mut s = rated(IoSubmitMode::Offload);
     s.rate_iops = PerDir::all(Some(100));
     let (job, _, _) = run(s, Duration::from_ms(3), Instant::from_ms(1000));
-    let d = &job.stats.dirs[0];
+    let d = &job.stats.dirs[Ddir::Read];
     assert!(d.total_ios > 90);
     assert_eq!(d.clat.min, 3_000_000);
     assert_eq!(d.clat.max, 3_000_000);

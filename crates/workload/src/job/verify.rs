@@ -9,6 +9,7 @@
 //! once, in offset order. A piece is read back only once its write has
 //! completed.
 
+use crate::ddir::{Ddir, PerDir};
 use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +132,7 @@ pub(super) struct VerifyState {
     pub batch_left: u64,
     /// Direction of the last completed read or write (fio `last_ddir`,
     /// set in `io_completed`).
-    pub last_done_ddir: usize,
+    pub last_done_ddir: Ddir,
     /// In the read-back phase after the writes (fio `do_verify`).
     pub verifying: bool,
     /// Passes (`loops`) finished: each is writes, then the read-back.
@@ -145,7 +146,7 @@ pub(super) struct VerifyState {
     /// start.
     pub phase_start: Option<blkqos_core::Instant>,
     /// Microseconds each direction was active, phase by phase.
-    pub elapsed_us: [u64; 3],
+    pub elapsed_us: PerDir<u64>,
     /// The last phase is over and counted in `elapsed_us`.
     pub closed: bool,
     /// The sync before a read-back completed: the file's cached pages are
@@ -160,13 +161,13 @@ impl VerifyState {
             backlog,
             batch_size: if batch > 0 { batch } else { backlog },
             batch_left: 0,
-            last_done_ddir: 0,
+            last_done_ddir: Ddir::Read,
             verifying: false,
             passes_done: 0,
             pass_bytes,
             pass_issued: 0,
             phase_start: None,
-            elapsed_us: [0; 3],
+            elapsed_us: PerDir::all(0),
             closed: false,
             drop_cache: false,
         }
@@ -181,7 +182,8 @@ impl VerifyState {
             return None;
         }
         let due = self.batch_left > 0
-            || (self.log.len() as u64).is_multiple_of(self.backlog) && self.last_done_ddir != 0;
+            || (self.log.len() as u64).is_multiple_of(self.backlog)
+                && self.last_done_ddir != Ddir::Read;
         if !due {
             return None;
         }

@@ -3,7 +3,8 @@
 //! back what it wrote; `verify_backlog` reads blocks back during the
 //! writes too. Only jobs with `verify` (and `do_verify`) come here.
 
-use super::{dir_used, Job, JobAction, JobIo, Phase};
+use super::{dir_used, Ddir, Job, JobAction, JobIo, Phase};
+use crate::spec::PerDir;
 use crate::stats::JobStats;
 use blkqos_core::Instant;
 
@@ -38,7 +39,7 @@ impl Job {
     /// the pass), or the job its `number_ios`?
     fn pass_writes_done(&self) -> bool {
         let Some(v) = &self.verify else { return false };
-        let ios_done = self.ios_limit > 0 && self.io_issues.iter().sum::<u64>() >= self.ios_limit;
+        let ios_done = self.ios_limit > 0 && self.io_issues.values().sum::<u64>() >= self.ios_limit;
         if !self.spec.time_based {
             return ios_done || self.issued_bytes_total >= v.pass_bytes * (v.passes_done + 1);
         }
@@ -62,17 +63,17 @@ impl Job {
         let rw = self.spec.rw;
         let loops = u64::from(self.spec.loops.max(1));
         let time_based = self.spec.time_based;
-        let ios_done = self.ios_limit > 0 && self.io_issues.iter().sum::<u64>() >= self.ios_limit;
+        let ios_done = self.ios_limit > 0 && self.io_issues.values().sum::<u64>() >= self.ios_limit;
         let started = self.started;
-        let bytes: [u64; 3] = std::array::from_fn(|d| self.stats.dirs[d].io_bytes);
+        let bytes = PerDir::from_fn(|d| self.stats.dirs[d].io_bytes);
         let v = self.verify.as_mut()?;
         let us = (now - v.phase_start.unwrap_or(started)).as_us();
         v.phase_start = Some(now);
         if !v.verifying {
             // fio thread_main: update_runtime of each direction the job
             // does that moved bytes, then do_verify starts with a sync
-            for (d, (e, b)) in v.elapsed_us.iter_mut().zip(bytes).enumerate() {
-                if dir_used(rw, d) && b > 0 {
+            for (d, e) in v.elapsed_us.iter_mut() {
+                if dir_used(rw, d) && bytes[d] > 0 {
                     *e += us;
                 }
             }
@@ -80,7 +81,7 @@ impl Job {
             return Some(JobAction::Fsync);
         }
         // after do_verify: update_runtime(DDIR_READ)
-        v.elapsed_us[0] += us;
+        v.elapsed_us[Ddir::Read] += us;
         v.verifying = false;
         v.passes_done += 1;
         if !ios_done && (time_based || v.passes_done < loops) {
@@ -101,9 +102,9 @@ impl Job {
     fn issue_verify(&mut self, offset: u64, len: u64, now: Instant) -> JobAction {
         // the engine's prep gives a read-back a priority as any read
         // (fio_ioring_prep / fio_libaio_prep: fio_cmdprio_set_ioprio)
-        let (ioprio, prio_index) = self.prio.pick(0, len);
+        let (ioprio, prio_index) = self.prio.pick(Ddir::Read, len);
         let io = JobIo {
-            ddir: 0,
+            ddir: Ddir::Read,
             offset,
             len,
             start_time: now,
@@ -120,7 +121,7 @@ impl Job {
             v.pass_issued += len;
         }
         if !self.in_ramp() {
-            self.stats.issued[0] += 1;
+            self.stats.issued[Ddir::Read] += 1;
             self.stats.depth_level[JobStats::depth_index(self.in_flight)] += 1;
             if self.submit_batch == 1 {
                 self.stats.submit_batches[JobStats::batch_index(1)] += 1;
@@ -141,15 +142,15 @@ impl Job {
     /// Each direction's runtime in microseconds as fio adds it up phase by
     /// phase (`update_runtime`), the open phase ending `now`; `None` for a
     /// job that does not verify.
-    pub(super) fn verify_runtimes_us(&self, now: Instant) -> Option<[u64; 3]> {
+    pub(super) fn verify_runtimes_us(&self, now: Instant) -> Option<PerDir<u64>> {
         let v = self.verify.as_ref()?;
         let mut us = v.elapsed_us;
         if !v.closed {
             let open = (now - v.phase_start.unwrap_or(self.started)).as_us();
             if v.verifying {
-                us[0] += open;
+                us[Ddir::Read] += open;
             } else {
-                for (d, u) in us.iter_mut().enumerate() {
+                for (d, u) in us.iter_mut() {
                     if dir_used(self.spec.rw, d) && self.stats.dirs[d].io_bytes > 0 {
                         *u += open;
                     }

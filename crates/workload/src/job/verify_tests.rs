@@ -62,7 +62,7 @@ fn verifying(rw: RwMode, size: u64) -> JobSpec {
 
 fn dirs(ios: &[JobIo]) -> String {
     ios.iter()
-        .map(|i| if i.ddir == 0 { 'r' } else { 'w' })
+        .map(|i| if i.ddir == Ddir::Read { 'r' } else { 'w' })
         .collect()
 }
 
@@ -74,14 +74,14 @@ fn reads_back_after_the_writes_in_offset_order() {
     let offs: Vec<u64> = ios.iter().map(|i| i.offset).collect();
     assert_eq!(offs, [0, 4096, 8192, 12288, 0, 4096, 8192, 12288]);
     assert!(ios.iter().all(|i| i.len == 4096));
-    assert_eq!(job.stats.dirs[0].total_ios, 4);
+    assert_eq!(job.stats.dirs[Ddir::Read].total_ios, 4);
 }
 
 #[test]
 fn random_writes_are_read_back_in_issue_order_or_sorted() {
     let s = verifying(RwMode::RandWrite, 64 << 10);
     let (_, ios) = run(s, Duration::from_us(100), Instant::from_ms(1000));
-    let (w, r): (Vec<&JobIo>, Vec<&JobIo>) = ios.iter().partition(|i| i.ddir == 1);
+    let (w, r): (Vec<&JobIo>, Vec<&JobIo>) = ios.iter().partition(|i| i.ddir == Ddir::Write);
     assert_eq!(w.len(), 16);
     let wo: Vec<u64> = w.iter().map(|i| i.offset).collect();
     let ro: Vec<u64> = r.iter().map(|i| i.offset).collect();
@@ -91,7 +91,7 @@ fn random_writes_are_read_back_in_issue_order_or_sorted() {
     let (_, ios) = run(s, Duration::from_us(100), Instant::from_ms(1000));
     let ro: Vec<u64> = ios
         .iter()
-        .filter(|i| i.ddir == 0)
+        .filter(|i| i.ddir == Ddir::Read)
         .map(|i| i.offset)
         .collect();
     let mut sorted = ro.clone();
@@ -108,11 +108,11 @@ fn backlog_interleaves_rounds_of_the_batch() {
     s.verify.backlog_batch = 2;
     let (_, ios) = run(s, Duration::from_us(100), Instant::from_ms(1000));
     assert!(dirs(&ios).starts_with("wwwrrwwrrwwrr"), "{}", dirs(&ios));
-    assert_eq!(ios.iter().filter(|i| i.ddir == 0).count(), 16);
+    assert_eq!(ios.iter().filter(|i| i.ddir == Ddir::Read).count(), 16);
     // every read-back is of a block written before it, oldest first
     let mut written = std::collections::VecDeque::new();
     for io in &ios {
-        if io.ddir == 1 {
+        if io.ddir == Ddir::Write {
             written.push_back(io.offset);
         } else {
             assert_eq!(Some(io.offset), written.pop_front());
@@ -124,7 +124,10 @@ fn backlog_interleaves_rounds_of_the_batch() {
 fn each_direction_runs_for_its_phases() {
     let s = verifying(RwMode::Write, 64 << 10);
     let (job, _) = run(s, Duration::from_ms(1), Instant::from_ms(1000));
-    let (r, w) = (job.stats.dirs[0].runtime_ms, job.stats.dirs[1].runtime_ms);
+    let (r, w) = (
+        job.stats.dirs[Ddir::Read].runtime_ms,
+        job.stats.dirs[Ddir::Write].runtime_ms,
+    );
     // 16 writes then 16 reads of ~1 ms each: each direction ~16 ms, the
     // job ~32 ms
     assert!((16..=18).contains(&w), "write runtime {w}");
@@ -137,7 +140,7 @@ fn no_read_back_when_the_runtime_ends_during_the_writes() {
     let mut s = verifying(RwMode::Write, 64 << 10);
     s.runtime = Some(Duration::from_ms(5));
     let (_, ios) = run(s, Duration::from_ms(1), Instant::from_ms(1000));
-    assert!(ios.iter().all(|i| i.ddir == 1));
+    assert!(ios.iter().all(|i| i.ddir == Ddir::Write));
     let mut s = verifying(RwMode::Write, 16 << 10);
     s.verify.do_verify = false;
     let (_, ios) = run(s, Duration::from_us(100), Instant::from_ms(1000));
@@ -161,7 +164,7 @@ fn time_based_reads_back_per_pass_only_with_a_queued_engine() {
         s.time_based = true;
         s.runtime = Some(Duration::from_ms(50));
         let (_, ios) = run(s, Duration::from_us(100), Instant::from_ms(1000));
-        let reads = ios.iter().filter(|i| i.ddir == 0).count();
+        let reads = ios.iter().filter(|i| i.ddir == Ddir::Read).count();
         (reads, ios.len() - reads)
     };
     let (r, w) = timed(IoEngine::Psync);

@@ -4,7 +4,7 @@
 //! `zbd_reset_zone` → `BLKRESETZONE`).
 
 use super::{Ddir, JobIo};
-use crate::spec::JobSpec;
+use crate::spec::{JobSpec, PerDir};
 use crate::spec_zone::ZoneMode;
 use crate::zbd::{Adjust, ZbdFile, ZbdShared};
 use std::collections::VecDeque;
@@ -37,7 +37,7 @@ impl ZbdJob {
             td: 0,
             file_offset: start,
             io_size: len,
-            min_bs: [spec.min_bs(0), spec.min_bs(1), spec.min_bs(2)],
+            min_bs: PerDir::from_fn(|d| spec.min_bs(d)),
             random: spec.rw.is_random(),
             rw: spec.rw.has_read() && spec.rw.has_write(),
             job_max_open_zones: z.job_max_open_zones,
@@ -92,7 +92,7 @@ impl ZbdJob {
         if let Some(r) = reset {
             self.resets.push_back(r);
         }
-        if ddir == 2 {
+        if ddir == Ddir::Trim {
             // a trim resets its zone instead (an offset off the zone's
             // start fails on the device with EINVAL, as fio's does)
             if let Ok((_, true)) = info.trim(&self.file, offset) {

@@ -2,7 +2,7 @@
 //! `zbd_adjust_block` (moved to a write pointer, waiting for IO or a zone
 //! lock, or ending the job's IO), and the zone resets it issues first.
 
-use super::{After, Job, JobAction, JobIo, Phase};
+use super::{After, Ddir, Job, JobAction, JobIo, Phase};
 use crate::zbd::Adjust;
 use blkqos_core::Instant;
 
@@ -107,7 +107,7 @@ impl Job {
         if let Some(io) = z.after.take() {
             z.reaped(&io, errno);
         }
-        self.fail(errno, 1, now);
+        self.fail(errno, Ddir::Write, now);
     }
 }
 
