@@ -46,7 +46,12 @@ fn clone_setup(st: &JobSetup, regions: Vec<usize>) -> CloneSetup {
         scramble: b.scramble && !b.zero && fill.is_none(),
         fill,
         seed: st.seed,
-        max_io_bytes: (0..3).map(|d| s.max_bs(d)).max().unwrap_or(4096).max(1),
+        max_io_bytes: blkqos_workload::Ddir::ALL
+            .map(|d| s.max_bs(d))
+            .into_iter()
+            .max()
+            .unwrap_or(4096)
+            .max(1),
         regions,
     }
 }

@@ -719,11 +719,11 @@ fn memory_engines_run_on_the_real_engine_and_dax_paths_stay() {
     // a device-DAX path cannot be made in the scratch directory
     let dir = Path::new("/scratch");
     assert_eq!(
-        rewrite("filename", "/dev/dax0.0", Some(dir)).as_deref(),
+        rewrite("filename", "/dev/dax0.0", Some(dir), false).as_deref(),
         Some("filename=/dev/dax0.0")
     );
     assert_eq!(
-        rewrite("filename", "/mnt/pmem/f", Some(dir)).as_deref(),
+        rewrite("filename", "/mnt/pmem/f", Some(dir), false).as_deref(),
         Some("filename=/scratch/f")
     );
 }

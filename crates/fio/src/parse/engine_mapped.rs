@@ -20,6 +20,7 @@
 //! (`fio_libpmem_queue`: without `sync_io` the copy is `PMEM_F_MEM_NODRAIN`).
 
 use blkqos_workload::spec::{DataOption, IoEngine, JobSpec, SizeSpec};
+use blkqos_workload::Ddir;
 
 use super::error::{Loc, ParseError};
 use super::options::Opt;
@@ -117,7 +118,11 @@ fn init_checks(s: &JobSpec, g: Option<&Given>) -> Result<(), ParseError> {
         })
     };
     let page = page_bytes();
-    let min_bs = (0..2).map(|d| s.min_bs(d)).min().unwrap_or(page);
+    let min_bs = [Ddir::Read, Ddir::Write]
+        .map(|d| s.min_bs(d))
+        .into_iter()
+        .min()
+        .unwrap_or(page);
     let syncs = s.fsync_blocks != 0 || s.fdatasync_blocks != 0;
     if s.ioengine != IoEngine::PageFault && min_bs % page != 0 && syncs {
         return err(format!(
