@@ -186,6 +186,12 @@ impl FileCallBackend {
         }
     }
 
+    /// Count time from `epoch` (a moment before the backend was made), as
+    /// [`crate::RealBackend::set_epoch`].
+    pub fn set_epoch(&mut self, epoch: std::time::Instant) {
+        self.epoch = epoch.min(self.epoch);
+    }
+
     /// The files, for the run's report and checks.
     pub fn files(&self) -> &[CallFile] {
         &self.files

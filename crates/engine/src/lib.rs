@@ -47,6 +47,7 @@ pub mod fio_verify;
 pub mod meta;
 pub mod pattern;
 pub mod placement;
+pub mod route;
 pub mod safety;
 pub mod signal;
 mod sys;
@@ -312,6 +313,15 @@ impl RealBackend {
         match self {
             RealBackend::Uring(b) => b.write_out_store(),
             RealBackend::Threads(b) => b.write_out_store(),
+        }
+    }
+    /// Count time from `epoch` (a moment before the backend opened): the
+    /// backends of one run that drives several share one clock, so their
+    /// completion times compare.
+    pub fn set_epoch(&mut self, epoch: std::time::Instant) {
+        match self {
+            RealBackend::Uring(b) => b.set_epoch(epoch),
+            RealBackend::Threads(b) => b.set_epoch(epoch),
         }
     }
     /// The userspace write-back buffer's counters and pages held, if on.

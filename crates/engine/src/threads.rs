@@ -130,6 +130,10 @@ fn worker(file: Arc<File>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<Done>) 
 }
 
 impl ThreadsBackend {
+    /// Count time from `epoch` ([`crate::RealBackend::set_epoch`]).
+    pub(crate) fn set_epoch(&mut self, epoch: std::time::Instant) {
+        self.core.clock.set_epoch(epoch);
+    }
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Self {
         let depth = opts.depth;
         let align = target.info.buffer_align();

@@ -79,6 +79,10 @@ fn polled_ring(entries: u32, opts: &EngineOptions) -> io::Result<IoUring> {
 }
 
 impl UringBackend {
+    /// Count time from `epoch` ([`crate::RealBackend::set_epoch`]).
+    pub(crate) fn set_epoch(&mut self, epoch: std::time::Instant) {
+        self.core.clock.set_epoch(epoch);
+    }
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Result<Self, EngineError> {
         if std::env::var_os("BLKQOS_NO_IO_URING").is_some_and(|v| !v.is_empty() && v != "0") {
             return Err(EngineError::UringUnavailable {
