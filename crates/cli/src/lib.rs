@@ -47,6 +47,7 @@ mod real;
 mod real_fileops;
 mod real_host;
 mod real_meta;
+mod real_mixed;
 mod real_place;
 mod real_report;
 mod real_verify;

@@ -56,6 +56,7 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
             match crate::real_meta::runner(&real_jobs(&exp)) {
                 Ok(RealRunner::Metadata) => crate::real::run_meta(&exp, &signals),
                 Ok(RealRunner::FileCalls) => crate::real::run_file_calls(&exp, r, &signals),
+                Ok(RealRunner::Mixed) => crate::real_mixed::run_mixed(&exp, r, &signals),
                 Ok(RealRunner::Block) => crate::real::run_real(&exp, r, &signals),
                 Err(e) => Err(e),
             }

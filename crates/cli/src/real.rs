@@ -44,7 +44,7 @@ pub(crate) fn target_identity(path: &Path) -> (DevId, String) {
 /// The one target the jobs name: their common file (in its `directory`);
 /// `/dev/null` when every job is `ioengine=null` and names none (no IO
 /// reaches it).
-fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<PathBuf> {
+pub(crate) fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<PathBuf> {
     let mut names = Vec::new();
     for j in jobs {
         let paths = j.files.paths(j.filename.as_deref(), &j.name, 0);
@@ -226,7 +226,7 @@ fn plan_on(exp: &Experiment, backend: &RealBackend, path: &Path) -> Result<Plan>
 /// What the engine must open the target at `path` for, from the jobs:
 /// direct IO, reads and writes, the size they need, the largest IO, the
 /// depth and each job's verify format.
-fn engine_options(
+pub(crate) fn engine_options(
     jobs: &[&blkqos_workload::JobSpec],
     ro: &RealOptions,
     write_buffer: Option<&blkqos_driver::pagecache::PageCacheConfig>,
@@ -420,7 +420,7 @@ fn path_file_name(p: &Path) -> String {
 /// `fio_ioring_queue_init`: a job whose registration fails does not run):
 /// honoured when the io_uring ring registered its buffers / the target,
 /// refused otherwise, at the place the option was given.
-fn check_registration(
+pub(crate) fn check_registration(
     jobs: &[&blkqos_workload::JobSpec],
     kind: BackendKind,
     (bufs, file): (bool, bool),
@@ -567,7 +567,7 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
 /// The result of a real run whose jobs issue no block IO of blkqos's own
 /// (file calls, metadata and host engines): no controller state, no
 /// trace, and the kernel's disks under `dir`.
-fn ran_without_controllers(
+pub(crate) fn ran_without_controllers(
     result: blkqos_driver::RunResult,
     tree: blkqos_core::CgroupTree,
     invocation_of: Vec<usize>,

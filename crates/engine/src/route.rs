@@ -18,7 +18,7 @@
 //! the same epoch ([`crate::RealBackend::set_epoch`]), so completion times
 //! and the driver's deadlines are on one clock.
 
-use blkqos_core::{Instant, Io, IoId};
+use blkqos_core::{Instant, Io, IoId, IoOp};
 use blkqos_driver::{Backend, Completion};
 
 /// The longest sleep on one busy part while another is busy too.
@@ -65,7 +65,8 @@ impl RoutedBackend {
 
     fn part_of(&self, io: &Io) -> Option<usize> {
         let p = *self.route.get(io.submitter.0 as usize)?;
-        (io.offset >= self.parts.get(p)?.base).then_some(p)
+        // a flush names no range
+        (io.op == IoOp::Flush || io.offset >= self.parts.get(p)?.base).then_some(p)
     }
 
     fn busy(&self) -> impl Iterator<Item = usize> + '_ {
@@ -106,7 +107,7 @@ impl Backend for RoutedBackend {
             Some(p) => {
                 let part = &mut self.parts[p];
                 let mut routed = *io;
-                routed.offset -= part.base;
+                routed.offset = routed.offset.saturating_sub(part.base);
                 part.backend.submit(&routed, now);
             }
             None => self.refused.push((io.id, now)),
@@ -174,7 +175,7 @@ impl Backend for RoutedBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blkqos_core::{IoOp, Submitter};
+    use blkqos_core::Submitter;
 
     /// Completes each IO at once, remembering the offsets it saw.
     struct Echo {
