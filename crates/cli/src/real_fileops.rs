@@ -103,9 +103,13 @@ fn open_files(
             if out.iter().any(|f| f.region_start == start) {
                 continue;
             }
+            // fio lays a file out at the start of the first job that
+            // uses it (filesetup.c `setup_files`: a later job finds it
+            // big enough): with data when that job reads
             let reads = setups
                 .iter()
-                .any(|o| o.spec.rw.has_read() && clone_files(o).iter().any(|(p, _)| *p == path));
+                .find(|o| clone_files(o).iter().any(|(p, _)| *p == path))
+                .is_some_and(|o| o.spec.rw.has_read());
             let file = open_call_file(
                 Path::new(&path),
                 len,
