@@ -92,8 +92,9 @@ fn falloc_jobs_then_block_jobs_on_one_file_count_as_fio() {
 
 /// Data written with fio's md5 headers, its blocks moved to a donor by
 /// e4defrag, then read back and verified; the buffered and O_DIRECT
-/// readers open the file each their own way.
-const WRITE_DEFRAG_VERIFY: &str = "[global]\nfilename=f\nsize=1m\nbs=64k\n\
+/// readers open the file each their own way. (fio allocates the donor up
+/// to `filesize`: without it fio's e4defrag init fails.)
+const WRITE_DEFRAG_VERIFY: &str = "[global]\nfilename=f\nsize=1m\nfilesize=1m\nbs=64k\n\
 [write]\nioengine=libaio\ndirect=1\niodepth=8\nrw=write\nverify=md5\ndo_verify=0\n\
 [defrag]\nstonewall\nioengine=e4defrag\ndonorname=f.def\ninplace=0\nrw=write\n\
 [verify direct]\nstonewall\nioengine=libaio\ndirect=1\niodepth=8\nrw=read\nverify=md5\n\
