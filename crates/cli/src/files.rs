@@ -51,8 +51,16 @@ pub fn with_io_size(spec: &JobSpec) -> JobSpec {
     let mut s = spec.clone();
     if let (Some((lo, hi)), Some(SizeSpec::Bytes(b)), None) = (s.files.filesize, s.size, s.io_size)
     {
-        let files = s.files.paths(s.filename.as_deref(), &s.name, 0).len().max(1) as u64;
-        let total = if lo == hi { lo.saturating_mul(files) } else { u64::MAX };
+        let files = s
+            .files
+            .paths(s.filename.as_deref(), &s.name, 0)
+            .len()
+            .max(1) as u64;
+        let total = if lo == hi {
+            lo.saturating_mul(files)
+        } else {
+            u64::MAX
+        };
         s.io_size = Some(b.min(total));
     }
     s

@@ -140,8 +140,7 @@ fn backend(
     plan: &crate::experiment::Plan,
 ) -> Result<(RoutedBackend, PathBuf)> {
     let epoch = std::time::Instant::now();
-    let (mut calls, _) =
-        crate::real_fileops::backend(&plan.setups, &plan.extents, ro.overwrite)?;
+    let (mut calls, _) = crate::real_fileops::backend(&plan.setups, &plan.extents, ro.overwrite)?;
     calls.set_epoch(epoch);
     let capacity = blkqos_driver::Backend::capacity_bytes(&calls);
     let block: Vec<&JobSpec> = specs
@@ -159,10 +158,7 @@ fn backend(
         backend: Box::new(calls),
         base: 0,
     }];
-    let route = block_route
-        .iter()
-        .map(|r| r.map_or(0, |p| p + 1))
-        .collect();
+    let route = block_route.iter().map(|r| r.map_or(0, |p| p + 1)).collect();
     parts.extend(blocks);
     Ok((
         RoutedBackend::new(epoch, parts, route, capacity.max(extent.0 + extent.1)),
