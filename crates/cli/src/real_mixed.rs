@@ -23,10 +23,13 @@
 //! What this run does not do: the io.max/io.weight/io.cost lines (a
 //! file call is not block IO for the controllers to throttle) and the
 //! write-back buffer (`--pagecache=on`) are refused, as in a run of file
-//! calls alone. A file call is made when the driver submits it (the calls
-//! are synchronous, fio's `FIO_SYNCIO`): while a long one runs (a block
-//! move), the block jobs' IOs already in the kernel go on, and their
-//! completions are reaped after it.
+//! calls alone; so are block IO jobs on more than one file. Each file-call
+//! clone makes its calls on a thread of its own (fio's `FIO_SYNCIO`
+//! engines, one job thread each), so a long call (a block move) holds up
+//! neither the block jobs nor the other clones. The time-based counts of
+//! file-call jobs that race each other on one file (falloc.fio's fuzzers)
+//! follow the kernel's locking and the hand-off to each clone's thread:
+//! they are not fio's to the IO.
 
 use crate::experiment::{Experiment, Ran, RealOptions};
 use anyhow::{bail, Result};
