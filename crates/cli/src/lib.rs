@@ -49,6 +49,7 @@ mod real_files;
 mod real_host;
 mod real_mapped;
 mod real_meta;
+mod real_mixed;
 mod real_place;
 mod real_report;
 mod real_verify;

@@ -57,6 +57,7 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
                 Ok(RealRunner::Metadata) => crate::real::run_meta(&exp, &signals),
                 Ok(RealRunner::FileCalls) => crate::real::run_file_calls(&exp, r, &signals),
                 Ok(RealRunner::Mapped) => crate::real_mapped::run_mapped(&exp, r, &signals),
+                Ok(RealRunner::Mixed) => crate::real_mixed::run_mixed(&exp, r, &signals),
                 Ok(RealRunner::Block) => crate::real::run_real(&exp, r, &signals),
                 Err(e) => Err(e),
             }

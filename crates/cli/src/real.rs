@@ -45,7 +45,7 @@ pub(crate) fn target_identity(path: &Path) -> (DevId, String) {
 /// `/dev/null` when every job is `ioengine=null` and names none (no IO
 /// reaches it). None: they name several files, or a job has several
 /// ([`crate::real_files`]).
-fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<Option<PathBuf>> {
+pub(crate) fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<Option<PathBuf>> {
     let mut names = Vec::new();
     let mut several = false;
     for j in jobs {
@@ -273,7 +273,7 @@ fn plan_on(exp: &Experiment, backend: &RealBackend, path: &Path) -> Result<Plan>
 /// What the engine must open the target at `path` for, from the jobs:
 /// direct IO, reads and writes, the size they need, the largest IO, the
 /// depth and each job's verify format.
-fn engine_options(
+pub(crate) fn engine_options(
     jobs: &[&blkqos_workload::JobSpec],
     ro: &RealOptions,
     write_buffer: Option<&blkqos_driver::pagecache::PageCacheConfig>,
@@ -472,7 +472,7 @@ fn path_file_name(p: &Path) -> String {
 /// `fio_ioring_queue_init`: a job whose registration fails does not run):
 /// honoured when the io_uring ring registered its buffers / the target,
 /// refused otherwise, at the place the option was given.
-fn check_registration(
+pub(crate) fn check_registration(
     jobs: &[&blkqos_workload::JobSpec],
     kind: BackendKind,
     (bufs, file): (bool, bool),

@@ -90,7 +90,8 @@ fn open_files(
     overwrite: bool,
 ) -> Result<Vec<CallFile>> {
     let mut out: Vec<CallFile> = Vec::new();
-    for st in setups {
+    // a block IO job's file is its engine's to open (crate::real_mixed)
+    for st in setups.iter().filter(|s| s.spec.ioengine.is_file_call()) {
         for (path, at) in clone_files(st) {
             let Some(&(start, len)) = extents.iter().find(|(s, l)| (*s..s + l).contains(&at))
             else {
@@ -102,9 +103,13 @@ fn open_files(
             if out.iter().any(|f| f.region_start == start) {
                 continue;
             }
+            // fio lays a file out at the start of the first job that
+            // uses it (filesetup.c `setup_files`: a later job finds it
+            // big enough): with data when that job reads
             let reads = setups
                 .iter()
-                .any(|o| o.spec.rw.has_read() && clone_files(o).iter().any(|(p, _)| *p == path));
+                .find(|o| clone_files(o).iter().any(|(p, _)| *p == path))
+                .is_some_and(|o| o.spec.rw.has_read());
             let file = open_call_file(
                 Path::new(&path),
                 len,

@@ -52,6 +52,9 @@ pub enum RealRunner {
     /// A copy to or from a memory mapping per IO (libpmem, dev-dax,
     /// page_fault: [`crate::real_mapped`]).
     Mapped,
+    /// File calls beside block IO on one file, each job on its own
+    /// engine ([`crate::real_mixed`]).
+    Mixed,
 }
 
 /// Which runner the jobs need (an error: a mix).
@@ -76,15 +79,16 @@ pub fn runner(jobs: &[&JobSpec]) -> Result<RealRunner> {
         (0, 0) => Ok(RealRunner::Block),
         (n, 0) if n == jobs.len() => Ok(RealRunner::Metadata),
         (0, n) if n == jobs.len() => Ok(RealRunner::FileCalls),
+        (0, _) => Ok(RealRunner::Mixed),
         (_, 0) => bail!(
             "--backend=real runs jobs of ioengine=filecreate, filestat, filedelete, dircreate, \
              dirstat, dirdelete, cpuio or exec on their own: the other jobs of the file need \
              the one target the real engine drives; put them in a job file of their own"
         ),
         _ => bail!(
-            "--backend=real runs jobs of ioengine=falloc, ftruncate or e4defrag on their own \
-             (their calls go to the file system, not through the real engine's IO path): put \
-             the other jobs of the file in a job file of their own"
+            "--backend=real does not run jobs of ioengine=falloc, ftruncate or e4defrag beside \
+             jobs of filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, cpuio or \
+             exec: put the jobs of one kind in a job file of their own"
         ),
     }
 }

@@ -52,6 +52,11 @@ impl Clock {
             fresh: Cell::new(false),
         }
     }
+    /// Count from `epoch` instead (a run of several backends shares one
+    /// clock); never earlier than a time already handed out.
+    pub fn set_epoch(&mut self, epoch: std::time::Instant) {
+        self.epoch = epoch.min(self.epoch);
+    }
     /// Read the clock.
     pub fn read(&self) -> Instant {
         let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);

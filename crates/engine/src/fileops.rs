@@ -10,8 +10,9 @@
 //! * ftruncate: `ftruncate(fd, offset)` for a write; a read or a trim
 //!   fails with EINVAL, as in fio.
 //!
-//! Both engines are `FIO_SYNCIO`: the call is made when the IO is
-//! submitted and the IO completes when it returns (no queue). The driver's
+//! Both engines are `FIO_SYNCIO`: the call is made when the IO reaches
+//! the job clone's thread and the IO completes when it returns (no queue);
+//! each clone has its own thread, as each fio job. The driver's
 //! target is a ledger of regions, one per file (the run's plan); an IO's
 //! offset on it names the file and the offset in that file.
 
@@ -156,15 +157,65 @@ pub fn serve(
     }
 }
 
-/// The synchronous backend of the file-call engines.
+/// The backend of the file-call engines: each job clone's calls are made
+/// on a thread of its own, as each fio job runs in its own thread
+/// (backend.c `thread_main`), so that a slow call (a hole punched, a block
+/// move) holds up only its own job. The call is made when the IO reaches
+/// the clone's thread and the IO completes when it returns. A run of one
+/// job clone makes its calls at submission, without the hand-off.
 pub struct FileCallBackend {
     epoch: std::time::Instant,
-    files: Vec<CallFile>,
+    shared: std::sync::Arc<Shared>,
     /// The call each job clone makes, by its index (`Io::submitter`).
     calls: Vec<FileCall>,
-    donors: Vec<Donor>,
-    done: Vec<Completion>,
+    /// Each clone's thread, started at its first IO.
+    workers: Vec<Option<std::sync::mpsc::Sender<(Io, std::time::Instant)>>>,
+    done_tx: std::sync::mpsc::Sender<Completion>,
+    done_rx: std::sync::mpsc::Receiver<Completion>,
+    in_flight: usize,
     capacity: u64,
+}
+
+/// What every clone's thread reads: the files and the donors.
+struct Shared {
+    files: Vec<CallFile>,
+    donors: Vec<Donor>,
+}
+
+impl Shared {
+    fn file_at(&self, offset: u64) -> Option<&CallFile> {
+        self.files
+            .iter()
+            .find(|f| (f.region_start..f.region_start + f.region_len.max(1)).contains(&offset))
+    }
+
+    /// Make `io`'s call: its completion, timed from `epoch`.
+    fn complete(&self, call: FileCall, io: &Io, epoch: std::time::Instant) -> Completion {
+        let clock = || Instant(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        let issued = clock();
+        let res = match self.file_at(io.offset) {
+            Some(f) => serve(
+                call,
+                &self.donors,
+                io.op,
+                &f.file,
+                io.offset - f.region_start,
+                io.len,
+            ),
+            None => Err(libc::EINVAL),
+        };
+        let (bytes, error) = match res {
+            Ok(b) => (b, 0),
+            Err(e) => (0, e),
+        };
+        Completion {
+            id: io.id,
+            error,
+            bytes,
+            at: clock(),
+            issued: Some(issued),
+        }
+    }
 }
 
 impl FileCallBackend {
@@ -176,25 +227,50 @@ impl FileCallBackend {
             .map(|f| f.region_start + f.region_len)
             .max()
             .unwrap_or(0);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
         FileCallBackend {
             epoch: std::time::Instant::now(),
-            files,
+            shared: std::sync::Arc::new(Shared { files, donors }),
+            workers: calls.iter().map(|_| None).collect(),
             calls,
-            donors,
-            done: Vec::new(),
+            done_tx,
+            done_rx,
+            in_flight: 0,
             capacity,
         }
     }
 
-    /// The files, for the run's report and checks.
-    pub fn files(&self) -> &[CallFile] {
-        &self.files
+    /// Count time from `epoch` (a moment before the backend was made), as
+    /// [`crate::RealBackend::set_epoch`]; before the first IO.
+    pub fn set_epoch(&mut self, epoch: std::time::Instant) {
+        self.epoch = epoch.min(self.epoch);
     }
 
-    fn file_at(&self, offset: u64) -> Option<&CallFile> {
-        self.files
-            .iter()
-            .find(|f| (f.region_start..f.region_start + f.region_len.max(1)).contains(&offset))
+    /// The files, for the run's report and checks.
+    pub fn files(&self) -> &[CallFile] {
+        &self.shared.files
+    }
+
+    /// The thread of clone `clone` (started now if it has none).
+    fn worker(&mut self, clone: usize) -> &std::sync::mpsc::Sender<(Io, std::time::Instant)> {
+        let call = self.calls[clone];
+        let (shared, done) = (self.shared.clone(), self.done_tx.clone());
+        self.workers[clone].get_or_insert_with(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<(Io, std::time::Instant)>();
+            std::thread::spawn(move || {
+                for (io, epoch) in rx {
+                    if done.send(shared.complete(call, &io, epoch)).is_err() {
+                        return;
+                    }
+                }
+            });
+            tx
+        })
+    }
+
+    fn take(&mut self, c: Completion, out: &mut Vec<Completion>) {
+        self.in_flight -= 1;
+        out.push(c);
     }
 }
 
@@ -209,51 +285,62 @@ impl Backend for FileCallBackend {
     fn capacity_bytes(&self) -> u64 {
         self.capacity
     }
-    fn submit(&mut self, io: &Io, _now: Instant) {
-        let issued = self.now();
-        let call = self
-            .calls
-            .get(io.submitter.0 as usize)
-            .copied()
-            .unwrap_or(FileCall::Falloc);
-        let res = match self.file_at(io.offset) {
-            Some(f) => serve(
-                call,
-                &self.donors,
-                io.op,
-                &f.file,
-                io.offset - f.region_start,
-                io.len,
-            ),
-            None => Err(libc::EINVAL),
-        };
-        let at = self.now();
-        let (bytes, error) = match res {
-            Ok(b) => (b, 0),
-            Err(e) => (0, e),
-        };
-        self.done.push(Completion {
-            id: io.id,
-            error,
-            bytes,
-            at,
-            issued: Some(issued),
-        });
-    }
-    fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
-        if self.done.is_empty() {
-            if let Some(d) = deadline {
-                let now = self.now();
-                if d > now {
-                    std::thread::sleep(std::time::Duration::from_nanos(d.0 - now.0));
-                }
-            }
+    fn submit(&mut self, io: &Io, now: Instant) {
+        self.in_flight += 1;
+        let clone = io.submitter.0 as usize;
+        let epoch = self.epoch;
+        if clone >= self.calls.len() {
+            // no job of the run: refused as fio refuses a range off its files
+            let _ = self.done_tx.send(Completion {
+                id: io.id,
+                error: libc::EINVAL,
+                bytes: 0,
+                at: now,
+                issued: Some(now),
+            });
             return;
         }
-        out.append(&mut self.done);
+        if self.calls.len() == 1 {
+            // the run's only job: nothing to wait beside it, and the call
+            // made here costs no hand-off between threads
+            let c = self.shared.complete(self.calls[0], io, epoch);
+            let _ = self.done_tx.send(c);
+            return;
+        }
+        if let Err(e) = self.worker(clone).send((*io, epoch)) {
+            // the thread is gone (it panicked): make the call here
+            let (io, epoch) = e.0;
+            let c = self.shared.complete(self.calls[clone], &io, epoch);
+            let _ = self.done_tx.send(c);
+        }
+    }
+    fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+        let first = match deadline {
+            _ if self.in_flight == 0 => {
+                if let Some(d) = deadline {
+                    let now = self.now();
+                    if d > now {
+                        std::thread::sleep(std::time::Duration::from_nanos(d.0 - now.0));
+                    }
+                }
+                return;
+            }
+            None => self.done_rx.recv().ok(),
+            Some(d) => {
+                let now = self.now();
+                let left = std::time::Duration::from_nanos(d.0.saturating_sub(now.0));
+                self.done_rx.recv_timeout(left).ok()
+            }
+        };
+        if let Some(c) = first {
+            self.take(c, out);
+            while let Ok(c) = self.done_rx.try_recv() {
+                self.take(c, out);
+            }
+        }
     }
     fn in_flight(&self) -> usize {
-        self.done.len()
+        self.in_flight
     }
 }
 
@@ -376,6 +463,47 @@ mod tests {
             .truncate(true)
             .open(dir.join("f"))
             .unwrap()
+    }
+
+    #[test]
+    fn each_clone_calls_on_its_own_thread_and_all_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file(dir.path());
+        let files = vec![CallFile {
+            path: dir.path().join("f"),
+            region_start: 1 << 20,
+            region_len: 1 << 20,
+            file: f,
+        }];
+        let mut b = FileCallBackend::new(files, vec![FileCall::Falloc; 2], Vec::new());
+        let io = |id: u64, clone: u32, offset: u64| Io {
+            id: blkqos_core::IoId(id),
+            submitter: blkqos_core::Submitter(clone),
+            group: blkqos_core::GroupId::ROOT,
+            op: IoOp::Write,
+            flags: blkqos_core::IoFlags::default(),
+            offset,
+            len: 64 << 10,
+            submitted_at: Instant::ZERO,
+            cost_vtime: 0,
+            ioprio: 0,
+        };
+        let now = b.now();
+        b.submit(&io(1, 0, 1 << 20), now);
+        b.submit(&io(2, 1, (1 << 20) + (64 << 10)), now);
+        // below the file's region: no file there
+        b.submit(&io(3, 1, 0), now);
+        let mut out = Vec::new();
+        while b.in_flight() > 0 {
+            b.wait(Some(Instant(b.now().0 + 1_000_000_000)), &mut out);
+        }
+        out.sort_by_key(|c| c.id.0);
+        let got: Vec<_> = out.iter().map(|c| (c.id.0, c.error, c.bytes)).collect();
+        assert_eq!(
+            got,
+            vec![(1, 0, 64 << 10), (2, 0, 64 << 10), (3, libc::EINVAL, 0)]
+        );
+        assert_eq!(b.files()[0].file.metadata().unwrap().len(), 128 << 10);
     }
 
     #[test]

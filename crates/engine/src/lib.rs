@@ -17,6 +17,8 @@
 //!   an extent of one address space, and one backend drives them all:
 //!   [`route`] turns each IO's offset into (the file's fd, the offset in
 //!   it).
+//! * [`by_job::RoutedBackend`] drives jobs of several engines in one run
+//!   (file calls beside block IO): each IO goes to its job's backend.
 //! * Both backends keep one preallocated, 4 KiB-aligned buffer per request
 //!   slot (`depth` slots of `max_io` bytes): no allocation per IO.
 //! * Time: `CLOCK_MONOTONIC` minus the backend's epoch, as
@@ -44,6 +46,7 @@
 #![warn(missing_docs)]
 
 pub mod buf;
+pub mod by_job;
 mod common;
 pub mod diskutil;
 pub mod fileops;
@@ -327,6 +330,15 @@ impl RealBackend {
         match self {
             RealBackend::Uring(b) => b.write_out_store(),
             RealBackend::Threads(b) => b.write_out_store(),
+        }
+    }
+    /// Count time from `epoch` (a moment before the backend opened): the
+    /// backends of one run that drives several share one clock, so their
+    /// completion times compare.
+    pub fn set_epoch(&mut self, epoch: std::time::Instant) {
+        match self {
+            RealBackend::Uring(b) => b.set_epoch(epoch),
+            RealBackend::Threads(b) => b.set_epoch(epoch),
         }
     }
     /// The userspace write-back buffer's counters and pages held, if on.

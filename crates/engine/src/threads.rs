@@ -133,6 +133,10 @@ fn worker(files: Arc<Vec<File>>, rx: Arc<Mutex<Receiver<Req>>>, tx: SyncSender<D
 }
 
 impl ThreadsBackend {
+    /// Count time from `epoch` ([`crate::RealBackend::set_epoch`]).
+    pub(crate) fn set_epoch(&mut self, epoch: std::time::Instant) {
+        self.core.clock.set_epoch(epoch);
+    }
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Self {
         let enotty = opts.fio_trims && target.info.kind != crate::TargetKind::BlockDevice;
         Self::with_files(target.info, vec![target.file], None, vec![enotty], opts)

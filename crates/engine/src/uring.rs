@@ -83,6 +83,10 @@ fn polled_ring(entries: u32, opts: &EngineOptions) -> io::Result<IoUring> {
 }
 
 impl UringBackend {
+    /// Count time from `epoch` ([`crate::RealBackend::set_epoch`]).
+    pub(crate) fn set_epoch(&mut self, epoch: std::time::Instant) {
+        self.core.clock.set_epoch(epoch);
+    }
     pub(crate) fn new(target: Target, opts: &EngineOptions) -> Result<Self, EngineError> {
         let enotty = opts.fio_trims && target.info.kind != crate::TargetKind::BlockDevice;
         Self::with_files(target.info, vec![target.file], None, vec![enotty], opts)
