@@ -580,31 +580,20 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
              file system's): leave the controller options out"
         );
     }
-    let ledger = [("size", crate::real_fileops::LEDGER_SIZE), ("name", "fs")];
-    let layout_dev = DeviceSpec::new("null", ledger).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let plan = exp.plan(&layout_dev, None)?;
+    let plan = ledger_plan(exp, "fs")?;
     let (mut backend, dir) =
         crate::real_fileops::backend(&plan.setups, &plan.extents, ro.overwrite)?;
     let (devid, dev_name) = target_identity(&dir);
-    let mut stack = blkqos_core::ControllerStack::from_writes(
-        &exp.controllers,
-        &plan.tree,
-        blkqos_core::cgroupfs::DeviceInfo {
-            dev: devid,
-            rotational: false,
-            nr_requests: blkqos_driver::Backend::nr_requests(&backend),
-        },
-        &exp.writes,
-    )?;
-    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
-    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
     let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
-    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    let mut result = blkqos_driver::run(&mut backend, &mut stack, plan.setups, &opts)?;
+    let result = drive_ledger_run(
+        exp,
+        &plan.tree,
+        plan.setups,
+        (&mut backend, devid),
+        signals,
+        |_| Ok(()),
+    )?;
     let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
-    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
-    }
     crate::outcome::say_interrupted(signals, &result, false);
     Ok(ran_without_controllers(
         result,
@@ -614,6 +603,48 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
         (devid, dev_name),
         kernel_disks,
     ))
+}
+
+/// The plan of a run whose jobs' files are laid out on a ledger of
+/// regions, not on one target (file calls, mixed engines, mapped
+/// engines); `name` names the ledger.
+pub(crate) fn ledger_plan(exp: &Experiment, name: &str) -> Result<Plan> {
+    let ledger = [("size", crate::real_fileops::LEDGER_SIZE), ("name", name)];
+    let layout_dev = DeviceSpec::new("null", ledger).map_err(|e| anyhow::anyhow!("{e}"))?;
+    exp.plan(&layout_dev, None)
+}
+
+/// Drive `setups` on `backend` under the controllers of `exp`'s knob
+/// lines (device `devid`), polling every 50 ms for signals; `finish` runs
+/// after the jobs (a drain at their end belongs to them), then the CPU the
+/// run used is charged to its jobs.
+pub(crate) fn drive_ledger_run<B: blkqos_driver::Backend>(
+    exp: &Experiment,
+    tree: &blkqos_core::CgroupTree,
+    setups: Vec<blkqos_driver::run::JobSetup>,
+    (backend, devid): (&mut B, DevId),
+    signals: &StopOnSignal,
+    finish: impl FnOnce(&mut B) -> Result<()>,
+) -> Result<blkqos_driver::RunResult> {
+    let mut stack = blkqos_core::ControllerStack::from_writes(
+        &exp.controllers,
+        tree,
+        blkqos_core::cgroupfs::DeviceInfo {
+            dev: devid,
+            rotational: false,
+            nr_requests: backend.nr_requests(),
+        },
+        &exp.writes,
+    )?;
+    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
+    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
+    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
+    let mut result = blkqos_driver::run(backend, &mut stack, setups, &opts)?;
+    finish(backend)?;
+    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
+        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
+    }
+    Ok(result)
 }
 
 /// The result of a real run whose jobs issue no block IO of blkqos's own

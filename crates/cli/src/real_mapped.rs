@@ -19,7 +19,6 @@ use anyhow::{anyhow, bail, Result};
 use blkqos_driver::run::JobSetup;
 use blkqos_engine::mapped::{CloneSetup, MapEngine, MappedBackend, Region};
 use blkqos_engine::StopOnSignal;
-use blkqos_sim::DeviceSpec;
 use blkqos_workload::{IoEngine, JobSpec};
 use std::path::{Path, PathBuf};
 
@@ -215,34 +214,24 @@ pub fn run_mapped(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) ->
     }
     // the copies run on this thread: its CPUs and memory policy
     crate::real_place::apply(&specs)?;
-    let ledger = [("size", crate::real_fileops::LEDGER_SIZE), ("name", "mem")];
-    let layout_dev = DeviceSpec::new("null", ledger).map_err(|e| anyhow!("{e}"))?;
-    let plan = exp.plan(&layout_dev, None)?;
+    let plan = crate::real::ledger_plan(exp, "mem")?;
     let (mut backend, dir) = backend(&plan.setups, &plan.extents, ro.overwrite)?;
     let (devid, dev_name) = crate::real::target_identity(&dir);
-    let mut stack = blkqos_core::ControllerStack::from_writes(
-        &exp.controllers,
+    let mut result = crate::real::drive_ledger_run(
+        exp,
         &plan.tree,
-        blkqos_core::cgroupfs::DeviceInfo {
-            dev: devid,
-            rotational: false,
-            nr_requests: blkqos_driver::Backend::nr_requests(&backend),
+        plan.setups,
+        (&mut backend, devid),
+        signals,
+        |b| {
+            b.close().map_err(|e| {
+                anyhow!(
+                    "the drain (msync) of a libpmem mapping at the jobs' end failed: {}",
+                    std::io::Error::from_raw_os_error(e)
+                )
+            })
         },
-        &exp.writes,
     )?;
-    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
-    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
-    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    let mut result = blkqos_driver::run(&mut backend, &mut stack, plan.setups, &opts)?;
-    if let Err(e) = backend.close() {
-        bail!(
-            "the drain (msync) of a libpmem mapping at the jobs' end failed: {}",
-            std::io::Error::from_raw_os_error(e)
-        );
-    }
-    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
-    }
     charge_faults(&mut result.jobs, &backend);
     crate::outcome::say_interrupted(signals, &result, false);
     Ok(crate::real::ran_without_controllers(

@@ -36,7 +36,6 @@ use anyhow::{bail, Result};
 use blkqos_driver::run::JobSetup;
 use blkqos_engine::by_job::{Part, RoutedBackend};
 use blkqos_engine::StopOnSignal;
-use blkqos_sim::DeviceSpec;
 use blkqos_workload::JobSpec;
 use std::path::{Path, PathBuf};
 
@@ -183,32 +182,21 @@ pub fn run_mixed(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> 
         .flat_map(|i| i.jobs.jobs.iter())
         .collect();
     check(exp, &specs)?;
-    let ledger = [("size", crate::real_fileops::LEDGER_SIZE), ("name", "fs")];
-    let layout_dev = DeviceSpec::new("null", ledger).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let plan = exp.plan(&layout_dev, None)?;
+    let plan = crate::real::ledger_plan(exp, "fs")?;
     let (mut backend, path) = backend(ro, &specs, &plan)?;
     let (devid, dev_name) = crate::real::target_identity(&path);
-    let mut stack = blkqos_core::ControllerStack::from_writes(
-        &exp.controllers,
-        &plan.tree,
-        blkqos_core::cgroupfs::DeviceInfo {
-            dev: devid,
-            rotational: false,
-            nr_requests: blkqos_driver::Backend::nr_requests(&backend),
-        },
-        &exp.writes,
-    )?;
-    let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
-    opts.poll_every = Some(blkqos_core::Duration::from_ms(50));
     let disks = blkqos_engine::diskutil::DiskWatch::start(&path);
-    let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    let mut result = blkqos_driver::run(&mut backend, &mut stack, plan.setups, &opts)?;
+    let result = crate::real::drive_ledger_run(
+        exp,
+        &plan.tree,
+        plan.setups,
+        (&mut backend, devid),
+        signals,
+        |_| Ok(()),
+    )?;
     // close every file before the report
     drop(backend);
     let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
-    if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
-    }
     crate::outcome::say_interrupted(signals, &result, false);
     Ok(crate::real::ran_without_controllers(
         result,
