@@ -492,6 +492,14 @@ impl DeviceSpec {
                 why: "must be at most 100",
             });
         }
+        if self.kind == ModelKind::Fes && self.get("spread_pct") > 100 {
+            return Err(SpecError::BadValue {
+                model: self.kind.name(),
+                key: "spread_pct".into(),
+                value: self.get("spread_pct").to_string(),
+                why: "a share of the service time: at most 100",
+            });
+        }
         Ok(())
     }
 
@@ -582,7 +590,7 @@ impl DeviceSpec {
                 Box::new(Fes::new(
                     dir("read"),
                     dir("write"),
-                    g("spread_pct").min(100) as u32,
+                    g("spread_pct") as u32,
                     g("nr_requests") as u32,
                     self.capacity,
                     self.seed,
@@ -648,6 +656,15 @@ mod tests {
             e.contains("`grant_jitter_pct`") && e.contains("at most 100"),
             "{e}"
         );
+        let e = DeviceSpec::parse("fes,spread_pct=150")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`spread_pct`") && e.contains("`150`") && e.contains("at most 100"),
+            "{e}"
+        );
+        let e = DeviceSpec::parse("fes,read_ns_q8=0").unwrap_err().to_string();
+        assert!(e.contains("`read_ns_q8`") && e.contains("greater than 0"), "{e}");
         assert_eq!(
             DeviceSpec::parse("cloud,io_unit=256k")
                 .unwrap()
