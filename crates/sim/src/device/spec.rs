@@ -663,8 +663,13 @@ mod tests {
             e.contains("`spread_pct`") && e.contains("`150`") && e.contains("at most 100"),
             "{e}"
         );
-        let e = DeviceSpec::parse("fes,read_ns_q8=0").unwrap_err().to_string();
-        assert!(e.contains("`read_ns_q8`") && e.contains("greater than 0"), "{e}");
+        let e = DeviceSpec::parse("fes,read_ns_q8=0")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`read_ns_q8`") && e.contains("greater than 0"),
+            "{e}"
+        );
         assert_eq!(
             DeviceSpec::parse("cloud,io_unit=256k")
                 .unwrap()
