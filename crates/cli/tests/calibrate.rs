@@ -55,8 +55,11 @@ fn fit_recovers_a_simulated_flow_equivalent_server() {
     for (d, t) in depths.iter().zip(q) {
         spec += &format!(",read_ns_q{d}={t},write_ns_q{d}={}", 2.0 * t);
     }
-    spec += ",read_ps_per_byte_q1=2000,read_ps_per_byte_q64=500";
-    spec += ",write_ps_per_byte_q1=4000,write_ps_per_byte_q64=1000";
+    spec += ",read_ps_per_byte_q1=2000,read_ps_per_byte_q16=1000,read_ps_per_byte_q64=500";
+    spec += ",write_ps_per_byte_q1=4000,write_ps_per_byte_q16=2000,write_ps_per_byte_q64=1000";
+    // bandwidths that bound 128 KiB at depth 64 (100 us and 200 us a
+    // request, above their own 72 us and 145 us) but not 32 KiB at depth 16
+    spec += ",read_max_bps=1310720000,write_max_bps=655360000";
     let v = json_of(&[
         &format!("--device={spec}"),
         "--submit-ns=2000",
@@ -74,12 +77,23 @@ fn fit_recovers_a_simulated_flow_equivalent_server() {
     }
     for (k, want) in [
         ("read_ps_per_byte_q1", 2000.0),
-        ("read_ps_per_byte_q64", 500.0),
+        ("read_ps_per_byte_q16", 1000.0),
+        ("read_max_bps", 1310720000.0),
         ("write_ps_per_byte_q1", 4000.0),
-        ("write_ps_per_byte_q64", 1000.0),
+        ("write_ps_per_byte_q16", 2000.0),
+        ("write_max_bps", 655360000.0),
     ] {
         let got = param(&v, k);
         assert!(near(got, want, 5.0), "{k}: fitted {got}, true {want}");
+    }
+    // at depth 64 the 128 KiB job ran at the bandwidth: its own cost per
+    // byte is hidden, and the fit keeps it at most depth 16's
+    for d in ["read", "write"] {
+        let (q16, q64) = (
+            param(&v, &format!("{d}_ps_per_byte_q16")),
+            param(&v, &format!("{d}_ps_per_byte_q64")),
+        );
+        assert!(q64 <= q16 * 1.001, "{d}: q64 {q64} > q16 {q16}");
     }
     // no random share in the device: none fitted
     assert!(param(&v, "spread_pct") < 5.0, "{}", v["device"]);

@@ -73,7 +73,7 @@ fn min_of(key: &str) -> u64 {
     match key {
         "jitter_pct" | "mbps" | "read_delay_ns" | "write_delay_ns" | "read_tail_ns"
         | "write_tail_ns" | "spread_pct" => 0,
-        k if k.contains("_ps_per_byte_") => 0,
+        k if k.contains("_ps_per_byte_") || k.ends_with("_max_bps") => 0,
         _ => 1,
     }
 }
@@ -203,7 +203,7 @@ pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
 /// The `fes` family (every fit has one).
 fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
     type Pick = fn(&super::fit::FesFit) -> Option<super::fit::FesDirFit>;
-    let dirs: [(Pick, [&'static str; 9]); 2] = [
+    let dirs: [(Pick, [&'static str; 11]); 2] = [
         (
             |f| Some(f.read),
             [
@@ -215,7 +215,9 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
                 "read_ns_q32",
                 "read_ns_q64",
                 "read_ps_per_byte_q1",
+                "read_ps_per_byte_q16",
                 "read_ps_per_byte_q64",
+                "read_max_bps",
             ],
         ),
         (
@@ -229,7 +231,9 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
                 "write_ns_q32",
                 "write_ns_q64",
                 "write_ps_per_byte_q1",
+                "write_ps_per_byte_q16",
                 "write_ps_per_byte_q64",
+                "write_max_bps",
             ],
         ),
     ];
@@ -243,10 +247,10 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
                 .fes
                 .and_then(|x| pick(&x))
                 .expect("every fit has this direction");
-            if i < 7 {
-                d.ns_4k[i]
-            } else {
-                d.ps_per_byte[i - 7]
+            match i {
+                0..=6 => d.ns_4k[i],
+                7..=9 => d.ps_per_byte[i - 7],
+                _ => d.max_bps,
             }
         };
         for (i, key) in keys.into_iter().enumerate() {

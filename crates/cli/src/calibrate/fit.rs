@@ -38,10 +38,16 @@
 //! `t(2)` ... `t(64)` are `1 / IOPS` of the random 4 KiB jobs at those
 //! depths, and `t(1)` the depth-1 cycle less the submit call (at
 //! depth 1 nothing overlaps the call; deeper, the calls overlap the
-//! device's work). The cost of a byte beyond 4 KiB is the depth-1 line's
-//! slope at depth 1, and at depth 64 the difference between the random
-//! 128 KiB and 4 KiB jobs' times between completions over the 124 KiB
-//! between them. The share of the service that is random is the depth-1
+//! device's work). A byte beyond 4 KiB costs on its own request's path
+//! (`per_byte(n)`) or on a resource the requests share (`max_bps`), the
+//! larger of the two (a roofline). On its own path it costs the depth-1
+//! line's slope at depth 1 (nothing overlaps there), and at depth 16 the
+//! difference between the random 32 KiB and 4 KiB jobs' times between
+//! completions over the 28 KiB between them, or nothing when the 32 KiB
+//! job ran at the shared bandwidth (its requests took no longer than their
+//! bytes there); at depth 64 the same difference for 128 KiB, at most
+//! depth 16's. `max_bps` is the random 128 KiB job's bandwidth at depth
+//! 64. The share of the service that is random is the depth-1
 //! spread's: `p99 − p50` of an exponential of mean `m` is `m · ln 50`.
 //!
 //! Each quantity is fitted per round; `super::stats` turns the rounds into
@@ -110,8 +116,13 @@ pub struct NullFit {
 pub struct FesDirFit {
     /// 4 KiB service time at depths 1, 2, 4 ... 64 (`read_ns_q1`...).
     pub ns_4k: [f64; 7],
-    /// Cost of a byte beyond 4 KiB at depths 1 and 64, picoseconds.
-    pub ps_per_byte: [f64; 2],
+    /// Cost of a byte beyond 4 KiB on its request's own path at depths 1,
+    /// 16 and 64, picoseconds.
+    pub ps_per_byte: [f64; 3],
+    /// The shared bandwidth (bytes/s; 0: not measured, a round recorded
+    /// before the depth-16 32 KiB job, fitted with the line from depth 1
+    /// to 64 as before).
+    pub max_bps: f64,
 }
 
 /// The `fes` model: reads, writes when measured, and the random share of
@@ -206,13 +217,34 @@ fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64) -> Option<FesDirFit
     let q64 = gap(format!("{d}randiops"))?;
     let q64_big = gap(format!("{d}randbps"))?;
     let q1 = (r.get(&format!("{d}lat_4k"))?.cycle_ns() - submit_ns).max(1.0);
-    let extra_bytes = (super::plan::RAND_BPS_BS - 4096) as f64;
+    let ps = |dt_ns: f64, bytes: u64| (dt_ns / (bytes - 4096) as f64 * 1000.0).max(0.0);
+    let p1 = (raw.slope_ns_per_byte * 1000.0).max(0.0);
+    let p64 = ps(q64_big - q64, super::plan::RAND_BPS_BS);
+    let mid = r.get(&format!(
+        "{d}depth_{}_{}k",
+        super::plan::MID_DEPTH,
+        super::plan::MID_BS >> 10
+    ));
+    let (p16, p64, max_bps) = match mid {
+        Some(m) => {
+            let max_bps = r.get(&format!("{d}randbps"))?.bytes_per_sec();
+            let at_bandwidth_ns = super::plan::MID_BS as f64 * 1e9 / max_bps.max(1.0);
+            let gap = 1e9 / m.iops().max(1e-9);
+            // a job that ran at the shared bandwidth shows no cost of its own
+            let p16 = if gap <= at_bandwidth_ns {
+                0.0
+            } else {
+                ps(gap - q16?, super::plan::MID_BS)
+            };
+            (p16, p64.min(p16), max_bps)
+        }
+        // recorded before the job existed: the line from depth 1 to 64
+        None => (p1 + (p64 - p1) * 4.0 / 6.0, p64, 0.0),
+    };
     Some(FesDirFit {
         ns_4k: [q1, q2?, q4?, q8?, q16?, q32?, q64],
-        ps_per_byte: [
-            (raw.slope_ns_per_byte * 1000.0).max(0.0),
-            ((q64_big - q64) / extra_bytes * 1000.0).max(0.0),
-        ],
+        ps_per_byte: [p1, p16, p64],
+        max_bps,
     })
 }
 

@@ -1,7 +1,8 @@
 //! Running one calibration job: an fio command line through the same
 //! planning and engine as `blkqos run`, on the real target (io_uring,
-//! `direct=1`) or on a simulated device, reduced to the numbers the fit
-//! needs.
+//! `direct=1`) or on a simulated device, or handed to fio itself (the
+//! program the kernel's `iocost_coef_gen.py` drives), reduced to the
+//! numbers the fit needs.
 
 use super::plan::Job;
 use crate::experiment::Ran;
@@ -21,6 +22,16 @@ pub enum Target {
         size: Option<String>,
         /// Extra flags for the engine (`--backend=`, consents).
         flags: Vec<String>,
+    },
+    /// A file or block device measured by fio (`--runner=fio`): the
+    /// host cost the fit sees is fio's own, so the fitted model predicts
+    /// fio's runs on the device. The safety rules were checked by the
+    /// engine before the first job.
+    Fio {
+        path: PathBuf,
+        size: Option<String>,
+        /// The `fio` program.
+        program: PathBuf,
     },
     /// A simulated device (`--device=` spec), with the host's submit cost.
     Sim {
@@ -82,6 +93,13 @@ pub fn job_args(job: &Job, target: &Target, secs: u32) -> Vec<String> {
             a.push("--eta=never".into());
             a.extend(flags.iter().cloned());
         }
+        Target::Fio { path, size, .. } => {
+            a.push(format!("--filename={}", path.display()));
+            if let Some(s) = size {
+                a.push(format!("--size={s}"));
+            }
+            a.push("--output-format=json".into());
+        }
         Target::Sim {
             device,
             name,
@@ -104,6 +122,9 @@ pub fn run(
     signals: &StopOnSignal,
 ) -> Result<Point, Failure> {
     let args = job_args(job, target, secs);
+    if let Target::Fio { program, .. } = target {
+        return run_fio(job, program, &args);
+    }
     let exp = crate::flags::experiment_from_args(&args).map_err(|err| Failure {
         code: 2,
         err: err.context(format!("calibration job `{}`", job.name)),
@@ -121,6 +142,72 @@ pub fn run(
         err: err.context(format!("calibration job `{}`", job.name)),
     })?;
     point_of(&ran, job).map_err(|err| Failure { code: 1, err })
+}
+
+/// Run `job` with fio and read its JSON output.
+fn run_fio(job: &Job, program: &std::path::Path, args: &[String]) -> Result<Point, Failure> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| Failure {
+            code: 2,
+            err: anyhow::anyhow!(
+                "calibrate --runner=fio: cannot run `{}`: {e}",
+                program.display()
+            ),
+        })?;
+    let fail = |what: String| Failure {
+        code: 1,
+        err: anyhow::anyhow!(
+            "calibration job `{}` (fio {}): {what}",
+            job.name,
+            args.join(" ")
+        ),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // fio prints notes before its JSON on the same stream
+    let json = stdout.find('{').map_or("", |i| &stdout[i..]);
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+        fail(format!(
+            "exit {}, no JSON result ({e}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    })?;
+    fio_point(&v, job.write).map_err(|e| fail(e.to_string()))
+}
+
+/// The measured direction of fio's first job in its JSON output.
+pub fn fio_point(v: &serde_json::Value, write: bool) -> Result<Point> {
+    let j = &v["jobs"][0];
+    if let Some(err) = j["error"].as_i64().filter(|&e| e != 0) {
+        bail!("failed: {}", std::io::Error::from_raw_os_error(err as i32));
+    }
+    let d = &j[if write { "write" } else { "read" }];
+    let num = |x: &serde_json::Value, what: &str| {
+        x.as_f64()
+            .ok_or_else(|| anyhow::anyhow!("fio's JSON has no {what}"))
+    };
+    let ios = num(&d["total_ios"], "total_ios")? as u64;
+    if ios == 0 {
+        bail!("completed no IO");
+    }
+    let pct = &d["lat_ns"]["percentile"];
+    Ok(Point {
+        ios,
+        bytes: num(&d["io_bytes"], "io_bytes")? as u64,
+        runtime_ms: num(&d["runtime"], "runtime")? as u64,
+        lat_mean_ns: num(&d["lat_ns"]["mean"], "lat_ns.mean")?,
+        lat_p50_ns: num(
+            &pct["50.000000"],
+            "lat_ns 50th percentile (lat_percentiles=1)",
+        )? as u64,
+        lat_p99_ns: num(
+            &pct["99.000000"],
+            "lat_ns 99th percentile (lat_percentiles=1)",
+        )? as u64,
+        slat_mean_ns: num(&d["slat_ns"]["mean"], "slat_ns.mean")?,
+    })
 }
 
 fn point_of(ran: &Ran, job: &Job) -> Result<Point> {

@@ -75,6 +75,12 @@ pub struct Args {
     /// real (io_uring, falling back to threads), io_uring or threads
     #[arg(long, default_value = "io_uring")]
     backend: String,
+    /// Who runs the jobs: blkqos (its real engine) or fio (the `fio` on
+    /// PATH, as the kernel's iocost_coef_gen.py does): the fitted host
+    /// cost is the runner's, so fit with the program whose runs the
+    /// model is to predict
+    #[arg(long, default_value = "blkqos", conflicts_with = "device")]
+    runner: String,
     /// Write to a block device even if it carries a signature
     #[arg(long = "allow-destructive", alias = "allow_destructive")]
     allow_destructive: bool,
@@ -129,6 +135,19 @@ fn resolve(a: &Args) -> Result<(Target, raw::TargetInfo), Failure> {
         nr_requests: sys_u64(&devid, "queue/nr_requests"),
         max_sectors_kb: sys_u64(&devid, "queue/max_sectors_kb"),
     };
+    match a.runner.as_str() {
+        "blkqos" => {}
+        "fio" => {
+            check_for_fio(a, &path, size_bytes)?;
+            let target = Target::Fio {
+                path,
+                size: a.size.clone(),
+                program: PathBuf::from("fio"),
+            };
+            return Ok((target, info));
+        }
+        r => return Err(bad(anyhow!("calibrate: --runner={r}: use blkqos or fio"))),
+    }
     Ok((
         Target::Real {
             path,
@@ -137,6 +156,35 @@ fn resolve(a: &Args) -> Result<(Target, raw::TargetInfo), Failure> {
         },
         info,
     ))
+}
+
+/// The engine's safety rules for a target fio will measure: open it as
+/// blkqos's own jobs would (a file is laid out, a block device with a
+/// signature needs --allow-destructive), then leave it to fio.
+fn check_for_fio(a: &Args, path: &std::path::Path, size_bytes: u64) -> Result<(), Failure> {
+    let opts = blkqos_engine::EngineOptions {
+        direct: true,
+        size_needed: size_bytes,
+        reads: true,
+        writes: a.write,
+        allow_destructive: a.allow_destructive,
+        overwrite: a.overwrite,
+        ..Default::default()
+    };
+    blkqos_engine::open_backend(path, opts)
+        .map(drop)
+        .map_err(|e| bad(anyhow!("calibrate: {e}")))
+}
+
+/// The version fio prints, for the record.
+fn fio_version() -> String {
+    std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "fio".into())
 }
 
 /// `--device=SPEC`: a simulated target.
@@ -300,6 +348,7 @@ fn measure_all(a: &Args, signals: &StopOnSignal) -> Result<raw::Measured, Failur
         target: info,
         backend: match &target {
             Target::Real { .. } => format!("real engine ({}, direct=1)", a.backend),
+            Target::Fio { .. } => format!("{} (io_uring, direct=1)", fio_version()),
             Target::Sim { submit_ns, .. } => {
                 format!(
                     "simulator (--device={}, --submit-ns={submit_ns})",

@@ -4,8 +4,10 @@
 //! simulated device's fit needs: the queue-depth-1 latency at three sizes
 //! (latency against IO size: base latency and transfer rate), random 4 KiB
 //! throughput at depths 2, 4, 8, 16 and 32 (with the script's 1 and 64,
-//! every power of two: throughput against queue depth) and random 128 KiB at depth 64 (the
-//! saturated cost of a byte of random IO).
+//! every power of two: throughput against queue depth), random 32 KiB at
+//! depth 16 (what a byte costs with requests in flight, below the
+//! saturated bandwidth) and random 128 KiB at depth 64 (the saturated
+//! cost of a byte of random IO).
 
 /// One measurement job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +31,11 @@ pub const LAT_SIZES: [u64; 3] = [4 << 10, 32 << 10, 128 << 10];
 /// Depths of the random 4 KiB jobs between depth 1 (`rlat_4k`) and
 /// [`COEF_DEPTH`] (`rrandiops`): with those, every power of two.
 pub const SWEEP_DEPTHS: [u32; 5] = [2, 4, 8, 16, 32];
+/// Block and depth of the job that measures the cost of a byte with
+/// requests in flight (`rdepth_16_32k`): deep enough that the device
+/// overlaps requests, small enough to stay below its bandwidth.
+pub const MID_BS: u64 = 32 << 10;
+pub const MID_DEPTH: u32 = 16;
 /// Block of the saturated random bandwidth job (`rrandbps`).
 pub const RAND_BPS_BS: u64 = 128 << 10;
 
@@ -84,6 +91,13 @@ pub fn round(size: u64, writes: bool) -> Vec<Job> {
             });
         }
         jobs.push(Job {
+            name: format!("{d}depth_{MID_DEPTH}_{}k", MID_BS >> 10),
+            rw: rand,
+            bs_bytes: MID_BS,
+            iodepth: MID_DEPTH,
+            write,
+        });
+        jobs.push(Job {
             name: format!("{d}randbps"),
             rw: rand,
             bs_bytes: RAND_BPS_BS,
@@ -118,11 +132,11 @@ mod tests {
     #[test]
     fn a_round_without_writes_reads_only() {
         let r = round(1 << 30, false);
-        assert_eq!(r.len(), 12);
+        assert_eq!(r.len(), 13);
         assert!(r.iter().all(|j| !j.write && !j.rw.contains("write")));
         let w = round(1 << 30, true);
-        assert_eq!(w.len(), 24);
-        assert_eq!(w.iter().filter(|j| j.write).count(), 12);
+        assert_eq!(w.len(), 26);
+        assert_eq!(w.iter().filter(|j| j.write).count(), 13);
         let names: Vec<&str> = r.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(
             names,
@@ -135,6 +149,7 @@ mod tests {
                 "rdepth_8",
                 "rdepth_16",
                 "rdepth_32",
+                "rdepth_16_32k",
                 "rrandbps",
                 "rlat_4k",
                 "rlat_32k",

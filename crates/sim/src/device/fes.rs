@@ -23,10 +23,20 @@
 //!
 //! `t` is given for 4 KiB requests at every power of two from depth 1 to
 //! 64 (`read_ns_q1`, `read_ns_q2` ... `read_ns_q64`, and the same for
-//! writes), linear in log2(depth) between them and held beyond; a request of `len` bytes
-//! takes `(len − 4096) × per_byte(n)` more, the cost per byte given at
-//! depths 1 and 64 (`read_ps_per_byte_q1`, `read_ps_per_byte_q64`, in
-//! picoseconds) and interpolated the same way. Reads and writes share the
+//! writes), linear in log2(depth) between them and held beyond. A request
+//! of `len` bytes takes `(len − 4096) × per_byte(n)` more, the cost per
+//! byte given at depths 1, 16 and 64 (`read_ps_per_byte_q1`, `_q16`,
+//! `_q64`, in picoseconds) and interpolated the same way, but never less
+//! than `len / max_bps` (`read_max_bps`, the device's highest bandwidth;
+//! 0: none). The two terms are the two ways a byte can cost: on the path
+//! of its own request (at depth 1 every byte is, so the depth-1 latency
+//! line gives the slope), or on a resource shared with the other requests
+//! in flight that only limits once it is the busiest (a loop device's
+//! copy beside the submitting program's per-request work on another CPU:
+//! this machine's loop device over RAM serves 16 KiB requests at depth 12
+//! as fast as 4 KiB ones, while 128 KiB ones at depth 64 run at its copy
+//! bandwidth). The per-request time is a roofline: the larger of the two.
+//! Reads and writes share the
 //! queue and the population; each request is served at its own
 //! direction's `t(n)`. Discards and flushes take a 4 KiB write's time.
 //! `spread_pct` of each service time is exponentially distributed
@@ -47,12 +57,14 @@ use std::collections::VecDeque;
 /// The depths the service times are given at.
 pub const FES_DEPTHS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
-/// One direction's service: 4 KiB time per depth of [`FES_DEPTHS`], and
-/// the cost per byte beyond 4 KiB at depths 1 and 64 (ps per byte).
+/// One direction's service: 4 KiB time per depth of [`FES_DEPTHS`], the
+/// cost per byte beyond 4 KiB at depths 1, 16 and 64 (ps per byte), and
+/// the bandwidth no request beats (bytes/s, 0: none).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FesDir {
     pub ns_4k: [u64; 7],
-    pub ps_per_byte: [u64; 2],
+    pub ps_per_byte: [u64; 3],
+    pub max_bps: u64,
 }
 
 impl FesDir {
@@ -64,9 +76,19 @@ impl FesDir {
         let frac = x - seg as f64;
         let (a, b) = (self.ns_4k[seg] as f64, self.ns_4k[seg + 1] as f64);
         let t4k = a + (b - a) * frac;
-        let (p1, p64) = (self.ps_per_byte[0] as f64, self.ps_per_byte[1] as f64);
-        let per_byte_ps = p1 + (p64 - p1) * x / 6.0;
-        t4k + len.saturating_sub(4096) as f64 * per_byte_ps / 1000.0
+        let [p1, p16, p64] = self.ps_per_byte.map(|p| p as f64);
+        let per_byte_ps = if x <= 4.0 {
+            p1 + (p16 - p1) * x / 4.0
+        } else {
+            p16 + (p64 - p16) * (x - 4.0) / 2.0
+        };
+        let own = t4k + len.saturating_sub(4096) as f64 * per_byte_ps / 1000.0;
+        let shared = if self.max_bps > 0 {
+            len as f64 * 1e9 / self.max_bps as f64
+        } else {
+            0.0
+        };
+        own.max(shared)
     }
 }
 
@@ -182,7 +204,8 @@ mod tests {
     fn dir() -> FesDir {
         FesDir {
             ns_4k: [80_000, 50_000, 30_000, 20_000, 12_000, 10_000, 8_000],
-            ps_per_byte: [1_000, 500],
+            ps_per_byte: [1_000, 666, 500],
+            max_bps: 0,
         }
     }
 
@@ -216,6 +239,28 @@ mod tests {
         // 128 KiB at depth 1: 124 KiB at 1 ns per byte more
         assert!((d.service_ns(1, 128 << 10) - (80_000.0 + 126_976.0)).abs() < 1e-6);
         assert!((d.service_ns(64, 128 << 10) - (8_000.0 + 63_488.0)).abs() < 1e-6);
+        // depth 16: its own cost per byte (666 ps); depth 32 halfway (in
+        // log2) between 16's and 64's
+        assert!((d.service_ns(16, 32 << 10) - (12_000.0 + 28_672.0 * 0.666)).abs() < 1e-6);
+        assert!((d.service_ns(32, 8192) - (10_000.0 + 4096.0 * 0.583)).abs() < 1e-6);
+    }
+
+    /// With a bandwidth, a request takes the larger of its own time and
+    /// its bytes at that bandwidth: small requests at depth are bound by
+    /// their per-request time, large ones by the bandwidth.
+    #[test]
+    fn the_bandwidth_is_a_floor_under_the_per_request_time() {
+        let d = FesDir {
+            ps_per_byte: [1_000, 0, 0],
+            max_bps: 1_000_000_000, // 1 ns per byte
+            ..dir()
+        };
+        // depth 16, 8 KiB: own time 12 us (no cost per byte at 16) > 8.2 us
+        assert_eq!(d.service_ns(16, 8192), 12_000.0);
+        // depth 16, 32 KiB: its bytes take 32.8 us > 12 us
+        assert_eq!(d.service_ns(16, 32 << 10), 32_768.0);
+        // depth 1: the per-request path, 80 us + 1 ns per byte beyond 4 KiB
+        assert_eq!(d.service_ns(1, 32 << 10), 80_000.0 + 28_672.0);
     }
 
     /// A closed loop of depth n: requests complete every t(n), and each

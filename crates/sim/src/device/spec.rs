@@ -168,7 +168,13 @@ impl ModelKind {
                     "2500",
                     "read time per byte beyond 4 KiB at depth 1, picoseconds",
                 ),
+                ("read_ps_per_byte_q16", "1100", "... at depth 16"),
                 ("read_ps_per_byte_q64", "400", "... at depth 64"),
+                (
+                    "read_max_bps",
+                    "0",
+                    "highest read bandwidth, bytes/s: no request is served faster than its bytes at this rate (0: no limit)",
+                ),
                 (
                     "write_ns_q1",
                     "20000",
@@ -189,7 +195,13 @@ impl ModelKind {
                     "5000",
                     "write time per byte beyond 4 KiB at depth 1, picoseconds",
                 ),
+                ("write_ps_per_byte_q16", "2200", "... at depth 16"),
                 ("write_ps_per_byte_q64", "800", "... at depth 64"),
+                (
+                    "write_max_bps",
+                    "0",
+                    "highest write bandwidth, bytes/s: no request is served faster than its bytes at this rate (0: no limit)",
+                ),
                 (
                     "spread_pct",
                     "0",
@@ -585,7 +597,8 @@ impl DeviceSpec {
             ModelKind::Fes => {
                 let dir = |d: &str| FesDir {
                     ns_4k: super::FES_DEPTHS.map(|q| self.get(&format!("{d}_ns_q{q}"))),
-                    ps_per_byte: [1, 64].map(|q| self.get(&format!("{d}_ps_per_byte_q{q}"))),
+                    ps_per_byte: [1, 16, 64].map(|q| self.get(&format!("{d}_ps_per_byte_q{q}"))),
+                    max_bps: self.get(&format!("{d}_max_bps")),
                 };
                 Box::new(Fes::new(
                     dir("read"),
