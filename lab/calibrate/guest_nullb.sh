@@ -1,7 +1,8 @@
 #!/bin/bash
 # Inside a real kernel (the lab VM): calibrate a null_blk and run the
 # held-out job on it. Environment: BLKQOS (the binary), HERE (this
-# directory), COMPLETION_NSEC, MBPS, ROUNDS, SECS, REPEAT.
+# directory), COMPLETION_NSEC, MBPS, ROUNDS, SECS, REPEAT, RUNNER (who runs
+# the calibration jobs: fio or blkqos).
 set -euo pipefail
 d=/sys/kernel/config/nullb/nullb1
 mkdir $d
@@ -13,7 +14,7 @@ echo "$MBPS" > $d/mbps
 echo 64 > $d/hw_queue_depth
 echo 1 > $d/power
 uname -r > /mnt/kernel.txt
-"$BLKQOS" calibrate /dev/nullb1 --write --allow-destructive --rounds="$ROUNDS" \
+"$BLKQOS" calibrate /dev/nullb1 --runner="$RUNNER" --write --allow-destructive --rounds="$ROUNDS" \
     --time="$SECS" --no-check --output-format=json > /mnt/calibrate.json
 for i in $(seq 1 "$REPEAT"); do
     fio "$HERE/heldout.fio" --filename=/dev/nullb1 --output-format=json \

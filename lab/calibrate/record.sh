@@ -11,19 +11,30 @@
 #   lab/calibrate/record.sh loop-disk           # loop device (direct IO) over a file on the root disk
 #   KLAB=path/to/klab lab/calibrate/record.sh nullb KVER   # null_blk inside kernel KVER under QEMU
 #
-# Environment: ROUNDS (3), SECS (2), REPEAT (3), COMPLETION_NSEC (50000),
-# MBPS (100) for null_blk.
+# fio runs the calibration jobs too (`blkqos calibrate --runner=fio`): the
+# held-out reference is fio's, and a model fitted to one program predicts
+# that program. RUNNER=blkqos measures with blkqos's own engine instead,
+# into lab/calibrate/worked-example/ (the README's worked example, which
+# calibrates as a user would by default).
+#
+# Environment: ROUNDS (3), SECS (2), REPEAT (3), RUNNER (fio),
+# COMPLETION_NSEC (50000), MBPS (100) for null_blk.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 blkqos=${BLKQOS:-$repo/target/release/blkqos}
-ROUNDS=${ROUNDS:-3} SECS=${SECS:-2} REPEAT=${REPEAT:-3}
+ROUNDS=${ROUNDS:-3} SECS=${SECS:-2} REPEAT=${REPEAT:-3} RUNNER=${RUNNER:-fio}
+case $RUNNER in
+fio) fixtures=$here/fixtures ;;
+blkqos) fixtures=$here/worked-example ;;
+*) echo "RUNNER=$RUNNER: use fio or blkqos" >&2; exit 2 ;;
+esac
 COMPLETION_NSEC=${COMPLETION_NSEC:-50000} MBPS=${MBPS:-100}
 
 # calibrate DEV and run the held-out job on it into $out
 measure() {
     local dev=$1 out=$2
-    "$blkqos" calibrate "$dev" --write --allow-destructive --rounds="$ROUNDS" \
+    "$blkqos" calibrate "$dev" --runner="$RUNNER" --write --allow-destructive --rounds="$ROUNDS" \
         --time="$SECS" --no-check --output-format=json > "$out/calibrate.json"
     for i in $(seq 1 "$REPEAT"); do
         fio "$here/heldout.fio" --filename="$dev" --output-format=json \
@@ -38,7 +49,7 @@ recipe() {
         echo "kernel: $(cat "$out/kernel.txt" 2>/dev/null || uname -r)"
         echo "fio: $(fio --version)"
         echo "blkqos: $("$blkqos" --version)"
-        echo "ROUNDS=$ROUNDS SECS=$SECS REPEAT=$REPEAT"
+        echo "ROUNDS=$ROUNDS SECS=$SECS REPEAT=$REPEAT RUNNER=$RUNNER"
         echo "cpus: $(nproc); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     } > "$out/recipe.txt"
 }
@@ -46,7 +57,7 @@ recipe() {
 case ${1:-} in
 loop-ram | loop-disk)
     kind=$1
-    out=$repo/lab/calibrate/fixtures/$kind-$(uname -r)
+    out=$fixtures/$kind-$(uname -r)
     mkdir -p "$out"
     if [ "$kind" = loop-ram ]; then
         backing=/dev/shm/blkqos-calibrate.img
@@ -77,10 +88,11 @@ loop-ram | loop-disk)
 nullb)
     kver=${2:?nullb needs a kernel version (klab list)}
     klab=${KLAB:?set KLAB to the klab script}
-    out=$repo/lab/calibrate/fixtures/nullb-c$((COMPLETION_NSEC / 1000))us-${MBPS}mbps-$kver
+    out=$fixtures/nullb-c$((COMPLETION_NSEC / 1000))us-${MBPS}mbps-$kver
     mkdir -p "$out"
     BLKQOS=$blkqos HERE=$here COMPLETION_NSEC=$COMPLETION_NSEC MBPS=$MBPS ROUNDS=$ROUNDS \
-        SECS=$SECS REPEAT=$REPEAT KLAB_PASS="BLKQOS HERE COMPLETION_NSEC MBPS ROUNDS SECS REPEAT" \
+        SECS=$SECS REPEAT=$REPEAT RUNNER=$RUNNER \
+        KLAB_PASS="BLKQOS HERE COMPLETION_NSEC MBPS ROUNDS SECS REPEAT RUNNER" \
         "$klab" run "$kver" "$here/guest_nullb.sh" "$out"
     rm -f "$out"/.klab-* "$out/scheduler.txt"
     recipe "$out" "$@"

@@ -99,6 +99,91 @@ fn fit_recovers_a_simulated_flow_equivalent_server() {
     assert!(param(&v, "spread_pct") < 5.0, "{}", v["device"]);
 }
 
+/// A device whose bytes cost on a resource the requests share, with a time
+/// per request of its own there (a loop device's worker copying beside
+/// the submitting program): the 32 KiB job at depth 16 and the 128 KiB
+/// job at depth 64 give that resource back, and the fitted device
+/// predicts a 16 KiB job at depth 12, which no calibration job measures.
+#[test]
+fn fit_finds_a_shared_resource() {
+    let q = [
+        90_000.0, 52_000.0, 30_000.0, 19_000.0, 13_000.0, 10_000.0, 9_000.0,
+    ];
+    let depths = [1, 2, 4, 8, 16, 32, 64];
+    let mut spec = String::from("fes");
+    for (d, t) in depths.iter().zip(q) {
+        spec += &format!(",read_ns_q{d}={t},write_ns_q{d}={}", 2.0 * t);
+    }
+    // nothing per byte on the request's own path beyond depth 1; the
+    // shared resource takes 3 us (6 us) a request and 0.5 ns (1 ns) a byte
+    spec += ",read_ps_per_byte_q1=2000,read_ps_per_byte_q16=0,read_ps_per_byte_q64=0";
+    spec += ",write_ps_per_byte_q1=4000,write_ps_per_byte_q16=0,write_ps_per_byte_q64=0";
+    spec += ",read_shared_ns=3000,read_max_bps=2000000000";
+    spec += ",write_shared_ns=6000,write_max_bps=1000000000";
+    let v = json_of(&[
+        &format!("--device={spec}"),
+        "--submit-ns=2000",
+        "--write",
+        "--rounds=2",
+        "--time=1",
+    ]);
+    assert_eq!(v["device"]["model"], "fes", "{}", v["candidates"]);
+    for (k, want) in [
+        ("read_shared_ns", 3000.0),
+        ("read_max_bps", 2e9),
+        ("write_shared_ns", 6000.0),
+        ("write_max_bps", 1e9),
+    ] {
+        let got = param(&v, k);
+        assert!(near(got, want, 5.0), "{k}: fitted {got}, true {want}");
+    }
+    for k in ["read_ps_per_byte_q16", "write_ps_per_byte_q16"] {
+        assert_eq!(param(&v, k), 0.0, "{k}");
+    }
+    // 16 KiB at depth 12: the own path (about 18 us for reads) binds,
+    // not the shared resource (11.2 us); on the fitted device as on the
+    // true one
+    let iops = |device: &str, submit_ns: &str| -> f64 {
+        let out = Command::new(BIN)
+            .args([
+                "run",
+                "--name=h",
+                "--rw=randrw",
+                "--rwmixread=70",
+                "--bs=16k",
+            ])
+            .args(["--iodepth=12", "--direct=1", "--ioengine=io_uring"])
+            .args([
+                "--norandommap",
+                "--randrepeat=0",
+                "--runtime=1",
+                "--time_based",
+            ])
+            .args(["--filename=/dev/fes", "--output-format=json"])
+            .arg(format!("--device={device}"))
+            .arg(format!("--submit-ns={submit_ns}"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+        j["jobs"][0]["read"]["iops"].as_f64().unwrap()
+            + j["jobs"][0]["write"]["iops"].as_f64().unwrap()
+    };
+    let fitted = v["device"]["spec"].as_str().unwrap();
+    let (want, got) = (
+        iops(&spec, "2000"),
+        iops(fitted, &v["device"]["submit_ns"].to_string()),
+    );
+    assert!(
+        near(got, want, 3.0),
+        "16 KiB at depth 12: fitted {got} IOPS, true {want}"
+    );
+}
+
 /// A simulated ssd measured by the calibration jobs: the fit gives back its
 /// parameters, the ssd family is chosen, and the io.cost.model line carries
 /// the measured numbers.
@@ -358,10 +443,9 @@ fn refit(path: &Path) -> Value {
 /// scenario's device, and the sweep's solution is the scenario's QoS line.
 #[test]
 fn worked_example_holds() {
-    let fit = refit(
-        &repo()
-            .join("lab/calibrate/fixtures/nullb-c50us-100mbps-6.12.117+deb13-amd64/calibrate.json"),
-    );
+    let fit = refit(&repo().join(
+        "lab/calibrate/worked-example/nullb-c50us-100mbps-6.12.117+deb13-amd64/calibrate.json",
+    ));
     let scenario =
         std::fs::read_to_string(repo().join("examples/calibrate/two-groups.toml")).unwrap();
     let spec = fit["device"]["spec"].as_str().unwrap();

@@ -20,11 +20,12 @@ fn loop_over(backing: &Path, mib: usize) -> Option<LoopDev> {
     LoopDev::attach(backing)
 }
 
-fn calibrate_json(dev: &Path) -> Value {
+fn calibrate_json(dev: &Path, extra: &[&str]) -> Value {
     let out = Command::new(BIN)
         .arg("calibrate")
         .arg(dev)
         .args(["--write", "--allow-destructive", "--rounds=2", "--time=1"])
+        .args(extra)
         .arg("--output-format=json")
         .output()
         .unwrap();
@@ -72,7 +73,7 @@ fn check_calibration(what: &str, dev: &Path, v: &Value) {
     let rounds = v["measured"]["rounds"].as_array().unwrap();
     assert_eq!(rounds.len(), 2);
     for r in rounds {
-        assert_eq!(r.as_object().unwrap().len(), 24, "{r}");
+        assert_eq!(r.as_object().unwrap().len(), 26, "{r}");
         assert!(r
             .as_object()
             .unwrap()
@@ -126,7 +127,7 @@ fn calibrates_a_loop_device_over_ram() {
     let Some(lo) = loop_over(&ram.dir.path().join("backing.img"), 64) else {
         return;
     };
-    let v = calibrate_json(&lo.dev);
+    let v = calibrate_json(&lo.dev, &[]);
     check_calibration("loop over RAM", &lo.dev, &v);
 }
 
@@ -137,8 +138,55 @@ fn calibrates_a_loop_device_over_a_disk_file() {
     let Some(lo) = loop_over(&s.path("backing.img"), 64) else {
         return;
     };
-    let v = calibrate_json(&lo.dev);
+    let v = calibrate_json(&lo.dev, &[]);
     check_calibration("loop over a disk file", &lo.dev, &v);
+}
+
+fn have_fio() -> bool {
+    let ok = Command::new("fio").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("SKIP: fio is not installed");
+    }
+    ok
+}
+
+/// `--runner=fio`: fio runs the jobs (its version is in the record) and
+/// the same fit follows; blkqos's safety rules still guard the target.
+#[test]
+fn fio_can_run_the_calibration_jobs() {
+    if !have_fio() {
+        return;
+    }
+    let _x = exclusive();
+    let s = Scratch::new();
+    // a file blkqos did not lay out: writing it needs --overwrite, with
+    // fio as with blkqos's engine
+    let file = s.path("theirs.img");
+    std::fs::write(&file, vec![7u8; 2 << 20]).unwrap();
+    let out = Command::new(BIN)
+        .arg("calibrate")
+        .arg(&file)
+        .args(["--runner=fio", "--write", "--rounds=1", "--time=1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--overwrite"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), vec![7u8; 2 << 20]);
+    let Some(lo) = loop_over(&s.path("backing.img"), 64) else {
+        return;
+    };
+    let v = calibrate_json(&lo.dev, &["--runner=fio"]);
+    let backend = v["measured"]["backend"].as_str().unwrap();
+    assert!(backend.starts_with("fio-"), "{backend}");
+    check_calibration("loop over a disk file, measured by fio", &lo.dev, &v);
+    // fio's numbers, not blkqos's: each job ran its second
+    for r in v["measured"]["rounds"].as_array().unwrap() {
+        for (job, p) in r.as_object().unwrap() {
+            let ms = p["runtime_ms"].as_u64().unwrap();
+            assert!((900..=1500).contains(&ms), "{job}: {p}");
+        }
+    }
 }
 
 /// SIGINT after the first round: the report of that round, exit 130.

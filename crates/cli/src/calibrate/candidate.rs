@@ -73,7 +73,12 @@ fn min_of(key: &str) -> u64 {
     match key {
         "jitter_pct" | "mbps" | "read_delay_ns" | "write_delay_ns" | "read_tail_ns"
         | "write_tail_ns" | "spread_pct" => 0,
-        k if k.contains("_ps_per_byte_") || k.ends_with("_max_bps") => 0,
+        k if k.contains("_ps_per_byte_")
+            || k.ends_with("_max_bps")
+            || k.ends_with("_shared_ns") =>
+        {
+            0
+        }
         _ => 1,
     }
 }
@@ -203,7 +208,7 @@ pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
 /// The `fes` family (every fit has one).
 fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
     type Pick = fn(&super::fit::FesFit) -> Option<super::fit::FesDirFit>;
-    let dirs: [(Pick, [&'static str; 11]); 2] = [
+    let dirs: [(Pick, [&'static str; 12]); 2] = [
         (
             |f| Some(f.read),
             [
@@ -217,6 +222,7 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
                 "read_ps_per_byte_q1",
                 "read_ps_per_byte_q16",
                 "read_ps_per_byte_q64",
+                "read_shared_ns",
                 "read_max_bps",
             ],
         ),
@@ -233,6 +239,7 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
                 "write_ps_per_byte_q1",
                 "write_ps_per_byte_q16",
                 "write_ps_per_byte_q64",
+                "write_shared_ns",
                 "write_max_bps",
             ],
         ),
@@ -250,6 +257,7 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
             match i {
                 0..=6 => d.ns_4k[i],
                 7..=9 => d.ps_per_byte[i - 7],
+                10 => d.shared_ns,
                 _ => d.max_bps,
             }
         };

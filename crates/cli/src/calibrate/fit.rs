@@ -39,15 +39,29 @@
 //! depths, and `t(1)` the depth-1 cycle less the submit call (at
 //! depth 1 nothing overlaps the call; deeper, the calls overlap the
 //! device's work). A byte beyond 4 KiB costs on its own request's path
-//! (`per_byte(n)`) or on a resource the requests share (`max_bps`), the
-//! larger of the two (a roofline). On its own path it costs the depth-1
-//! line's slope at depth 1 (nothing overlaps there), and at depth 16 the
-//! difference between the random 32 KiB and 4 KiB jobs' times between
-//! completions over the 28 KiB between them, or nothing when the 32 KiB
-//! job ran at the shared bandwidth (its requests took no longer than their
-//! bytes there); at depth 64 the same difference for 128 KiB, at most
-//! depth 16's. `max_bps` is the random 128 KiB job's bandwidth at depth
-//! 64. The share of the service that is random is the depth-1
+//! (`per_byte(n)`) or on a resource the requests share (`shared_ns` plus
+//! the bytes at `max_bps`), the larger of the two (a roofline). On its own
+//! path it costs the depth-1 line's slope at depth 1 (nothing overlaps
+//! there). Deeper, the random 32 KiB job at depth 16 and the random
+//! 128 KiB job at depth 64 tell the two apart:
+//!
+//! * if both ran at the pace of one shared resource, the line through
+//!   their times between completions (against their sizes) gives its time
+//!   per request (the intercept) and per byte (the slope); that holds
+//!   when the intercept is not negative and the resource would not slow
+//!   4 KiB requests at depth 64 below their measured time. Then the bytes
+//!   cost nothing more on their own path at depths 16 and 64. Whether it
+//!   holds is decided once, on the mean times over the rounds
+//!   ([`ByteCosts`]): one device, one structure, every round fitted by it
+//!   (a round where the line has no valid intercept falls back to the
+//!   second case);
+//! * otherwise the shared resource is the 128 KiB job's bandwidth alone,
+//!   and the 32 KiB job was on its own path: the difference between its
+//!   time and the 4 KiB job's at depth 16, over the 28 KiB between them,
+//!   is the cost of a byte there (nothing, if it ran at that bandwidth);
+//!   at depth 64 the same difference for 128 KiB, at most depth 16's.
+//!
+//! The share of the service that is random is the depth-1
 //! spread's: `p99 − p50` of an exponential of mean `m` is `m · ln 50`.
 //!
 //! Each quantity is fitted per round; `super::stats` turns the rounds into
@@ -119,7 +133,9 @@ pub struct FesDirFit {
     /// Cost of a byte beyond 4 KiB on its request's own path at depths 1,
     /// 16 and 64, picoseconds.
     pub ps_per_byte: [f64; 3],
-    /// The shared bandwidth (bytes/s; 0: not measured, a round recorded
+    /// The shared resource's time per request, ns.
+    pub shared_ns: f64,
+    /// The shared resource's rate (bytes/s; 0: not measured, a round recorded
     /// before the depth-16 32 KiB job, fitted with the line from depth 1
     /// to 64 as before).
     pub max_bps: f64,
@@ -211,7 +227,63 @@ fn raw_dir(r: &Round, d: char, request_bytes: u64) -> Result<DirRaw, FitError> {
 }
 
 /// One direction of the `fes` model; None without the depth sweep.
-fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64) -> Option<FesDirFit> {
+/// A shared resource that would pace both the 32 KiB job at depth 16
+/// (`g32`, ns between completions) and the 128 KiB job at depth 64
+/// (`g128`): its time per request (ns) and rate (bytes/s) from the line
+/// through the two, or None when no such resource fits: a negative time
+/// per request, or one that would slow 4 KiB requests at depth 64 below
+/// their measured `q64`.
+fn shared_resource(g32: f64, g128: f64, q64: f64) -> Option<(f64, f64)> {
+    let (mid_bs, big_bs) = (super::plan::MID_BS as f64, super::plan::RAND_BPS_BS as f64);
+    if g128 <= g32 {
+        return None;
+    }
+    let ns_per_byte = (g128 - g32) / (big_bs - mid_bs);
+    let ns = g32 - mid_bs * ns_per_byte;
+    (ns >= 0.0 && ns + 4096.0 * ns_per_byte <= q64).then(|| (ns, 1e9 / ns_per_byte))
+}
+
+/// Per direction, whether a shared resource paces the deep jobs with
+/// large requests (see the header): decided once, on the rounds' mean
+/// times between completions, so that every round is fitted the same way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByteCosts {
+    pub read_shared: bool,
+    pub write_shared: bool,
+}
+
+impl ByteCosts {
+    pub fn of(rounds: &[Round]) -> ByteCosts {
+        let mean_gap = |name: String| -> Option<f64> {
+            let gaps: Vec<f64> = rounds
+                .iter()
+                .map(|r| r.get(&name).map(|p| 1e9 / p.iops().max(1e-9)))
+                .collect::<Option<_>>()?;
+            (!gaps.is_empty()).then(|| gaps.iter().sum::<f64>() / gaps.len() as f64)
+        };
+        let shared = |d: char| -> bool {
+            let mid = format!(
+                "{d}depth_{}_{}k",
+                super::plan::MID_DEPTH,
+                super::plan::MID_BS >> 10
+            );
+            match (
+                mean_gap(mid),
+                mean_gap(format!("{d}randbps")),
+                mean_gap(format!("{d}randiops")),
+            ) {
+                (Some(g32), Some(g128), Some(q64)) => shared_resource(g32, g128, q64).is_some(),
+                _ => false,
+            }
+        };
+        ByteCosts {
+            read_shared: shared('r'),
+            write_shared: shared('w'),
+        }
+    }
+}
+
+fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64, shared: bool) -> Option<FesDirFit> {
     let gap = |name: String| r.get(&name).map(|p| 1e9 / p.iops().max(1e-9));
     let [q2, q4, q8, q16, q32] = super::plan::SWEEP_DEPTHS.map(|q| gap(format!("{d}depth_{q}")));
     let q64 = gap(format!("{d}randiops"))?;
@@ -225,25 +297,34 @@ fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64) -> Option<FesDirFit
         super::plan::MID_DEPTH,
         super::plan::MID_BS >> 10
     ));
-    let (p16, p64, max_bps) = match mid {
+    let (p16, p64, shared_ns, max_bps) = match mid {
         Some(m) => {
-            let max_bps = r.get(&format!("{d}randbps"))?.bytes_per_sec();
-            let at_bandwidth_ns = super::plan::MID_BS as f64 * 1e9 / max_bps.max(1.0);
-            let gap = 1e9 / m.iops().max(1e-9);
-            // a job that ran at the shared bandwidth shows no cost of its own
-            let p16 = if gap <= at_bandwidth_ns {
-                0.0
-            } else {
-                ps(gap - q16?, super::plan::MID_BS)
-            };
-            (p16, p64.min(p16), max_bps)
+            let g32 = 1e9 / m.iops().max(1e-9);
+            match shared_resource(g32, q64_big, q64) {
+                // the shared resource explains the 32 KiB job: nothing of
+                // it is put on the request's own path
+                Some((ns, bps)) if shared => (0.0, 0.0, ns, bps),
+                _ => {
+                    // the 32 KiB job on its own path (unless it ran at the
+                    // 128 KiB job's bandwidth), that bandwidth shared
+                    let max_bps = r.get(&format!("{d}randbps"))?.bytes_per_sec();
+                    let at_bandwidth_ns = super::plan::MID_BS as f64 * 1e9 / max_bps.max(1.0);
+                    let p16 = if g32 <= at_bandwidth_ns {
+                        0.0
+                    } else {
+                        ps(g32 - q16?, super::plan::MID_BS)
+                    };
+                    (p16, p64.min(p16), 0.0, max_bps)
+                }
+            }
         }
         // recorded before the job existed: the line from depth 1 to 64
-        None => (p1 + (p64 - p1) * 4.0 / 6.0, p64, 0.0),
+        None => (p1 + (p64 - p1) * 4.0 / 6.0, p64, 0.0, 0.0),
     };
     Some(FesDirFit {
         ns_4k: [q1, q2?, q4?, q8?, q16?, q32?, q64],
         ps_per_byte: [p1, p16, p64],
+        shared_ns,
         max_bps,
     })
 }
@@ -272,7 +353,12 @@ fn dir_fit(
 /// Fit one round; `writes`: the round measured writes too;
 /// `request_bytes`: the largest request (max_sectors_kb) the fitted device
 /// will have.
-pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit, FitError> {
+pub fn fit_round(
+    r: &Round,
+    writes: bool,
+    request_bytes: u64,
+    costs: ByteCosts,
+) -> Result<RoundFit, FitError> {
     let m = request_bytes as f64;
     let rd = raw_dir(r, 'r', request_bytes)?;
     let x = rd.sat_iops.max(1e-9);
@@ -296,7 +382,7 @@ pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit
     let mut fes_write = None;
     let write = if writes {
         let wd = raw_dir(r, 'w', request_bytes)?;
-        fes_write = fes_dir(r, 'w', &wd, submit_ns);
+        fes_write = fes_dir(r, 'w', &wd, submit_ns, costs.write_shared);
         let sigma_w = wd.slope_ns_per_byte.max(1e9 / wd.seq_bps.max(1.0));
         let mean_base_w = channels * 1e9 / wd.sat_iops.max(1e-9) - 4096.0 * sigma_w;
         coef.insert("wbps", wd.seq_bps);
@@ -316,7 +402,7 @@ pub fn fit_round(r: &Round, writes: bool, request_bytes: u64) -> Result<RoundFit
         None => None,
     };
     let read_spread_ns = spread('r')?;
-    let fes = fes_dir(r, 'r', &rd, submit_ns)
+    let fes = fes_dir(r, 'r', &rd, submit_ns, costs.read_shared)
         .filter(|_| !writes || fes_write.is_some())
         .map(|read| FesFit {
             read,
@@ -387,7 +473,7 @@ mod tests {
         let bps = c * m * 1e9 / service(m);
         let bs_seq = 128u64 << 20;
         r.insert("rbps".into(), pt(bps / bs_seq as f64, 0, 0, submit, bs_seq));
-        let f = fit_round(&r, false, m as u64).unwrap();
+        let f = fit_round(&r, false, m as u64, ByteCosts::default()).unwrap();
         assert!((f.submit_ns - submit).abs() < 1e-6);
         assert_eq!(f.channels, 4.0, "{f:?}");
         assert!((f.read.base_ns - base).abs() < 50.0, "{f:?}");
@@ -399,7 +485,7 @@ mod tests {
 
     #[test]
     fn a_missing_measurement_is_named() {
-        let e = fit_round(&Round::new(), false, 131072).unwrap_err();
+        let e = fit_round(&Round::new(), false, 131072, ByteCosts::default()).unwrap_err();
         assert_eq!(e, FitError::Missing("rlat_4k".into()));
     }
 }

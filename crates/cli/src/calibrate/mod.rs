@@ -37,16 +37,19 @@ predicted.
 
 Each round runs, per direction: sequential IO with one large block in
 flight (bps), sequential and random 4 KiB IOs at depth 64 (iops), random
-4 KiB IOs at depths 2 to 32 (throughput against depth), random 128 KiB IOs
-at depth 64, and random IOs at depth 1 of 4, 32 and 128 KiB (latency
-against size). Reads
-only unless --write: the engine's safety rules apply to writes (a block
-device with a signature needs --allow-destructive, a file blkqos did not
-lay out needs --overwrite).
+4 KiB IOs at depths 2 to 32 (throughput against depth), random 32 KiB IOs
+at depth 16 and 128 KiB IOs at depth 64 (what a byte costs), and random
+IOs at depth 1 of 4, 32 and 128 KiB (latency against size). Reads only
+unless --write: the engine's safety rules apply to writes (a block device
+with a signature needs --allow-destructive, a file blkqos did not lay out
+needs --overwrite). blkqos's real engine runs the jobs, or fio with
+--runner=fio (as iocost_coef_gen.py does): the fitted host cost is the
+runner's, so fit with the program whose runs the model is to predict.
 
   blkqos calibrate /dev/nvme0n1                 # read-only, 3 rounds x 2 s per job
   blkqos calibrate /dev/loop0 --write --rounds=5 --time=4
   blkqos calibrate /var/tmp/cal.dat --size=1g --write
+  blkqos calibrate /dev/nvme0n1 --runner=fio    # fio runs the jobs
   blkqos calibrate --device=ssd,channels=4      # calibrate a simulated device";
 
 #[derive(clap::Args, Debug)]
@@ -285,10 +288,11 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
         Some(path) => raw::Measured::load(path).map_err(bad)?,
         None => measure_all(a, &signals)?,
     };
+    let costs = fit::ByteCosts::of(&measured.rounds);
     let fits = measured
         .rounds
         .iter()
-        .map(|r| fit::fit_round(r, measured.writes, measured.request_bytes()))
+        .map(|r| fit::fit_round(r, measured.writes, measured.request_bytes(), costs))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure {
             code: if a.refit.is_some() { 2 } else { 1 },

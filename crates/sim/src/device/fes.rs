@@ -27,15 +27,17 @@
 //! of `len` bytes takes `(len − 4096) × per_byte(n)` more, the cost per
 //! byte given at depths 1, 16 and 64 (`read_ps_per_byte_q1`, `_q16`,
 //! `_q64`, in picoseconds) and interpolated the same way, but never less
-//! than `len / max_bps` (`read_max_bps`, the device's highest bandwidth;
-//! 0: none). The two terms are the two ways a byte can cost: on the path
-//! of its own request (at depth 1 every byte is, so the depth-1 latency
-//! line gives the slope), or on a resource shared with the other requests
-//! in flight that only limits once it is the busiest (a loop device's
-//! copy beside the submitting program's per-request work on another CPU:
+//! than its time on a resource the requests share: `shared_ns` plus its
+//! bytes at `max_bps` (`read_shared_ns`, `read_max_bps`; a `max_bps` of 0:
+//! no shared resource). The two terms are the two places a byte can cost:
+//! on the path of its own request (at depth 1 every byte is, so the
+//! depth-1 latency line gives the slope), or on a resource that only
+//! limits once it is the busiest (a loop device's worker copying on one
+//! CPU beside the submitting program's per-request work on the other:
 //! this machine's loop device over RAM serves 16 KiB requests at depth 12
-//! as fast as 4 KiB ones, while 128 KiB ones at depth 64 run at its copy
-//! bandwidth). The per-request time is a roofline: the larger of the two.
+//! as fast as 4 KiB ones, while 32 KiB ones at depth 16 and 128 KiB ones
+//! at depth 64 run at the worker's pace). The per-request time is a
+//! roofline: the larger of the two.
 //! Reads and writes share the
 //! queue and the population; each request is served at its own
 //! direction's `t(n)`. Discards and flushes take a 4 KiB write's time.
@@ -59,11 +61,13 @@ pub const FES_DEPTHS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
 /// One direction's service: 4 KiB time per depth of [`FES_DEPTHS`], the
 /// cost per byte beyond 4 KiB at depths 1, 16 and 64 (ps per byte), and
-/// the bandwidth no request beats (bytes/s, 0: none).
+/// the shared resource's time per request (ns) and rate (bytes/s; 0:
+/// none).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FesDir {
     pub ns_4k: [u64; 7],
     pub ps_per_byte: [u64; 3],
+    pub shared_ns: u64,
     pub max_bps: u64,
 }
 
@@ -84,7 +88,7 @@ impl FesDir {
         };
         let own = t4k + len.saturating_sub(4096) as f64 * per_byte_ps / 1000.0;
         let shared = if self.max_bps > 0 {
-            len as f64 * 1e9 / self.max_bps as f64
+            self.shared_ns as f64 + len as f64 * 1e9 / self.max_bps as f64
         } else {
             0.0
         };
@@ -205,6 +209,7 @@ mod tests {
         FesDir {
             ns_4k: [80_000, 50_000, 30_000, 20_000, 12_000, 10_000, 8_000],
             ps_per_byte: [1_000, 666, 500],
+            shared_ns: 0,
             max_bps: 0,
         }
     }
@@ -261,6 +266,13 @@ mod tests {
         assert_eq!(d.service_ns(16, 32 << 10), 32_768.0);
         // depth 1: the per-request path, 80 us + 1 ns per byte beyond 4 KiB
         assert_eq!(d.service_ns(1, 32 << 10), 80_000.0 + 28_672.0);
+        // the shared resource's own time per request adds to its bytes'
+        let d = FesDir {
+            shared_ns: 5_000,
+            ..d
+        };
+        assert_eq!(d.service_ns(16, 4096), 12_000.0);
+        assert_eq!(d.service_ns(16, 8192), 13_192.0);
     }
 
     /// A closed loop of depth n: requests complete every t(n), and each

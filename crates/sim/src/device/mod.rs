@@ -9,7 +9,7 @@
 //! | `null`  | null_blk: fixed completion time, `mbps` cap as null_blk's 20 ms budget ticks; `zoned=1`: null_blk's zoned mode (write pointers, open/active limits) | `completion_ns`, `hw_queues`, `queue_depth`, `mbps`, `zoned`, `zone_size`, `zone_capacity`, `zone_nr_conv`, `zone_max_open`, `zone_max_active` |
 //! | `ssd`   | NVMe-like: N parallel units, latency = base + size/bandwidth, read/write asymmetry; optional delay and exponential tail outside the units (fitted devices) | `channels`, `read_ns`, `write_ns`, `read_mbps`, `write_mbps`, `read_delay_ns`, `read_tail_ns` |
 //! | `cloud` | provisioned disk: IOPS and throughput token buckets (provider IO unit), FIFO; IO waiting for credit released on (jittered) grant ticks; base latency + size at the throughput | `iops`, `mbps`, `io_unit`, `base_us`, `grant_ms`, `grant_jitter_pct`, `burst_ms` |
-//! | `fes`   | flow-equivalent server: one FIFO queue whose service time depends on how many requests are in the device, as measured at depths 1, 2, 4 ... 64 (fitted devices whose throughput is concave in depth) | `read_ns_q1`, `read_ns_q2` .. `read_ns_q64`, `read_ps_per_byte_q1`/`_q64`, the same for writes, `spread_pct` |
+//! | `fes`   | flow-equivalent server: one FIFO queue whose service time depends on how many requests are in the device, as measured at depths 1, 2, 4 ... 64 (fitted devices whose throughput is concave in depth) | `read_ns_q1`, `read_ns_q2` .. `read_ns_q64`, `read_ps_per_byte_q1`/`_q16`/`_q64`, `read_shared_ns`, `read_max_bps` (a shared resource: the request takes the longer of its own time and its time there), the same for writes, `spread_pct` |
 //! | `hdd`   | one actuator: seek (√distance) + rotation + transfer | `rpm`, `seek_min_ns`, `seek_max_ns`, `mbps` |
 
 mod cloud;

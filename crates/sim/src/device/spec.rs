@@ -171,6 +171,11 @@ impl ModelKind {
                 ("read_ps_per_byte_q16", "1100", "... at depth 16"),
                 ("read_ps_per_byte_q64", "400", "... at depth 64"),
                 (
+                    "read_shared_ns",
+                    "0",
+                    "time of each read on the resource the requests share (with read_max_bps), ns",
+                ),
+                (
                     "read_max_bps",
                     "0",
                     "highest read bandwidth, bytes/s: no request is served faster than its bytes at this rate (0: no limit)",
@@ -197,6 +202,11 @@ impl ModelKind {
                 ),
                 ("write_ps_per_byte_q16", "2200", "... at depth 16"),
                 ("write_ps_per_byte_q64", "800", "... at depth 64"),
+                (
+                    "write_shared_ns",
+                    "0",
+                    "time of each write on the resource the requests share (with write_max_bps), ns",
+                ),
                 (
                     "write_max_bps",
                     "0",
@@ -598,6 +608,7 @@ impl DeviceSpec {
                 let dir = |d: &str| FesDir {
                     ns_4k: super::FES_DEPTHS.map(|q| self.get(&format!("{d}_ns_q{q}"))),
                     ps_per_byte: [1, 16, 64].map(|q| self.get(&format!("{d}_ps_per_byte_q{q}"))),
+                    shared_ns: self.get(&format!("{d}_shared_ns")),
                     max_bps: self.get(&format!("{d}_max_bps")),
                 };
                 Box::new(Fes::new(
