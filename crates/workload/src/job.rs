@@ -582,15 +582,17 @@ impl Job {
     }
 
     /// fio `iodepth_low`, fixed up as `fixup_options` does (0 or more
-    /// than the iodepth: the iodepth).
+    /// than the iodepth: the iodepth as written, before an io_uring engine
+    /// rounds the depth up).
     fn iodepth_low(&self) -> u32 {
         if self.offloaded() {
             // the job itself never reaps with offload
             return self.iodepth;
         }
+        let written = self.spec.iodepth.max(1);
         match self.spec.submit.iodepth_low {
-            0 => self.iodepth,
-            n => n.min(self.iodepth),
+            0 => written.min(self.iodepth),
+            n => n.min(written).min(self.iodepth),
         }
     }
 

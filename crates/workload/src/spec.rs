@@ -601,12 +601,16 @@ impl JobSpec {
             b => b.min(depth),
         }
     }
-    /// Effective iodepth: sync engines are always QD 1.
+    /// Effective iodepth: sync engines are always QD 1; fio's io_uring
+    /// engines round the iodepth up to a power of two for the ring
+    /// (`fio_ioring_init`: "ring depth must be a power-of-2"), after
+    /// `fixup_options` has set `iodepth_low` from the depth as written, so
+    /// `iodepth=12` keeps up to 16 in flight and reaps down to 12.
     pub fn effective_iodepth(&self) -> u32 {
-        if self.ioengine.is_sync() {
-            1
-        } else {
-            self.iodepth.max(1)
+        match self.ioengine {
+            e if e.is_sync() => 1,
+            IoEngine::IoUring | IoEngine::IoUringCmd => self.iodepth.max(1).next_power_of_two(),
+            _ => self.iodepth.max(1),
         }
     }
 }

@@ -63,6 +63,9 @@ pub struct Candidate {
     pub check: Vec<CheckRow>,
 }
 
+/// The run lengths `fes`'s `spread_run` is chosen from.
+pub const SPREAD_RUNS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
 /// A parameter's value in a spec: a whole number, at least `min`.
 fn whole(e: &Estimate, min: u64) -> u64 {
     (e.mean.round().max(0.0) as u64).max(min)
@@ -102,6 +105,50 @@ impl Candidate {
     pub fn error(&self) -> Option<f64> {
         (!self.check.is_empty())
             .then(|| self.check.iter().map(CheckRow::error).sum::<f64>() / self.check.len() as f64)
+    }
+
+    /// Set a parameter (replacing it if present).
+    fn set_param(&mut self, key: &'static str, e: Estimate) {
+        match self.params.iter_mut().find(|(k, _)| *k == key) {
+            Some(p) => p.1 = e,
+            None => self.params.push((key, e)),
+        }
+    }
+
+    /// `fes`: the `spread_run` (requests in a row sharing one draw of the
+    /// random share) whose replay of the random 4 KiB jobs deeper than 1
+    /// is closest to them, by the fit check's error; the shortest among
+    /// equals. At depth 1 the run does not matter (the spread there set
+    /// `spread_pct`); deeper, independent draws average out in the queue
+    /// and runs keep the spread: the depth sweep's p99s tell how long the
+    /// device's slowness lasts.
+    pub fn choose_spread_run(
+        &mut self,
+        name: &str,
+        jobs: &[(Job, f64, f64, f64)],
+        secs: u32,
+        signals: &StopOnSignal,
+    ) -> Result<(), Failure> {
+        let sweep: Vec<_> = jobs
+            .iter()
+            .filter(|(j, ..)| j.bs_bytes == 4096 && j.iodepth > 1 && j.rw.starts_with("rand"))
+            .cloned()
+            .collect();
+        if sweep.is_empty() {
+            return Ok(());
+        }
+        let mut best = (f64::INFINITY, 1);
+        for run in SPREAD_RUNS {
+            let mut c = self.clone();
+            c.set_param("spread_run", Estimate::chosen(f64::from(run)));
+            c.run_check(name, &sweep, secs, signals)?;
+            let e = c.error().unwrap_or(f64::INFINITY);
+            if e < best.0 {
+                best = (e, run);
+            }
+        }
+        self.set_param("spread_run", Estimate::chosen(f64::from(best.1)));
+        Ok(())
     }
 
     /// Replay `jobs` on this candidate; `measured(name)` is the job's

@@ -118,6 +118,9 @@ impl Report {
             .collect();
         let name = self.measured.target.name.clone();
         for c in &mut self.candidates {
+            if c.model == "fes" {
+                c.choose_spread_run(&name, &measured, secs, signals)?;
+            }
             c.run_check(&name, &measured, secs, signals)?;
         }
         self.chosen = super::candidate::best(&self.candidates);
@@ -341,6 +344,9 @@ impl Report {
 const CHECK_SECS_TEXT: u32 = super::CHECK_SECS;
 
 fn ci_text(e: &Estimate) -> String {
+    if e.rounds == 0 {
+        return "chosen by replaying the depth sweep".into();
+    }
     match (e.ci95, e.ci95_pct()) {
         (Some(c), Some(p)) => format!(
             "95% CI {:.0} .. {:.0} (±{p:.1}%, {} rounds)",

@@ -31,6 +31,14 @@ impl Estimate {
             rounds: n,
         }
     }
+    /// A value chosen, not measured per round (`rounds` 0: no interval).
+    pub fn chosen(value: f64) -> Estimate {
+        Estimate {
+            mean: value,
+            ci95: None,
+            rounds: 0,
+        }
+    }
     /// The interval's half-width as % of the mean.
     pub fn ci95_pct(&self) -> Option<f64> {
         self.ci95.map(|c| {

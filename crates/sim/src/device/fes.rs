@@ -43,7 +43,13 @@
 //! direction's `t(n)`. Discards and flushes take a 4 KiB write's time.
 //! `spread_pct` of each service time is exponentially distributed
 //! (seeded), the rest fixed: `blkqos calibrate` sets it from the depth-1
-//! spread.
+//! spread. `spread_run` requests in a row share one draw: slowness that
+//! lasts (a host that stalls, a CPU shared with other work) slows every
+//! request in flight alike, where independent draws average out in a
+//! queue (at depth `n` a request waits for the `n` services before it,
+//! and the spread of their sum shrinks as `1/√n` when they are
+//! independent, as `1/√(n/run)` when they come in runs). `blkqos
+//! calibrate` chooses it by replaying its depth sweep.
 //!
 //! Ignores: how the time splits between the device and the host (the
 //! simulated job's submit call still takes `--submit-ns`, so `blkqos
@@ -102,6 +108,12 @@ pub struct Fes {
     pub write: FesDir,
     /// Share of each service time that is exponential, %.
     pub spread_pct: u32,
+    /// Requests in a row that share one exponential draw (at least 1).
+    pub spread_run: u32,
+    /// The current draw (an exponential of mean 1) and the requests it
+    /// still serves.
+    draw: f64,
+    draw_left: u32,
     pub nr_requests: u32,
     pub capacity: u64,
     /// When the server is free of the requests it has.
@@ -116,6 +128,7 @@ impl Fes {
         read: FesDir,
         write: FesDir,
         spread_pct: u32,
+        spread_run: u32,
         nr_requests: u32,
         capacity: u64,
         seed: u64,
@@ -124,6 +137,9 @@ impl Fes {
             read,
             write,
             spread_pct: spread_pct.min(100),
+            spread_run: spread_run.max(1),
+            draw: 1.0,
+            draw_left: 0,
             nr_requests: nr_requests.max(1),
             capacity,
             free_at: Instant::ZERO,
@@ -168,9 +184,14 @@ impl DeviceModel for Fes {
         };
         let random = t * f64::from(self.spread_pct) / 100.0;
         let service = if random > 0.0 {
-            // -ln(U) × mean with U uniform in (0, 1]
-            let u = ((self.next_rand() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-            t - random - u.ln() * random
+            if self.draw_left == 0 {
+                // -ln(U) with U uniform in (0, 1]
+                let u = ((self.next_rand() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                self.draw = -u.ln();
+                self.draw_left = self.spread_run;
+            }
+            self.draw_left -= 1;
+            t - random + self.draw * random
         } else {
             t
         };
@@ -281,7 +302,7 @@ mod tests {
     fn a_closed_loop_reproduces_throughput_and_latency_at_its_depth() {
         for (i, depth) in FES_DEPTHS.iter().enumerate() {
             let d = dir();
-            let mut m = Fes::new(d, d, 0, 128, 1 << 30, 1);
+            let mut m = Fes::new(d, d, 0, 1, 128, 1 << 30, 1);
             let mut done: Vec<Instant> = (0..*depth)
                 .map(|k| m.service(&read(u64::from(k), 4096), Instant::ZERO).0)
                 .collect();
@@ -309,10 +330,56 @@ mod tests {
         }
     }
 
+    /// Latencies of a closed loop of `depth` 4 KiB reads, after a warm-up.
+    fn closed_loop(m: &mut Fes, depth: u32, n: u64) -> Vec<u64> {
+        let mut done: Vec<Instant> = (0..depth)
+            .map(|k| m.service(&read(u64::from(k), 4096), Instant::ZERO).0)
+            .collect();
+        let mut lat = Vec::new();
+        for k in 0..n {
+            done.sort_unstable();
+            let t = done.remove(0);
+            let (c, _) = m.service(&read(k + 100, 4096), t);
+            lat.push((c - t).as_ns());
+            done.push(c);
+        }
+        lat.split_off(n as usize / 10)
+    }
+
+    fn pct(v: &mut [u64], p: f64) -> f64 {
+        v.sort_unstable();
+        v[((v.len() - 1) as f64 * p) as usize] as f64
+    }
+
+    /// Draws shared by runs of requests keep each request's mean service
+    /// (and so the throughput) but do not average out in a queue: at
+    /// depth 16 the spread of the latency is wider with runs of 16 than
+    /// with independent draws, and close to the depth-1 spread.
+    #[test]
+    fn runs_of_one_draw_keep_the_spread_at_depth() {
+        let d = dir();
+        let ratio = |run: u32, depth: u32| {
+            let mut m = Fes::new(d, d, 100, run, 128, 1 << 30, 5);
+            let mut lat = closed_loop(&mut m, depth, 40_000);
+            let mean = lat.iter().sum::<u64>() as f64 / lat.len() as f64;
+            let want = f64::from(depth) * d.service_ns(depth, 4096);
+            assert!(
+                (mean / want - 1.0).abs() < 0.05,
+                "run {run} depth {depth}: mean {mean}, want {want}"
+            );
+            pct(&mut lat, 0.99) / pct(&mut lat, 0.5)
+        };
+        let (one, runs, depth1) = (ratio(1, 16), ratio(16, 16), ratio(1, 1));
+        // an exponential: p99/p50 = ln 100 / ln 2 = 6.6; a sum of 16: about 1.9
+        assert!((5.5..8.0).contains(&depth1), "depth 1: {depth1}");
+        assert!(one < 2.2, "independent draws at depth 16: {one}");
+        assert!(runs > 4.0, "runs of 16 at depth 16: {runs}");
+    }
+
     #[test]
     fn spread_keeps_the_mean_and_beyond_the_end_is_eio() {
         let d = dir();
-        let mut m = Fes::new(d, d, 50, 128, 1 << 20, 3);
+        let mut m = Fes::new(d, d, 50, 1, 128, 1 << 20, 3);
         let n = 20_000u64;
         let total: u64 = (0..n)
             .map(|k| {

@@ -217,6 +217,11 @@ impl ModelKind {
                     "0",
                     "share of each service time that is exponentially distributed (seeded), %",
                 ),
+                (
+                    "spread_run",
+                    "1",
+                    "requests in a row that share one draw of that share (slowness that lasts)",
+                ),
                 ("nr_requests", "1023", "request slots"),
             ],
             ModelKind::Hdd => &[
@@ -514,6 +519,14 @@ impl DeviceSpec {
                 why: "must be at most 100",
             });
         }
+        if self.kind == ModelKind::Fes && self.get("spread_run") == 0 {
+            return Err(SpecError::BadValue {
+                model: self.kind.name(),
+                key: "spread_run".into(),
+                value: "0".into(),
+                why: "a number of requests: at least 1",
+            });
+        }
         if self.kind == ModelKind::Fes && self.get("spread_pct") > 100 {
             return Err(SpecError::BadValue {
                 model: self.kind.name(),
@@ -615,6 +628,7 @@ impl DeviceSpec {
                     dir("read"),
                     dir("write"),
                     g("spread_pct") as u32,
+                    g("spread_run") as u32,
                     g("nr_requests") as u32,
                     self.capacity,
                     self.seed,
@@ -687,6 +701,10 @@ mod tests {
             e.contains("`spread_pct`") && e.contains("`150`") && e.contains("at most 100"),
             "{e}"
         );
+        let e = DeviceSpec::parse("fes,spread_run=0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`spread_run`") && e.contains("`0`"), "{e}");
         let e = DeviceSpec::parse("fes,read_ns_q8=0")
             .unwrap_err()
             .to_string();
