@@ -359,6 +359,25 @@ fn bad_input_is_refused_with_exit_2() {
         (vec![format!("--refit={}", notjson.display())], "x.json:2"),
         (vec![format!("--refit={}", missing.display())], "nope.dat"),
         (vec![], "TARGET"),
+        (
+            vec!["--device=null".into(), "--runner=fio".into()],
+            "--runner",
+        ),
+        (
+            vec![
+                format!("--refit={}", notjson.display()),
+                "--runner=fio".into(),
+            ],
+            "--runner",
+        ),
+        (
+            vec![
+                missing.display().to_string(),
+                "--size=1m".into(),
+                "--runner=dd".into(),
+            ],
+            "--runner=dd",
+        ),
     ];
     for (args, needle) in cases {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -98,7 +98,7 @@ pub struct Args {
     no_check: bool,
     /// Fit again from a calibration's JSON output (its `measured` part),
     /// measuring nothing: e.g. measurements taken on another machine
-    #[arg(long, value_name = "CALIBRATION.json", conflicts_with_all = ["target", "device", "write", "size"])]
+    #[arg(long, value_name = "CALIBRATION.json", conflicts_with_all = ["target", "device", "write", "size", "runner"])]
     refit: Option<PathBuf>,
 }
 
