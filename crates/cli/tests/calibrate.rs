@@ -386,6 +386,17 @@ fn bad_input_is_refused_with_exit_2() {
         assert!(err.contains(needle), "{args:?}: `{needle}` not in: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    // --runner=fio without fio: refused before the target is touched
+    let out = Command::new(BIN)
+        .arg("calibrate")
+        .arg(&missing)
+        .args(["--size=1m", "--runner=fio"])
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot run `fio`"), "{err}");
     assert!(
         !missing.exists(),
         "a refused calibration created its target"

@@ -141,6 +141,11 @@ fn resolve(a: &Args) -> Result<(Target, raw::TargetInfo), Failure> {
     match a.runner.as_str() {
         "blkqos" => {}
         "fio" => {
+            if let Err(e) = std::process::Command::new("fio").arg("--version").output() {
+                return Err(bad(anyhow!(
+                    "calibrate: --runner=fio: cannot run `fio` (install fio, or use --runner=blkqos): {e}"
+                )));
+            }
             check_for_fio(a, &path, size_bytes)?;
             let target = Target::Fio {
                 path,
