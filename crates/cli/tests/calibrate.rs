@@ -42,11 +42,9 @@ fn near(got: f64, want: f64, pct: f64) -> bool {
     (got / want - 1.0).abs() * 100.0 <= pct
 }
 
-/// A device whose throughput is concave in depth (the `fes` model with
-/// its own parameters): the depth sweep recovers every service time, and
-/// the `fes` family is chosen over parallel units.
-#[test]
-fn fit_recovers_a_simulated_flow_equivalent_server() {
+/// The 4 KiB service times of the simulated `fes` devices below (writes
+/// twice the reads) at depths 1 to 64, and their spec so far.
+fn fes_by_depth() -> ([u32; 7], [f64; 7], String) {
     let q = [
         90_000.0, 52_000.0, 30_000.0, 19_000.0, 13_000.0, 10_000.0, 9_000.0,
     ];
@@ -55,6 +53,15 @@ fn fit_recovers_a_simulated_flow_equivalent_server() {
     for (d, t) in depths.iter().zip(q) {
         spec += &format!(",read_ns_q{d}={t},write_ns_q{d}={}", 2.0 * t);
     }
+    (depths, q, spec)
+}
+
+/// A device whose throughput is concave in depth (the `fes` model with
+/// its own parameters): the depth sweep recovers every service time, and
+/// the `fes` family is chosen over parallel units.
+#[test]
+fn fit_recovers_a_simulated_flow_equivalent_server() {
+    let (depths, q, mut spec) = fes_by_depth();
     spec += ",read_ps_per_byte_q1=2000,read_ps_per_byte_q16=1000,read_ps_per_byte_q64=500";
     spec += ",write_ps_per_byte_q1=4000,write_ps_per_byte_q16=2000,write_ps_per_byte_q64=1000";
     // bandwidths that bound 128 KiB at depth 64 (100 us and 200 us a
@@ -106,14 +113,7 @@ fn fit_recovers_a_simulated_flow_equivalent_server() {
 /// predicts a 16 KiB job at depth 12, which no calibration job measures.
 #[test]
 fn fit_finds_a_shared_resource() {
-    let q = [
-        90_000.0, 52_000.0, 30_000.0, 19_000.0, 13_000.0, 10_000.0, 9_000.0,
-    ];
-    let depths = [1, 2, 4, 8, 16, 32, 64];
-    let mut spec = String::from("fes");
-    for (d, t) in depths.iter().zip(q) {
-        spec += &format!(",read_ns_q{d}={t},write_ns_q{d}={}", 2.0 * t);
-    }
+    let (_, _, mut spec) = fes_by_depth();
     // nothing per byte on the request's own path beyond depth 1; the
     // shared resource takes 3 us (6 us) a request and 0.5 ns (1 ns) a byte
     spec += ",read_ps_per_byte_q1=2000,read_ps_per_byte_q16=0,read_ps_per_byte_q64=0";
