@@ -17,8 +17,15 @@
 # into lab/calibrate/worked-example/ (the README's worked example, which
 # calibrates as a user would by default).
 #
-# Environment: ROUNDS (3), SECS (2), REPEAT (3), RUNNER (fio),
-# COMPLETION_NSEC (50000), MBPS (100) for null_blk.
+# IDLE=poll holds /dev/cpu_dma_latency at 0 while the loop devices are
+# recorded (the PM QoS request tuned's latency-performance profile and
+# cyclictest make): idle CPUs poll instead of entering an idle state, so
+# a sleeping fio or loop worker wakes without the CPU's idle exit
+# (in a VM, a halted vCPU's wake-up through the hypervisor). The fixture
+# directory gets the suffix -idle-poll.
+#
+# Environment: ROUNDS (3), SECS (2), REPEAT (3), RUNNER (fio), IDLE
+# (default or poll), COMPLETION_NSEC (50000), MBPS (100) for null_blk.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -30,6 +37,19 @@ blkqos) fixtures=$here/worked-example ;;
 *) echo "RUNNER=$RUNNER: use fio or blkqos" >&2; exit 2 ;;
 esac
 COMPLETION_NSEC=${COMPLETION_NSEC:-50000} MBPS=${MBPS:-100}
+IDLE=${IDLE:-default}
+case $IDLE in
+default) suffix= ;;
+poll) suffix=-idle-poll ;;
+*) echo "IDLE=$IDLE: use default or poll" >&2; exit 2 ;;
+esac
+
+# the CPUs' idle handling, for recipe.txt
+idle_state() {
+    local d=/sys/devices/system/cpu
+    echo "cpuidle driver $(cat $d/cpuidle/current_driver 2>/dev/null || echo none), states:" \
+        $(for s in $d/cpu0/cpuidle/state*; do [ -e "$s/name" ] && echo "$(cat "$s/name")($(cat "$s/latency")us)"; done)
+}
 
 # calibrate DEV and run the held-out job on it into $out
 measure() {
@@ -49,7 +69,8 @@ recipe() {
         echo "kernel: $(cat "$out/kernel.txt" 2>/dev/null || uname -r)"
         echo "fio: $(fio --version)"
         echo "blkqos: $("$blkqos" --version)"
-        echo "ROUNDS=$ROUNDS SECS=$SECS REPEAT=$REPEAT RUNNER=$RUNNER"
+        echo "ROUNDS=$ROUNDS SECS=$SECS REPEAT=$REPEAT RUNNER=$RUNNER IDLE=$IDLE"
+        echo "cpu idle: $(idle_state)"
         echo "cpus: $(nproc); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     } > "$out/recipe.txt"
 }
@@ -58,7 +79,13 @@ case ${1:-} in
 loop-ram | loop-disk)
     kind=$1
     out=$fixtures/$kind-$(uname -r)
+    out=$out$suffix
     mkdir -p "$out"
+    if [ "$IDLE" = poll ]; then
+        # held open for the script's life: closing fd 9 ends the request
+        exec 9>/dev/cpu_dma_latency
+        printf '\x00\x00\x00\x00' >&9
+    fi
     if [ "$kind" = loop-ram ]; then
         backing=/dev/shm/blkqos-calibrate.img
         # written, not sparse: reads of a hole in a tmpfs file return the
@@ -87,6 +114,7 @@ loop-ram | loop-disk)
     ;;
 nullb)
     kver=${2:?nullb needs a kernel version (klab list)}
+    [ "$IDLE" = default ] || { echo "IDLE=$IDLE: only for the loop devices (the guest's CPUs are QEMU's)" >&2; exit 2; }
     klab=${KLAB:?set KLAB to the klab script}
     out=$fixtures/nullb-c$((COMPLETION_NSEC / 1000))us-${MBPS}mbps-$kver
     mkdir -p "$out"

@@ -106,6 +106,42 @@ fn fit_recovers_a_simulated_flow_equivalent_server() {
     assert!(param(&v, "spread_pct") < 5.0, "{}", v["device"]);
 }
 
+/// A device whose service is half random, in runs of 8 requests sharing a
+/// draw (slowness that lasts): replaying the depth sweep gives back the
+/// share and the run, and says so in the report.
+#[test]
+fn fit_chooses_the_spread_by_replaying_the_sweep() {
+    let (_, _, spec) = fes_by_depth();
+    let v = json_of(&[
+        &format!("--device={spec},spread_pct=50,spread_run=8"),
+        "--submit-ns=2000",
+        "--rounds=2",
+        "--time=1",
+    ]);
+    assert_eq!(v["device"]["model"], "fes", "{}", v["candidates"]);
+    assert_eq!(param(&v, "spread_pct"), 50.0, "{}", v["device"]);
+    let run = param(&v, "spread_run");
+    assert!(
+        (4.0..=16.0).contains(&run),
+        "spread_run {run}: {}",
+        v["device"]
+    );
+    // chosen, not measured per round: no interval
+    assert_eq!(v["device"]["params"]["spread_pct"]["rounds"], 0);
+    let (code, text, err) = calibrate(&[
+        &format!("--device={spec},spread_pct=50,spread_run=8"),
+        "--submit-ns=2000",
+        "--rounds=2",
+        "--time=1",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("spread_pct") && l.contains("chosen by replaying the depth sweep")),
+        "{text}"
+    );
+}
+
 /// A device whose bytes cost on a resource the requests share, with a time
 /// per request of its own there (a loop device's worker copying beside
 /// the submitting program): the 32 KiB job at depth 16 and the 128 KiB

@@ -61,8 +61,11 @@
 //!   is the cost of a byte there (nothing, if it ran at that bandwidth);
 //!   at depth 64 the same difference for 128 KiB, at most depth 16's.
 //!
-//! The share of the service that is random is the depth-1
-//! spread's: `p99 − p50` of an exponential of mean `m` is `m · ln 50`.
+//! The share of the service that is random starts as the depth-1
+//! spread's (`p99 − p50` of an exponential of mean `m` is `m · ln 50`);
+//! the fit check replaces it with the share its replay of the deeper
+//! jobs chooses (`super::candidate::Candidate::choose_spread`), and
+//! `--no-check` keeps it.
 //!
 //! Each quantity is fitted per round; `super::stats` turns the rounds into
 //! means and confidence intervals.

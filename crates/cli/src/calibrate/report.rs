@@ -119,7 +119,7 @@ impl Report {
         let name = self.measured.target.name.clone();
         for c in &mut self.candidates {
             if c.model == "fes" {
-                c.choose_spread_run(&name, &measured, secs, signals)?;
+                c.choose_spread(&name, &measured, secs, signals)?;
             }
             c.run_check(&name, &measured, secs, signals)?;
         }

@@ -34,22 +34,24 @@
 //! depth-1 latency line gives the slope), or on a resource that only
 //! limits once it is the busiest (a loop device's worker copying on one
 //! CPU beside the submitting program's per-request work on the other:
-//! this machine's loop device over RAM serves 16 KiB requests at depth 12
+//! this machine's loop device over RAM serves 8 KiB requests at depth 16
 //! as fast as 4 KiB ones, while 32 KiB ones at depth 16 and 128 KiB ones
 //! at depth 64 run at the worker's pace). The per-request time is a
-//! roofline: the larger of the two.
+//! roofline: the larger of the two. Real devices bend where the roofline
+//! has a corner: that loop device takes 16 KiB requests at depth 16 25%
+//! longer than 4 KiB ones, the roofline no longer.
 //! Reads and writes share the
 //! queue and the population; each request is served at its own
 //! direction's `t(n)`. Discards and flushes take a 4 KiB write's time.
 //! `spread_pct` of each service time is exponentially distributed
-//! (seeded), the rest fixed: `blkqos calibrate` sets it from the depth-1
-//! spread. `spread_run` requests in a row share one draw: slowness that
+//! (seeded), the rest fixed. `spread_run` requests in a row share one
+//! draw: slowness that
 //! lasts (a host that stalls, a CPU shared with other work) slows every
 //! request in flight alike, where independent draws average out in a
 //! queue (at depth `n` a request waits for the `n` services before it,
 //! and the spread of their sum shrinks as `1/√n` when they are
 //! independent, as `1/√(n/run)` when they come in runs). `blkqos
-//! calibrate` chooses it by replaying its depth sweep.
+//! calibrate` chooses both by replaying its depth sweep.
 //!
 //! Ignores: how the time splits between the device and the host (the
 //! simulated job's submit call still takes `--submit-ns`, so `blkqos
