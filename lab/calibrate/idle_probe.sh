@@ -3,11 +3,13 @@
 # and lab/calibrate/heldout.fio on a loop device over RAM, with the CPUs'
 # idle states as they are and with idle polling (/dev/cpu_dma_latency
 # held at 0), in turn, REPEAT times. Writes
-# lab/calibrate/idle/loop-ram-KERNEL.txt. As root, on an idle machine.
+# lab/calibrate/idle/loop-ram-KERNEL-TIME.txt (a VM's wake-ups depend on
+# how busy its host is, so each probe is kept). As root, on an idle
+# machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 REPEAT=${REPEAT:-3}
-out=$here/idle/loop-ram-$(uname -r).txt
+out=$here/idle/loop-ram-$(uname -r)-$(date -u +%Y%m%dT%H%MZ).txt
 mkdir -p "$(dirname "$out")"
 backing=/dev/shm/blkqos-idle-probe.img
 dd if=/dev/zero of="$backing" bs=16M count=32 status=none

@@ -131,8 +131,9 @@ impl Candidate {
     /// left out: there every request waits for the host to wake a sleeping
     /// thread (the submitting program, the device's worker), and that
     /// spread is the host's. On this machine's loop device over RAM, 4 KiB
-    /// reads at depth 1 have p99 72-78 µs with the CPUs' idle states on
-    /// and 10-11 µs with idle polling (lab/calibrate/idle/).
+    /// reads at depth 1 had p99 72-78 µs with the CPUs' idle states on and
+    /// 10-11 µs with idle polling, and 40 minutes later 5.8-13 µs either
+    /// way (lab/calibrate/idle/).
     pub fn choose_spread(
         &mut self,
         name: &str,
