@@ -36,7 +36,7 @@ for d in ("read", "write"):
     echo "# kernel $(uname -r), $(fio --version), $(nproc) cpus, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# cpuidle driver $(cat $d/cpuidle/current_driver 2>/dev/null || echo none):" \
         $(for s in $d/cpu0/cpuidle/state*; do [ -e "$s/name" ] && echo "$(cat "$s/name")($(cat "$s/latency")us)"; done)
-    echo "# $dev over $backing; poll = /dev/cpu_dma_latency held at 0"
+    echo "# $dev over $backing; poll = /dev/cpu_dma_latency held at 0 (in force without: $(od -An -td4 /dev/cpu_dma_latency | tr -d ' ') us)"
     echo "# run idle job dir iops lat_p50_us lat_p99_us p99/p50"
     for r in $(seq 1 "$REPEAT"); do
         for idle in default poll; do
@@ -50,7 +50,9 @@ for d in ("read", "write"):
                 summary "$r" $idle randread-4k-d1
             fio "$here/heldout.fio" --filename="$dev" --output-format=json |
                 summary "$r" $idle heldout
-            [ $idle = poll ] && exec 9>&-
+            if [ $idle = poll ]; then
+                exec 9>&-
+            fi
         done
     done
 } > "$out"

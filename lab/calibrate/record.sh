@@ -48,7 +48,8 @@ esac
 idle_state() {
     local d=/sys/devices/system/cpu
     echo "cpuidle driver $(cat $d/cpuidle/current_driver 2>/dev/null || echo none), states:" \
-        $(for s in $d/cpu0/cpuidle/state*; do [ -e "$s/name" ] && echo "$(cat "$s/name")($(cat "$s/latency")us)"; done)
+        $(for s in $d/cpu0/cpuidle/state*; do [ -e "$s/name" ] && echo "$(cat "$s/name")($(cat "$s/latency")us)"; done) \
+        "; /dev/cpu_dma_latency in force: $(od -An -td4 /dev/cpu_dma_latency 2>/dev/null | tr -d ' ') us"
 }
 
 # calibrate DEV and run the held-out job on it into $out

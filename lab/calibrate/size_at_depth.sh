@@ -8,8 +8,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 REPEAT=${REPEAT:-3} IDLE=${IDLE:-default}
-suffix=
-[ "$IDLE" = poll ] && suffix=-idle-poll
+case $IDLE in
+default) suffix= ;;
+poll) suffix=-idle-poll ;;
+*) echo "IDLE=$IDLE: use default or poll" >&2; exit 2 ;;
+esac
 out=$here/size-at-depth/loop-ram-$(uname -r)$suffix.txt
 mkdir -p "$(dirname "$out")"
 if [ "$IDLE" = poll ]; then
@@ -23,6 +26,7 @@ trap 'losetup -d "$dev"; rm -f "$backing"' EXIT
 {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) lab/calibrate/size_at_depth.sh IDLE=$IDLE REPEAT=$REPEAT"
     echo "# kernel $(uname -r), $(fio --version), $(nproc) cpus, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# /dev/cpu_dma_latency in force: $(od -An -td4 /dev/cpu_dma_latency | tr -d ' ') us"
     echo "# fio --rw=randread --iodepth=16 --ioengine=io_uring --direct=1 --runtime=4 on $dev over $backing"
     echo "# run bs iops lat_p50_us lat_p99_us"
     for r in $(seq 1 "$REPEAT"); do

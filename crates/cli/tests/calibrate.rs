@@ -112,22 +112,6 @@ fn fit_recovers_a_simulated_flow_equivalent_server() {
 #[test]
 fn fit_chooses_the_spread_by_replaying_the_sweep() {
     let (_, _, spec) = fes_by_depth();
-    let v = json_of(&[
-        &format!("--device={spec},spread_pct=50,spread_run=8"),
-        "--submit-ns=2000",
-        "--rounds=2",
-        "--time=1",
-    ]);
-    assert_eq!(v["device"]["model"], "fes", "{}", v["candidates"]);
-    assert_eq!(param(&v, "spread_pct"), 50.0, "{}", v["device"]);
-    let run = param(&v, "spread_run");
-    assert!(
-        (4.0..=16.0).contains(&run),
-        "spread_run {run}: {}",
-        v["device"]
-    );
-    // chosen, not measured per round: no interval
-    assert_eq!(v["device"]["params"]["spread_pct"]["rounds"], 0);
     let (code, text, err) = calibrate(&[
         &format!("--device={spec},spread_pct=50,spread_run=8"),
         "--submit-ns=2000",
@@ -136,10 +120,25 @@ fn fit_chooses_the_spread_by_replaying_the_sweep() {
     ]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        text.lines()
-            .any(|l| l.contains("spread_pct") && l.contains("chosen by replaying the depth sweep")),
-        "{text}"
+        text.lines().any(|l| l.starts_with("  * fes")),
+        "fes not chosen: {text}"
     );
+    // `spread_pct = 50   # chosen by replaying the depth sweep`: chosen,
+    // not measured per round
+    let chosen = |key: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        assert!(
+            line.contains("chosen by replaying the depth sweep"),
+            "{line}"
+        );
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    assert_eq!(chosen("spread_pct"), 50.0, "{text}");
+    let run = chosen("spread_run");
+    assert!((4.0..=16.0).contains(&run), "spread_run {run}: {text}");
 }
 
 /// A device whose bytes cost on a resource the requests share, with a time

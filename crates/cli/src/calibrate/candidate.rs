@@ -124,8 +124,8 @@ impl Candidate {
     /// `fes`: the random share (`spread_pct`) and the run length
     /// (`spread_run`: requests in a row sharing one draw of it) whose
     /// replay of the random 4 KiB jobs deeper than 1 is closest to them, by
-    /// the fit check's error; the first among equals (no share, then
-    /// shorter runs). Deeper than 1, independent draws average out in the
+    /// the fit check's error; the first among equals (the smaller share,
+    /// then the shorter run). Deeper than 1, independent draws average out in the
     /// queue and runs keep the spread: the depth sweep's p99s tell how much
     /// of the service varies and how long its slowness lasts. Depth 1 is
     /// left out: there every request waits for the host to wake a sleeping
@@ -161,7 +161,7 @@ impl Candidate {
         // the first among equals: the grid's order
         let mut best = 0;
         for (i, e) in errors.iter().enumerate() {
-            if *e < errors[best] {
+            if e.total_cmp(&errors[best]).is_lt() {
                 best = i;
             }
         }
@@ -193,25 +193,50 @@ impl Candidate {
             c.run_check(name, sweep, secs, signals)?;
             Ok(c.error().unwrap_or(f64::INFINITY))
         };
+        // a failed replay (a stop signal, a job refused) stops the others
+        // before their next replay; its error is the one returned
+        let failed = std::sync::atomic::AtomicBool::new(false);
         let mut errors = vec![f64::INFINITY; points.len()];
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..workers)
                 .map(|w| {
+                    let (replay, failed) = (&replay, &failed);
                     s.spawn(move || {
-                        (w..points.len())
-                            .step_by(workers)
-                            .map(|i| replay(&points[i]).map(|e| (i, e)))
-                            .collect::<Result<Vec<_>, Failure>>()
+                        let mut done = Vec::new();
+                        for i in (w..points.len()).step_by(workers) {
+                            if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                                break;
+                            }
+                            match replay(&points[i]) {
+                                Ok(e) => done.push((i, e)),
+                                Err(f) => {
+                                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                                    return Err(f);
+                                }
+                            }
+                        }
+                        Ok(done)
                     })
                 })
                 .collect();
+            let mut first_failure = None;
             for h in handles {
-                let done = h.join().expect("a spread replay panicked")?;
-                for (i, e) in done {
-                    errors[i] = e;
+                match h.join() {
+                    Ok(Ok(done)) => {
+                        for (i, e) in done {
+                            errors[i] = e;
+                        }
+                    }
+                    Ok(Err(f)) => {
+                        first_failure.get_or_insert(f);
+                    }
+                    Err(panic) => std::panic::resume_unwind(panic),
                 }
             }
-            Ok(errors)
+            match first_failure {
+                Some(f) => Err(f),
+                None => Ok(errors),
+            }
         })
     }
 

@@ -37,9 +37,9 @@
 //! this machine's loop device over RAM serves 8 KiB requests at depth 16
 //! as fast as 4 KiB ones, while 32 KiB ones at depth 16 and 128 KiB ones
 //! at depth 64 run at the worker's pace). The per-request time is a
-//! roofline: the larger of the two. Real devices bend where the roofline
-//! has a corner: that loop device takes 16 KiB requests at depth 16 25%
-//! longer than 4 KiB ones, the roofline no longer.
+//! roofline: the larger of the two, with a sharp corner where a real
+//! device may pay part of both (docs/calibrate.md: the RAM loop device's
+//! one miss).
 //! Reads and writes share the
 //! queue and the population; each request is served at its own
 //! direction's `t(n)`. Discards and flushes take a 4 KiB write's time.
