@@ -413,6 +413,18 @@ fn bad_input_is_refused_with_exit_2() {
             ],
             "--runner=dd",
         ),
+        (
+            vec![
+                missing.display().to_string(),
+                "--size=1m".into(),
+                "--cpu-idle=sometimes".into(),
+            ],
+            "--cpu-idle=sometimes",
+        ),
+        (
+            vec!["--device=null".into(), "--cpu-idle=poll".into()],
+            "--cpu-idle",
+        ),
     ];
     for (args, needle) in cases {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();

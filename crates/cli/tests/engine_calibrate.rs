@@ -142,6 +142,54 @@ fn calibrates_a_loop_device_over_a_disk_file() {
     check_calibration("loop over a disk file", &lo.dev, &v);
 }
 
+/// `--cpu-idle=poll`: while it measures, the CPU latency request in force
+/// is 0 µs; after, the request is gone; the report says how it measured.
+#[test]
+fn cpu_idle_poll_holds_a_latency_request_while_measuring() {
+    let _x = exclusive();
+    let latency_us = || -> Option<i32> {
+        let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
+        Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+    };
+    let Some(before) = latency_us() else {
+        eprintln!("skipped: no /dev/cpu_dma_latency");
+        return;
+    };
+    if before == 0 {
+        eprintln!("skipped: a 0 us request is already in force");
+        return;
+    }
+    let Some(ram) = Mounted::tmpfs("40m") else {
+        return;
+    };
+    let Some(lo) = loop_over(&ram.dir.path().join("backing.img"), 32) else {
+        return;
+    };
+    let child = Command::new(BIN)
+        .arg("calibrate")
+        .arg(&lo.dev)
+        .args(["--rounds=1", "--time=1", "--no-check", "--cpu-idle=poll"])
+        .arg("--output-format=json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 13 read jobs of 1 s: 4 s in, it is measuring
+    std::thread::sleep(Duration::from_secs(4));
+    let during = latency_us();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(during, Some(0), "no 0 us request while measuring");
+    assert_eq!(latency_us(), Some(before), "the request outlived the run");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let backend = v["measured"]["backend"].as_str().unwrap();
+    assert!(backend.contains("idle CPUs polling"), "{backend}");
+}
+
 fn have_fio() -> bool {
     let ok = Command::new("fio").arg("--version").output().is_ok();
     if !ok {

@@ -11,6 +11,7 @@
 
 pub mod candidate;
 pub mod fit;
+pub mod idle;
 pub mod measure;
 pub mod plan;
 pub mod raw;
@@ -50,6 +51,7 @@ runner's, so fit with the program whose runs the model is to predict.
   blkqos calibrate /dev/loop0 --write --rounds=5 --time=4
   blkqos calibrate /var/tmp/cal.dat --size=1g --write
   blkqos calibrate /dev/nvme0n1 --runner=fio    # fio runs the jobs
+  blkqos calibrate /dev/nvme0n1 --cpu-idle=poll # idle CPUs poll while measuring
   blkqos calibrate --device=ssd,channels=4      # calibrate a simulated device";
 
 #[derive(clap::Args, Debug)]
@@ -96,9 +98,14 @@ pub struct Args {
     /// Skip replaying the jobs on the fitted device
     #[arg(long = "no-check")]
     no_check: bool,
+    /// as-is, or poll: hold a 0 us CPU latency request
+    /// (/dev/cpu_dma_latency, root) while measuring, so that idle CPUs
+    /// poll and a sleeping thread wakes without an idle state's exit
+    #[arg(long = "cpu-idle", default_value = "as-is", conflicts_with = "device")]
+    cpu_idle: String,
     /// Fit again from a calibration's JSON output (its `measured` part),
     /// measuring nothing: e.g. measurements taken on another machine
-    #[arg(long, value_name = "CALIBRATION.json", conflicts_with_all = ["target", "device", "write", "size", "runner"])]
+    #[arg(long, value_name = "CALIBRATION.json", conflicts_with_all = ["target", "device", "write", "size", "runner", "cpu_idle"])]
     refit: Option<PathBuf>,
 }
 
@@ -328,7 +335,10 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
 /// Run the rounds on the target; a signal ends them after the job that is
 /// running (the whole rounds before it are kept).
 fn measure_all(a: &Args, signals: &StopOnSignal) -> Result<raw::Measured, Failure> {
+    let cpu_idle = idle::CpuIdle::parse(&a.cpu_idle)?;
     let (target, info) = resolve(a)?;
+    // held until the rounds end
+    let _idle = idle::hold(cpu_idle)?;
     let jobs = plan::round(info.size_bytes, a.write);
     let bar = progress_bar((a.rounds as usize * jobs.len()) as u64);
     let mut rounds: Vec<fit::Round> = Vec::new();
@@ -356,8 +366,16 @@ fn measure_all(a: &Args, signals: &StopOnSignal) -> Result<raw::Measured, Failur
         blkqos: env!("CARGO_PKG_VERSION").to_string(),
         target: info,
         backend: match &target {
-            Target::Real { .. } => format!("real engine ({}, direct=1)", a.backend),
-            Target::Fio { .. } => format!("{} (io_uring, direct=1)", fio_version()),
+            Target::Real { .. } => format!(
+                "real engine ({}, direct=1){}",
+                a.backend,
+                cpu_idle.describe()
+            ),
+            Target::Fio { .. } => format!(
+                "{} (io_uring, direct=1){}",
+                fio_version(),
+                cpu_idle.describe()
+            ),
             Target::Sim { submit_ns, .. } => {
                 format!(
                     "simulator (--device={}, --submit-ns={submit_ns})",
