@@ -5,13 +5,23 @@
 # (docs/calibrate.md, "Who runs the jobs"). Writes
 # lab/calibrate/loadgen/loop-ram-KERNEL-TIME.txt (a VM's wake-ups depend
 # on its host's load, so each run is kept). As root, on an idle machine;
-# BLKQOS is the binary (default target/release/blkqos).
+# BLKQOS is the binary (default target/release/blkqos). IDLE=poll holds
+# /dev/cpu_dma_latency at 0 (as lab/calibrate/record.sh does).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 blkqos=${BLKQOS:-$repo/target/release/blkqos}
-REPEAT=${REPEAT:-3}
-out=$here/loadgen/loop-ram-$(uname -r)-$(date -u +%Y%m%dT%H%MZ).txt
+REPEAT=${REPEAT:-3} IDLE=${IDLE:-default}
+case $IDLE in
+default) suffix= ;;
+poll) suffix=-idle-poll ;;
+*) echo "IDLE=$IDLE: use default or poll" >&2; exit 2 ;;
+esac
+if [ "$IDLE" = poll ]; then
+    exec 9>/dev/cpu_dma_latency
+    printf '\x00\x00\x00\x00' >&9
+fi
+out=$here/loadgen/loop-ram-$(uname -r)-$(date -u +%Y%m%dT%H%MZ)$suffix.txt
 mkdir -p "$(dirname "$out")"
 backing=/dev/shm/blkqos-host-loadgen.img
 dd if=/dev/zero of="$backing" bs=16M count=32 status=none
@@ -30,7 +40,7 @@ print(*sys.argv[1:], round(x["iops"]), round(p["50.000000"] / 1e3, 1),
 ' "$@"
 }
 {
-    echo "# $(date -u +%Y-%m-%dT%H:%MZ) lab/calibrate/host_loadgen.sh REPEAT=$REPEAT"
+    echo "# $(date -u +%Y-%m-%dT%H:%MZ) lab/calibrate/host_loadgen.sh REPEAT=$REPEAT IDLE=$IDLE"
     echo "# kernel $(uname -r), $(fio --version), $("$blkqos" --version), $(nproc) cpus, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# $dev over $backing; /dev/cpu_dma_latency in force: $(od -An -td4 /dev/cpu_dma_latency | tr -d ' ') us"
     echo "# run runner depth iops lat_p50_us lat_p99_us ctx_switches cpu_pct"
