@@ -24,10 +24,16 @@
 # (in a VM, a halted vCPU's wake-up through the hypervisor). The fixture
 # directory gets the suffix -idle-poll.
 #
+# TAG is appended to a loop device's fixture directory: a second recording
+# of the same device at another hour (TAG=-2) keeps the first.
+#
 # Environment: ROUNDS (3), SECS (2), REPEAT (3), RUNNER (fio), IDLE
-# (default or poll), COMPLETION_NSEC (50000), MBPS (100) for null_blk.
+# (default or poll), TAG (none), COMPLETION_NSEC (50000), MBPS (100) for
+# null_blk.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lab/calibrate/lib.sh
+. "$here/lib.sh"
 repo=$(cd "$here/../.." && pwd)
 blkqos=${BLKQOS:-$repo/target/release/blkqos}
 ROUNDS=${ROUNDS:-3} SECS=${SECS:-2} REPEAT=${REPEAT:-3} RUNNER=${RUNNER:-fio}
@@ -36,21 +42,8 @@ fio) fixtures=$here/fixtures ;;
 blkqos) fixtures=$here/worked-example ;;
 *) echo "RUNNER=$RUNNER: use fio or blkqos" >&2; exit 2 ;;
 esac
-COMPLETION_NSEC=${COMPLETION_NSEC:-50000} MBPS=${MBPS:-100}
-IDLE=${IDLE:-default}
-case $IDLE in
-default) suffix= ;;
-poll) suffix=-idle-poll ;;
-*) echo "IDLE=$IDLE: use default or poll" >&2; exit 2 ;;
-esac
-
-# the CPUs' idle handling, for recipe.txt
-idle_state() {
-    local d=/sys/devices/system/cpu
-    echo "cpuidle driver $(cat $d/cpuidle/current_driver 2>/dev/null || echo none), states:" \
-        $(for s in $d/cpu0/cpuidle/state*; do [ -e "$s/name" ] && echo "$(cat "$s/name")($(cat "$s/latency")us)"; done) \
-        "; /dev/cpu_dma_latency in force: $(od -An -td4 /dev/cpu_dma_latency 2>/dev/null | tr -d ' ') us"
-}
+COMPLETION_NSEC=${COMPLETION_NSEC:-50000} MBPS=${MBPS:-100} TAG=${TAG:-}
+idle_mode
 
 # calibrate DEV and run the held-out job on it into $out
 measure() {
@@ -70,7 +63,7 @@ recipe() {
         echo "kernel: $(cat "$out/kernel.txt" 2>/dev/null || uname -r)"
         echo "fio: $(fio --version)"
         echo "blkqos: $("$blkqos" --version)"
-        echo "ROUNDS=$ROUNDS SECS=$SECS REPEAT=$REPEAT RUNNER=$RUNNER IDLE=$IDLE"
+        echo "ROUNDS=$ROUNDS SECS=$SECS REPEAT=$REPEAT RUNNER=$RUNNER IDLE=$IDLE TAG=$TAG"
         echo "cpu idle: $(idle_state)"
         echo "cpus: $(nproc); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     } > "$out/recipe.txt"
@@ -79,38 +72,14 @@ recipe() {
 case ${1:-} in
 loop-ram | loop-disk)
     kind=$1
-    out=$fixtures/$kind-$(uname -r)
-    out=$out$suffix
+    out=$fixtures/$kind-$(uname -r)$suffix$TAG
     mkdir -p "$out"
-    if [ "$IDLE" = poll ]; then
-        # held open for the script's life: closing fd 9 ends the request
-        exec 9>/dev/cpu_dma_latency
-        printf '\x00\x00\x00\x00' >&9
-    fi
-    if [ "$kind" = loop-ram ]; then
-        backing=/dev/shm/blkqos-calibrate.img
-        # written, not sparse: reads of a hole in a tmpfs file return the
-        # zero page without copying (the first round's reads measured
-        # 2-3x faster than the rounds after its write jobs filled it)
-        dd if=/dev/zero of="$backing" bs=16M count=32 status=none
-        dev=$(losetup --find --show "$backing")
-    else
-        backing=/var/tmp/blkqos-calibrate.img
-        # a real file (not sparse) so reads reach the disk
-        dd if=/dev/zero of="$backing" bs=16M count=32 oflag=direct status=none
-        dev=$(losetup --find --show --direct-io=on "$backing")
-        # The VM's disk is a file on the host: reads of blocks the host has
-        # cached are several times faster than first reads (the first
-        # runs of the held-out job measured 25k IOPS, later ones 50k).
-        # Read the whole backing file once so that calibration and the
-        # held-out job both see the warm steady state.
-        dd if="$dev" of=/dev/null bs=1M iflag=direct status=none
-        dd if="$dev" of=/dev/null bs=1M iflag=direct status=none
-    fi
-    trap 'losetup -d "$dev"; rm -f "$backing"' EXIT
+    # held for the script's life (fd 9)
+    [ "$IDLE" = poll ] && idle_hold
+    loop_setup "$kind" calibrate
     echo "$kind: $dev over $backing (direct IO: $(cat /sys/block/"${dev#/dev/}"/loop/dio))" >&2
     recipe "$out" "$@"
-    echo "backing: $backing ($(findmnt -no FSTYPE,SOURCE -T "$backing" | tr -s ' ')), loop dio=$(cat /sys/block/"${dev#/dev/}"/loop/dio)" >> "$out/recipe.txt"
+    echo "backing: $backing ($(findmnt -no FSTYPE,SOURCE -T "$backing" | head -1 | tr -s ' ')), loop dio=$(cat /sys/block/"${dev#/dev/}"/loop/dio)" >> "$out/recipe.txt"
     measure "$dev" "$out"
     ;;
 nullb)
