@@ -9,24 +9,16 @@
 # /dev/cpu_dma_latency at 0 (as lab/calibrate/record.sh does).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lab/calibrate/lib.sh
+. "$here/lib.sh"
 repo=$(cd "$here/../.." && pwd)
 blkqos=${BLKQOS:-$repo/target/release/blkqos}
-REPEAT=${REPEAT:-3} IDLE=${IDLE:-default}
-case $IDLE in
-default) suffix= ;;
-poll) suffix=-idle-poll ;;
-*) echo "IDLE=$IDLE: use default or poll" >&2; exit 2 ;;
-esac
-if [ "$IDLE" = poll ]; then
-    exec 9>/dev/cpu_dma_latency
-    printf '\x00\x00\x00\x00' >&9
-fi
+REPEAT=${REPEAT:-3}
+idle_mode
+[ "$IDLE" = poll ] && idle_hold
 out=$here/loadgen/loop-ram-$(uname -r)-$(date -u +%Y%m%dT%H%MZ)$suffix.txt
 mkdir -p "$(dirname "$out")"
-backing=/dev/shm/blkqos-host-loadgen.img
-dd if=/dev/zero of="$backing" bs=16M count=32 status=none
-dev=$(losetup --find --show "$backing")
-trap 'losetup -d "$dev"; rm -f "$backing"' EXIT
+loop_setup loop-ram host-loadgen
 common="--name=p --filename=$dev --rw=randread --bs=4k --ioengine=io_uring --direct=1 --norandommap --randrepeat=0 --lat_percentiles=1 --runtime=4 --time_based --output-format=json"
 # fio's JSON on stdin: one line
 summary() {
@@ -42,7 +34,7 @@ print(*sys.argv[1:], round(x["iops"]), round(p["50.000000"] / 1e3, 1),
 {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) lab/calibrate/host_loadgen.sh REPEAT=$REPEAT IDLE=$IDLE"
     echo "# kernel $(uname -r), $(fio --version), $("$blkqos" --version), $(nproc) cpus, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "# $dev over $backing; /dev/cpu_dma_latency in force: $(od -An -td4 /dev/cpu_dma_latency | tr -d ' ') us"
+    echo "# $dev over $backing; $(idle_state)"
     echo "# run runner depth iops lat_p50_us lat_p99_us ctx_switches cpu_pct"
     for r in $(seq 1 "$REPEAT"); do
         for depth in 1 16; do
