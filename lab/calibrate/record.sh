@@ -24,7 +24,7 @@
 # (in a VM, a halted vCPU's wake-up through the hypervisor). The fixture
 # directory gets the suffix -idle-poll.
 #
-# TAG is appended to a loop device's fixture directory: a second recording
+# TAG is appended to the fixture directory: a second recording
 # of the same device at another hour (TAG=-2) keeps the first.
 #
 # Environment: ROUNDS (3), SECS (2), REPEAT (3), RUNNER (fio), IDLE
@@ -86,7 +86,7 @@ nullb)
     kver=${2:?nullb needs a kernel version (klab list)}
     [ "$IDLE" = default ] || { echo "IDLE=$IDLE: only for the loop devices (the guest's CPUs are QEMU's)" >&2; exit 2; }
     klab=${KLAB:?set KLAB to the klab script}
-    out=$fixtures/nullb-c$((COMPLETION_NSEC / 1000))us-${MBPS}mbps-$kver
+    out=$fixtures/nullb-c$((COMPLETION_NSEC / 1000))us-${MBPS}mbps-$kver$TAG
     mkdir -p "$out"
     BLKQOS=$blkqos HERE=$here COMPLETION_NSEC=$COMPLETION_NSEC MBPS=$MBPS ROUNDS=$ROUNDS \
         SECS=$SECS REPEAT=$REPEAT RUNNER=$RUNNER \
