@@ -129,6 +129,20 @@ fn calibrates_a_loop_device_over_ram() {
     };
     let v = calibrate_json(&lo.dev, &[]);
     check_calibration("loop over RAM", &lo.dev, &v);
+    // the runner line names the CPUs' idle handling as this machine has it
+    let backend = v["measured"]["backend"].as_str().unwrap();
+    let cpuidle = std::fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver")
+        .ok()
+        .map(|d| d.trim().to_string())
+        .filter(|d| !d.is_empty() && d != "none");
+    match cpuidle {
+        Some(d) => assert!(
+            backend.contains(&format!("idle states on (cpuidle {d}"))
+                || backend.contains("idle CPUs polling (a 0 us latency request in force)"),
+            "{backend}"
+        ),
+        None => assert!(!backend.contains("idle"), "{backend}"),
+    }
 }
 
 #[test]

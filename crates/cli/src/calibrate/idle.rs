@@ -38,12 +38,79 @@ impl CpuIdle {
         }
     }
 
-    /// How the measurement's report names it (after the runner).
-    pub fn describe(self) -> &'static str {
+    /// How the measurement's report names it (after the runner). As they
+    /// are, the CPUs' idle handling is named as this machine has it: the
+    /// cpuidle driver (sysfs) and the CPU latency request in force, so a
+    /// recorded calibration says whether wake-ups from idle states are in
+    /// its times.
+    pub fn describe(self) -> String {
         match self {
-            CpuIdle::AsIs => "",
-            CpuIdle::Poll => ", idle CPUs polling (/dev/cpu_dma_latency held at 0 us)",
+            CpuIdle::AsIs => as_found(
+                std::fs::read_to_string(CPUIDLE_DRIVER).ok().as_deref(),
+                latency_in_force_us(),
+            ),
+            CpuIdle::Poll => ", idle CPUs polling (/dev/cpu_dma_latency held at 0 us)".into(),
         }
+    }
+}
+
+/// The cpuidle driver in use.
+pub const CPUIDLE_DRIVER: &str = "/sys/devices/system/cpu/cpuidle/current_driver";
+
+/// What `/dev/cpu_dma_latency` reads with no request held: the kernel's
+/// PM_QOS_CPU_LATENCY_DEFAULT_VALUE (2000 s, include/linux/pm_qos.h).
+pub const PM_QOS_NO_REQUEST_US: i32 = 2_000_000_000;
+
+/// The CPU latency request in force, µs (the smallest one held; reading
+/// needs root).
+pub fn latency_in_force_us() -> Option<i32> {
+    let b = std::fs::read(CPU_DMA_LATENCY).ok()?;
+    Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+/// The CPUs' idle handling from the cpuidle driver's name (None: no
+/// cpuidle) and the latency request in force (None: unreadable).
+pub fn as_found(driver: Option<&str>, latency_us: Option<i32>) -> String {
+    let driver = driver
+        .map(str::trim)
+        .filter(|d| !d.is_empty() && *d != "none");
+    match (driver, latency_us) {
+        (None, _) => String::new(),
+        (Some(_), Some(0)) => ", idle CPUs polling (a 0 us latency request in force)".into(),
+        (Some(d), Some(PM_QOS_NO_REQUEST_US)) => {
+            format!(", CPUs' idle states on (cpuidle {d}, no latency request)")
+        }
+        (Some(d), Some(us)) => {
+            format!(", CPUs' idle states on (cpuidle {d}, latency request {us} us)")
+        }
+        (Some(d), None) => format!(", CPUs' idle states on (cpuidle {d})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_found;
+
+    #[test]
+    fn idle_handling_as_found_is_named() {
+        assert_eq!(as_found(None, Some(0)), "");
+        assert_eq!(as_found(Some("none\n"), Some(2_000_000_000)), "");
+        assert_eq!(
+            as_found(Some("haltpoll\n"), Some(2_000_000_000)),
+            ", CPUs' idle states on (cpuidle haltpoll, no latency request)"
+        );
+        assert_eq!(
+            as_found(Some("haltpoll"), Some(20)),
+            ", CPUs' idle states on (cpuidle haltpoll, latency request 20 us)"
+        );
+        assert_eq!(
+            as_found(Some("intel_idle"), None),
+            ", CPUs' idle states on (cpuidle intel_idle)"
+        );
+        assert_eq!(
+            as_found(Some("acpi_idle"), Some(0)),
+            ", idle CPUs polling (a 0 us latency request in force)"
+        );
     }
 }
 
