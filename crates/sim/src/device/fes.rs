@@ -39,7 +39,7 @@
 //! at depth 64 run at the worker's pace). The per-request time is a
 //! roofline: the larger of the two, with a sharp corner where a real
 //! device may pay part of both (docs/calibrate.md: the RAM loop device's
-//! one miss).
+//! misses).
 //! Reads and writes share the
 //! queue and the population; each request is served at its own
 //! direction's `t(n)`. Discards and flushes take a 4 KiB write's time.
