@@ -14,11 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 blkqos=${BLKQOS:-$repo/target/release/blkqos}
 REPEAT=${REPEAT:-3}
-idle_mode
-[ "$IDLE" = poll ] && idle_hold
-out=$here/loadgen/loop-ram-$(uname -r)-$(date -u +%Y%m%dT%H%MZ)$suffix.txt
-mkdir -p "$(dirname "$out")"
-loop_setup loop-ram host-loadgen
+probe_start loadgen loop-ram
 common="--name=p --filename=$dev --rw=randread --bs=4k --ioengine=io_uring --direct=1 --norandommap --randrepeat=0 --lat_percentiles=1 --runtime=4 --time_based --output-format=json"
 # fio's JSON on stdin: one line
 summary() {

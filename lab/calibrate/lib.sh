@@ -62,6 +62,21 @@ loop_setup() {
     trap "losetup -d '$dev'; rm -f '$backing'" EXIT
 }
 
+# probe_start DIR KIND: the start of a probe script: $out is
+# lab/calibrate/DIR/KIND-KERNEL-TIME[-idle-poll].txt (each run kept: a VM's
+# devices change with its host's load), the idle request held if
+# IDLE=poll, and a KIND loop device in $dev. Needs $here.
+probe_start() {
+    local dir=$1 kind=$2
+    idle_mode
+    out=$here/$dir/$kind-$(uname -r)-$(date -u +%Y%m%dT%H%MZ)$suffix.txt
+    mkdir -p "$(dirname "$out")"
+    if [ "$IDLE" = poll ]; then
+        idle_hold
+    fi
+    loop_setup "$kind" "$dir"
+}
+
 # fio's JSON on stdin, the leading fields as arguments: one line per
 # direction that ran: FIELDS... dir iops lat_p50_us lat_p99_us
 fio_summary() {

@@ -15,11 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 kind=${1:?usage: $0 loop-ram | loop-disk}
 REPEAT=${REPEAT:-3}
-idle_mode
-out=$here/mix-at-depth/$kind-$(uname -r)-$(date -u +%Y%m%dT%H%MZ)$suffix.txt
-mkdir -p "$(dirname "$out")"
-[ "$IDLE" = poll ] && idle_hold
-loop_setup "$kind" mix-at-depth
+probe_start mix-at-depth "$kind"
 {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) lab/calibrate/mix_at_depth.sh $kind IDLE=$IDLE REPEAT=$REPEAT"
     echo "# kernel $(uname -r), $(fio --version), $(nproc) cpus, load before: $(cut -d' ' -f1-3 /proc/loadavg)"

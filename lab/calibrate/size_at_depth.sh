@@ -10,11 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lab/calibrate/lib.sh
 . "$here/lib.sh"
 REPEAT=${REPEAT:-3}
-idle_mode
-out=$here/size-at-depth/loop-ram-$(uname -r)-$(date -u +%Y%m%dT%H%MZ)$suffix.txt
-mkdir -p "$(dirname "$out")"
-[ "$IDLE" = poll ] && idle_hold
-loop_setup loop-ram size-at-depth
+probe_start size-at-depth loop-ram
 {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) lab/calibrate/size_at_depth.sh IDLE=$IDLE REPEAT=$REPEAT"
     echo "# kernel $(uname -r), $(fio --version), $(nproc) cpus, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
