@@ -141,10 +141,11 @@ fn fit_chooses_the_spread_by_replaying_the_sweep() {
     assert!((4.0..=16.0).contains(&run), "spread_run {run}: {text}");
 }
 
-/// A device whose bytes cost on a resource the requests share, with a time
-/// per request of its own there (a loop device's worker copying beside
-/// the submitting program): the 32 KiB job at depth 16 and the 128 KiB
-/// job at depth 64 give that resource back, and the fitted device
+/// A device whose bytes cost on a resource the requests share and queue
+/// at, with a time per request of its own there (a loop device's worker
+/// copying beside the submitting program): the 32 KiB job at depth 16 and
+/// the 128 KiB job at depth 64 give that resource back, the depth-1 line
+/// the own path's cost per byte beside it, and the fitted device
 /// predicts a 16 KiB job at depth 12, which no calibration job measures.
 #[test]
 fn fit_finds_a_shared_resource() {
@@ -153,8 +154,8 @@ fn fit_finds_a_shared_resource() {
     // shared resource takes 3 us (6 us) a request and 0.5 ns (1 ns) a byte
     spec += ",read_ps_per_byte_q1=2000,read_ps_per_byte_q16=0,read_ps_per_byte_q64=0";
     spec += ",write_ps_per_byte_q1=4000,write_ps_per_byte_q16=0,write_ps_per_byte_q64=0";
-    spec += ",read_shared_ns=3000,read_max_bps=2000000000";
-    spec += ",write_shared_ns=6000,write_max_bps=1000000000";
+    spec += ",read_shared_ns=3000,read_max_bps=2000000000,read_shared_queue=1";
+    spec += ",write_shared_ns=6000,write_max_bps=1000000000,write_shared_queue=1";
     let v = json_of(&[
         &format!("--device={spec}"),
         "--submit-ns=2000",
@@ -170,10 +171,22 @@ fn fit_finds_a_shared_resource() {
         ("write_max_bps", 1e9),
     ] {
         let got = param(&v, k);
-        assert!(near(got, want, 5.0), "{k}: fitted {got}, true {want}");
+        assert!(near(got, want, 2.0), "{k}: fitted {got}, true {want}");
     }
     for k in ["read_ps_per_byte_q16", "write_ps_per_byte_q16"] {
         assert_eq!(param(&v, k), 0.0, "{k}");
+    }
+    for k in ["read_shared_queue", "write_shared_queue"] {
+        assert_eq!(param(&v, k), 1.0, "{k}");
+    }
+    // at depth 1 the two stations add up: the own path's cost per byte is
+    // the depth-1 slope less the shared resource's
+    for (k, want) in [
+        ("read_ps_per_byte_q1", 2000.0),
+        ("write_ps_per_byte_q1", 4000.0),
+    ] {
+        let got = param(&v, k);
+        assert!(near(got, want, 2.0), "{k}: fitted {got}, true {want}");
     }
     // 16 KiB at depth 12: the own path (about 18 us for reads) binds,
     // not the shared resource (11.2 us); on the fitted device as on the

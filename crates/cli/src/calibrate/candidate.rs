@@ -84,7 +84,8 @@ fn min_of(key: &str) -> u64 {
         | "write_tail_ns" | "spread_pct" => 0,
         k if k.contains("_ps_per_byte_")
             || k.ends_with("_max_bps")
-            || k.ends_with("_shared_ns") =>
+            || k.ends_with("_shared_ns")
+            || k.ends_with("_shared_queue") =>
         {
             0
         }
@@ -344,7 +345,7 @@ pub fn candidates(m: &Measured, fits: &[RoundFit]) -> Vec<Candidate> {
 /// The `fes` family (every fit has one).
 fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
     type Pick = fn(&super::fit::FesFit) -> Option<super::fit::FesDirFit>;
-    let dirs: [(Pick, [&'static str; 12]); 2] = [
+    let dirs: [(Pick, [&'static str; 13]); 2] = [
         (
             |f| Some(f.read),
             [
@@ -360,6 +361,7 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
                 "read_ps_per_byte_q64",
                 "read_shared_ns",
                 "read_max_bps",
+                "read_shared_queue",
             ],
         ),
         (
@@ -377,6 +379,7 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
                 "write_ps_per_byte_q64",
                 "write_shared_ns",
                 "write_max_bps",
+                "write_shared_queue",
             ],
         ),
     ];
@@ -394,7 +397,8 @@ fn fes_params(fits: &[RoundFit]) -> Vec<(&'static str, Estimate)> {
                 0..=6 => d.ns_4k[i],
                 7..=9 => d.ps_per_byte[i - 7],
                 10 => d.shared_ns,
-                _ => d.max_bps,
+                11 => d.max_bps,
+                _ => f64::from(u8::from(d.shared_queue)),
             }
         };
         for (i, key) in keys.into_iter().enumerate() {

@@ -40,7 +40,7 @@
 //! depth 1 nothing overlaps the call; deeper, the calls overlap the
 //! device's work). A byte beyond 4 KiB costs on its own request's path
 //! (`per_byte(n)`) or on a resource the requests share (`shared_ns` plus
-//! the bytes at `max_bps`), the larger of the two (a roofline). On its own
+//! the bytes at `max_bps`). On its own
 //! path it costs the depth-1 line's slope at depth 1 (nothing overlaps
 //! there). Deeper, the random 32 KiB job at depth 16 and the random
 //! 128 KiB job at depth 64 tell the two apart:
@@ -49,14 +49,21 @@
 //!   their times between completions (against their sizes) gives its time
 //!   per request (the intercept) and per byte (the slope); that holds
 //!   when the intercept is not negative and the resource would not slow
-//!   4 KiB requests at depth 64 below their measured time. Then the bytes
-//!   cost nothing more on their own path at depths 16 and 64. Whether it
+//!   4 KiB requests at depth 64 below their measured time. Whether it
 //!   holds is decided once for the device ([`ByteCosts`]): only when it
 //!   holds in every round, and then every round is fitted by it (one
 //!   device, one structure: means over rounds fitted two ways would mix
-//!   the two);
+//!   the two). The resource is then a station the requests queue at
+//!   (`shared_queue`), and the device the closed network of it and the
+//!   per-request station; the line is only the start: the time per
+//!   request and per byte are solved so that the network gives the two
+//!   jobs their measured times ([`queue_resource`]). The bytes cost
+//!   nothing more on their own path at depths 16 and 64, and at depth 1,
+//!   where the two stations' times add up, the latency line's slope less
+//!   the resource's;
 //! * otherwise the shared resource is the 128 KiB job's bandwidth alone,
-//!   and the 32 KiB job was on its own path: the difference between its
+//!   a floor under each request's own time (the larger of the two, a
+//!   roofline), and the 32 KiB job was on its own path: the difference between its
 //!   time and the 4 KiB job's at depth 16, over the 28 KiB between them,
 //!   is the cost of a byte there (nothing, if it ran at that bandwidth);
 //!   at depth 64 the same difference for 128 KiB, at most depth 16's.
@@ -142,6 +149,10 @@ pub struct FesDirFit {
     /// before the depth-16 32 KiB job, fitted with the line from depth 1
     /// to 64 as before).
     pub max_bps: f64,
+    /// The shared resource is a station the requests queue at (claimed
+    /// from the deep jobs, [`ByteCosts`]), not a floor under their own
+    /// time (`read_shared_queue`).
+    pub shared_queue: bool,
 }
 
 /// The `fes` model: reads, writes when measured, and the random share of
@@ -304,8 +315,19 @@ fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64, shared: bool) -> Op
             let g32 = 1e9 / m.iops().max(1e-9);
             match shared_resource(g32, q64_big, q64) {
                 // the shared resource explains the 32 KiB job: nothing of
-                // it is put on the request's own path
-                Some((ns, bps)) if shared => (0.0, 0.0, ns, bps),
+                // it is put on the request's own path at depth, and it is
+                // a station the requests queue at
+                Some((ns, bps)) if shared => {
+                    let ns_4k = [q1, q2?, q4?, q8?, q16?, q32?, q64];
+                    let (p1, ns, bps) = queue_resource(ns_4k, p1, (ns, bps), g32, q64_big);
+                    return Some(FesDirFit {
+                        ns_4k,
+                        ps_per_byte: [p1, 0.0, 0.0],
+                        shared_ns: ns,
+                        max_bps: bps,
+                        shared_queue: true,
+                    });
+                }
                 _ => {
                     // the 32 KiB job on its own path (unless it ran at the
                     // 128 KiB job's bandwidth), that bandwidth shared
@@ -328,7 +350,62 @@ fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64, shared: bool) -> Op
         ps_per_byte: [p1, p16, p64],
         shared_ns,
         max_bps,
+        shared_queue: false,
     })
+}
+
+/// The shared resource as a station the requests queue at (crates/sim
+/// `device/fes.rs`, `FesDir::tandem_ns`): its time per request and rate
+/// such that the network of it and the per-request station gives the
+/// 32 KiB job at depth 16 (`g32`, ns between completions) and the
+/// 128 KiB job at depth 64 (`g128`) their measured times, starting from
+/// the line through the two (`line`: the resource alone, the roofline's
+/// reading). At depth 1 the two stations' times add up, so the own path's
+/// cost per byte there is the depth-1 latency line's slope (`slope_ps`)
+/// less the resource's. Returns that cost (ps per byte), the time per
+/// request (ns) and the rate (bytes/s).
+///
+/// Each step moves the two jobs' times on the resource by what the
+/// network misses them by and takes the line through them again: where
+/// the resource is the busier station (as both jobs' are, or it would
+/// not have been claimed), a job's time moves with its time there
+/// nearly one for one, so the steps converge in a few rounds; 50 at most.
+fn queue_resource(
+    ns_4k: [f64; 7],
+    slope_ps: f64,
+    line: (f64, f64),
+    g32: f64,
+    g128: f64,
+) -> (f64, f64, f64) {
+    let (mid_bs, big_bs) = (super::plan::MID_BS as f64, super::plan::RAND_BPS_BS as f64);
+    let (mut c32, mut c128) = (
+        line.0 + mid_bs * 1e9 / line.1,
+        line.0 + big_bs * 1e9 / line.1,
+    );
+    let at = |c32: f64, c128: f64| {
+        let ns_per_byte = ((c128 - c32) / (big_bs - mid_bs)).max(1e-6);
+        let ns = (c32 - mid_bs * ns_per_byte).max(0.0);
+        let p1 = (slope_ps - ns_per_byte * 1000.0).max(0.0);
+        (p1, ns, 1e9 / ns_per_byte)
+    };
+    for _ in 0..50 {
+        let (p1, ns, bps) = at(c32, c128);
+        let dir = blkqos_sim::device::FesDir {
+            ns_4k: ns_4k.map(|t| t.round().max(1.0) as u64),
+            ps_per_byte: [p1.round() as u64, 0, 0],
+            shared_ns: ns.round() as u64,
+            max_bps: bps.round() as u64,
+            shared_queue: true,
+        };
+        let miss32 = g32 - dir.tandem_ns(super::plan::MID_DEPTH, super::plan::MID_BS);
+        let miss128 = g128 - dir.tandem_ns(64, super::plan::RAND_BPS_BS);
+        if miss32.abs() < 0.5 && miss128.abs() < 0.5 {
+            break;
+        }
+        c32 += miss32;
+        c128 += miss128;
+    }
+    at(c32, c128)
 }
 
 /// Split a mean service time into base and jitter, and what is left of

@@ -233,7 +233,17 @@ impl Report {
         .unwrap();
         for (k, e) in &d.params {
             let v = format!("{k} = {}", e.mean.round().max(0.0) as u64);
-            writeln!(o, "{v:<28} # {}", ci_text(e)).unwrap();
+            let why = if k.ends_with("_shared_queue") {
+                // decided once for the device (fit.rs ByteCosts), no interval
+                if e.mean >= 0.5 {
+                    "a queue: every round's deep jobs ran at one shared resource's pace".into()
+                } else {
+                    "a floor: the bytes cost on each request's path".into()
+                }
+            } else {
+                ci_text(e)
+            };
+            writeln!(o, "{v:<28} # {why}").unwrap();
         }
         for (k, v) in &d.fixed {
             writeln!(o, "{k} = {v}").unwrap();

@@ -26,20 +26,34 @@
 //! writes), linear in log2(depth) between them and held beyond. A request
 //! of `len` bytes takes `(len − 4096) × per_byte(n)` more, the cost per
 //! byte given at depths 1, 16 and 64 (`read_ps_per_byte_q1`, `_q16`,
-//! `_q64`, in picoseconds) and interpolated the same way, but never less
-//! than its time on a resource the requests share: `shared_ns` plus its
+//! `_q64`, in picoseconds) and interpolated the same way. A byte may also
+//! cost on a resource the requests share, taking `shared_ns` plus its
 //! bytes at `max_bps` (`read_shared_ns`, `read_max_bps`; a `max_bps` of 0:
-//! no shared resource). The two terms are the two places a byte can cost:
-//! on the path of its own request (at depth 1 every byte is, so the
-//! depth-1 latency line gives the slope), or on a resource that only
-//! limits once it is the busiest (a loop device's worker copying on one
-//! CPU beside the submitting program's per-request work on the other:
-//! this machine's loop device over RAM serves 8 KiB requests at depth 16
-//! as fast as 4 KiB ones, while 32 KiB ones at depth 16 and 128 KiB ones
-//! at depth 64 run at the worker's pace). The per-request time is a
-//! roofline: the larger of the two, with a sharp corner where a real
-//! device may pay part of both (docs/calibrate.md: the RAM loop device's
-//! misses).
+//! none). The two are the two places a byte can cost: on the path of its
+//! own request, or on a resource that only limits once it is the busiest
+//! (a loop device's worker copying on one CPU beside the submitting
+//! program's per-request work on the other: this machine's loop device
+//! over RAM serves 8 KiB requests at depth 16 about as fast as 4 KiB ones,
+//! while 32 KiB ones at depth 16 and 128 KiB ones at depth 64 run at the
+//! worker's pace). How the two combine is a parameter (`read_shared_queue`):
+//!
+//! * `0`, a floor: the request takes the larger of its own time and its
+//!   time on the resource (a roofline, with a sharp corner). The fit uses
+//!   it where the bytes cost on each request's path and the resource is
+//!   only the highest bandwidth measured.
+//! * `1`, a queue: the resource is a second station the requests pass
+//!   through, and the device is the closed network of the two; the
+//!   service time at population `n` is that network's time between
+//!   completions with `n` requests of this size in it ([`FesDir::tandem_ns`]:
+//!   Buzen's convolution for a product-form network of a load-dependent
+//!   station and a single FIFO server). The per-request station is
+//!   recovered from the 4 KiB times (which it reproduces exactly); a
+//!   larger request adds its own-path bytes there and its bytes on the
+//!   shared station. Where one station is much the busier the network
+//!   runs at its pace (the roofline's two limbs); near the corner,
+//!   requests queue at both and pay part of both, as the RAM loop device
+//!   does with 16 KiB requests at depth 16 (docs/calibrate.md).
+//!
 //! Reads and writes share the
 //! queue and the population; each request is served at its own
 //! direction's `t(n)`. Discards and flushes take a 4 KiB write's time.
@@ -68,39 +82,146 @@ use std::collections::VecDeque;
 pub const FES_DEPTHS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
 /// One direction's service: 4 KiB time per depth of [`FES_DEPTHS`], the
-/// cost per byte beyond 4 KiB at depths 1, 16 and 64 (ps per byte), and
-/// the shared resource's time per request (ns) and rate (bytes/s; 0:
-/// none).
+/// cost per byte beyond 4 KiB at depths 1, 16 and 64 (ps per byte), the
+/// shared resource's time per request (ns) and rate (bytes/s; 0: none),
+/// and whether that resource is a floor or a queue (module header).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FesDir {
     pub ns_4k: [u64; 7],
     pub ps_per_byte: [u64; 3],
     pub shared_ns: u64,
     pub max_bps: u64,
+    pub shared_queue: bool,
 }
 
 impl FesDir {
-    /// The service time of a `len`-byte request with `n` in the device.
-    pub fn service_ns(&self, n: u32, len: u64) -> f64 {
+    /// The 4 KiB time between completions with `n` in the device: linear
+    /// in log2(n) between the measured depths, held beyond them.
+    fn t4k_ns(&self, n: u32) -> f64 {
         let x = f64::from(n.clamp(1, 64)).log2();
         // segment [2^seg, 2^(seg+1)]
         let seg = (x as usize).min(FES_DEPTHS.len() - 2);
         let frac = x - seg as f64;
         let (a, b) = (self.ns_4k[seg] as f64, self.ns_4k[seg + 1] as f64);
-        let t4k = a + (b - a) * frac;
+        a + (b - a) * frac
+    }
+
+    /// The own-path cost of a byte beyond 4 KiB with `n` in the device,
+    /// ps: linear in log2(n) between depths 1, 16 and 64.
+    fn ps_per_byte_at(&self, n: u32) -> f64 {
+        let x = f64::from(n.clamp(1, 64)).log2();
         let [p1, p16, p64] = self.ps_per_byte.map(|p| p as f64);
-        let per_byte_ps = if x <= 4.0 {
+        if x <= 4.0 {
             p1 + (p16 - p1) * x / 4.0
         } else {
             p16 + (p64 - p16) * (x - 4.0) / 2.0
-        };
-        let own = t4k + len.saturating_sub(4096) as f64 * per_byte_ps / 1000.0;
-        let shared = if self.max_bps > 0 {
+        }
+    }
+
+    /// A `len`-byte request's time on the shared resource, ns (0: none).
+    fn shared_time_ns(&self, len: u64) -> f64 {
+        if self.max_bps > 0 {
             self.shared_ns as f64 + len as f64 * 1e9 / self.max_bps as f64
         } else {
             0.0
+        }
+    }
+
+    /// The service time of a `len`-byte request with `n` in the device.
+    pub fn service_ns(&self, n: u32, len: u64) -> f64 {
+        if self.shared_queue && self.max_bps > 0 && len > 4096 {
+            return self.tandem_ns(n, len);
+        }
+        let own =
+            self.t4k_ns(n) + len.saturating_sub(4096) as f64 * self.ps_per_byte_at(n) / 1000.0;
+        own.max(self.shared_time_ns(len))
+    }
+
+    /// The time between completions of a closed network of two stations
+    /// with `n` requests of `len` bytes in it: a per-request station whose
+    /// rate depends on how many requests are at it, and the shared
+    /// resource, one FIFO server taking `c(len)` a request.
+    ///
+    /// Derivation (Buzen's convolution; the network has product form,
+    /// BCMP, with the FIFO server's service exponential). With `k` of the
+    /// `n` requests at the shared server, the state's weight is
+    /// `c^k · f(n − k)`, `f(m)` the product of the per-request station's
+    /// visit times with 1..m requests at it; the normalising constant
+    /// `G(n) = Σ_k c^k f(n − k) = f(n) + c · G(n − 1)` and the time
+    /// between completions is `G(n) / G(n − 1)`.
+    ///
+    /// * The per-request station from the 4 KiB times: `G(m) / G(m − 1)`
+    ///   is the measured `t(m)`, so `f(m) = G(m − 1) · (t(m) − c(4k))`.
+    ///   Its visit time with `m` at it is `f(m) / f(m − 1)`, which is
+    ///   `t(m − 1) · u(m) / u(m − 1)` with `u(m) = t(m) − c(4k)`
+    ///   (`u(1)` for `m = 1`).
+    /// * A `len`-byte request adds `(len − 4096) · per_byte(m)` to that
+    ///   visit (its bytes on its own path) and takes `c(len)` at the
+    ///   shared server. With `v(m) = f_len(m) / G_len(m − 1)`, the time
+    ///   between completions is `v(m) + c(len)` and
+    ///   `v(m) = v(m − 1) · visit_len(m) / (v(m − 1) + c(len))`:
+    ///   ratios only, no product that overflows.
+    ///
+    /// For 4 KiB it gives back `t(n)`; a request whose shared time is far
+    /// above its own runs at `c(len)`, one far below at its own time.
+    pub fn tandem_ns(&self, n: u32, len: u64) -> f64 {
+        self.tandem_table(len)[n.clamp(1, 64) as usize - 1]
+    }
+
+    /// [`FesDir::tandem_ns`] at every population from 1 to 64 (index
+    /// `n − 1`): the recursion passes through them all.
+    pub fn tandem_table(&self, len: u64) -> [f64; 64] {
+        let len = len.max(4096);
+        let c4 = self.shared_time_ns(4096);
+        let c_len = self.shared_time_ns(len);
+        let extra_bytes = (len - 4096) as f64;
+        // the per-request station cannot take no time: a 4 KiB time at or
+        // below its shared time leaves it a nanosecond's thousandth
+        let u = |m: u32| (self.t4k_ns(m) - c4).max(1e-3);
+        let mut table = [0.0; 64];
+        let mut v = 0.0;
+        for m in 1..=64u32 {
+            let station = if m == 1 {
+                u(1)
+            } else {
+                self.t4k_ns(m - 1) * u(m) / u(m - 1)
+            };
+            let visit = station + extra_bytes * self.ps_per_byte_at(m) / 1000.0;
+            v = if m == 1 {
+                visit
+            } else {
+                v * visit / (v + c_len)
+            };
+            table[m as usize - 1] = v + c_len;
+        }
+        table
+    }
+}
+
+/// A direction's service times by population for the last request size
+/// it served, when its shared resource is a queue (the network's times
+/// take a pass over every population; a job's requests mostly share a
+/// size).
+#[derive(Debug, Clone)]
+struct TandemCache {
+    len: u64,
+    ns_by_population: [f64; 64],
+}
+
+impl TandemCache {
+    fn service_ns(cache: &mut Option<TandemCache>, dir: &FesDir, n: u32, len: u64) -> f64 {
+        // 4 KiB (and less) is what the network was recovered from
+        if !(dir.shared_queue && dir.max_bps > 0) || len <= 4096 {
+            return dir.service_ns(n, len);
+        }
+        let c = match cache {
+            Some(c) if c.len == len => c,
+            _ => cache.insert(TandemCache {
+                len,
+                ns_by_population: dir.tandem_table(len),
+            }),
         };
-        own.max(shared)
+        c.ns_by_population[n.clamp(1, 64) as usize - 1]
     }
 }
 
@@ -122,6 +243,9 @@ pub struct Fes {
     free_at: Instant,
     /// Completion times of the requests in the device, in order (FIFO).
     in_device: VecDeque<Instant>,
+    /// Each direction's network times for its last request size.
+    read_tandem: Option<TandemCache>,
+    write_tandem: Option<TandemCache>,
     rng: u64,
 }
 
@@ -146,6 +270,8 @@ impl Fes {
             capacity,
             free_at: Instant::ZERO,
             in_device: VecDeque::new(),
+            read_tandem: None,
+            write_tandem: None,
             rng: seed | 1,
         }
     }
@@ -180,8 +306,8 @@ impl DeviceModel for Fes {
         }
         let n = self.in_device.len() as u32 + 1;
         let t = match io.op {
-            IoOp::Read => self.read.service_ns(n, io.len),
-            IoOp::Write => self.write.service_ns(n, io.len),
+            IoOp::Read => TandemCache::service_ns(&mut self.read_tandem, &self.read, n, io.len),
+            IoOp::Write => TandemCache::service_ns(&mut self.write_tandem, &self.write, n, io.len),
             IoOp::Discard | IoOp::Flush => self.write.service_ns(n, 4096),
         };
         let random = t * f64::from(self.spread_pct) / 100.0;
@@ -234,6 +360,7 @@ mod tests {
             ps_per_byte: [1_000, 666, 500],
             shared_ns: 0,
             max_bps: 0,
+            shared_queue: false,
         }
     }
 
@@ -296,6 +423,85 @@ mod tests {
         };
         assert_eq!(d.service_ns(16, 4096), 12_000.0);
         assert_eq!(d.service_ns(16, 8192), 13_192.0);
+    }
+
+    /// The RAM loop device's reads as `blkqos calibrate` fitted them
+    /// (lab/calibrate/fixtures/loop-ram-6.18.44-fc-v769), the shared
+    /// resource a queue.
+    fn copy_queue() -> FesDir {
+        FesDir {
+            ns_4k: [8185, 11037, 9719, 7105, 4105, 2782, 2201],
+            ps_per_byte: [72, 0, 0],
+            shared_ns: 660,
+            max_bps: 4_838_000_000,
+            shared_queue: true,
+        }
+    }
+
+    /// The network's time between completions computed the long way:
+    /// the normalising constants as sums over the shared server's queue,
+    /// `G(m) = Σ_k c^k f(m − k)`, with `f` the per-request station's
+    /// products (µs, so that depth 20 stays far from overflow).
+    fn tandem_by_sums(d: &FesDir, n: u32, len: u64) -> f64 {
+        let us = |ns: f64| ns / 1000.0;
+        let c4 = us(d.shared_time_ns(4096));
+        let c = us(d.shared_time_ns(len));
+        // the 4 KiB network: G4(m) = Π t(j), f(m) = G4(m) − c4·G4(m − 1)
+        let mut g4 = vec![1.0];
+        for m in 1..=n {
+            g4.push(g4[m as usize - 1] * us(d.t4k_ns(m)));
+        }
+        let f4: Vec<f64> = (0..=n as usize)
+            .map(|m| if m == 0 { 1.0 } else { g4[m] - c4 * g4[m - 1] })
+            .collect();
+        let mut f = vec![1.0];
+        for m in 1..=n as usize {
+            let visit =
+                f4[m] / f4[m - 1] + us((len - 4096) as f64 * d.ps_per_byte_at(m as u32) / 1000.0);
+            f.push(f[m - 1] * visit);
+        }
+        let g = |m: usize| (0..=m).map(|k| c.powi(k as i32) * f[m - k]).sum::<f64>();
+        (g(n as usize) / g(n as usize - 1)) * 1000.0
+    }
+
+    #[test]
+    fn a_shared_queue_gives_back_the_4k_times_and_the_network_between() {
+        let d = copy_queue();
+        for n in 1..=64 {
+            let (got, want) = (d.service_ns(n, 4096), d.t4k_ns(n));
+            assert!((got / want - 1.0).abs() < 1e-9, "depth {n}: {got} {want}");
+        }
+        for (n, len) in [
+            (1, 16 << 10),
+            (12, 16 << 10),
+            (16, 16 << 10),
+            (20, 128 << 10),
+        ] {
+            let (got, want) = (d.tandem_ns(n, len), tandem_by_sums(&d, n, len));
+            assert!((got / want - 1.0).abs() < 1e-9, "{n} {len}: {got} {want}");
+        }
+        // depth 1: nothing overlaps, the two stations' times add up
+        let c16 = d.shared_time_ns(16 << 10);
+        let own1 = d.t4k_ns(1) - d.shared_time_ns(4096) + 12_288.0 * 0.072;
+        assert!((d.service_ns(1, 16 << 10) / (own1 + c16) - 1.0).abs() < 1e-9);
+        // depth 16, 16 KiB: both stations about as busy (4.1 and 4.05 us),
+        // the time between completions above the roofline's corner and
+        // below the two added
+        let t16 = d.service_ns(16, 16 << 10);
+        let roof = d.t4k_ns(16).max(c16);
+        assert!(t16 > roof * 1.1 && t16 < d.t4k_ns(16) + c16, "{t16} {roof}");
+        // far from the corner the busier station sets the pace: 8 KiB
+        // within 5% of the 4 KiB time, 128 KiB at depth 64 within 1% of
+        // its time on the shared resource
+        assert!(d.service_ns(16, 8 << 10) / d.t4k_ns(16) < 1.05);
+        let big = d.shared_time_ns(128 << 10);
+        assert!((d.service_ns(64, 128 << 10) / big - 1.0).abs() < 0.01);
+        // a floor with the same numbers is the roofline
+        let floor = FesDir {
+            shared_queue: false,
+            ..d
+        };
+        assert_eq!(floor.service_ns(16, 16 << 10), roof);
     }
 
     /// A closed loop of depth n: requests complete every t(n), and each

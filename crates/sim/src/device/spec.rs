@@ -178,7 +178,12 @@ impl ModelKind {
                 (
                     "read_max_bps",
                     "0",
-                    "highest read bandwidth, bytes/s: no request is served faster than its bytes at this rate (0: no limit)",
+                    "highest read bandwidth, bytes/s: the shared resource's rate (0: none)",
+                ),
+                (
+                    "read_shared_queue",
+                    "0",
+                    "0: the shared resource is a floor (a request takes the longer of its own time and its time there); 1: a second station the requests queue at",
                 ),
                 (
                     "write_ns_q1",
@@ -210,7 +215,12 @@ impl ModelKind {
                 (
                     "write_max_bps",
                     "0",
-                    "highest write bandwidth, bytes/s: no request is served faster than its bytes at this rate (0: no limit)",
+                    "highest write bandwidth, bytes/s: the shared resource's rate (0: none)",
+                ),
+                (
+                    "write_shared_queue",
+                    "0",
+                    "0: the shared resource is a floor (a request takes the longer of its own time and its time there); 1: a second station the requests queue at",
                 ),
                 (
                     "spread_pct",
@@ -527,6 +537,16 @@ impl DeviceSpec {
                 why: "a number of requests: at least 1",
             });
         }
+        for key in ["read_shared_queue", "write_shared_queue"] {
+            if self.kind == ModelKind::Fes && self.get(key) > 1 {
+                return Err(SpecError::BadValue {
+                    model: self.kind.name(),
+                    key: key.into(),
+                    value: self.get(key).to_string(),
+                    why: "0 (a floor) or 1 (a queue)",
+                });
+            }
+        }
         if self.kind == ModelKind::Fes && self.get("spread_pct") > 100 {
             return Err(SpecError::BadValue {
                 model: self.kind.name(),
@@ -623,6 +643,7 @@ impl DeviceSpec {
                     ps_per_byte: [1, 16, 64].map(|q| self.get(&format!("{d}_ps_per_byte_q{q}"))),
                     shared_ns: self.get(&format!("{d}_shared_ns")),
                     max_bps: self.get(&format!("{d}_max_bps")),
+                    shared_queue: self.get(&format!("{d}_shared_queue")) == 1,
                 };
                 Box::new(Fes::new(
                     dir("read"),
@@ -699,6 +720,13 @@ mod tests {
             .to_string();
         assert!(
             e.contains("`spread_pct`") && e.contains("`150`") && e.contains("at most 100"),
+            "{e}"
+        );
+        let e = DeviceSpec::parse("fes,write_shared_queue=2")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`write_shared_queue`") && e.contains("`2`") && e.contains("a queue"),
             "{e}"
         );
         let e = DeviceSpec::parse("fes,spread_run=0")
