@@ -431,9 +431,9 @@ mod tests {
     fn copy_queue() -> FesDir {
         FesDir {
             ns_4k: [8185, 11037, 9719, 7105, 4105, 2782, 2201],
-            ps_per_byte: [72, 0, 0],
-            shared_ns: 660,
-            max_bps: 4_838_000_000,
+            ps_per_byte: [71, 0, 0],
+            shared_ns: 630,
+            max_bps: 4_834_724_993,
             shared_queue: true,
         }
     }
@@ -482,7 +482,7 @@ mod tests {
         }
         // depth 1: nothing overlaps, the two stations' times add up
         let c16 = d.shared_time_ns(16 << 10);
-        let own1 = d.t4k_ns(1) - d.shared_time_ns(4096) + 12_288.0 * 0.072;
+        let own1 = d.t4k_ns(1) - d.shared_time_ns(4096) + 12_288.0 * 0.071;
         assert!((d.service_ns(1, 16 << 10) / (own1 + c16) - 1.0).abs() < 1e-9);
         // depth 16, 16 KiB: both stations about as busy (4.1 and 4.05 us),
         // the time between completions above the roofline's corner and
