@@ -179,6 +179,12 @@ fn fit_finds_a_shared_resource() {
     for k in ["read_shared_queue", "write_shared_queue"] {
         assert_eq!(param(&v, k), 1.0, "{k}");
     }
+    // no spread anywhere: none of the resource's own chosen
+    assert!(
+        param(&v, "shared_spread_pct") == 0.0 || param(&v, "shared_spread_run") == 0.0,
+        "{}",
+        v["device"]
+    );
     // at depth 1 the two stations add up: the own path's cost per byte is
     // the depth-1 slope less the shared resource's
     for (k, want) in [
@@ -230,6 +236,54 @@ fn fit_finds_a_shared_resource() {
         near(got, want, 3.0),
         "16 KiB at depth 12: fitted {got} IOPS, true {want}"
     );
+}
+
+/// A shared resource whose slowness lasts (half its time exponential, 16
+/// requests in a row sharing a draw) on a device whose per-request path
+/// is steady: replaying the jobs that load the resource (32 KiB at depth
+/// 16, 128 KiB at depth 64) gives that spread back as the resource's own,
+/// the path's spread chosen again is none, and the report says how each
+/// was chosen.
+#[test]
+fn fit_chooses_the_shared_resources_spread() {
+    let (_, _, mut spec) = fes_by_depth();
+    spec += ",read_ps_per_byte_q1=2000,read_ps_per_byte_q16=0,read_ps_per_byte_q64=0";
+    spec += ",read_shared_ns=3000,read_max_bps=2000000000,read_shared_queue=1";
+    spec += ",shared_spread_pct=50,shared_spread_run=16";
+    let (code, text, err) = calibrate(&[
+        &format!("--device={spec}"),
+        "--submit-ns=2000",
+        "--rounds=2",
+        "--time=1",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let chosen = |key: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        assert!(
+            line.contains("chosen by replaying the jobs that load the shared resource"),
+            "{line}"
+        );
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    let (pct, run) = (chosen("shared_spread_pct"), chosen("shared_spread_run"));
+    assert!(
+        (25.0..=75.0).contains(&pct),
+        "shared_spread_pct {pct}: {text}"
+    );
+    assert!(
+        (4.0..=64.0).contains(&run),
+        "shared_spread_run {run}: {text}"
+    );
+    // chosen again with the resource's spread told apart, the path's is
+    // the device's: none
+    let path = text
+        .lines()
+        .find(|l| l.starts_with("spread_pct = "))
+        .unwrap_or_else(|| panic!("no spread_pct in {text}"));
+    assert!(path.starts_with("spread_pct = 0 "), "{path}");
 }
 
 /// A simulated ssd measured by the calibration jobs: the fit gives back its

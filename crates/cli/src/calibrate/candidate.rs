@@ -63,6 +63,18 @@ pub struct Candidate {
     pub check: Vec<CheckRow>,
 }
 
+/// The index of the smallest error, the first among equals (a grid's
+/// order puts the simpler choices first).
+fn first_best(errors: &[f64]) -> usize {
+    let mut best = 0;
+    for (i, e) in errors.iter().enumerate() {
+        if e.total_cmp(&errors[best]).is_lt() {
+            best = i;
+        }
+    }
+    best
+}
+
 /// The run lengths `fes`'s `spread_run` is chosen from.
 pub const SPREAD_RUNS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
@@ -81,7 +93,7 @@ fn whole(e: &Estimate, min: u64) -> u64 {
 fn min_of(key: &str) -> u64 {
     match key {
         "jitter_pct" | "mbps" | "read_delay_ns" | "write_delay_ns" | "read_tail_ns"
-        | "write_tail_ns" | "spread_pct" => 0,
+        | "write_tail_ns" | "spread_pct" | "shared_spread_pct" | "shared_spread_run" => 0,
         k if k.contains("_ps_per_byte_")
             || k.ends_with("_max_bps")
             || k.ends_with("_shared_ns")
@@ -158,26 +170,67 @@ impl Candidate {
                 runs.iter().map(move |&run| (pct, run))
             })
             .collect();
-        let errors = self.replay_spreads(name, &sweep, &points, secs, signals)?;
-        // the first among equals: the grid's order
-        let mut best = 0;
-        for (i, e) in errors.iter().enumerate() {
-            if e.total_cmp(&errors[best]).is_lt() {
-                best = i;
-            }
-        }
-        let (pct, run) = points[best];
-        self.set_param("spread_pct", Estimate::chosen(f64::from(pct)));
-        self.set_param("spread_run", Estimate::chosen(f64::from(run)));
+        let keys = ["spread_pct", "spread_run"];
+        let errors = self.replay_spreads(name, keys, &sweep, &points, secs, signals)?;
+        let (pct, run) = points[first_best(&errors)];
+        self.set_param(keys[0], Estimate::chosen(f64::from(pct)));
+        self.set_param(keys[1], Estimate::chosen(f64::from(run)));
         Ok(())
     }
 
+    /// `fes` with a shared resource it queues at: the resource's own
+    /// spread (`shared_spread_pct`, `shared_spread_run`; the sim's `fes`
+    /// module header) whose replay of the random jobs that load it (larger
+    /// than 4 KiB, deeper than 1: 32 KiB at depth 16, 128 KiB at depth 64)
+    /// is closest to them, after [`Candidate::choose_spread`]. The first
+    /// point is none of its own (`shared_spread_run=0`), kept unless a
+    /// spread of its own is closer. True when one was chosen (the 4 KiB
+    /// jobs hold the resource's time too, so the path's spread is then
+    /// chosen again). Where the resource binds, the time
+    /// between completions is its time, and its variability is what those
+    /// jobs' latencies show: on this machine's RAM loop device their
+    /// medians were 0.85-0.88 of their means where the 4 KiB jobs' were
+    /// 0.98-1.12 (lab/calibrate/fixtures/, docs/calibrate.md).
+    pub fn choose_shared_spread(
+        &mut self,
+        name: &str,
+        jobs: &[(Job, f64, f64, f64)],
+        secs: u32,
+        signals: &StopOnSignal,
+    ) -> Result<bool, Failure> {
+        let queued = self
+            .params
+            .iter()
+            .any(|(k, e)| k.ends_with("_shared_queue") && e.mean >= 0.5);
+        let loading: Vec<_> = jobs
+            .iter()
+            .filter(|(j, ..)| j.bs_bytes > 4096 && j.iodepth > 1 && j.rw.starts_with("rand"))
+            .cloned()
+            .collect();
+        if !queued || loading.is_empty() {
+            return Ok(false);
+        }
+        let points: Vec<(u32, u32)> = std::iter::once((0, 0))
+            .chain(SPREAD_PCTS.iter().flat_map(|&pct| {
+                let runs: &[u32] = if pct == 0 { &[1] } else { &SPREAD_RUNS };
+                runs.iter().map(move |&run| (pct, run))
+            }))
+            .collect();
+        let keys = ["shared_spread_pct", "shared_spread_run"];
+        let errors = self.replay_spreads(name, keys, &loading, &points, secs, signals)?;
+        let (pct, run) = points[first_best(&errors)];
+        self.set_param(keys[0], Estimate::chosen(f64::from(pct)));
+        self.set_param(keys[1], Estimate::chosen(f64::from(run)));
+        Ok(run > 0)
+    }
+
     /// The fit check's error of `sweep` replayed with each (share, run) of
-    /// `points`, in order; the replays run on all CPUs (each is
-    /// deterministic, so the answer does not depend on how many).
+    /// `points` set as `keys`, in order; the replays run on all CPUs (each
+    /// is deterministic, so the answer does not depend on how many).
     fn replay_spreads(
         &self,
         name: &str,
+        keys: [&'static str; 2],
         sweep: &[(Job, f64, f64, f64)],
         points: &[(u32, u32)],
         secs: u32,
@@ -189,8 +242,8 @@ impl Candidate {
             .max(1);
         let replay = |&(pct, run): &(u32, u32)| -> Result<f64, Failure> {
             let mut c = self.clone();
-            c.set_param("spread_pct", Estimate::chosen(f64::from(pct)));
-            c.set_param("spread_run", Estimate::chosen(f64::from(run)));
+            c.set_param(keys[0], Estimate::chosen(f64::from(pct)));
+            c.set_param(keys[1], Estimate::chosen(f64::from(run)));
             c.run_check(name, sweep, secs, signals)?;
             Ok(c.error().unwrap_or(f64::INFINITY))
         };

@@ -72,7 +72,9 @@
 //! spread's (`p99 − p50` of an exponential of mean `m` is `m · ln 50`);
 //! the fit check replaces it with the share its replay of the deeper
 //! jobs chooses (`super::candidate::Candidate::choose_spread`), and
-//! `--no-check` keeps it.
+//! `--no-check` keeps it. A queue's own spread is chosen there too, on
+//! the jobs that load it (`Candidate::choose_shared_spread`); without
+//! the check it has none.
 //!
 //! Each quantity is fitted per round; `super::stats` turns the rounds into
 //! means and confidence intervals.

@@ -232,6 +232,16 @@ impl ModelKind {
                     "1",
                     "requests in a row that share one draw of that share (slowness that lasts)",
                 ),
+                (
+                    "shared_spread_pct",
+                    "0",
+                    "share of each request's time on the shared resource that is exponential, with draws of its own, %",
+                ),
+                (
+                    "shared_spread_run",
+                    "0",
+                    "requests in a row that share one draw of it (0: the resource's time is not told apart and takes spread_pct)",
+                ),
                 ("nr_requests", "1023", "request slots"),
             ],
             ModelKind::Hdd => &[
@@ -547,13 +557,15 @@ impl DeviceSpec {
                 });
             }
         }
-        if self.kind == ModelKind::Fes && self.get("spread_pct") > 100 {
-            return Err(SpecError::BadValue {
-                model: self.kind.name(),
-                key: "spread_pct".into(),
-                value: self.get("spread_pct").to_string(),
-                why: "a share of the service time: at most 100",
-            });
+        for key in ["spread_pct", "shared_spread_pct"] {
+            if self.kind == ModelKind::Fes && self.get(key) > 100 {
+                return Err(SpecError::BadValue {
+                    model: self.kind.name(),
+                    key: key.into(),
+                    value: self.get(key).to_string(),
+                    why: "a share of the service time: at most 100",
+                });
+            }
         }
         Ok(())
     }
@@ -645,15 +657,21 @@ impl DeviceSpec {
                     max_bps: self.get(&format!("{d}_max_bps")),
                     shared_queue: self.get(&format!("{d}_shared_queue")) == 1,
                 };
-                Box::new(Fes::new(
-                    dir("read"),
-                    dir("write"),
-                    g("spread_pct") as u32,
-                    g("spread_run") as u32,
-                    g("nr_requests") as u32,
-                    self.capacity,
-                    self.seed,
-                ))
+                Box::new(
+                    Fes::new(
+                        dir("read"),
+                        dir("write"),
+                        g("spread_pct") as u32,
+                        g("spread_run") as u32,
+                        g("nr_requests") as u32,
+                        self.capacity,
+                        self.seed,
+                    )
+                    .with_shared_spread(
+                        g("shared_spread_pct") as u32,
+                        g("shared_spread_run") as u32,
+                    ),
+                )
             }
         }
     }
@@ -720,6 +738,13 @@ mod tests {
             .to_string();
         assert!(
             e.contains("`spread_pct`") && e.contains("`150`") && e.contains("at most 100"),
+            "{e}"
+        );
+        let e = DeviceSpec::parse("fes,shared_spread_pct=101")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`shared_spread_pct`") && e.contains("`101`") && e.contains("at most 100"),
             "{e}"
         );
         let e = DeviceSpec::parse("fes,write_shared_queue=2")
