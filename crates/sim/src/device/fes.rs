@@ -78,8 +78,8 @@
 //! resource binds (`c` close to `t`), its spread is the device's: `blkqos
 //! calibrate` chooses it by replaying the jobs whose bytes load the
 //! resource (32 KiB at depth 16, 128 KiB at depth 64). On this machine's
-//! RAM loop device those jobs' medians are 0.85 of their means, where the
-//! 4 KiB jobs' are at or above theirs (docs/calibrate.md).
+//! RAM loop device the 32 KiB jobs' medians are 0.84-0.89 of their
+//! means, the 4 KiB jobs' at depth 16 0.94-1.07 (docs/calibrate.md).
 //!
 //! Ignores: how the time splits between the device and the host (the
 //! simulated job's submit call still takes `--submit-ns`, so `blkqos
