@@ -236,11 +236,44 @@ struct TandemCache {
     ns_by_population: [f64; 64],
 }
 
+/// A direction's 4 KiB time and own cost per byte at each population
+/// from 1 to 64 (index `n − 1`), so that a request's service does not
+/// interpolate in log2 again: [`FesDir::service_ns`] by table, the same
+/// numbers.
+#[derive(Debug, Clone)]
+struct OwnTable {
+    t4k_ns: [f64; 64],
+    ps_per_byte: [f64; 64],
+}
+
+impl OwnTable {
+    fn new(dir: &FesDir) -> Self {
+        OwnTable {
+            t4k_ns: std::array::from_fn(|i| dir.t4k_ns(i as u32 + 1)),
+            ps_per_byte: std::array::from_fn(|i| dir.ps_per_byte_at(i as u32 + 1)),
+        }
+    }
+
+    /// [`FesDir::service_ns`] where the network is not asked for (a
+    /// floor, or 4 KiB and less).
+    fn service_ns(&self, dir: &FesDir, n: u32, len: u64) -> f64 {
+        let i = n.clamp(1, 64) as usize - 1;
+        let own = self.t4k_ns[i] + len.saturating_sub(4096) as f64 * self.ps_per_byte[i] / 1000.0;
+        own.max(dir.shared_time_ns(len))
+    }
+}
+
 impl TandemCache {
-    fn service_ns(cache: &mut Option<TandemCache>, dir: &FesDir, n: u32, len: u64) -> f64 {
+    fn service_ns(
+        cache: &mut Option<TandemCache>,
+        table: &OwnTable,
+        dir: &FesDir,
+        n: u32,
+        len: u64,
+    ) -> f64 {
         // 4 KiB (and less) is what the network was recovered from
         if !(dir.shared_queue && dir.max_bps > 0) || len <= 4096 {
-            return dir.service_ns(n, len);
+            return table.service_ns(dir, n, len);
         }
         let c = match cache {
             Some(c) if c.len == len => c,
@@ -275,7 +308,10 @@ pub struct Fes {
     free_at: Instant,
     /// Completion times of the requests in the device, in order (FIFO).
     in_device: VecDeque<Instant>,
-    /// Each direction's network times for its last request size.
+    /// Each direction's own times by population, and network times for
+    /// its last request size.
+    read_own: OwnTable,
+    write_own: OwnTable,
     read_tandem: Option<TandemCache>,
     write_tandem: Option<TandemCache>,
     rng: u64,
@@ -304,6 +340,8 @@ impl Fes {
             capacity,
             free_at: Instant::ZERO,
             in_device: VecDeque::new(),
+            read_own: OwnTable::new(&read),
+            write_own: OwnTable::new(&write),
             read_tandem: None,
             write_tandem: None,
             rng: seed | 1,
@@ -373,9 +411,21 @@ impl DeviceModel for Fes {
         }
         let n = self.in_device.len() as u32 + 1;
         let t = match io.op {
-            IoOp::Read => TandemCache::service_ns(&mut self.read_tandem, &self.read, n, io.len),
-            IoOp::Write => TandemCache::service_ns(&mut self.write_tandem, &self.write, n, io.len),
-            IoOp::Discard | IoOp::Flush => self.write.service_ns(n, 4096),
+            IoOp::Read => TandemCache::service_ns(
+                &mut self.read_tandem,
+                &self.read_own,
+                &self.read,
+                n,
+                io.len,
+            ),
+            IoOp::Write => TandemCache::service_ns(
+                &mut self.write_tandem,
+                &self.write_own,
+                &self.write,
+                n,
+                io.len,
+            ),
+            IoOp::Discard | IoOp::Flush => self.write_own.service_ns(&self.write, n, 4096),
         };
         // the shared resource's part of t, when it has a spread of its own
         let shared_ns = match io.op {
@@ -695,6 +745,28 @@ mod tests {
             closed_loop_of(&mut a, 16, 2000, 32 << 10),
             closed_loop_of(&mut b, 16, 2000, 32 << 10)
         );
+    }
+
+    /// The server's tables give [`FesDir::service_ns`]'s numbers, bit for
+    /// bit, at every population (beyond 64 too) and size, floor or queue.
+    #[test]
+    fn the_tables_are_the_interpolation() {
+        let floor = FesDir {
+            max_bps: 2_000_000_000,
+            shared_ns: 700,
+            ..dir()
+        };
+        for d in [dir(), floor, copy_queue()] {
+            let table = OwnTable::new(&d);
+            let mut cache = None;
+            for n in 1..=80 {
+                for len in [512, 4096, 8192, 16 << 10, 128 << 10, 1 << 20] {
+                    let want = d.service_ns(n, len);
+                    let got = TandemCache::service_ns(&mut cache, &table, &d, n, len);
+                    assert_eq!(got.to_bits(), want.to_bits(), "{d:?} n {n} len {len}");
+                }
+            }
+        }
     }
 
     #[test]
