@@ -117,7 +117,7 @@ impl Report {
             })
             .collect();
         let name = self.measured.target.name.clone();
-        for c in &mut self.candidates {
+        let check_one = |c: &mut Candidate| -> Result<(), Failure> {
             if c.model == "fes" {
                 c.choose_spread(&name, &measured, secs, signals)?;
                 // the 4 KiB jobs' services hold the resource's time too:
@@ -126,8 +126,23 @@ impl Report {
                     c.choose_spread(&name, &measured, secs, signals)?;
                 }
             }
-            c.run_check(&name, &measured, secs, signals)?;
-        }
+            c.run_check(&name, &measured, secs, signals)
+        };
+        // one thread a candidate (each replay is deterministic, so the
+        // answer does not depend on the order); the first failure in the
+        // candidates' order is the one returned
+        let results: Vec<Result<(), Failure>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .candidates
+                .iter_mut()
+                .map(|c| s.spawn(|| check_one(c)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        results.into_iter().collect::<Result<(), Failure>>()?;
         self.chosen = super::candidate::best(&self.candidates);
         Ok(())
     }
