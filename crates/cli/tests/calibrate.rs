@@ -125,17 +125,7 @@ fn fit_chooses_the_spread_by_replaying_the_sweep() {
     );
     // `spread_pct = 50   # chosen by replaying the depth sweep`: chosen,
     // not measured per round
-    let chosen = |key: &str| -> f64 {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(&format!("{key} = ")))
-            .unwrap_or_else(|| panic!("no {key} in {text}"));
-        assert!(
-            line.contains("chosen by replaying the depth sweep"),
-            "{line}"
-        );
-        line.split_whitespace().nth(2).unwrap().parse().unwrap()
-    };
+    let chosen = |key: &str| chosen_value(&text, key, "chosen by replaying the depth sweep");
     assert_eq!(chosen("spread_pct"), 50.0, "{text}");
     let run = chosen("spread_run");
     assert!((4.0..=16.0).contains(&run), "spread_run {run}: {text}");
@@ -257,17 +247,8 @@ fn fit_chooses_the_shared_resources_spread() {
         "--time=1",
     ]);
     assert_eq!(code, Some(0), "{err}");
-    let chosen = |key: &str| -> f64 {
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(&format!("{key} = ")))
-            .unwrap_or_else(|| panic!("no {key} in {text}"));
-        assert!(
-            line.contains("chosen by replaying the jobs that load the shared resource"),
-            "{line}"
-        );
-        line.split_whitespace().nth(2).unwrap().parse().unwrap()
-    };
+    let why = "chosen by replaying the jobs that load the shared resource";
+    let chosen = |key: &str| chosen_value(&text, key, why);
     let (pct, run) = (chosen("shared_spread_pct"), chosen("shared_spread_run"));
     assert!(
         (25.0..=75.0).contains(&pct),
@@ -279,11 +260,19 @@ fn fit_chooses_the_shared_resources_spread() {
     );
     // chosen again with the resource's spread told apart, the path's is
     // the device's: none
-    let path = text
+    let path = chosen_value(&text, "spread_pct", "chosen by replaying the depth sweep");
+    assert_eq!(path, 0.0, "{text}");
+}
+
+/// The value of `key = N   # why` in a calibration's text report, whose
+/// comment must say `why`.
+fn chosen_value(text: &str, key: &str, why: &str) -> f64 {
+    let line = text
         .lines()
-        .find(|l| l.starts_with("spread_pct = "))
-        .unwrap_or_else(|| panic!("no spread_pct in {text}"));
-    assert!(path.starts_with("spread_pct = 0 "), "{path}");
+        .find(|l| l.starts_with(&format!("{key} = ")))
+        .unwrap_or_else(|| panic!("no {key} in {text}"));
+    assert!(line.contains(why), "{line}");
+    line.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 
 /// A simulated ssd measured by the calibration jobs: the fit gives back its

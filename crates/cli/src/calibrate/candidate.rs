@@ -75,6 +75,16 @@ fn first_best(errors: &[f64]) -> usize {
     best
 }
 
+/// The (share, run) points a spread is chosen from, simpler first: no
+/// random share (whose run length changes nothing), then each share with
+/// each run.
+fn spread_grid() -> impl Iterator<Item = (u32, u32)> {
+    SPREAD_PCTS.iter().flat_map(|&pct| {
+        let runs: &[u32] = if pct == 0 { &[1] } else { &SPREAD_RUNS };
+        runs.iter().map(move |&run| (pct, run))
+    })
+}
+
 /// The run lengths `fes`'s `spread_run` is chosen from.
 pub const SPREAD_RUNS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
 
@@ -162,19 +172,9 @@ impl Candidate {
         if sweep.is_empty() {
             return Ok(());
         }
-        let points: Vec<(u32, u32)> = SPREAD_PCTS
-            .iter()
-            .flat_map(|&pct| {
-                // with no random share the run length changes nothing
-                let runs: &[u32] = if pct == 0 { &[1] } else { &SPREAD_RUNS };
-                runs.iter().map(move |&run| (pct, run))
-            })
-            .collect();
+        let points: Vec<(u32, u32)> = spread_grid().collect();
         let keys = ["spread_pct", "spread_run"];
-        let errors = self.replay_spreads(name, keys, &sweep, &points, secs, signals)?;
-        let (pct, run) = points[first_best(&errors)];
-        self.set_param(keys[0], Estimate::chosen(f64::from(pct)));
-        self.set_param(keys[1], Estimate::chosen(f64::from(run)));
+        self.choose_by_replay(name, keys, &sweep, &points, secs, signals)?;
         Ok(())
     }
 
@@ -210,18 +210,28 @@ impl Candidate {
         if !queued || loading.is_empty() {
             return Ok(false);
         }
-        let points: Vec<(u32, u32)> = std::iter::once((0, 0))
-            .chain(SPREAD_PCTS.iter().flat_map(|&pct| {
-                let runs: &[u32] = if pct == 0 { &[1] } else { &SPREAD_RUNS };
-                runs.iter().map(move |&run| (pct, run))
-            }))
-            .collect();
+        let points: Vec<(u32, u32)> = std::iter::once((0, 0)).chain(spread_grid()).collect();
         let keys = ["shared_spread_pct", "shared_spread_run"];
-        let errors = self.replay_spreads(name, keys, &loading, &points, secs, signals)?;
+        let (_, run) = self.choose_by_replay(name, keys, &loading, &points, secs, signals)?;
+        Ok(run > 0)
+    }
+
+    /// Set `keys` to the (share, run) of `points` whose replay of `jobs`
+    /// is closest to them, the first among equals; returns it.
+    fn choose_by_replay(
+        &mut self,
+        name: &str,
+        keys: [&'static str; 2],
+        jobs: &[(Job, f64, f64, f64)],
+        points: &[(u32, u32)],
+        secs: u32,
+        signals: &StopOnSignal,
+    ) -> Result<(u32, u32), Failure> {
+        let errors = self.replay_spreads(name, keys, jobs, points, secs, signals)?;
         let (pct, run) = points[first_best(&errors)];
         self.set_param(keys[0], Estimate::chosen(f64::from(pct)));
         self.set_param(keys[1], Estimate::chosen(f64::from(run)));
-        Ok(run > 0)
+        Ok((pct, run))
     }
 
     /// The fit check's error of `sweep` replayed with each (share, run) of
