@@ -4,7 +4,7 @@
 # `blkqos calibrate --output-format=json`), heldout.N.json (fio's JSON of
 # lab/calibrate/heldout.fio on the same device, REPEAT runs), and
 # recipe.txt (how, where, which kernel). The test
-# crates/cli/tests/calibrate.rs fits each again and predicts the held-out
+# crates/cli/tests/it/tier_calibrate/calibrate.rs fits each again and predicts the held-out
 # job. Record on an otherwise idle machine, as root.
 #
 #   lab/calibrate/record.sh loop-ram            # loop device over a file in /dev/shm

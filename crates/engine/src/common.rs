@@ -289,10 +289,11 @@ impl Core {
         };
     }
 
-    /// The submit call that carried slots `sent` returned at `at`.
+    /// The submit call that carried slots `sent` returned at `at` (the
+    /// first call's: the rest of a short IO does not move its issue time).
     pub fn mark_issued(&mut self, sent: &[u32], at: Instant) {
         for &s in sent {
-            self.slots[s as usize].issued = Some(at);
+            self.slots[s as usize].issued.get_or_insert(at);
         }
     }
 

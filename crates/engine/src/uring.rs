@@ -47,6 +47,14 @@ pub struct UringBackend {
     /// Slots whose SQEs are queued in the ring and not yet submitted, in
     /// queue order.
     unsent: Vec<u32>,
+    /// Per slot: bytes its read or write moved in earlier, short parts.
+    short_done: Vec<u64>,
+    /// Per open file: a character device or FIFO, where a read or write can
+    /// come back short with more to do (a pending signal or task work cuts
+    /// `/dev/zero`'s copy loop) and the kernel does not retry it itself.
+    char_like: Vec<bool>,
+    /// Slots whose short part is reaped, to issue the rest of.
+    rest: Vec<u32>,
 }
 
 /// Build an SQE against open file `$i`, as fixed file `$i` or as a
@@ -148,6 +156,15 @@ impl UringBackend {
             fixed_bufs = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         }
         let fds: Vec<_> = files.iter().map(AsRawFd::as_raw_fd).collect();
+        let char_like = files
+            .iter()
+            .map(|f| {
+                f.metadata().is_ok_and(|m| {
+                    use std::os::unix::fs::FileTypeExt;
+                    m.file_type().is_char_device() || m.file_type().is_fifo()
+                })
+            })
+            .collect();
         let fixed_file = opts.register && ring.submitter().register_files(&fds).is_ok();
         Ok(UringBackend {
             ring,
@@ -164,6 +181,9 @@ impl UringBackend {
             fixed_bufs,
             in_kernel: 0,
             unsent: Vec::with_capacity(depth as usize),
+            short_done: vec![0; depth as usize],
+            char_like,
+            rest: Vec::new(),
         })
     }
 
@@ -200,48 +220,58 @@ impl UringBackend {
     /// IO's priority in `sqe->ioprio` (fio `fio_ioring_prep`), which the
     /// block layer uses instead of the thread's own when it is not 0.
     fn issue(&mut self, s: u32, io: &Io) {
+        self.short_done[s as usize] = 0;
+        if io.op == IoOp::Write {
+            let buf = self.bufs[s as usize].as_mut_slice();
+            self.core.prepare_write(s, buf);
+        }
+        self.issue_part(s, io.op, io.len, io.ioprio, 0);
+    }
+
+    /// Queue the SQE for bytes `done..len` of the IO in slot `s` (all of
+    /// it when `done` is 0; the rest after a short part otherwise).
+    fn issue_part(&mut self, s: u32, op: IoOp, len: u64, ioprio: u16, done: u64) {
         let user_data = u64::from(s);
         // the file and the offset in it (routed when the slot was filled)
         let (f, offset) = {
             let sl = &self.core.slots[s as usize];
-            (sl.fd, sl.offset)
+            (sl.fd, sl.offset + done)
         };
-        let sqe = match io.op {
+        let io_len = len;
+        let sqe = match op {
             IoOp::Read | IoOp::Write => {
                 let idx = s as usize;
-                let len = io.len as u32;
-                if io.op == IoOp::Write {
-                    let buf = self.bufs[idx].as_mut_slice();
-                    self.core.prepare_write(s, buf);
-                }
-                let ptr = self.bufs[idx].as_mut_ptr();
-                match (io.op, self.fixed_bufs) {
+                let len = (io_len - done) as u32;
+                // SAFETY: `done < io_len <= the slot buffer's length`, so
+                // the pointer stays inside the slot's buffer
+                let ptr = unsafe { self.bufs[idx].as_mut_ptr().add(done as usize) };
+                match (op, self.fixed_bufs) {
                     (IoOp::Read, true) => {
                         with_fd!(self, f, |fd| opcode::ReadFixed::new(fd, ptr, len, s as u16)
                             .offset(offset)
-                            .ioprio(io.ioprio)
+                            .ioprio(ioprio)
                             .build())
                     }
                     (IoOp::Read, false) => with_fd!(self, f, |fd| opcode::Read::new(fd, ptr, len)
                         .offset(offset)
-                        .ioprio(io.ioprio)
+                        .ioprio(ioprio)
                         .build()),
                     (_, true) => {
                         with_fd!(self, f, |fd| opcode::WriteFixed::new(
                             fd, ptr, len, s as u16
                         )
                         .offset(offset)
-                        .ioprio(io.ioprio)
+                        .ioprio(ioprio)
                         .build())
                     }
                     (_, false) => with_fd!(self, f, |fd| opcode::Write::new(fd, ptr, len)
                         .offset(offset)
-                        .ioprio(io.ioprio)
+                        .ioprio(ioprio)
                         .build()),
                 }
             }
             IoOp::Flush => with_fd!(self, f, |fd| opcode::Fsync::new(fd).build()),
-            IoOp::Discard => with_fd!(self, f, |fd| opcode::Fallocate::new(fd, io.len)
+            IoOp::Discard => with_fd!(self, f, |fd| opcode::Fallocate::new(fd, io_len)
                 .offset(offset)
                 .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
                 .build()),
@@ -309,13 +339,32 @@ impl UringBackend {
         for cqe in &mut cq {
             let s = cqe.user_data() as u32;
             self.in_kernel -= 1;
-            self.core.finish(
-                s,
-                i64::from(cqe.result()),
-                self.bufs[s as usize].as_mut_slice(),
-                out,
-            );
+            let sl = &self.core.slots[s as usize];
+            let res = i64::from(cqe.result());
+            let done = self.short_done[s as usize];
+            // a short part on a character device or FIFO: issue the rest,
+            // as fio's sync engines do (backend.c `do_io`: a completed IO
+            // with a residual is requeued for it); a regular file or block
+            // device the kernel already retried, and 0 bytes is the end
+            let rw = matches!(sl.op, Some(IoOp::Read | IoOp::Write));
+            if rw && res > 0 && done + (res as u64) < sl.len && self.char_like[sl.fd as usize] {
+                self.short_done[s as usize] = done + res as u64;
+                self.rest.push(s);
+                continue;
+            }
+            let res = if res >= 0 { res + done as i64 } else { res };
+            self.core
+                .finish(s, res, self.bufs[s as usize].as_mut_slice(), out);
         }
+        drop(cq);
+        let mut rest = std::mem::take(&mut self.rest);
+        for &s in &rest {
+            let sl = self.core.slots[s as usize];
+            let op = sl.op.expect("a read or write");
+            self.issue_part(s, op, sl.len, sl.ioprio, self.short_done[s as usize]);
+        }
+        rest.clear();
+        self.rest = rest;
     }
 }
 

@@ -80,7 +80,7 @@ fn lfsr_offsets_are_fios() {
     let dir = std::env::temp_dir().join(format!("blkqos-lfsr-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let Some(fio) = fio_offsets(&dir) else {
-        eprintln!("skipped: fio is not installed");
+        blkqos_testkit::skip(blkqos_testkit::Reason::Fio, "fio is not installed");
         return;
     };
     let _ = std::fs::remove_dir_all(&dir);

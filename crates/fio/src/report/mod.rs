@@ -13,7 +13,7 @@
 //! [`merge`].
 //!
 //! Checked byte for byte against fio 3.33 by replaying a real run's per-IO
-//! logs (`tests/report_vs_fio.rs`, `tests/report_fixture.rs`). What cannot
+//! logs (`tests/it/report_vs_fio.rs`, `tests/it/report_fixture.rs`). What cannot
 //! match, by design:
 //! * `usr_cpu`, `sys_cpu`, `ctx`, `majf`, `minf` are what
 //!   [`JobStats::cpu`] holds (the real engine's share of the process's

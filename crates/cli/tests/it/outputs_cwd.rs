@@ -1,0 +1,50 @@
+//! A scenario's outputs go to the current directory (as fio's `--output`),
+//! its inputs are read next to it: running an example from the repository
+//! root never writes into `examples/`.
+
+use crate::common;
+
+use common::*;
+
+#[test]
+fn outputs_land_in_the_current_directory() {
+    let scen = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    write_file(
+        scen.path(),
+        "job.fio",
+        "[w]\nrw=write\nbs=64k\nsize=4m\ndirect=0\nioengine=psync\n",
+    );
+    write_file(
+        scen.path(),
+        "s.toml",
+        "cgroups = [\"/a\"]\n\
+         [accounting]\nlat_hist = \"lat.txt\"\nrequest_trace = \"rq.txt\"\ndiskstats_dir = \"snap\"\ndiskstats_every = \"100ms\"\n\
+         [pagecache]\nreport = \"wb.txt\"\n\
+         [[fio]]\ncgroup = \"/a\"\njob_file = \"job.fio\"\noutput = \"out.txt\"\n",
+    );
+    let s = scen.path().join("s.toml");
+    blkqos(&["run", s.to_str().unwrap()], Some(cwd.path())).ok();
+    for f in [
+        "lat.txt",
+        "rq.txt",
+        "snap/0000/diskstats",
+        "wb.txt",
+        "out.txt",
+    ] {
+        assert!(
+            cwd.path().join(f).exists(),
+            "{f} not in the current directory"
+        );
+    }
+    let mut beside: Vec<String> = std::fs::read_dir(scen.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    beside.sort();
+    assert_eq!(
+        beside,
+        ["job.fio", "s.toml"],
+        "the run wrote beside the scenario"
+    );
+}
