@@ -127,6 +127,7 @@ enum Cmd {
     },
     /// List the simulated device models and their parameters.
     Devices,
+    /// Measure a real device: its io.cost.model and a simulated device fitted to it.
     #[command(long_about = calibrate::HELP)]
     Calibrate(calibrate::Args),
     /// Compare blkqos with real kernels' recorded runs (lab/, docs/fidelity.md).
@@ -136,7 +137,8 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Measure blkqos itself (see docs/BENCHMARKS.md): `sim`, `throttle`, `sweep` or `all`.
+    /// Measure blkqos itself (docs/BENCHMARKS.md): `sim`, `throttle`, `accounting`,
+    /// `iocost`, `sweep`, or `all` (every one but `sweep`: 1,000 simulated runs).
     Bench {
         /// Which benchmark, then options such as --seconds=N.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

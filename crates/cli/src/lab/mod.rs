@@ -719,6 +719,14 @@ pub fn render_summary(rows: &[Row], markdown: bool) -> String {
     let mut out = String::new();
     if markdown {
         out += "| kernel | job | match | misses (real → blkqos) |\n|---|---|---|---|\n";
+    } else {
+        out += "# match: metrics whose blkqos range (over the seeds) lies inside the real\n\
+                # kernel's run-to-run range, of those compared; a miss reads\n\
+                # `metric real-range → blkqos-range`\n";
+        out += &format!(
+            "{:<6} {:<24} {:>7} misses (real → blkqos)\n",
+            "kernel", "job", "match"
+        );
     }
     let mut i = 0;
     while i < rows.len() {
@@ -748,6 +756,21 @@ pub fn render_summary(rows: &[Row], markdown: bool) -> String {
             out += &format!("{short:<6} {j:<24} {ok:>3}/{n:<3} {}\n", misses.join("; "));
         }
         i += n;
+    }
+    let inside = rows.iter().filter(|r| r.ok).count();
+    let pct = if rows.is_empty() {
+        0.0
+    } else {
+        100.0 * inside as f64 / rows.len() as f64
+    };
+    let total = format!("{inside}/{}", rows.len());
+    if markdown {
+        out += &format!("| all | | {total} ({pct:.0}%) | |\n");
+    } else {
+        out += &format!(
+            "{:<6} {:<24} {total:>7} ({pct:.0}% inside the real spread)\n",
+            "all", ""
+        );
     }
     out
 }
@@ -789,6 +812,43 @@ pub fn render(rows: &[Row], markdown: bool, engine: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summary_has_a_legend_a_header_and_a_total() {
+        let row = |job: &str, metric: &str, ok: bool| Row {
+            kernel: "6.12.117+deb13-amd64".into(),
+            job: job.into(),
+            metric: metric.into(),
+            kind: Kind::Rate,
+            real: (100.0, 110.0),
+            sim: if ok { (105.0, 106.0) } else { (90.0, 91.0) },
+            ok,
+        };
+        let rows = [
+            row("t01", "a.read.iops", true),
+            row("t01", "a.read.bw", false),
+            row("t02", "a.read.iops", true),
+        ];
+        let text = render_summary(&rows, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("# match:"), "{text}");
+        assert!(
+            lines[3].starts_with("kernel ") && lines[3].contains("match"),
+            "{text}"
+        );
+        assert!(
+            lines[4].contains("t01") && lines[4].contains("1/2"),
+            "{text}"
+        );
+        assert!(lines[4].contains("a.read.bw"), "{text}");
+        let last = lines.last().unwrap();
+        assert!(
+            last.starts_with("all") && last.contains("2/3 (67%"),
+            "{text}"
+        );
+        let md = render_summary(&rows, true);
+        assert!(md.ends_with("| all | | 2/3 (67%) | |\n"), "{md}");
+    }
 
     #[test]
     fn glob_matches_stars_anywhere() {
