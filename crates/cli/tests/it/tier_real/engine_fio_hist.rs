@@ -85,7 +85,7 @@ fn both(s: &Scratch, coarseness: u32) -> Option<(std::path::PathBuf, std::path::
     std::fs::create_dir_all(&fdir).unwrap();
     let r = blkqos(&["run", &jf.display().to_string(), "--backend=real"], &bdir);
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return None;
     }
     r.ok();

@@ -97,7 +97,7 @@ fn both(s: &Scratch, avg_msec: u32) -> Option<(Logs, Logs)> {
     ];
     let r = blkqos(&args, &bdir);
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return None;
     }
     r.ok();

@@ -97,7 +97,7 @@ fn per_priority_latencies_match_fio() {
     ];
     let r = blkqos(&args, &bdir);
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return;
     }
     r.ok();
@@ -220,7 +220,7 @@ fn the_engine_thread_gets_the_jobs_priority_and_cpus() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("io_uring is unavailable") || stderr.contains("O_DIRECT is not supported") {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{stderr}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, stderr);
         return;
     }
     assert!(out.status.success(), "{stderr}");
@@ -255,7 +255,7 @@ fn hipri_on_a_file_fails_as_in_fio() {
     ];
     let r = blkqos(&args, s.dir.path());
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return;
     }
     let docs = r.json_docs();

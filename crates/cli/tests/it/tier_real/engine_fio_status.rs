@@ -130,7 +130,7 @@ fn both(s: &Scratch, format: &str) -> Option<(String, String)> {
     args.extend(job.iter().cloned());
     let r = blkqos(&args, s.dir.path());
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return None;
     }
     r.ok();

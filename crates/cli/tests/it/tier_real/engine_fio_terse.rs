@@ -51,7 +51,7 @@ fn terse_line_matches_fio() {
     ];
     let r = blkqos(&args, s.dir.path());
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return;
     }
     r.ok();

@@ -44,14 +44,11 @@ fn registered_ring_runs_what_fio_runs() {
         s.dir.path(),
     );
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return;
     }
     if r.stderr.contains("the kernel refused the registration") {
-        blkqos_testkit::skip(
-            blkqos_testkit::Reason::IoUring,
-            format!("{}", r.stderr.trim()),
-        );
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, r.stderr.trim());
         return;
     }
     r.ok();
@@ -123,7 +120,7 @@ fn sqpoll_runs_and_the_thread_pool_refuses_ring_flags() {
         s.dir.path(),
     );
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return;
     }
     r.ok();

@@ -59,7 +59,7 @@ fn probe_ends_at_the_same_depth_as_fio() {
         s.dir.path(),
     );
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return;
     }
     r.ok();

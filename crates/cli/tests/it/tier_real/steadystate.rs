@@ -118,7 +118,7 @@ fn real_engine_and_fio_agree_on_the_object() {
     let jf = job_file(&s);
     let r = run(&s, &jf, &Be::Uring.flag());
     if let Some(why) = r.kernel_refusal() {
-        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{why}"));
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, why);
         return;
     }
     r.ok();

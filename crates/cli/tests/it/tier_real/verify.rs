@@ -308,10 +308,7 @@ fn writer(dir: &Path, name: &str, path: &Path, body: &str) -> PathBuf {
 fn no_direct_io(r: &Ran) -> bool {
     let refused = r.code != Some(0) && r.stderr.contains("O_DIRECT is not supported");
     if refused {
-        blkqos_testkit::skip(
-            blkqos_testkit::Reason::IoUring,
-            format!("{}", r.stderr.trim()),
-        );
+        blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, r.stderr.trim());
     }
     refused
 }

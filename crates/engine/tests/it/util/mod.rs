@@ -34,7 +34,7 @@ pub fn open(kind: BackendKind, path: &Path, opts: EngineOptions) -> Option<RealB
         }
         Err(e @ EngineError::UringUnavailable { .. })
         | Err(e @ EngineError::DirectUnsupported { .. }) => {
-            blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, format!("{e}"));
+            blkqos_testkit::skip(blkqos_testkit::Reason::IoUring, e);
             None
         }
         Err(e) => panic!("open {}: {e}", path.display()),
