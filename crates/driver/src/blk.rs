@@ -3,6 +3,14 @@
 //! FIFO order. The wait (`start - alloc`) is iocost's `rq_wait` signal, and
 //! as in Linux it is *not* part of diskstats' per-IO time, which starts when
 //! the request starts.
+//!
+//! Who waits: the kernel's `blk_mq_get_tag` (block/blk-mq-tag.c) sleeps in
+//! the task that allocates the request (`sbitmap_prepare_to_wait`,
+//! `io_schedule`), so a job's submit call waits here with its IO and a job
+//! has at most one IO in this queue; IOs a kernel worker issues
+//! (writeback, blk-throttle's dispatch work, iocost's waitqueue release,
+//! the sqthread_poll thread's) queue up without blocking a job. The driver
+//! loop (`run.rs`) decides who blocks; this queue only keeps the order.
 
 use blkqos_core::{Instant, Io, IoId};
 use std::collections::VecDeque;
@@ -45,6 +53,16 @@ impl RequestQueue {
         let next = self.waiting.pop_front()?;
         self.busy += 1;
         Some(next)
+    }
+    /// Requests that can be allocated now without waiting: the free slots,
+    /// or none while IOs wait (they come first).
+    #[inline]
+    pub fn free_slots(&self) -> u32 {
+        if self.waiting.is_empty() {
+            self.nr_requests.saturating_sub(self.busy)
+        } else {
+            0
+        }
     }
     /// IOs waiting for a free request slot.
     pub fn waiting(&self) -> usize {

@@ -331,7 +331,9 @@ enum SlotState {
     Sleeping(Instant),
     /// A submit call in progress: the IO enters the block layer at `.0`.
     Submitting(Instant, IoId),
-    /// Submit call blocked inside a controller (iocost) until released.
+    /// Submit call blocked inside a controller (iocost) until released, or
+    /// asleep in `blk_mq_get_tag` until the IO (or the piece of it being
+    /// cut) gets a request ([`Loop::tag_granted`]).
     Blocked(IoId),
     /// A batched submit call in progress: its IOs enter the block layer
     /// at `.0` ([`plug`]).
@@ -442,8 +444,15 @@ struct Flight {
     io: Io,
     issue_time: Instant,
     alloc_at: Instant,
+    /// When it got its request; [`TAG_WAIT`] while it waits for one.
     started_at: Instant,
 }
+
+/// [`Flight::started_at`] of an IO waiting in the request queue for a tag
+/// (no field of its own: the flight stays small enough to move without a
+/// `memcpy` call): [`Loop::start`] hands the tag over, waking whoever waits
+/// for it ([`Loop::tag_granted`]).
+const TAG_WAIT: Instant = Instant::MAX;
 
 /// When job IO `f`'s submit call returned (fio's `issue_time`; `slat`
 /// ends there, `clat` starts). An IO that went to the backend in the pass
@@ -523,7 +532,10 @@ struct Loop<'a, B: Backend> {
 
 impl<B: Backend> Loop<'_, B> {
     /// The IO cleared the controller stack: allocate a request or wait.
-    fn enqueue_request(&mut self, io: Io, now: Instant) {
+    /// `true`: it got one now; else it waits in the request queue
+    /// (`blk_mq_get_tag` found no free tag), and whoever issued it decides
+    /// whether that blocks a submitter.
+    fn enqueue_request(&mut self, io: Io, now: Instant) -> bool {
         if let Some(f) = self.flights.get_mut(io.id) {
             // the stack's charge travels with the IO to its completion
             f.io.cost_vtime = io.cost_vtime;
@@ -536,6 +548,12 @@ impl<B: Backend> Loop<'_, B> {
         }
         if self.rq.alloc(&io, now) {
             self.start(io.id, now);
+            true
+        } else {
+            if let Some(f) = self.flights.get_mut(io.id) {
+                f.started_at = TAG_WAIT;
+            }
+            false
         }
     }
 
@@ -544,9 +562,45 @@ impl<B: Backend> Loop<'_, B> {
         let Some(f) = self.flights.get_mut(id) else {
             return;
         };
+        let waited = f.started_at == TAG_WAIT;
         f.started_at = now;
         let (io, alloc_at) = (f.io, f.alloc_at);
         self.begin_service(&io, alloc_at, now);
+        if waited {
+            self.tag_granted(id, now);
+        }
+    }
+
+    /// `id` waited for a tag and got one at `now`: the task asleep in
+    /// `blk_mq_get_tag` (the submitter of a job, when it was the job's
+    /// submit call that found no tag) wakes up. Its submit call returns, or
+    /// for a split bio the rest waiting on `current->bio_list` is cut
+    /// (`__submit_bio_noacct` goes on with the next bio once
+    /// `blk_mq_submit_bio` returned for the front piece).
+    #[cold]
+    #[inline(never)]
+    fn tag_granted(&mut self, id: IoId, now: Instant) {
+        let Some(f) = self.flights.get(id) else {
+            return;
+        };
+        let j = f.job as usize;
+        let by = (f.kind == FlightKind::Job
+            && j < self.jobs.len()
+            && self.jobs[j].state == SlotState::Blocked(id))
+        .then_some(j);
+        if f.io.flags.contains(IoFlags::FRAGMENT) {
+            self.resumed.push((id, by));
+            self.resume_splits(now, None);
+        } else if let Some(j) = by {
+            self.submitter_released(j, id, now);
+        }
+    }
+
+    /// Is `id` waiting for a tag?
+    fn waits_for_tag(&self, id: IoId) -> bool {
+        self.flights
+            .get(id)
+            .is_some_and(|f| f.started_at == TAG_WAIT)
     }
 
     /// The device starts serving `io` (it holds a request since `now`).
@@ -654,17 +708,18 @@ impl<B: Backend> Loop<'_, B> {
         f.io.cost_vtime = io.cost_vtime;
         match verdict {
             StackVerdict::Ready => {
-                // the submit call returns and the IO asks for a request at
-                // once (finish_submit + enqueue_request in one slab lookup)
+                // the IO asks for a request at once and, with a tag, the
+                // submit call returns (finish_submit + enqueue_request in
+                // one slab lookup)
                 f.issue_time = now;
                 f.alloc_at = now;
-                let starts = self.rq.alloc(&io, now);
-                if starts {
+                if self.rq.alloc(&io, now) {
                     f.started_at = now;
-                }
-                self.jobs[j].job.submitted(now);
-                if starts {
+                    self.jobs[j].job.submitted(now);
                     self.begin_service(&io, now, now);
+                } else {
+                    f.started_at = TAG_WAIT;
+                    self.tag_wait(j, id, now);
                 }
             }
             StackVerdict::Queued => self.finish_submit(j, id, now),
@@ -677,6 +732,24 @@ impl<B: Backend> Loop<'_, B> {
                     self.finish_submit(j, id, now);
                 }
             }
+        }
+    }
+
+    /// Job `j`'s IO `id` found no free tag at `now`: `blk_mq_get_tag`
+    /// puts the submitting task to sleep (`sbitmap_prepare_to_wait`,
+    /// `io_schedule`) until a completion frees one
+    /// (`blk_mq_put_tag` → `sbitmap_queue_wake_up`), so the submit call
+    /// returns only then ([`Loop::tag_granted`]) and its `slat` includes
+    /// the wait. With sqthread_poll it is the kernel's polling thread that
+    /// sleeps: the job's call (a ring write) returns, and the IOs it queues
+    /// behind wait in the request queue in order.
+    #[cold]
+    #[inline(never)]
+    fn tag_wait(&mut self, j: usize, id: IoId, now: Instant) {
+        if self.jobs[j].engine.sqpoll {
+            self.jobs[j].job.submitted(now);
+        } else {
+            self.jobs[j].state = SlotState::Blocked(id);
         }
     }
 
@@ -706,11 +779,15 @@ impl<B: Backend> Loop<'_, B> {
                 // the rest of its bio may wait for it (after the batch)
                 self.resumed.push((io.id, by));
             } else if let Some(j) = by {
-                if self.jobs[j].batch.is_some()
-                    && self.ready.iter().any(|r| r.id == io.id)
-                    && self.plug_released(j, io)
-                {
+                let ready = self.ready.iter().any(|r| r.id == io.id);
+                if self.jobs[j].batch.is_some() && ready && self.plug_released(j, io) {
                     self.to_plug.push(io.id);
+                } else if ready && !io.needs_split(self.max_io) && !self.host_dispatch_delay() {
+                    // iocost woke the submitter (`iocg_wake_fn`): it goes
+                    // on in `blk_mq_submit_bio` to allocate a request, and
+                    // sleeps again in `blk_mq_get_tag` if none is free:
+                    // released below once its IO holds a tag
+                    continue;
                 }
                 self.submitter_released(j, io.id, now);
             }
@@ -727,8 +804,13 @@ impl<B: Backend> Loop<'_, B> {
             }
             if io.needs_split(self.max_io) {
                 self.split(*io, now, None, defer);
-            } else {
-                self.queue_request(*io, now, defer);
+            } else if self.queue_request(*io, now, defer) && !io.flags.contains(IoFlags::FRAGMENT) {
+                // a submitter woken from a controller found a free tag (a
+                // piece's submitter goes on in resume_splits)
+                let j = io.submitter.0 as usize;
+                if j < self.jobs.len() && self.jobs[j].state == SlotState::Blocked(io.id) {
+                    self.submitter_released(j, io.id, now);
+                }
             }
         }
         self.ready = ready;
@@ -739,13 +821,24 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// A timer-released IO goes to the request queue now, or when the
-    /// dispatch worker runs (`defer`).
+    /// dispatch worker runs (`defer`). `true`: it got a request now.
     #[inline]
-    fn queue_request(&mut self, io: Io, now: Instant, defer: Option<Instant>) {
+    fn queue_request(&mut self, io: Io, now: Instant, defer: Option<Instant>) -> bool {
         match defer {
             None => self.enqueue_request(io, now),
-            Some(at) => self.deferred.push_back((at, io)),
+            Some(at) => {
+                self.deferred.push_back((at, io));
+                false
+            }
         }
+    }
+
+    /// Controller-released IOs go to the request queue through the
+    /// dispatch worker ([`HostModel::timer_dispatch_ns`]): then a released
+    /// submitter returns at once and its IO waits for a tag in the worker.
+    #[inline]
+    fn host_dispatch_delay(&self) -> bool {
+        self.host.timer_dispatch_ns != 0 || self.host.timer_dispatch_jitter_ns != 0
     }
 
     /// How long after a controller timer its released IOs reach the
@@ -763,6 +856,7 @@ impl<B: Backend> Loop<'_, B> {
     fn run_deferred(&mut self, now: Instant) {
         while self.deferred.front().is_some_and(|d| d.0 <= now) {
             let (_, io) = self.deferred.pop_front().expect("front exists");
+            // the worker waits for a tag, not the IO's job
             self.enqueue_request(io, now);
         }
     }

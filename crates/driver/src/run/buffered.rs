@@ -120,7 +120,10 @@ impl<B: Backend> Loop<'_, B> {
         });
         let mut io = Io { id, ..io };
         match self.stack.submit(&mut io, now) {
-            StackVerdict::Ready => self.enqueue_request(io, now),
+            // the flusher (or fsync's flush) waits for a tag: no job
+            StackVerdict::Ready => {
+                self.enqueue_request(io, now);
+            }
             // longer than the device's max IO size: requests of their own
             StackVerdict::Split => {
                 self.split(io, now, None, None);

@@ -182,8 +182,8 @@ impl<B: Backend> Loop<'_, B> {
                             if let Some(f) = self.flights.get_mut(id) {
                                 f.io.cost_vtime = io.cost_vtime;
                             }
-                            if let Some(b) = self.jobs[j].batch.as_mut() {
-                                b.plug.push(id);
+                            if !self.plug_request(j, id, now) {
+                                return;
                             }
                         }
                         StackVerdict::Queued => {}
@@ -307,6 +307,32 @@ impl<B: Backend> Loop<'_, B> {
         true
     }
 
+    /// Job `j`'s bio `id` became a new request in its submit call at `now`
+    /// (`blk_mq_get_new_requests`): with a free tag it joins the plug (the
+    /// requests there hold theirs); with none the task sleeps in
+    /// `blk_mq_get_tag`, `io_schedule` flushing the plug first, and the
+    /// call goes on once the IO has a tag ([`Loop::tag_granted`]).
+    /// `false`: the job is blocked.
+    fn plug_request(&mut self, j: usize, id: IoId, now: Instant) -> bool {
+        let plugged = self.jobs[j].batch.as_ref().map_or(0, |b| b.plug.len());
+        if (plugged as u64) < u64::from(self.rq.free_slots()) {
+            if let Some(b) = self.jobs[j].batch.as_mut() {
+                b.plug.push(id);
+            }
+            return true;
+        }
+        self.flush_plug(j, now);
+        let Some(io) = self.flights.get(id).map(|f| f.io) else {
+            return true;
+        };
+        // sqthread_poll: the kernel's polling thread sleeps, not the job
+        if self.enqueue_request(io, now) || self.jobs[j].engine.sqpoll {
+            return true;
+        }
+        self.jobs[j].state = SlotState::Blocked(id);
+        false
+    }
+
     /// `blk_finish_plug` (or the task going to sleep): the plugged
     /// requests ask for tags and go to the device, in order.
     fn flush_plug(&mut self, j: usize, now: Instant) {
@@ -340,8 +366,10 @@ impl<B: Backend> Loop<'_, B> {
         if let Some(f) = self.flights.get_mut(io.id) {
             f.io.cost_vtime = io.cost_vtime;
         }
+        let free = self.rq.free_slots() as usize;
         match self.jobs[j].batch.as_mut() {
-            Some(b) if b.queued.len() + b.entered.len() > 2 => {
+            // it allocates its request (a tag) before it joins the plug
+            Some(b) if b.queued.len() + b.entered.len() > 2 && b.plug.len() < free => {
                 b.plug.push(io.id);
                 true
             }

@@ -17,6 +17,13 @@
 //! stack with [`IoFlags::SPLIT_REST`] and the job IO's id. The job sees one
 //! IO, completed when its last piece completes ([`Loop::piece_done`]).
 //! IOs that need no split never touch this module.
+//!
+//! The rest also waits for the front piece's request: `blk_mq_submit_bio`
+//! allocates it (`blk_mq_get_new_requests` → `blk_mq_get_tag`, asleep
+//! while no tag is free) before `__submit_bio_noacct` takes the next bio
+//! off `current->bio_list`. A front piece that finds no tag holds the rest
+//! (and its submitter, when a job's submit call cut it) until it gets one
+//! ([`Loop::tag_granted`]).
 
 use super::{Flight, Loop, SlotState};
 use crate::backend::{Backend, Completion};
@@ -53,8 +60,9 @@ struct SplitState {
 impl<B: Backend> Loop<'_, B> {
     /// `io` — a job IO, or the rest of one (same id) — cleared stage 0 and
     /// must be split: cut pieces off its front until the rest is held by
-    /// the stack, a piece blocks, or nothing is left. `by` is the job whose
-    /// submit call this runs in (`None`: a timer's dispatch work); `defer`
+    /// the stack, a piece blocks or waits for a tag, or nothing is left.
+    /// `by` is the job whose submit call this runs in (`None`: a timer's
+    /// dispatch work, which waits for tags without blocking a job); `defer`
     /// delays the pieces' requests as [`Loop::queue_request`] does. Returns
     /// whether `by` is now blocked (on a piece).
     #[cold]
@@ -117,7 +125,27 @@ impl<B: Backend> Loop<'_, B> {
             }
             // the front piece: rq-qos, then a request
             match self.stack.submit_fragment(&mut piece, now) {
-                StackVerdict::Ready | StackVerdict::Split => self.queue_request(piece, now, defer),
+                StackVerdict::Ready | StackVerdict::Split => {
+                    // a deferred piece gets its tag in the dispatch worker
+                    let no_tag = !self.queue_request(piece, now, defer) && defer.is_none();
+                    if no_tag {
+                        // no tag: the task sleeps in blk_mq_get_tag with
+                        // the rest on its bio_list
+                        if let Some(rest) = next {
+                            if let Some(st) = self.splits.jobs.get_mut(&pid) {
+                                st.waiting = Some((fid, rest));
+                            }
+                        }
+                        return match by {
+                            // sqthread_poll: the polling thread sleeps
+                            Some(j) if !self.jobs[j].engine.sqpoll => {
+                                self.jobs[j].state = SlotState::Blocked(fid);
+                                true
+                            }
+                            _ => false,
+                        };
+                    }
+                }
                 StackVerdict::Queued => {}
                 StackVerdict::Blocked => {
                     if let Some(rest) = next {
@@ -150,6 +178,11 @@ impl<B: Backend> Loop<'_, B> {
             let Some(&pid) = self.splits.pieces.get(&piece) else {
                 continue;
             };
+            if self.waits_for_tag(piece) {
+                // released by the controller, then asleep in
+                // blk_mq_get_tag: the rest (and the submitter) wait on
+                continue;
+            }
             let rest = self
                 .splits
                 .jobs

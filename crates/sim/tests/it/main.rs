@@ -6,3 +6,4 @@ mod run_sink;
 mod seed_004_accounting;
 mod split;
 mod stop;
+mod tagwait;
