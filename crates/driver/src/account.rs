@@ -205,6 +205,13 @@ impl DiskStats {
             // no jiffies: skip the two divisions below on every IO
             return;
         }
+        self.update_jiffy_ticks(now, end);
+    }
+
+    /// [`DiskStats::update_io_ticks`] of the jiffy-based generations (out
+    /// of line: the default precise mode never comes here).
+    #[inline(never)]
+    fn update_jiffy_ticks(&mut self, now: Instant, end: bool) {
         let j = Instant(now.as_ns() + self.tick_phase_ns).jiffies(self.hz);
         let stamp = self.stamp_jiffies;
         match self.mode {

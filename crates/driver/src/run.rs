@@ -378,7 +378,7 @@ impl JobSlot {
             return;
         }
         self.job.reap_offloaded(r, at);
-        if self.state == SlotState::Waiting {
+        if matches!(self.state, SlotState::Waiting) {
             self.state = SlotState::Runnable;
         }
     }
@@ -604,7 +604,7 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// The device starts serving `io` (it holds a request since `now`).
-    #[inline]
+    #[inline(always)]
     fn begin_service(&mut self, io: &Io, alloc_at: Instant, now: Instant) {
         if self.abandoned {
             // the run is giving up: the IO is dropped with its flight
@@ -640,7 +640,7 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// Job `j`'s `jio` gets an in-flight slot at `now`; its id.
-    #[inline]
+    #[inline(always)]
     fn insert_job_flight(&mut self, j: usize, jio: JobIo, now: Instant) -> IoId {
         let io = self.job_io(j, &jio, now);
         self.flights.insert_with(|id| Flight {
@@ -762,10 +762,17 @@ impl<B: Backend> Loop<'_, B> {
 
     /// Run the controller timers due at `now`: released IOs go to the
     /// request queue, released submitters continue.
+    #[inline(always)]
     fn run_controller_timers(&mut self, now: Instant) {
         if self.stack.next_deadline().is_none_or(|d| d > now) {
             return;
         }
+        self.run_due_controller_timers(now);
+    }
+
+    /// [`Loop::run_controller_timers`] when a timer is due.
+    #[inline(never)]
+    fn run_due_controller_timers(&mut self, now: Instant) {
         self.ready.clear();
         self.unblocked.clear();
         self.stack
@@ -853,7 +860,16 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// Issue the timer-released IOs whose dispatch worker has run by `now`.
+    #[inline(always)]
     fn run_deferred(&mut self, now: Instant) {
+        if self.deferred.front().is_some_and(|d| d.0 <= now) {
+            self.run_due_deferred(now);
+        }
+    }
+
+    /// [`Loop::run_deferred`] when some are due.
+    #[inline(never)]
+    fn run_due_deferred(&mut self, now: Instant) {
         while self.deferred.front().is_some_and(|d| d.0 <= now) {
             let (_, io) = self.deferred.pop_front().expect("front exists");
             // the worker waits for a tag, not the IO's job
@@ -864,7 +880,7 @@ impl<B: Backend> Loop<'_, B> {
     /// Let job `j` act until it waits.
     fn step_job(&mut self, j: usize, now: Instant, stopping: bool) -> Result<(), RunError> {
         let stopping = stopping || self.jobs[j].terminated;
-        if self.jobs[j].state == SlotState::Pending && !self.try_start(j, now, stopping) {
+        if matches!(self.jobs[j].state, SlotState::Pending) && !self.try_start(j, now, stopping) {
             return Ok(());
         }
         let slot = &mut self.jobs[j];
@@ -981,6 +997,8 @@ impl<B: Backend> Loop<'_, B> {
     /// controller timers, dispatch worker or flusher run again); the jobs
     /// reap what completed and end. Returns how many IOs were dropped:
     /// flights never sent to the backend and buffered writes still paused.
+    #[cold]
+    #[inline(never)]
     fn abandon(&mut self) -> u64 {
         self.abandoned = true;
         while self.backend.in_flight() > 0 {
@@ -1004,6 +1022,7 @@ impl<B: Backend> Loop<'_, B> {
         (self.flights.len() + self.pc_pending.len()) as u64
     }
 
+    #[inline(always)]
     fn complete(&mut self, c: Completion) {
         let Some(f) = self.flights.remove(c.id) else {
             return;
@@ -1190,6 +1209,7 @@ impl<B: Backend> Loop<'_, B> {
 
     /// A job IO, writeback or flush completed as a whole (`c` sums its
     /// pieces when it was split).
+    #[inline(always)]
     fn finish_flight(&mut self, f: Flight, c: Completion) {
         if self.batched && f.kind == FlightKind::Job {
             self.finish_batched_flight(f, c);
@@ -1208,7 +1228,7 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn finish_flight_now(&mut self, f: Flight, c: Completion) {
         if f.kind != FlightKind::Job || self.pc.is_some() {
             self.complete_other(&f, c);
@@ -1344,17 +1364,28 @@ pub fn run<B: Backend>(
         .pagecache
         .clone()
         .map(|cfg| PageCache::new(cfg, t0, lp.jobs.len()));
-    let mut snapshots = Vec::new();
-    let mut snapshots_dropped = 0;
-    let mut next_sink = t0 + SINK_EVERY;
-    let mut next_snap = opts
-        .diskstats_every
-        .filter(|d| d.as_ns() > 0)
-        .map(|d| t0 + d);
     let status_every = opts.status_every.filter(|d| d.as_ns() > 0);
-    let mut next_status = status_every.map(|d| t0 + d);
-    // fio's helper thread checks steady state once a second from its start
-    let mut next_steady = steady.then(|| t0 + steady::CHECK_EVERY);
+    let mut periodic = Periodic {
+        snapshots: Vec::new(),
+        snapshots_dropped: 0,
+        next_sink: t0 + SINK_EVERY,
+        next_snap: opts
+            .diskstats_every
+            .filter(|d| d.as_ns() > 0)
+            .map(|d| t0 + d),
+        snap_every: opts.diskstats_every,
+        next_status: status_every.map(|d| t0 + d),
+        status_every,
+        // fio's helper thread checks steady state once a second from its start
+        next_steady: steady.then(|| t0 + steady::CHECK_EVERY),
+        t0,
+    };
+    // none of the periodic work: one test per pass skips all of it (these
+    // stay None, and without a sink its ticks do nothing)
+    let periodic_work = periodic.next_snap.is_some()
+        || periodic.next_status.is_some()
+        || periodic.next_steady.is_some()
+        || lp.sink.is_some();
     let mut interrupted = false;
     let mut dropped_ios = None;
     // earliest job timer; job timers only move when the loop steps jobs
@@ -1370,60 +1401,22 @@ pub fn run<B: Backend>(
             break;
         }
 
-        if let (Some(t), Some(every)) = (next_snap, opts.diskstats_every) {
-            if now >= t {
-                if snapshots.len() < MAX_DISKSTATS_SNAPSHOTS {
-                    let mut d = lp.disk.clone();
-                    d.sync(now);
-                    snapshots.push((now, d.diskstats_fields()));
-                } else {
-                    snapshots_dropped += 1;
-                }
-                next_snap = Some(t + every);
-            }
+        if periodic_work {
+            periodic.snapshot(&mut lp.disk, now);
         }
         // job timers: ramp end, bw/iops samples
         if next_job_timer.is_some_and(|t| t <= now) {
-            for s in &mut lp.jobs {
-                if s.state != SlotState::Pending && s.job.next_timer().is_some_and(|t| t <= now) {
-                    s.job.on_timer(now);
-                }
-            }
+            run_job_timers(&mut lp.jobs, now);
         }
         // the live view reads the controllers before this pass's timers
         // release what was due: a limit's queue is seen full, not just
         // emptied at a slice boundary that falls on the second
-        let sink_due = now >= next_sink;
+        let sink_due = periodic_work && now >= periodic.next_sink;
         if sink_due {
             lp.tick_sink(now);
         }
         lp.run_controller_timers(now);
-        if sink_due {
-            next_sink = lp.feed_sink(now);
-        }
-        if let (Some(t), Some(every)) = (next_status, status_every) {
-            if now >= t {
-                lp.drain_job_logs();
-                lp.status_sink(now, t, t0);
-                // fio's helper thread re-arms from now: missed ones are
-                // not caught up
-                let mut next = t + every;
-                while next <= now {
-                    next += every;
-                }
-                next_status = Some(next);
-            }
-        }
-        let mut steady_stopped = false;
-        if let Some(t) = next_steady.filter(|&t| now >= t) {
-            steady::check(&mut lp.jobs, now);
-            steady_stopped = lp.jobs.iter().any(|s| s.terminated && !s.job.is_done());
-            let mut next = t + steady::CHECK_EVERY;
-            while next <= now {
-                next += steady::CHECK_EVERY;
-            }
-            next_steady = Some(next);
-        }
+        let steady_stopped = periodic_work && periodic.after_timers(&mut lp, now, sink_due);
         lp.run_deferred(now);
         if lp.pc.is_some() {
             lp.run_pagecache(now);
@@ -1451,18 +1444,26 @@ pub fn run<B: Backend>(
         {
             lp.stack.check()?;
         }
-        let mut deadline = earliest(lp.stack.next_deadline(), next_snap);
+        let mut deadline = lp.stack.next_deadline();
+        if periodic_work {
+            deadline = earliest(deadline, periodic.next_snap);
+        }
         deadline = earliest(deadline, lp.deferred.front().map(|d| d.0));
         if let Some(pc) = &lp.pc {
             deadline = earliest(deadline, pc.next_deadline());
             deadline = earliest(deadline, lp.pc_pending.iter().map(|p| p.0).min());
         }
-        next_job_timer = None;
+        // the earliest job timer and job wake-up (the same as folding
+        // `earliest` over them, without an Option per step)
+        let (mut timer, mut wake) = (Soonest::NONE, Soonest::NONE);
         for s in &lp.jobs {
-            let timer = s.job.next_timer().filter(|_| s.state != SlotState::Pending);
-            next_job_timer = earliest(next_job_timer, timer);
-            deadline = earliest(earliest(deadline, s.wake()), timer);
+            if !matches!(s.state, SlotState::Pending) {
+                timer.add(s.job.next_timer());
+            }
+            wake.add(s.wake());
         }
+        next_job_timer = timer.get();
+        deadline = earliest(earliest(deadline, wake.get()), next_job_timer);
         if stopped_others {
             deadline = Some(now);
         }
@@ -1477,14 +1478,11 @@ pub fn run<B: Backend>(
                 .unwrap_or_default();
             return Err(RunError::Stalled { job, at: now });
         }
-        // the loop wakes up for the status report (not a reason to wait:
-        // a stall is a stall with or without it)
-        let mut deadline = earliest(deadline, next_status).map(|d| d.max(now));
-        // and for the steady-state checks while a job runs (no more a
-        // reason to wait than the status report)
-        if lp.jobs.iter().any(|s| !s.job.is_done()) {
-            deadline = earliest(deadline, next_steady).map(|d| d.max(now));
-        }
+        let deadline = if periodic_work {
+            periodic.wake_for(deadline, now, &lp.jobs)
+        } else {
+            deadline
+        };
         let deadline = poll_by(deadline, now, opts);
         if lp.job_logs {
             lp.drain_job_logs();
@@ -1503,7 +1501,9 @@ pub fn run<B: Backend>(
     lp.sink = None;
     lp.disk.sync(ended_at);
     if opts.diskstats_every.is_some() {
-        snapshots.push((ended_at, lp.disk.diskstats_fields()));
+        periodic
+            .snapshots
+            .push((ended_at, lp.disk.diskstats_fields()));
     }
     let pagecache = lp.pc.take().map(|mut pc| {
         for (j, s) in lp.jobs.iter().enumerate() {
@@ -1542,12 +1542,106 @@ pub fn run<B: Backend>(
         interrupted,
         abandoned: dropped_ios.is_some(),
         dropped_ios: dropped_ios.unwrap_or(0),
-        diskstats: snapshots,
-        diskstats_dropped: snapshots_dropped,
+        diskstats: periodic.snapshots,
+        diskstats_dropped: periodic.snapshots_dropped,
         request_trace: lp.trace.unwrap_or_default(),
         pagecache,
         lat_hists: lp.lat,
     })
+}
+
+/// The loop's periodic work besides jobs and controllers: diskstats
+/// snapshots, the sink's ticks, status reports and steady-state checks.
+/// Out of line: most runs have none of it, and the loop tests for that
+/// once per pass.
+struct Periodic {
+    snapshots: Vec<(Instant, [u64; 17])>,
+    snapshots_dropped: u64,
+    next_sink: Instant,
+    next_snap: Option<Instant>,
+    snap_every: Option<Duration>,
+    next_status: Option<Instant>,
+    status_every: Option<Duration>,
+    next_steady: Option<Instant>,
+    t0: Instant,
+}
+
+impl Periodic {
+    /// A diskstats snapshot when one is due at `now`.
+    #[inline(never)]
+    fn snapshot(&mut self, disk: &mut DiskStats, now: Instant) {
+        if let (Some(t), Some(every)) = (self.next_snap, self.snap_every) {
+            if now >= t {
+                if self.snapshots.len() < MAX_DISKSTATS_SNAPSHOTS {
+                    let mut d = disk.clone();
+                    d.sync(now);
+                    self.snapshots.push((now, d.diskstats_fields()));
+                } else {
+                    self.snapshots_dropped += 1;
+                }
+                self.next_snap = Some(t + every);
+            }
+        }
+    }
+
+    /// After the pass's controller timers: the sink's records (when its
+    /// tick was due, `sink_due`), the status report and the steady-state
+    /// check due at `now`. True when a steady-state check stopped a job.
+    #[inline(never)]
+    fn after_timers<B: Backend>(
+        &mut self,
+        lp: &mut Loop<'_, B>,
+        now: Instant,
+        sink_due: bool,
+    ) -> bool {
+        if sink_due {
+            self.next_sink = lp.feed_sink(now);
+        }
+        if let (Some(t), Some(every)) = (self.next_status, self.status_every) {
+            if now >= t {
+                lp.drain_job_logs();
+                lp.status_sink(now, t, self.t0);
+                // fio's helper thread re-arms from now: missed ones are
+                // not caught up
+                let mut next = t + every;
+                while next <= now {
+                    next += every;
+                }
+                self.next_status = Some(next);
+            }
+        }
+        let mut steady_stopped = false;
+        if let Some(t) = self.next_steady.filter(|&t| now >= t) {
+            steady::check(&mut lp.jobs, now);
+            steady_stopped = lp.jobs.iter().any(|s| s.terminated && !s.job.is_done());
+            let mut next = t + steady::CHECK_EVERY;
+            while next <= now {
+                next += steady::CHECK_EVERY;
+            }
+            self.next_steady = Some(next);
+        }
+        steady_stopped
+    }
+
+    /// The pass's `deadline`, brought forward to the next status report
+    /// and, while a job runs, the next steady-state check.
+    #[inline(never)]
+    fn wake_for(
+        &self,
+        deadline: Option<Instant>,
+        now: Instant,
+        jobs: &[JobSlot],
+    ) -> Option<Instant> {
+        // the loop wakes up for the status report (not a reason to wait:
+        // a stall is a stall with or without it)
+        let mut deadline = earliest(deadline, self.next_status).map(|d| d.max(now));
+        // and for the steady-state checks while a job runs (no more a
+        // reason to wait than the status report)
+        if jobs.iter().any(|s| !s.job.is_done()) {
+            deadline = earliest(deadline, self.next_steady).map(|d| d.max(now));
+        }
+        deadline
+    }
 }
 
 mod buffered;
@@ -1555,6 +1649,43 @@ mod exit;
 mod medium;
 mod start;
 mod steady;
+
+/// The earliest of some optional times: [`earliest`] folded over them.
+#[derive(Clone, Copy)]
+struct Soonest {
+    at: Instant,
+    any: bool,
+}
+
+impl Soonest {
+    const NONE: Soonest = Soonest {
+        at: Instant::MAX,
+        any: false,
+    };
+
+    #[inline(always)]
+    fn add(&mut self, t: Option<Instant>) {
+        if let Some(t) = t {
+            self.at = self.at.min(t);
+            self.any = true;
+        }
+    }
+
+    #[inline(always)]
+    fn get(self) -> Option<Instant> {
+        self.any.then_some(self.at)
+    }
+}
+
+/// Run the job timers due at `now` (ramp end, bw/iops samples).
+#[inline(never)]
+fn run_job_timers(jobs: &mut [JobSlot], now: Instant) {
+    for s in jobs {
+        if s.state != SlotState::Pending && s.job.next_timer().is_some_and(|t| t <= now) {
+            s.job.on_timer(now);
+        }
+    }
+}
 
 /// `deadline`, brought forward to `now + poll_every` when the run has
 /// asynchronous flags to look at.

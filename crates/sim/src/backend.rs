@@ -123,7 +123,7 @@ impl Backend for SimBackend {
             error,
         });
     }
-    #[inline]
+    #[inline(always)]
     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
         let next = self.events.peek().map(|e| e.at);
         let target = match (next, deadline) {
@@ -133,8 +133,12 @@ impl Backend for SimBackend {
             (None, None) => return,
         };
         self.now = self.now.max(target);
-        while self.events.peek().is_some_and(|e| e.at <= self.now) {
-            let e = self.events.pop().expect("peeked");
+        let now = self.now;
+        if next.is_none_or(|n| n > now) {
+            // woken by the deadline: nothing completes
+            return;
+        }
+        while let Some(e) = self.events.pop_if(|e| e.at <= now) {
             self.events_processed += 1;
             out.push(Completion {
                 id: e.id,

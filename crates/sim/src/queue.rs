@@ -48,8 +48,9 @@ impl<T: Ord + Copy> EventQueue<T> {
         }
     }
 
-    /// Remove and return the smallest item.
-    #[inline]
+    /// Remove and return the smallest item (the simulator pops with
+    /// [`EventQueue::pop_if`]).
+    #[cfg(test)]
     pub fn pop(&mut self) -> Option<T> {
         match (self.sorted.get(self.head), self.heap.peek()) {
             (Some(a), Some(b)) if b < a => self.heap.pop(),
@@ -58,6 +59,32 @@ impl<T: Ord + Copy> EventQueue<T> {
                 Some(a)
             }
             (None, _) => self.heap.pop(),
+        }
+    }
+
+    /// Remove and return the smallest item if `due` says so (one look at
+    /// the fronts, where a peek then a pop would look twice).
+    #[inline(always)]
+    pub fn pop_if(&mut self, due: impl FnOnce(&T) -> bool) -> Option<T> {
+        let a = self.sorted.get(self.head);
+        let b = self.heap.peek();
+        let from_heap = match (a, b) {
+            (Some(a), Some(b)) => b < a,
+            (None, b) => b.is_some(),
+            (Some(_), None) => false,
+        };
+        if from_heap {
+            if !due(b?) {
+                return None;
+            }
+            self.heap.pop()
+        } else {
+            let x = *a?;
+            if !due(&x) {
+                return None;
+            }
+            self.head += 1;
+            Some(x)
         }
     }
 
@@ -260,5 +287,35 @@ mod tests {
         matches_std(EventQueue::with_capacity(8), 100, 120);
         matches_std(EventQueue::with_capacity(8), 100, 2000);
         matches_std(EventQueue::with_capacity(8), 0, 3);
+    }
+
+    /// `pop_if` takes what a peek then a pop would: the smallest item,
+    /// when the condition holds for it, and nothing otherwise.
+    #[test]
+    fn pop_if_is_peek_then_pop() {
+        for (drift, spread) in [(0, 1 << 40), (100, 120), (100, 2000), (0, 3)] {
+            let mut q = EventQueue::with_capacity(8);
+            let mut b = EventQueue::with_capacity(8);
+            let mut r = 11u64;
+            for round in 0..20_000u64 {
+                if !xs(&mut r).is_multiple_of(3) {
+                    let v = (drift * round + xs(&mut r) % spread, round);
+                    q.push(v);
+                    b.push(v);
+                } else {
+                    let limit = drift * round + xs(&mut r) % spread;
+                    let want = match b.peek() {
+                        Some(&v) if v.0 <= limit => b.pop(),
+                        _ => None,
+                    };
+                    assert_eq!(q.pop_if(|v| v.0 <= limit), want);
+                }
+                assert_eq!(q.len(), b.len());
+            }
+            while let Some(v) = b.pop() {
+                assert_eq!(q.pop_if(|_| true), Some(v));
+            }
+            assert_eq!(q.pop_if(|_| true), None);
+        }
     }
 }

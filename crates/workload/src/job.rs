@@ -279,6 +279,20 @@ pub struct Job {
     verify: Option<Box<VerifyState>>,
     /// `zonemode=zbd`: the clone's side of the shared zones.
     zbd: Option<Box<zoned::ZbdJob>>,
+    /// Nothing between two IOs but the end checks: no thinktime, latency
+    /// probe, verify, `fsync=`/`fdatasync=`, `rate_min`, rate limit or
+    /// read/write mix (all fixed when the job is made). [`Job::next_action`]
+    /// then goes from a reap to the next issue without the steps that
+    /// would do nothing.
+    plain: bool,
+    /// [`Job::iodepth_low`] (fixed when the job is made).
+    reap_to: u32,
+    /// [`Job::no_slat`] (fixed when the job is made).
+    slat_none: bool,
+    /// A completion only updates the statistics: no zbd, verify, latency
+    /// probe, `gtod_reduce`, per-priority latencies, logs or
+    /// `disable_*lat` (fixed when the job is made; [`Job::reap_one`]).
+    plain_reap: bool,
 }
 
 /// Outcome of one reaped IO, as the driver reports it.
@@ -450,12 +464,35 @@ impl Job {
             log: JobLog::new(&spec.logs),
             zbd,
             spec,
+            plain: false,
+            reap_to: 0,
+            slat_none: false,
+            plain_reap: false,
         };
         job.set_thread_number(u64::from(clone) + 1);
         if job.spec.submit.latency.enabled() {
             let cfg = job.spec.submit.latency;
             job.lat_probe = Some(LatProbe::new(cfg, job.iodepth, now, 0));
         }
+        job.reap_to = job.iodepth_low();
+        job.slat_none = job.no_slat();
+        job.plain_reap = job.zbd.is_none()
+            && job.verify.is_none()
+            && job.lat_probe.is_none()
+            && job.log.is_none()
+            && !job.spec.gtod_reduce
+            && !job.spec.disable_slat
+            && !job.spec.disable_clat
+            && !job.spec.disable_lat
+            && job.stats.dirs.values().all(|d| d.prios.is_empty());
+        job.plain = job.lat_probe.is_none()
+            && job.verify.is_none()
+            && job.spec.thinktime == Duration::ZERO
+            && job.spec.fsync_blocks == 0
+            && job.spec.fdatasync_blocks == 0
+            && job.spec.rate_min == crate::spec::PerDir::all(None)
+            && !job.spec.rw.is_mixed()
+            && !job.rate_limited();
         job.start_epoch(now);
         if job.ramp_end.is_some() {
             job.end_at = None;
@@ -967,7 +1004,9 @@ impl Job {
 
     /// What the job does at `now`.
     pub fn next_action(&mut self, now: Instant) -> JobAction {
-        loop {
+        // the loop ends in the direction of an IO to issue (one call
+        // site: `issue` inlines here)
+        let ddir = loop {
             match self.phase {
                 Phase::Done => return JobAction::Done,
                 Phase::Fsync | Phase::Sync { .. } | Phase::VerifySync => return JobAction::Fsync,
@@ -1006,8 +1045,9 @@ impl Job {
                     // until no more than iodepth_low are in flight
                     let reaped_enough =
                         self.reaped > reaped_at_start || self.in_flight < self.depth_limit();
-                    if reaped_enough && self.in_flight <= self.iodepth_low() {
-                        self.phase = Phase::Think;
+                    if reaped_enough && self.in_flight <= self.reap_to {
+                        // a plain job has nothing to think about
+                        self.phase = if self.plain { Phase::Top } else { Phase::Think };
                         continue;
                     }
                     if !self.ring.is_empty() {
@@ -1040,7 +1080,7 @@ impl Job {
                         return JobAction::SleepUntil(until);
                     }
                     match after {
-                        After::IssueDir(d) => return self.issue(d, now),
+                        After::IssueDir(d) => break d,
                         After::Top { slept_from, ddir } => {
                             self.credit_thinktime(ddir, now - slept_from);
                             self.phase = Phase::Top;
@@ -1082,6 +1122,19 @@ impl Job {
                             self.lat_step(step, ddir, now);
                         }
                     }
+                }
+                Phase::Top if self.plain && !self.flow_blocked => {
+                    // what the arm below does for a plain job: no latency
+                    // probe step, verify, sync, rate_min or rate wait
+                    if self.runtime_exceeded(now)
+                        || self.size_done()
+                        || self.error != 0
+                        || self.lat_done
+                    {
+                        self.phase = Phase::Drain;
+                        continue;
+                    }
+                    break self.pick_mix_ddir();
                 }
                 Phase::Top => {
                     if self.lat_pending != LatStep::Go {
@@ -1150,7 +1203,7 @@ impl Job {
                             // fio: `td->rwmix_ddir = rate_ddir(td, ddir)`
                             Some(Ok(d)) => {
                                 self.rwmix_ddir = d;
-                                return self.issue(d, now);
+                                break d;
                             }
                             Some(Err((d, until))) => {
                                 self.rwmix_ddir = d;
@@ -1161,11 +1214,12 @@ impl Job {
                             }
                         }
                     } else {
-                        return self.issue(ddir, now);
+                        break ddir;
                     }
                 }
             }
-        }
+        };
+        self.issue(ddir, now)
     }
 
     /// `flow=`: the driver says whether the job is over its share.
@@ -1246,6 +1300,7 @@ impl Job {
         r.last_us += total_us;
     }
 
+    #[inline]
     fn issue(&mut self, ddir: Ddir, now: Instant) -> JobAction {
         // after a rate sleep the runtime may have ended meanwhile
         if self.runtime_exceeded(now) {
@@ -1290,6 +1345,7 @@ impl Job {
     }
 
     /// Issue `io` (its offset and length final).
+    #[inline(always)]
     fn commit(&mut self, io: JobIo) -> JobAction {
         let JobIo {
             ddir, offset, len, ..
@@ -1404,6 +1460,7 @@ impl Job {
     /// queue reaps exactly one completion per call and the rest stay in the
     /// ring until the next reap, where their clat ends; quiesce (rate and
     /// thinktime sleeps) and the end of the job reap everything.
+    #[inline]
     pub fn reap(&mut self, batch: &[Reaped], now: Instant) {
         if let Phase::Reap { reaped_at_start } = self.phase {
             if self.ring.is_empty() && self.reaped == reaped_at_start {
@@ -1413,11 +1470,19 @@ impl Job {
                 if let Some((first, rest)) = batch.split_first() {
                     self.count_reap_batch(1);
                     self.reap_one(*first, now);
-                    self.queue_completions(rest);
+                    if !rest.is_empty() {
+                        self.queue_completions(rest);
+                    }
                     return;
                 }
             }
         }
+        self.reap_queued(batch, now);
+    }
+
+    /// [`Job::reap`] through the ring.
+    #[inline(never)]
+    fn reap_queued(&mut self, batch: &[Reaped], now: Instant) {
         self.queue_completions(batch);
         match self.phase {
             Phase::Reap { reaped_at_start } => {
@@ -1475,6 +1540,7 @@ impl Job {
     }
 
     /// One getevents call returned `n` completions (fio `io_u_mark_complete`).
+    #[inline]
     fn count_reap_batch(&mut self, n: usize) {
         if !self.in_ramp() {
             self.stats.complete_batches[JobStats::batch_index(n as u32)] += 1;
@@ -1483,8 +1549,42 @@ impl Job {
 
     /// Account one reaped completion at `now`: latencies and samples, or
     /// the error.
-    #[inline]
+    #[inline(never)]
     fn reap_one(&mut self, r: Reaped, now: Instant) {
+        if self.plain_reap && r.error == 0 && !self.in_ramp() {
+            // the general path below for such a job: the counts and the
+            // latencies, nothing else applies
+            self.in_flight -= 1;
+            self.reaped += 1;
+            let d = r.io.ddir;
+            self.io_blocks[d] += 1;
+            self.io_bytes[d] += r.bytes_done;
+            let lat = now - r.io.start_time;
+            let (slat, clat) = if self.slat_none {
+                (None, lat)
+            } else {
+                (Some(r.issue_time - r.io.start_time), now - r.issue_time)
+            };
+            let hists = HistMask {
+                slat: self.spec.slat_percentiles,
+                clat: self.spec.clat_percentiles,
+                lat: self.spec.lat_percentiles,
+            };
+            let taken = [
+                slat.map(|s| s.as_ns()),
+                Some(clat.as_ns()),
+                Some(lat.as_ns()),
+            ];
+            let ds = &mut self.stats.dirs[d];
+            ds.record_some(r.bytes_done, taken, hists);
+            if r.bytes_done < r.io.len {
+                ds.short_ios += 1;
+            }
+            self.stats.lat_buckets.mark(clat.as_ns());
+            self.sample_bytes[d] += r.bytes_done;
+            self.sample_ios[d] += 1;
+            return;
+        }
         let in_ramp = self.in_ramp();
         self.in_flight -= 1;
         self.reaped += 1;
@@ -1520,7 +1620,7 @@ impl Job {
                 self.lat_step(step, d, now);
             }
         }
-        let (slat, clat) = if self.no_slat() {
+        let (slat, clat) = if self.slat_none {
             (None, lat)
         } else {
             (Some(r.issue_time - r.io.start_time), now - r.issue_time)

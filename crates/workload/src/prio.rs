@@ -125,6 +125,8 @@ impl PrioSpec {
 /// direction's [`PrioSpec::clat_prios`] resolved once.
 #[derive(Clone, Debug)]
 pub struct PrioPicker {
+    /// Some direction has a cmdprio (else every IO keeps the job's).
+    any: bool,
     spec: PrioSpec,
     table: PerDir<Vec<u16>>,
     rng: Stream,
@@ -134,6 +136,7 @@ impl PrioPicker {
     /// `fio_cmdprio_init`: `None` when no direction has cmdprio.
     pub fn new(spec: &PrioSpec, rng: Stream) -> Self {
         PrioPicker {
+            any: spec.has_cmdprio(),
             table: PerDir::from_fn(|d| spec.clat_prios(d)),
             spec: spec.clone(),
             rng,
@@ -145,7 +148,18 @@ impl PrioPicker {
     /// 0..=99 below the percentage picks a cmdprio priority; with
     /// `cmdprio_bssplit` the entries of the IO's block size share that
     /// range in their order).
+    #[inline]
     pub fn pick(&mut self, ddir: Ddir, len: u64) -> (u16, u8) {
+        if !self.any {
+            // no cmdprio: every IO keeps the job's priority, no draw
+            return (self.spec.ioprio, 0);
+        }
+        self.pick_cmdprio(ddir, len)
+    }
+
+    /// [`PrioPicker::pick`] for a job with a cmdprio.
+    #[inline(never)]
+    fn pick_cmdprio(&mut self, ddir: Ddir, len: u64) -> (u16, u8) {
         let own = (self.spec.ioprio, 0);
         let Some(mode) = self.spec.cmdprio_of(ddir) else {
             return own;

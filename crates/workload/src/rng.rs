@@ -21,9 +21,21 @@ impl Stream {
         Stream(Xoshiro256PlusPlus::seed_from_u64(z))
     }
     /// Uniform in `[0, n)`; `n` must be > 0.
+    ///
+    /// rand 0.8's `gen_range(0..n)` for `u64` written out
+    /// (`UniformInt::sample_single_inclusive`: a widening multiply,
+    /// rejected below its zone), the same draws giving the same values, so
+    /// that it inlines into the per-IO offset draw.
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
-        self.0.gen_range(0..n)
+        assert!(n > 0, "cannot sample empty range");
+        let zone = (n << n.leading_zeros()).wrapping_sub(1);
+        loop {
+            let m = u128::from(self.0.next_u64()) * u128::from(n);
+            if m as u64 <= zone {
+                return (m >> 64) as u64;
+            }
+        }
     }
     /// Uniform in `[lo, hi]`.
     #[inline]
@@ -40,5 +52,37 @@ impl Stream {
     #[inline]
     pub fn unit(&mut self) -> f64 {
         (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `below` draws exactly what rand's `gen_range(0..n)` draws.
+    #[test]
+    fn below_is_gen_range() {
+        let ns = [
+            1,
+            2,
+            3,
+            7,
+            100,
+            1000,
+            4096,
+            (1 << 24) + 1,
+            16_777_216,
+            (1 << 40) - 3,
+            u64::MAX / 3,
+            (1 << 63) + 5,
+            u64::MAX,
+        ];
+        for (i, &n) in ns.iter().enumerate() {
+            let mut a = Stream::new(11, i as u32, 1);
+            let mut b = a.clone();
+            for _ in 0..2000 {
+                assert_eq!(a.below(n), b.0.gen_range(0..n), "n = {n}");
+            }
+        }
     }
 }

@@ -168,6 +168,7 @@ impl DirStats {
     /// [`DirStats::record`] of the latencies taken: `[slat, clat, lat]`,
     /// None for one not taken (no slat for a sync engine; fio's
     /// `disable_slat`, `disable_clat`, `disable_lat`).
+    #[inline(always)]
     pub fn record_some(&mut self, bytes: u64, lats_ns: [Option<u64>; 3], hists: HistMask) {
         self.io_bytes += bytes;
         self.total_ios += 1;
@@ -315,16 +316,11 @@ pub struct JobStats {
 }
 
 impl JobStats {
+    /// fio's depth buckets 1, 2, 4, 8, 16, 32, >=64: the power of two
+    /// at or below `depth` (0 counts as 1), capped at the last bucket.
+    #[inline]
     pub fn depth_index(depth: u32) -> usize {
-        match depth {
-            0..=1 => 0,
-            2..=3 => 1,
-            4..=7 => 2,
-            8..=15 => 3,
-            16..=31 => 4,
-            32..=63 => 5,
-            _ => 6,
-        }
+        ((31 - (depth | 1).leading_zeros()) as usize).min(6)
     }
     pub fn batch_index(n: u32) -> usize {
         match n {
@@ -383,6 +379,23 @@ mod tests {
         for v in 0..1000u64 {
             let want = LAT_BUCKET_BOUNDS.iter().position(|&b| v < b).unwrap_or(9);
             assert_eq!(usize::from(LAT_BUCKET_OF[v as usize]), want, "{v}");
+        }
+    }
+
+    /// fio's depth buckets: 1, 2–3, 4–7, 8–15, 16–31, 32–63, 64+ (0 as 1).
+    #[test]
+    fn depth_buckets() {
+        let by_range = |d: u32| match d {
+            0..=1 => 0,
+            2..=3 => 1,
+            4..=7 => 2,
+            8..=15 => 3,
+            16..=31 => 4,
+            32..=63 => 5,
+            _ => 6,
+        };
+        for d in (0..5000).chain([u32::MAX - 1, u32::MAX]) {
+            assert_eq!(JobStats::depth_index(d), by_range(d), "{d}");
         }
     }
 

@@ -15,6 +15,7 @@ impl<B: Backend> Loop<'_, B> {
     /// A buffered job's IO: writes dirty the page cache (and may pause the
     /// writer), reads of cached pages complete without the device. Returns
     /// false if the IO must go to the device (a read miss).
+    #[inline(never)]
     pub(super) fn issue_buffered(&mut self, j: usize, jio: JobIo, now: Instant) -> bool {
         let Some(pc) = self.pc.as_mut() else {
             return false;
@@ -50,6 +51,7 @@ impl<B: Backend> Loop<'_, B> {
 
     /// Page cache work at `now`: deliver buffered completions whose pause
     /// ended, and submit the writeback IO the flushers produce.
+    #[inline(never)]
     pub(super) fn run_pagecache(&mut self, now: Instant) {
         let mut i = 0;
         while i < self.pc_pending.len() {
@@ -133,6 +135,7 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// Job `j` reached `end_fsync`: write back its file, then flush.
+    #[inline(never)]
     pub(super) fn start_fsync(&mut self, j: usize, now: Instant) {
         self.jobs[j].state = SlotState::Fsyncing(now);
         let slot = &self.jobs[j];
@@ -175,6 +178,7 @@ impl<B: Backend> Loop<'_, B> {
 
     /// Job `j` resets the zone at `offset` (`zonemode=zbd`: fio's
     /// synchronous `BLKRESETZONE`, a `REQ_OP_ZONE_RESET` request).
+    #[inline(never)]
     pub(super) fn start_zone_reset(&mut self, j: usize, offset: u64, len: u64, now: Instant) {
         self.jobs[j].state = SlotState::ZoneResetting;
         let io = Io {
@@ -267,6 +271,7 @@ impl<B: Backend> Loop<'_, B> {
     /// The jobs are done: with `drain_at_end`, write every dirty page back
     /// under its owner's limits, then flush once. True while that work is
     /// under way (the run goes on).
+    #[inline(never)]
     pub(super) fn drain_pagecache(&mut self, now: Instant) -> bool {
         let Some(pc) = self.pc.as_mut() else {
             return false;

@@ -49,6 +49,7 @@ impl<B: Backend> Loop<'_, B> {
     /// `exitall` is on in the run, or it failed with `exitall_on_error`
     /// (fio: `exitall_on_terminate || (exitall_error && td->error)`).
     /// Whether it stopped a clone that had not ended.
+    #[inline(never)]
     pub(super) fn check_exits(&mut self) -> bool {
         let mut stopped = false;
         for j in 0..self.jobs.len() {

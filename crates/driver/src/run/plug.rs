@@ -142,6 +142,7 @@ impl<B: Backend> Loop<'_, B> {
     /// The submit call runs: queued IOs enter the block layer in order
     /// under the plug, until one puts the task to sleep in a controller
     /// (it continues from there when released) or all are in.
+    #[inline(never)]
     pub(super) fn enter_batch(&mut self, j: usize, now: Instant) {
         // a plug is started only for more than two IOs (IO_PLUG_THRESHOLD)
         let plugged = self.plug_merges
@@ -210,6 +211,7 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// The submit call returns at `now`: its IOs were issued now.
+    #[inline(never)]
     pub(super) fn finish_commit(&mut self, j: usize, now: Instant) {
         let b = self.jobs[j].batch.as_mut().expect("a batched job");
         b.in_call = false;

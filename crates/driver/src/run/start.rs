@@ -134,6 +134,7 @@ impl<B: Backend> Loop<'_, B> {
     /// A pending clone starts at `now` if its gate is open; a stop ends
     /// it unstarted (fio does not start jobs after it is told to stop).
     /// Whether the clone runs now.
+    #[inline(never)]
     pub(super) fn try_start(&mut self, j: usize, now: Instant, stopping: bool) -> bool {
         if stopping {
             self.jobs[j].job.abandon(now);
@@ -182,6 +183,7 @@ impl<B: Backend> Loop<'_, B> {
 
     /// fio `flow_threshold_exceeded`: the clone is over its share when its
     /// part of the group's IOs exceeds its part of the group's weight.
+    #[inline(never)]
     pub(super) fn update_flow(&mut self, j: usize) {
         let Some(f) = self.jobs[j].flow else {
             return;
@@ -193,6 +195,7 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// An IO of a flow clone: both counters go up.
+    #[inline(never)]
     pub(super) fn count_flow_issue(&mut self, j: usize) {
         if let Some(f) = &mut self.jobs[j].flow {
             f.count += 1;
@@ -204,6 +207,7 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// fio `flow_exit_job`: an ended clone takes its IOs and weight out.
+    #[inline(never)]
     pub(super) fn leave_flow(&mut self, j: usize) {
         let Some(f) = &mut self.jobs[j].flow else {
             return;
@@ -221,6 +225,7 @@ impl<B: Backend> Loop<'_, B> {
     /// `ioengine=null` (fio engines/null.c): the IO is done as soon as it
     /// is queued; nothing goes to the controllers or the device. The job
     /// finds it in its ring after the engine's CPU time.
+    #[inline(never)]
     pub(super) fn issue_null(&mut self, j: usize, jio: JobIo, now: Instant) {
         let slot = &mut self.jobs[j];
         slot.job.submitted(now);

@@ -150,6 +150,7 @@ impl Files {
     /// The absolute offset of the next IO of `len` bytes in `ddir`;
     /// `None` when the file is done before it (a strided zone at the end
     /// of the file: fio `fill_io_u` fails it).
+    #[inline]
     pub(super) fn next_offset(&mut self, ddir: Ddir, len: u64, rng: &mut Stream) -> Option<u64> {
         let idx = self.pick(rng);
         let random = self.random && self.random_this_io();
@@ -209,11 +210,21 @@ impl Files {
     /// its batch is used (`file_service_type=X:N`), then by the service
     /// type; files whose pass is done are skipped, and when all are, a new
     /// pass starts (the job still has IO to do: `io_size`, `loops`).
+    #[inline]
     fn pick(&mut self, rng: &mut Stream) -> usize {
-        if self.list.len() == 1 {
-            self.renew_if_all_done();
+        if let [only] = &mut self.list[..] {
+            if only.done {
+                // its pass is done: a new one starts
+                self.renew_if_all_done();
+            }
             return 0;
         }
+        self.pick_of_several(rng)
+    }
+
+    /// [`Files::pick`] for a job of several files.
+    #[inline(never)]
+    fn pick_of_several(&mut self, rng: &mut Stream) -> usize {
         self.renew_if_all_done();
         let cur_ok = !self.list[self.cur].done;
         if cur_ok && (self.left_in_batch > 0 || self.service == FileService::Sequential) {
@@ -262,6 +273,7 @@ impl FileState {
 
     /// fio `get_next_rand_block` within this file: the distribution's
     /// block, or the random map's next free block near a uniform draw.
+    #[inline(always)]
     fn random_offset(&mut self, len: u64, unit: u64, rng: &mut Stream) -> u64 {
         let region = self.rand_span.max(len);
         let last_start = div_by_unit(region - len, unit); // inclusive block index
