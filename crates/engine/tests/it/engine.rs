@@ -170,8 +170,11 @@ fn layout(kind: BackendKind) {
     );
 }
 
-/// `wait(deadline)` sleeps until the deadline without spinning, returns at
-/// once for a past deadline, and returns early when an IO completes.
+/// `wait(deadline)` returns at once with nothing in flight and no
+/// deadline, sleeps once (in the kernel) until a future deadline and never
+/// wakes before it, does not sleep for a past deadline, and returns early
+/// when an IO completes. How long the sleep overshoots and how much CPU it
+/// burns are wall-clock measurements: `tier_real::wait_timing`.
 fn deadline_wait(kind: BackendKind) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.dat");
@@ -179,53 +182,42 @@ fn deadline_wait(kind: BackendKind) {
         return;
     };
     let mut out = Vec::new();
-    // nothing in flight, no deadline: returns at once
-    let t0 = std::time::Instant::now();
+    // nothing in flight, no deadline: returns without sleeping
+    let sleeps0 = b.stats().sleeps;
     b.wait(None, &mut out);
     assert!(out.is_empty());
-    assert!(t0.elapsed() < std::time::Duration::from_millis(200));
+    assert_eq!(
+        b.stats().sleeps,
+        sleeps0,
+        "nothing to wait for, yet it slept"
+    );
 
-    // an idle 200 ms wait: not early, not much late, and asleep
-    let cpu0 = thread_cpu_ns();
+    // an idle 50 ms wait: one sleep, not early
     let sleeps0 = b.stats().sleeps;
-    let now = b.now();
-    let deadline = now + Duration::from_ms(200);
-    let w0 = std::time::Instant::now();
+    let deadline = b.now() + Duration::from_ms(50);
     b.wait(Some(deadline), &mut out);
-    let wall = w0.elapsed();
     let after = b.now();
     assert!(out.is_empty());
     assert!(after >= deadline, "woke early: {after} < {deadline}");
-    assert!(
-        wall < std::time::Duration::from_millis(1200),
-        "woke far too late: {wall:?}"
-    );
     assert_eq!(b.stats().sleeps, sleeps0 + 1, "one sleep in the kernel");
-    if let (Some(c0), Some(c1)) = (cpu0, thread_cpu_ns()) {
-        let cpu = c1 - c0;
-        assert!(
-            (cpu as f64) < wall.as_nanos() as f64 * 0.25,
-            "waiting burned {cpu} ns of CPU in {wall:?}: busy-waiting?"
-        );
-    }
 
     // a past deadline: no sleep
-    let w0 = std::time::Instant::now();
+    let sleeps0 = b.stats().sleeps;
     let past = b.now();
     b.wait(Some(past), &mut out);
-    assert!(w0.elapsed() < std::time::Duration::from_millis(200));
+    assert_eq!(
+        b.stats().sleeps,
+        sleeps0,
+        "slept for a deadline already past"
+    );
 
     // an IO completes long before a far deadline: wait returns with it
     let now = b.now();
     b.submit(&io(1, IoOp::Read, 0, 4096), now);
     let far = now + Duration::from_secs(10);
-    let w0 = std::time::Instant::now();
     while out.is_empty() {
         b.wait(Some(far), &mut out);
-        assert!(
-            w0.elapsed() < std::time::Duration::from_secs(5),
-            "IO never completed"
-        );
+        assert!(b.now() < far, "IO never completed");
     }
     assert!(out[0].at < far);
     assert_eq!((out[0].error, out[0].bytes), (0, 4096));

@@ -1,7 +1,8 @@
 //! The engine's integration tests: one binary, a module per area
 //! (docs/TESTING.md). `tier_real` holds the slow ones (`#[ignore]`d, run by
 //! `cargo xtask test real`): rates paced in real time, io.max windows on
-//! both backends, a run stopped by SIGINT. `tests/fallback.rs` stays a
+//! both backends, a run stopped by SIGINT, how long a deadline wait
+//! sleeps. `tests/fallback.rs` stays a
 //! binary of its own: it sets `BLKQOS_NO_IO_URING` for its whole process.
 
 mod util;
@@ -14,4 +15,5 @@ mod tier_real {
     mod e2e;
     mod qos;
     mod stop;
+    mod wait_timing;
 }
