@@ -20,6 +20,11 @@
 //! also works without this wrapper. What the wrapper adds is the count of
 //! skips (see `blkqos-testkit`): each tier ends with one line, e.g.
 //! `tier real: 212 passed, 0 failed, 4 skipped (3 no root, 1 no fio) in 611.2 s`.
+//!
+//! `cargo xtask instructions` counts the simulator's instructions per IO
+//! (see `instructions.rs`): the guard on the hot path's cost.
+
+mod instructions;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -212,7 +217,8 @@ fn usage() -> String {
     for t in TIERS {
         s.push_str(&format!("  {:<10} {}\n", t.name, t.covers));
     }
-    s.push_str("  all        every tier in turn\n");
+    s.push_str("  all        every tier in turn\n\n");
+    s.push_str(instructions::USAGE);
     s
 }
 
@@ -224,6 +230,16 @@ fn main() -> ExitCode {
     };
     match ours.first().map(String::as_str) {
         Some("test") => {}
+        Some("instructions") => {
+            let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            return match instructions::main(&ours[1..], &ws) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Some("-h" | "--help" | "help") => {
             print!("{}", usage());
             return ExitCode::SUCCESS;
