@@ -318,6 +318,10 @@ struct JobSlot {
     exit_seen: bool,
     /// `io_submit_mode=offload`: completions are reaped as they arrive.
     offload: bool,
+    /// When the job's last page cache copy (and its `balance_dirty_pages`
+    /// pause) ends: one thread copies a job's buffered IO, in order
+    /// ([`Loop::issue_buffered`]).
+    copy_free_at: Instant,
 }
 
 /// What a job clone is doing, as the driver sees it.

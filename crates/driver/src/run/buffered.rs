@@ -21,9 +21,15 @@ impl<B: Backend> Loop<'_, B> {
             return false;
         };
         let slot = &self.jobs[j];
-        // the syscall: submit cost, then the copy (never free, so cached
-        // IO cannot spin at one instant)
-        let returns_at = now + Duration(self.host.submit_ns) + pc.copy_time(jio.len);
+        // The copy runs in one thread per job, in submission order: libaio's
+        // io_submit copies a buffered IO before it returns
+        // (`aio_write` → `generic_perform_write` in the submitter), and
+        // io_uring copies inline or, when that would block, in an io-wq
+        // worker that serializes writes to one inode (`io_wq_hash_work`).
+        // So a job's buffered IOs take turns whatever its iodepth: the next
+        // copy starts after the previous one and its pause end.
+        let starts_at = (now + Duration(self.host.submit_ns)).max(slot.copy_free_at);
+        let returns_at = starts_at + pc.copy_time(jio.len);
         let done_at = match jio.ddir {
             Ddir::Write => {
                 let inode = pc.inode(slot.file_key, slot.group);
@@ -35,6 +41,7 @@ impl<B: Backend> Loop<'_, B> {
             Ddir::Read if pc.read_hit(jio.offset, jio.len) => returns_at,
             _ => return false,
         };
+        self.jobs[j].copy_free_at = done_at;
         self.jobs[j].job.submitted(now);
         self.pc_pending.push((
             done_at,
@@ -71,6 +78,10 @@ impl<B: Backend> Loop<'_, B> {
             };
             if let Some(t) = again {
                 self.pc_pending[i].0 = t;
+                // the copying thread sleeps in balance_dirty_pages: the
+                // job's next copy waits for it
+                let free = &mut self.jobs[j].copy_free_at;
+                *free = (*free).max(t);
                 i += 1;
                 continue;
             }

@@ -117,6 +117,7 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
         terminated: false,
         exit_seen: false,
         offload,
+        copy_free_at: t0,
     }
 }
 
