@@ -601,6 +601,7 @@ pub fn json_line(b: &Block) -> String {
                     "hweight_active_ppm": c.hweight_active_ppm,
                     "hweight_inuse_ppm": c.hweight_inuse_ppm,
                     "debt_us": c.debt_us,
+                    "usage_us": c.usage_us,
                     "delay_us": c.delay_us,
                     "waiting_ios": c.waiting_ios,
                 })
@@ -705,6 +706,7 @@ mod tests {
                 hweight_active_ppm: 200_000,
                 hweight_inuse_ppm: 262_619,
                 debt_us: 1500,
+                usage_us: 42_000,
                 delay_us: 0,
                 waiting_ios: 2,
             }),
@@ -738,6 +740,7 @@ mod tests {
         let j: serde_json::Value = serde_json::from_str(&json_line(&b)).unwrap();
         assert_eq!(j["iocost"]["vrate_ppm"], 875_000);
         assert_eq!(j["cgroups"][0]["iocost"]["waiting_ios"], 2);
+        assert_eq!(j["cgroups"][0]["iocost"]["usage_us"], 42_000);
         assert_eq!(j["cgroups"][0]["ios"], serde_json::json!([100, 0]));
     }
 

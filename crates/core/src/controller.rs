@@ -63,6 +63,9 @@ pub struct IocostGroupLive {
     pub hweight_inuse_ppm: u32,
     /// `abs_vdebt` as device time (µs at 100% vrate).
     pub debt_us: u64,
+    /// `cost.usage` as `io.stat` shows it (flushed at the last period's
+    /// end; µs of device time at the base vrate of each charge).
+    pub usage_us: u64,
     /// Issuer delay in effect (`use_delay`), µs; 0 if none.
     pub delay_us: u64,
     /// Bios waiting on the group's wait queue (`iocg->waitq`).

@@ -16,6 +16,9 @@ pub enum Kind {
     Share,
     /// `%util`: the real range ± 2 points.
     Util,
+    /// iocost's base vrate in percent over one second (`vrate`
+    /// module): the real range widened by ±10%.
+    Vrate,
 }
 
 /// One run's values by metric name (`job.dir.metric`, `/cg.share`,

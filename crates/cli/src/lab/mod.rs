@@ -17,6 +17,7 @@
 //! lists (each with its reason); anything else fails the command.
 
 pub mod metrics;
+pub mod vrate;
 
 use crate::kernel::KernelProfile;
 use anyhow::{bail, Context, Result};
@@ -66,6 +67,9 @@ pub struct LabJob {
     /// bytes charged to the group per second over [`WRITEBACK_WINDOW_S`]
     /// from its first writeback.
     pub writeback: bool,
+    /// An iocost job whose base vrate is recovered second by second
+    /// ([`vrate`]).
+    pub vrate: Option<vrate::Probe>,
 }
 
 /// The guest host's timing, measured on each kernel by the calibration
@@ -109,6 +113,7 @@ fn mean_iops(lab: &Path, kernel: &str, job: &str) -> Result<Option<f64>> {
         groups: vec!["/".into()],
         calibration: true,
         writeback: false,
+        vrate: None,
     };
     let (s, n) = real_spreads(lab, kernel, &j, false)?;
     Ok(s.get("r.read.iops")
@@ -185,6 +190,7 @@ pub fn load_matrix(lab: &Path) -> Result<Vec<LabJob>> {
             groups,
             calibration,
             writeback,
+            vrate: vrate::Probe::of_scenario(&sv),
         });
     }
     Ok(jobs)
@@ -238,7 +244,31 @@ fn metrics_of_dir(dir: &Path, job: &LabJob) -> Result<Option<RunMetrics>> {
             metrics::writeback_rates_from_samples(&text, &job.groups, WRITEBACK_WINDOW_S, &mut m);
         }
     }
+    if let (Some(probe), Some(max)) = (&job.vrate, max_sectors(dir)) {
+        if let Ok(text) = std::fs::read_to_string(dir.join("samples.jsonl")) {
+            probe.measure_samples(&text, max, &mut m);
+        }
+    }
     Ok(Some(m))
+}
+
+/// `max_sectors_kb` of a recorded run's device, in sectors.
+fn max_sectors(dir: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join("meta.json")).ok()?;
+    vrate::max_sectors_of_meta(&serde_json::from_str(&text).ok()?)
+}
+
+/// The device's `max_sectors_kb` (in sectors) in the kernel's first
+/// recorded run of `job`: the simulated side's vrate recovery splits IO
+/// the same way.
+fn recorded_max_sectors(lab: &Path, kernel: &str, job: &LabJob) -> Option<u64> {
+    let kdir = lab.join("fixtures").join(kernel);
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&kdir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join(&job.name)))
+        .collect();
+    runs.sort();
+    runs.iter().find_map(|d| max_sectors(d))
 }
 
 /// The real kernel's spread for one job: every `runN/JOB` (or
@@ -281,8 +311,10 @@ pub fn sim_spreads(
     overrides: &[(String, String)],
     host: Option<LabHost>,
     seeds: u64,
+    max_sectors: Option<u64>,
 ) -> Result<Spreads> {
     let mut spreads = Spreads::new();
+    let probe = job.vrate.as_ref().zip(max_sectors);
     for seed in 1..=seeds {
         let mut exp = crate::scenario_build::experiment(&job.scenario)?;
         exp.seed = seed;
@@ -303,9 +335,21 @@ pub fn sim_spreads(
         }
         // the writeback rates come from the per-second series
         exp.pagecache.keep_series |= job.writeback;
+        // the vrate from the live view's per-second lines
+        let live_dir = match probe {
+            Some(_) => Some(tempfile::tempdir().context("a temporary directory")?),
+            None => None,
+        };
+        if let Some(d) = &live_dir {
+            exp.live.json = Some(d.path().join("live.jsonl"));
+            exp.open_streams()?;
+        }
         let ran = exp
             .run_sim(None)
             .with_context(|| format!("{}: seed {seed}", job.name))?;
+        if let Some(s) = &exp.streams {
+            crate::streams::Streams::finish(s)?;
+        }
         let mut m = RunMetrics::new();
         for (i, text) in crate::output::render_reports(&exp, &ran, 0)
             .iter()
@@ -326,6 +370,16 @@ pub fn sim_spreads(
                 &mut m,
             );
         }
+        if let (Some((p, max)), Some(d)) = (probe, &live_dir) {
+            let path = d.path().join("live.jsonl");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("{}: the live view's {}", job.name, path.display()))?;
+            let lines: Vec<serde_json::Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            p.measure_live(&lines, max, &mut m);
+        }
         add_run(&mut spreads, m);
     }
     Ok(spreads)
@@ -342,6 +396,7 @@ pub fn accepted(kind: Kind, real: &Spread, jiffy_ns: f64) -> (f64, f64) {
         ),
         Kind::Share => (lo - 5.0, hi + 5.0),
         Kind::Util => (lo - 2.0, hi + 2.0),
+        Kind::Vrate => (lo * 0.9, hi * 1.1),
     }
 }
 
@@ -379,7 +434,8 @@ pub fn compare_job(
         return Ok(rows(kernel, job, &k, &real, profile.jiffy_ns()));
     }
     let host = LabHost::measure(lab, kernel)?;
-    let sim = sim_spreads(job, &profile, overrides, host, seeds)?;
+    let max_sectors = recorded_max_sectors(lab, kernel, job);
+    let sim = sim_spreads(job, &profile, overrides, host, seeds, max_sectors)?;
     Ok(rows(kernel, job, &real, &sim, profile.jiffy_ns()))
 }
 
@@ -424,7 +480,7 @@ pub fn fmt_value(kind: Kind, v: f64) -> String {
         }
         Kind::Rate if v >= 100_000.0 => format!("{:.0}k", v / 1000.0),
         Kind::Rate => format!("{v:.1}"),
-        Kind::Share | Kind::Util => format!("{v:.1}"),
+        Kind::Share | Kind::Util | Kind::Vrate => format!("{v:.1}"),
     }
 }
 

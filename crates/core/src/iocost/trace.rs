@@ -375,6 +375,7 @@ impl IoCost {
                 hweight_active_ppm: ppm(t.hweight_active.into(), WEIGHT_ONE.into()) as u32,
                 hweight_inuse_ppm: ppm(t.hweight_inuse.into(), WEIGHT_ONE.into()) as u32,
                 debt_us: t.debt_vtime / VTIME_PER_USEC,
+                usage_us: self.groups[g].last_stat.usage_us,
                 delay_us: if t.use_delay { t.delay_nsec / 1000 } else { 0 },
                 waiting_ios: t.waiters as u32,
             });
