@@ -141,8 +141,55 @@ impl fmt::Display for Duration {
     }
 }
 
+/// The jiffy at which a `timer_list` timer armed at jiffy `clk` for
+/// `expires` runs: the timer wheel files it in a bucket rounded *up* by its
+/// level's granularity so that it never fires early (kernel/time/timer.c:
+/// `calc_wheel_index()` and `calc_index()`, `(expires >> shift) + 1`), so
+/// a timer for `jiffies + n` runs at tick `jiffies + n + 1` for n < 63 and
+/// later ones up to 12.5% past their expiry. A deadline already due runs
+/// at the next tick processed.
+pub fn timer_wheel_expiry(expires: u64, clk: u64) -> u64 {
+    const LVL_CLK_SHIFT: u32 = 3;
+    const LVL_SIZE: u64 = 64;
+    if expires < clk {
+        return clk;
+    }
+    let delta = expires - clk;
+    // LVL_START(n) = (LVL_SIZE - 1) << ((n - 1) * LVL_CLK_SHIFT), 9 levels
+    let mut lvl = 0;
+    while lvl < 8 && delta >= (LVL_SIZE - 1) << (lvl * LVL_CLK_SHIFT) {
+        lvl += 1;
+    }
+    let shift = lvl * LVL_CLK_SHIFT;
+    ((expires >> shift) + 1) << shift
+}
+
 #[cfg(test)]
 mod tests {
+    use super::timer_wheel_expiry;
+
+    #[test]
+    fn wheel_timers_run_a_tick_after_expiry_and_coarser_far_out() {
+        // level 0 (under 63 jiffies away): one tick late
+        assert_eq!(timer_wheel_expiry(1003, 1000), 1004);
+        assert_eq!(timer_wheel_expiry(1062, 1000), 1063);
+        // level 1 (63..504): rounded up to the next multiple of 8
+        assert_eq!(timer_wheel_expiry(1063, 1000), 1064);
+        assert_eq!(timer_wheel_expiry(1064, 1000), 1072);
+        assert_eq!(timer_wheel_expiry(1100, 1000), 1104);
+        // level 2 (504..4032): multiples of 64
+        assert_eq!(timer_wheel_expiry(1600, 1000), 1664);
+        // due already: the next tick processed
+        assert_eq!(timer_wheel_expiry(999, 1000), 1000);
+        assert_eq!(timer_wheel_expiry(1000, 1000), 1001);
+        // never early
+        for clk in 0..300u64 {
+            for d in 0..2000u64 {
+                assert!(timer_wheel_expiry(clk + d, clk) > clk + d);
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

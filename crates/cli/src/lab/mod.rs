@@ -430,7 +430,9 @@ pub fn compare_job(
     if engine {
         // blkqos's real engine in the lab against the same kernel's own
         // enforcement: the kernel's runs are the reference
-        let (k, _) = real_spreads(lab, kernel, job, false)?;
+        let (mut k, _) = real_spreads(lab, kernel, job, false)?;
+        // the real engine's runs keep no per-second io.stat: no vrate
+        k.retain(|name, _| !name.starts_with("vrate."));
         return Ok(rows(kernel, job, &k, &real, profile.jiffy_ns()));
     }
     let host = LabHost::measure(lab, kernel)?;

@@ -21,6 +21,7 @@ mod in_process;
 mod invariants;
 mod iocost_weights;
 mod lab_fidelity;
+mod lab_traces;
 mod lat_hist;
 mod live_view;
 mod memory_bounds;

@@ -316,7 +316,7 @@ fn iostat_suffix_and_trace_format() {
     let lines: Vec<&str> = text.lines().collect();
     assert!(
         lines[0].starts_with(
-            "sda RUN  per=50ms cur_per=0.051:v0.051 busy= +0 vrate=100.00% params=ssd_dfl"
+            "sda RUN  per=50ms cur_per=0.052:v0.052 busy= +0 vrate=100.00% params=ssd_dfl"
         ),
         "{}",
         lines[0]
@@ -334,7 +334,7 @@ fn iostat_suffix_and_trace_format() {
     assert_eq!(jl.len(), 2);
     assert!(
         jl[0].starts_with(
-            "{\"device\": \"sda\", \"timestamp\": 0.051000, \"period\": 0, \"state\": \"RUN\""
+            "{\"device\": \"sda\", \"timestamp\": 0.052000, \"period\": 0, \"state\": \"RUN\""
         ),
         "{}",
         jl[0]

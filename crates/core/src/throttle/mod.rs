@@ -361,7 +361,7 @@ impl Throttle {
         // the kernel arms the group's own queue's timer (a no-op for a
         // leaf): its bios go when the parent's timer fires
         let expires = (j + 1).min(j + 8 * self.slice_jiffies);
-        self.arm_timer(gi, expires);
+        self.arm_timer(gi, expires, j);
     }
 
     /// A limit file written to group `g` at `now` (`tg_set_limit`): the
@@ -663,12 +663,15 @@ impl Throttle {
         self.tgs[g].iops_was_empty = false;
     }
 
-    /// `mod_timer` on a service queue's pending timer.
-    fn arm_timer(&mut self, sq: usize, expires: u64) {
-        if let Some(old) = self.sqs[sq].timer_jiffy.replace(expires) {
+    /// `mod_timer` on a service queue's pending timer at jiffy `j`: the
+    /// timer wheel runs it a tick after `expires` (further out, at its
+    /// level's granularity: [`crate::time::timer_wheel_expiry`]).
+    fn arm_timer(&mut self, sq: usize, expires: u64, j: u64) {
+        let runs = crate::time::timer_wheel_expiry(expires, j);
+        if let Some(old) = self.sqs[sq].timer_jiffy.replace(runs) {
             self.timers.remove(&(old, std::cmp::Reverse(sq)));
         }
-        self.timers.insert((expires, std::cmp::Reverse(sq)));
+        self.timers.insert((runs, std::cmp::Reverse(sq)));
     }
 
     /// `throtl_schedule_next_dispatch`: `true` if nothing more is due now.
@@ -678,7 +681,7 @@ impl Throttle {
         };
         if force || first > j {
             let expires = first.min(j + 8 * self.slice_jiffies).max(j + 1);
-            self.arm_timer(sq, expires);
+            self.arm_timer(sq, expires, j);
             return true;
         }
         false
@@ -768,7 +771,7 @@ impl Throttle {
                 }
                 if n == 0 {
                     // the kernel spins until the next jiffy here
-                    self.arm_timer(sq, j + 1);
+                    self.arm_timer(sq, j + 1, j);
                     break;
                 }
             }

@@ -197,8 +197,9 @@ fn seed_000_legacy_vs_slice_remainder() {
         worst.push(max);
     }
     // legacy: (io_disp + 1)·HZ/iops + 1 − elapsed = 23 jiffies; fixed: the
-    // rest of a 20 ms slice = 12
-    assert_eq!(worst, vec![23, 12]);
+    // rest of a 20 ms slice = 12; each plus the tick the timer wheel runs
+    // a timer after its expiry
+    assert_eq!(worst, vec![24, 13]);
 }
 
 #[test]

@@ -1,0 +1,90 @@
+//! blkqos against a kernel trace recorded in the lab (`lab/traces/`): the
+//! same job's iocost periods, side by side with the kernel's own
+//! `iocost_ioc_vrate_adj` events.
+
+use crate::common::*;
+
+use std::path::PathBuf;
+
+fn lab() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab")
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// (timestamp s, busy_level, new vrate %) of each `iocost_ioc_vrate_adj`
+/// line (`vrate=OLD->NEW busy=N ...`; 137,438 is 100%, VTIME_PER_USEC).
+fn kernel_events(text: &str) -> Vec<(f64, i64, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (head, tail) = l.split_once(": iocost_ioc_vrate_adj:")?;
+            let t: f64 = head.split_whitespace().last()?.parse().ok()?;
+            let field = |k: &str| tail.split_whitespace().find_map(|w| w.strip_prefix(k));
+            let new: f64 = field("vrate=")?.split("->").nth(1)?.parse().ok()?;
+            let busy: i64 = field("busy=")?.parse().ok()?;
+            Some((t, busy, 100.0 * new / 137_438.0))
+        })
+        .collect()
+}
+
+/// c04 on 6.12: the kernel's period runs every 16 ms (a 10 ms period on a
+/// jiffies timer at HZ=250 that the timer wheel runs a tick after its
+/// expiry), its busy level reaches 4 and vrate ends near 40%; blkqos's
+/// `--kernel=6.12` run of the same scenario does the same.
+#[test]
+fn c04_periods_and_vrate_follow_the_6_12_trace() {
+    let text =
+        std::fs::read_to_string(lab().join("traces/c04-6.12/iocost_ioc_vrate_adj.txt")).unwrap();
+    let k = kernel_events(&text);
+    assert!(k.len() > 400, "{} events", k.len());
+    let k_gap_ms = median(k.windows(2).map(|w| (w[1].0 - w[0].0) * 1e3).collect());
+    let k_busy = k.iter().map(|e| e.1).max().unwrap();
+    let k_vrate = k.last().unwrap().2;
+    assert!((15.0..17.0).contains(&k_gap_ms), "kernel {k_gap_ms} ms");
+    assert!(
+        k_busy >= 4 && (35.0..45.0).contains(&k_vrate),
+        "{k_busy} {k_vrate}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = lab().join("matrix/c04-qos-vrate.toml");
+    let r = blkqos(
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--kernel=6.12",
+            "--iocost-trace=t.jsonl",
+        ],
+        Some(dir.path()),
+    );
+    r.ok();
+    let periods: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("t.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("{\"device\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ts: Vec<f64> = periods
+        .iter()
+        .map(|p| p["timestamp"].as_f64().unwrap())
+        .collect();
+    let gap_ms = median(ts.windows(2).map(|w| (w[1] - w[0]) * 1e3).collect());
+    let busy = periods
+        .iter()
+        .map(|p| p["busy_level"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    let vrate = periods.last().unwrap()["vrate_pct"].as_f64().unwrap();
+    assert!(
+        (gap_ms - k_gap_ms).abs() <= 1.0,
+        "period: blkqos {gap_ms} ms, kernel {k_gap_ms} ms"
+    );
+    assert!(busy >= 4, "blkqos's busy level never reached 4 ({busy})");
+    assert!(
+        (vrate - k_vrate).abs() <= 0.15 * k_vrate,
+        "final vrate: blkqos {vrate}%, kernel {k_vrate}%"
+    );
+}
