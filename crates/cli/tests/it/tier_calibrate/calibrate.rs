@@ -625,7 +625,7 @@ fn worked_example_holds() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = "254:0 enable=1 ctrl=user rpct=95 rlat=2000 wpct=95 wlat=5000 min=25 max=94";
+    let line = "254:0 enable=1 ctrl=user rpct=95 rlat=2000 wpct=95 wlat=5000 min=25 max=92";
     assert!(text.contains(&format!("echo \"{line}\"")), "{text}");
     assert!(scenario.contains(line));
 }
