@@ -30,23 +30,29 @@ fn kernel_events(text: &str) -> Vec<(f64, i64, f64)> {
         .collect()
 }
 
-/// c04 on 6.12: the kernel's period runs every 16 ms (a 10 ms period on a
-/// jiffies timer at HZ=250 that the timer wheel runs a tick after its
-/// expiry), its busy level reaches 4 and vrate ends near 40%; blkqos's
-/// `--kernel=6.12` run of the same scenario does the same.
-#[test]
-fn c04_periods_and_vrate_follow_the_6_12_trace() {
-    let text =
-        std::fs::read_to_string(lab().join("traces/c04-6.12/iocost_ioc_vrate_adj.txt")).unwrap();
+/// c04 on `kernel`: the kernel's period runs every 16 ms (a 10 ms period
+/// on a jiffies timer at HZ=250 that the timer wheel runs a tick after its
+/// expiry), its busy level reaches 4 and vrate ends well below 100%;
+/// blkqos's `--kernel` run of the same scenario has the same period, a
+/// busy level of 4 or more, and (where `vrate_tolerance` is given) a final
+/// vrate that close to the kernel's.
+fn c04_follows_the_trace(kernel: &str, vrate_tolerance: Option<f64>) {
+    let text = std::fs::read_to_string(
+        lab().join(format!("traces/c04-{kernel}/iocost_ioc_vrate_adj.txt")),
+    )
+    .unwrap();
     let k = kernel_events(&text);
-    assert!(k.len() > 400, "{} events", k.len());
+    assert!(k.len() > 400, "{kernel}: {} events", k.len());
     let k_gap_ms = median(k.windows(2).map(|w| (w[1].0 - w[0].0) * 1e3).collect());
     let k_busy = k.iter().map(|e| e.1).max().unwrap();
     let k_vrate = k.last().unwrap().2;
-    assert!((15.0..17.0).contains(&k_gap_ms), "kernel {k_gap_ms} ms");
     assert!(
-        k_busy >= 4 && (35.0..45.0).contains(&k_vrate),
-        "{k_busy} {k_vrate}"
+        (15.0..17.0).contains(&k_gap_ms),
+        "{kernel}: kernel {k_gap_ms} ms"
+    );
+    assert!(
+        k_busy >= 4 && k_vrate < 80.0,
+        "{kernel}: {k_busy} {k_vrate}"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -55,7 +61,7 @@ fn c04_periods_and_vrate_follow_the_6_12_trace() {
         &[
             "run",
             scenario.to_str().unwrap(),
-            "--kernel=6.12",
+            &format!("--kernel={kernel}"),
             "--iocost-trace=t.jsonl",
         ],
         Some(dir.path()),
@@ -80,11 +86,31 @@ fn c04_periods_and_vrate_follow_the_6_12_trace() {
     let vrate = periods.last().unwrap()["vrate_pct"].as_f64().unwrap();
     assert!(
         (gap_ms - k_gap_ms).abs() <= 1.0,
-        "period: blkqos {gap_ms} ms, kernel {k_gap_ms} ms"
+        "{kernel}: period: blkqos {gap_ms} ms, kernel {k_gap_ms} ms"
     );
-    assert!(busy >= 4, "blkqos's busy level never reached 4 ({busy})");
     assert!(
-        (vrate - k_vrate).abs() <= 0.15 * k_vrate,
-        "final vrate: blkqos {vrate}%, kernel {k_vrate}%"
+        busy >= 4,
+        "{kernel}: blkqos's busy level never reached 4 ({busy})"
     );
+    if let Some(tol) = vrate_tolerance {
+        assert!(
+            (vrate - k_vrate).abs() <= tol * k_vrate,
+            "{kernel}: final vrate: blkqos {vrate}%, kernel {k_vrate}%"
+        );
+    }
+}
+
+#[test]
+fn c04_follows_the_6_1_trace() {
+    c04_follows_the_trace("6.1", None);
+}
+
+#[test]
+fn c04_follows_the_6_12_trace() {
+    c04_follows_the_trace("6.12", Some(0.15));
+}
+
+#[test]
+fn c04_follows_the_7_2_trace() {
+    c04_follows_the_trace("7.2", Some(0.15));
 }
