@@ -76,6 +76,7 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
     }
     warn_unapplied_writes(&exp, &ran);
     let stdout_closed = write_outputs(&exp, &ran, t0)?;
+    say_written(&exp);
     note_overrun(&ran);
     // IO errors and signals decide the status; a reader that left ends it
     // as SIGPIPE would (main: 141, silently)
@@ -182,6 +183,41 @@ fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<Option<anyhow::
         write_pagecache_report(path, report, ran).map_err(runtime)?;
     }
     Ok(stdout_closed)
+}
+
+/// The files the run wrote its results to, one stderr line each (a run
+/// whose reports all went to files would otherwise end silently).
+fn say_written(exp: &Experiment) {
+    let named =
+        |p: Option<&std::path::Path>, what: &'static str| p.map(|p| (p.to_path_buf(), what));
+    let mut files: Vec<(std::path::PathBuf, &str)> = exp
+        .invocations
+        .iter()
+        .filter_map(|i| named(i.output.as_deref(), "fio report"))
+        .collect();
+    files.extend(
+        [
+            named(exp.io_stat_out.as_deref(), "io.stat"),
+            named(exp.trace_out.as_deref(), "iocost trace"),
+            named(exp.accounting.lat_hist.as_deref(), "latency histograms"),
+            named(exp.accounting.request_trace.as_deref(), "request trace"),
+            named(exp.pagecache.report.as_deref(), "writeback report"),
+            named(exp.live.json.as_deref(), "live view, JSON lines"),
+            named(exp.live.report.as_deref(), "HTML report"),
+            named(
+                exp.accounting.diskstats_dir.as_deref(),
+                "diskstats snapshots",
+            ),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for (path, what) in files {
+        if seen.insert(path.clone()) {
+            eprintln!("blkqos: wrote {} ({what})", path.display());
+        }
+    }
 }
 
 /// Every file the run will write, checked before it runs (fio opens its

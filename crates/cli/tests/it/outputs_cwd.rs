@@ -24,7 +24,27 @@ fn outputs_land_in_the_current_directory() {
          [[fio]]\ncgroup = \"/a\"\njob_file = \"job.fio\"\noutput = \"out.txt\"\n",
     );
     let s = scen.path().join("s.toml");
-    blkqos(&["run", s.to_str().unwrap()], Some(cwd.path())).ok();
+    let r = blkqos(&["run", s.to_str().unwrap()], Some(cwd.path()));
+    r.ok();
+    // every report went to a file: the run names each, once, on stderr
+    assert!(r.stdout_str().trim().is_empty(), "{}", r.stdout_str());
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("blkqos: wrote "))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "blkqos: wrote out.txt (fio report)",
+            "blkqos: wrote lat.txt (latency histograms)",
+            "blkqos: wrote rq.txt (request trace)",
+            "blkqos: wrote wb.txt (writeback report)",
+            "blkqos: wrote snap (diskstats snapshots)",
+        ],
+        "{}",
+        r.stderr
+    );
     for f in [
         "lat.txt",
         "rq.txt",
