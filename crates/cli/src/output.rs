@@ -41,6 +41,7 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
     }
     check_outputs(&exp).map_err(input)?;
     say_job_notes(&exp);
+    say_controllers(&exp);
     exp.open_streams().map_err(runtime)?;
     // SIGINT/SIGTERM stop the run (simulated or real) and it still writes
     // every report: armed until the process exits
@@ -183,6 +184,51 @@ fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<Option<anyhow::
         write_pagecache_report(path, report, ran).map_err(runtime)?;
     }
     Ok(stdout_closed)
+}
+
+/// Which controller implementations the run's knob writes reach, one
+/// stderr line (a run's output does not say which io.max rule or iocost
+/// generation produced it): nothing when it writes no knob.
+fn say_controllers(exp: &Experiment) {
+    use blkqos_core::cgroupfs::{KnobFile, ThrottleChoice};
+    let c = &exp.controllers;
+    let writes = |f: fn(&KnobFile) -> bool| exp.writes.iter().filter(|w| f(&w.knob)).count();
+    let throttled = writes(|k| matches!(k, KnobFile::IoMax | KnobFile::V1Throttle { .. }));
+    let costed = writes(|k| {
+        matches!(
+            k,
+            KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos
+        )
+    });
+    let mut parts = Vec::new();
+    if throttled > 0 {
+        let rule = match c.throttle {
+            ThrottleChoice::Kernel(v) => format!("blk-throttle `{}`", v.name),
+            ThrottleChoice::Paced(_) => "blkqos's `paced` limiter".to_string(),
+        };
+        parts.push(format!(
+            "io.max by {rule} ({throttled} write{})",
+            plural(throttled)
+        ));
+    }
+    if costed > 0 {
+        parts.push(format!(
+            "iocost `{}` ({costed} write{})",
+            c.iocost.name,
+            plural(costed)
+        ));
+    }
+    if !parts.is_empty() {
+        eprintln!("blkqos: controllers: {}; HZ={}", parts.join(", "), c.hz);
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// The files the run wrote its results to, one stderr line each (a run

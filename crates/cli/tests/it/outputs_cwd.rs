@@ -68,3 +68,39 @@ fn outputs_land_in_the_current_directory() {
         "the run wrote beside the scenario"
     );
 }
+
+/// A run says which controller implementations its knob writes reach, so
+/// a newcomer's first run (seed 000) tells which io.max rule produced it.
+#[test]
+fn a_run_names_the_controllers_it_ran() {
+    let seed000 = example("seed-000-throttle/scenario.toml");
+    for (extra, want) in [
+        (
+            None,
+            "blkqos: controllers: io.max by blk-throttle `slice-remainder` (1 write); HZ=1000",
+        ),
+        (
+            Some("--throttle=legacy"),
+            "blkqos: controllers: io.max by blk-throttle `legacy` (1 write); HZ=1000",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["run", seed000.to_str().unwrap()];
+        args.extend(extra);
+        let r = blkqos(&args, Some(dir.path()));
+        r.ok();
+        assert!(
+            r.stderr.lines().any(|l| l == want),
+            "{extra:?}: {}",
+            r.stderr
+        );
+    }
+    // no knob written, no line
+    let dir = tempfile::tempdir().unwrap();
+    let r = blkqos(
+        &["run", "--name=x", "--rw=read", "--size=1m"],
+        Some(dir.path()),
+    );
+    r.ok();
+    assert!(!r.stderr.contains("controllers:"), "{}", r.stderr);
+}
