@@ -46,8 +46,10 @@
 //! * One device per controller instance; the kernel's per-CPU and locking
 //!   details are absent; the dispatch work runs at timer time (the kernel
 //!   runs it on a workqueue microseconds later).
-//! * A timer armed for a jiffy that has already begun fires on the next
-//!   jiffy; the kernel's timer-wheel coarsening for far timers is ignored.
+//! * The pending timer runs where the kernel's timer wheel runs it: a tick
+//!   after its expiry, coarser for far timers (`calc_index()`,
+//!   [`crate::time::timer_wheel_expiry`]); one already due runs at the
+//!   next tick.
 //! * Only `max_sectors` splits bios (no segment or chunk limits), and the
 //!   driver does the splitting; this controller only sees the rests.
 //! * A zero wait under the 2018 rule busy-loops in the kernel until the next
