@@ -135,9 +135,10 @@
 //! * A waiter committed by the kick of its own submission is dispatched
 //!   at once; waiters ahead of it woken by the same kick come out of the
 //!   next `on_timer` at the same instant (next_deadline = now).
-//! * Timers fire at their exact expiry: the period timer at the start of
-//!   its jiffy (HZ is a parameter; timer-wheel coarsening of far timers is
-//!   ignored), wait-queue hrtimers at their soft expiry (the kernel may run
+//! * The period timer runs where the kernel's timer wheel runs it: at the
+//!   start of the jiffy after its expiry (HZ is a parameter; `calc_index()`,
+//!   [`crate::time::timer_wheel_expiry`]); wait-queue hrtimers fire at
+//!   their soft expiry (the kernel may run
 //!   them up to the 1% slack later). Due timers run in the order: knob
 //!   writes, period timer, wait-queue timers by expiry, then group index.
 //! * Divisors the kernel guarantees non-zero are clamped to ≥ 1, and a few
