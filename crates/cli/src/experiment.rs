@@ -54,6 +54,9 @@ pub struct Experiment {
     /// `--status-interval=T` (ms): the reports of the run so far every T
     /// (the `status` module).
     pub status_every_ms: Option<u64>,
+    /// Built from a scenario file (not fio options alone): a run whose
+    /// reports all go to files prints what it ran ([`crate::run_summary`]).
+    pub from_scenario: bool,
 }
 
 pub(crate) fn env_lookup(k: &str) -> Option<String> {

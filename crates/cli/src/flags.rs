@@ -199,6 +199,7 @@ pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
         streams: None,
         live: crate::live::LiveOptions::default(),
         status_every_ms: cli.status_interval_ms,
+        from_scenario: false,
         writes: Vec::new(),
         invocations: vec![Invocation {
             jobs,

@@ -56,6 +56,7 @@ mod real_verify;
 mod render;
 mod report;
 mod request_trace;
+mod run_summary;
 mod scenario;
 mod scenario_build;
 mod status;

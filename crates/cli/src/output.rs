@@ -78,6 +78,7 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
     warn_unapplied_writes(&exp, &ran);
     let stdout_closed = write_outputs(&exp, &ran, t0)?;
     say_written(&exp);
+    let stdout_closed = stdout_closed.or_else(|| say_what_ran(&exp, &ran));
     note_overrun(&ran);
     // IO errors and signals decide the status; a reader that left ends it
     // as SIGPIPE would (main: 141, silently)
@@ -153,7 +154,7 @@ fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<Option<anyhow::
             (&ran.dev_name, ran.devid),
             &ran.result,
             (t0 / 1000) as i64,
-            &mut std::io::stdout().lock(),
+            &mut crate::stdout::lock(),
         ) {
             if !crate::stdout::is_broken_pipe(&e) {
                 return Err(runtime(e));
@@ -229,6 +230,19 @@ fn plural(n: usize) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// The summary table ([`crate::run_summary`]) of a scenario run when no
+/// report went to stdout (fio options with `--output=FILE` print nothing,
+/// as fio does); a closed stdout is returned as the reports' is.
+fn say_what_ran(exp: &Experiment, ran: &Ran) -> Option<anyhow::Error> {
+    if !exp.from_scenario || crate::stdout::used() {
+        return None;
+    }
+    let text = crate::run_summary::table(ran)?;
+    crate::stdout::write_out(&text)
+        .err()
+        .map(anyhow::Error::from)
 }
 
 /// The files the run wrote its results to, one stderr line each (a run
@@ -459,7 +473,7 @@ pub fn render_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
 }
 
 fn write_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::stdout::lock();
     for (inv, out) in exp.invocations.iter().zip(render_reports(exp, ran, t0_ms)) {
         match &inv.output {
             // after `--status-interval`'s reports, which started the file

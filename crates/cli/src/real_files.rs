@@ -252,7 +252,8 @@ fn say_layout(exp: &Experiment, plan: &Plan, said: &[Announce]) {
         });
         if to_stdout {
             let name = &plan.setups[a.setup].spec.name;
-            println!("{}", layout_line(name, a.files, a.bytes));
+            // a closed stdout surfaces again (and is handled) at the report
+            let _ = crate::outln!("{}", layout_line(name, a.files, a.bytes));
         }
     }
 }

@@ -63,6 +63,7 @@ pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
         streams: None,
         live: Default::default(),
         status_every_ms,
+        from_scenario: true,
     })
 }
 

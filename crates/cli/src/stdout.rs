@@ -7,12 +7,42 @@
 //! the real engine is never killed by it mid-drain.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Something was written to stdout by this process (through
+/// [`write_out`] or [`lock`]).
+static USED: AtomicBool = AtomicBool::new(false);
 
 /// Write `text` to stdout and flush it.
 pub fn write_out(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = lock();
     out.write_all(text.as_bytes())?;
     out.flush()
+}
+
+/// Whether anything went to stdout so far.
+pub fn used() -> bool {
+    USED.load(Ordering::Relaxed)
+}
+
+/// stdout, locked, noting that it was written to.
+pub fn lock() -> Marked {
+    Marked(std::io::stdout().lock())
+}
+
+/// A locked stdout that records a non-empty write in [`used`].
+pub struct Marked(std::io::StdoutLock<'static>);
+
+impl Write for Marked {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !buf.is_empty() {
+            USED.store(true, Ordering::Relaxed);
+        }
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// Status of a process that a closed pipe ended (128 + SIGPIPE).

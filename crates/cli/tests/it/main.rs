@@ -81,7 +81,9 @@ mod tier_calibrate {
     mod engine_calibrate;
 }
 
-/// fio's own example job files, run on both backends and compared with fio.
+/// fio's own example job files, run on both backends and compared with fio;
+/// the README's commands, run as written.
 mod tier_examples {
     mod fio_examples_run;
+    mod readme_commands;
 }

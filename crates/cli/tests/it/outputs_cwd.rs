@@ -26,8 +26,28 @@ fn outputs_land_in_the_current_directory() {
     let s = scen.path().join("s.toml");
     let r = blkqos(&["run", s.to_str().unwrap()], Some(cwd.path()));
     r.ok();
-    // every report went to a file: the run names each, once, on stderr
-    assert!(r.stdout_str().trim().is_empty(), "{}", r.stdout_str());
+    // every report went to a file: stdout has what ran, one row per job
+    // and direction (64 writes of 64 KiB), and stderr names each file once
+    let table: Vec<Vec<String>> = r
+        .stdout_str()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect();
+    assert_eq!(table.len(), 2, "{}", r.stdout_str());
+    assert_eq!(
+        table[0],
+        ["job", "cgroup", "dir", "ios", "iops", "MiB/s", "p50", "p99", "max"]
+    );
+    assert_eq!(table[1][..4], ["w", "/a", "write", "64"], "{:?}", table[1]);
+    let iops: f64 = table[1][4].parse().unwrap();
+    let mibs: f64 = table[1][5].parse().unwrap();
+    assert!(
+        (iops / 16.0 - mibs).abs() < 0.1,
+        "{iops} IOPS of 64 KiB vs {mibs} MiB/s"
+    );
+    let ms = |c: usize| table[1][c].parse::<f64>().unwrap();
+    assert!(ms(6) <= ms(7) && ms(7) <= ms(8), "{:?}", table[1]);
     let said: Vec<&str> = r
         .stderr
         .lines()
@@ -89,6 +109,8 @@ fn a_run_names_the_controllers_it_ran() {
         args.extend(extra);
         let r = blkqos(&args, Some(dir.path()));
         r.ok();
+        // its fio report went to stdout: no summary table
+        assert!(!r.stdout_str().contains("# what ran"), "{}", r.stdout_str());
         assert!(
             r.stderr.lines().any(|l| l == want),
             "{extra:?}: {}",
