@@ -261,6 +261,8 @@ mod tests {
         })
     }
 
+    /// Re-recorded when the mixed and hdd cases' block sizes, read/write
+    /// mix and random offsets started to come from fio's own generators.
     #[test]
     fn results_are_unchanged() {
         let cases = [
@@ -277,11 +279,11 @@ mod tests {
             ),
             (
                 fingerprint("ssd,size=4g", vec![mixed(0), mixed(1), mixed(2)]),
-                0x0304_b2f9_1e7d_0f58,
+                0xcb8a_b5fe_ca53_1722,
             ),
             (
                 fingerprint("hdd,size=100g", vec![qd32(false)]),
-                0x5c1d_6d39_6fe6_9f02,
+                0x8b13_436e_3c08_c5c1,
             ),
         ];
         for (got, want) in cases {

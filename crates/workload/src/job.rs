@@ -25,6 +25,7 @@
 //! 1; after falling behind the schedule the job catches up in a burst; the
 //! rate/thinktime sleep never counts in slat/clat/lat.
 
+use crate::fio_rand::FioRand;
 use crate::iolog::{JobLog, LogKind, LogSample};
 use crate::prio::PrioPicker;
 use crate::rng::Stream;
@@ -253,8 +254,12 @@ pub struct Job {
     /// `rate_min`: completed bytes and time of the last check per direction.
     rate_check: PerDir<(u64, Option<Instant>)>,
     rng_offset: Stream,
-    rng_mix: Stream,
-    rng_bs: Stream,
+    /// fio's `rwmix_state` (always 32-bit).
+    rng_mix: FioRand,
+    /// fio's `bsrange_state[ddir]`: one block-size draw per IO.
+    rng_bs: PerDir<FioRand>,
+    /// The last block-size draw and the generator's maximum.
+    bs_draw: (u64, u64),
     rng_poisson: PerDir<Stream>,
     /// IO priorities (`prio`, `prioclass`, `cmdprio*`).
     prio: PrioPicker,
@@ -433,8 +438,15 @@ impl Job {
             lat_done: false,
             rate_check: PerDir::all((0, None)),
             rng_offset: Stream::new(base, clone, 1),
-            rng_mix: Stream::new(base, clone, 2),
-            rng_bs: Stream::new(base, clone, 3),
+            // seeded for the job's thread number in set_thread_number
+            rng_mix: FioRand::new(0, false),
+            bs_draw: (0, 0),
+            // seeded for the job's thread number in set_thread_number
+            rng_bs: PerDir {
+                read: FioRand::new(0, false),
+                write: FioRand::new(0, false),
+                trim: FioRand::new(0, false),
+            },
             rng_poisson: PerDir {
                 read: Stream::new(base, clone, 4),
                 write: Stream::new(base, clone, 5),
@@ -510,8 +522,17 @@ impl Job {
         if let Some(z) = &mut self.zbd {
             z.set_td(thread_number as u32);
         }
+        self.rng_bs = self.bs_generators(thread_number);
+        self.rng_mix = FioRand::new(
+            self.fio_seed(thread_number, crate::fio_rand::seed_index::MIX),
+            false,
+        );
         let seed = if self.spec.randrepeat {
-            lfsr::block_offset_seed(self.spec.randseed, thread_number)
+            lfsr::block_offset_seed(
+                self.spec.randseed,
+                self.spec.randrepeat_given,
+                thread_number,
+            )
         } else {
             Stream::new(self.seed, self.clone, 7).below(u64::MAX)
         };
@@ -521,8 +542,48 @@ impl Job {
             .map(|d| self.spec.min_bs(d))
             .min()
             .unwrap_or(4096);
+        self.files.seed_blocks(&self.spec, seed);
         if self.files.seed_lfsr(&self.spec, min_bs, seed).is_err() {
             self.error = EINVAL;
+        }
+    }
+
+    /// fio's `td->rand_seeds[index]` of job `thread_number`
+    /// (`setup_random_seeds`). Without `randrepeat` fio takes the seeds
+    /// from the system's random source; here they come from the run's seed.
+    fn fio_seed(&self, thread_number: u64, index: u64) -> u64 {
+        if !self.spec.randrepeat {
+            return Stream::new(self.seed, self.clone, 0x100 + index).below(u64::MAX);
+        }
+        // the default `randseed` stands for fio's 0x89 here
+        // (`spec::FIO_RANDSEED` marks "not given")
+        let rand_seed = if self.spec.randseed == crate::spec::FIO_RANDSEED {
+            crate::fio_rand::FIO_RAND_SEED_DEFAULT
+        } else {
+            self.spec.randseed
+        };
+        crate::fio_rand::purpose_seed(rand_seed, thread_number, index)
+    }
+
+    /// fio's `bsrange_state[]` of job `thread_number`
+    /// (`td_fill_rand_seeds_internal`): seeded from `rand_seeds[BS_OFF +
+    /// ddir]` of a repeatable job, the write seed equal to the read seed
+    /// when the job verifies; 64-bit with `random_generator=tausworthe64`.
+    fn bs_generators(&self, thread_number: u64) -> PerDir<FioRand> {
+        use crate::fio_rand::seed_index;
+        let use64 =
+            self.spec.submit.random_generator == crate::spec_submit::RandomGenerator::Tausworthe64;
+        let seed = |index: u64| self.fio_seed(thread_number, index);
+        let read = seed(seed_index::BS_READ);
+        let write = if self.spec.verify.enabled() {
+            read
+        } else {
+            seed(seed_index::BS_WRITE)
+        };
+        PerDir {
+            read: FioRand::new(read, use64),
+            write: FioRand::new(write, use64),
+            trim: FioRand::new(seed(seed_index::BS_TRIM), use64),
         }
     }
 
@@ -885,7 +946,7 @@ impl Job {
         let rw = self.spec.rw;
         if rw.is_mixed() {
             if self.io_issues[self.rwmix_ddir] >= self.rwmix_issues {
-                let v = self.rng_mix.between(1, 100);
+                let v = self.rng_mix.between(1, 100); // fio get_rand_ddir
                 let d = if v <= u64::from(self.spec.rwmixread) {
                     Ddir::Read
                 } else {
@@ -978,28 +1039,37 @@ impl Job {
     }
 
     /// fio `get_next_buflen`.
+    /// fio `get_next_buflen`: one draw of the direction's generator (fio's
+    /// `bsrange_state`) per IO unless the direction has one block size
+    /// ([`len_of`], before the offset is known: the draw is kept in
+    /// `bs_draw` for [`Job::next_offset`] to look at again).
     fn next_len(&mut self, ddir: Ddir) -> u64 {
-        if let Some(split) = &self.spec.bssplit {
-            return bssplit_len(&split[ddir], &mut self.rng_bs, self.spec.bs.get(ddir));
+        let (min_bs, max_bs) = (self.spec.min_bs(ddir), self.spec.max_bs(ddir));
+        if min_bs >= max_bs {
+            return min_bs;
         }
-        match &self.spec.bsrange {
-            Some(r) => {
-                let (lo, hi) = r.get(ddir);
-                if lo >= hi {
-                    return lo;
-                }
-                let mut len = lo + (hi as f64 * self.rng_bs.unit()) as u64;
-                if lo.is_power_of_two() {
-                    len &= !(lo - 1);
-                }
-                len.clamp(lo, hi)
-            }
-            None => self.spec.bs.get(ddir),
-        }
+        let rng = &mut self.rng_bs[ddir];
+        let draw = (rng.next_u64(), rng.max());
+        self.bs_draw = draw;
+        len_of(&self.spec, ddir, draw, u64::MAX)
     }
 
-    fn next_offset(&mut self, ddir: Ddir, len: u64) -> Option<u64> {
-        self.files.next_offset(ddir, len, &mut self.rng_offset)
+    fn next_offset(&mut self, ddir: Ddir, len: &mut u64) -> Option<u64> {
+        let (spec, rng_bs) = (&self.spec, &mut self.rng_bs[ddir]);
+        let mut draw = Some(self.bs_draw);
+        // first the IO's own draw with the room known, then new draws
+        let mut redraw = |room: u64| {
+            let (min_bs, max_bs) = (spec.min_bs(ddir), spec.max_bs(ddir));
+            if min_bs >= max_bs {
+                return min_bs;
+            }
+            let d = draw
+                .take()
+                .unwrap_or_else(|| (rng_bs.next_u64(), rng_bs.max()));
+            len_of(spec, ddir, d, room)
+        };
+        self.files
+            .next_offset(ddir, len, &mut self.rng_offset, &mut redraw)
     }
 
     /// What the job does at `now`.
@@ -1314,14 +1384,10 @@ impl Job {
         if let Some(a) = self.zoned_start(now) {
             return a;
         }
+        // no cut to the bytes left: fio's last IO may pass `io_size`
+        // (`do_io` stops once `bytes_issued` reaches it)
         let mut len = self.next_len(ddir);
-        if !self.spec.time_based {
-            let left = self.io_limit.saturating_sub(self.issued_bytes_total);
-            if left < len {
-                len = left.max(self.spec.min_bs(ddir)).min(len);
-            }
-        }
-        let Some(offset) = self.next_offset(ddir, len) else {
+        let Some(offset) = self.next_offset(ddir, &mut len) else {
             // the file ended before the IO (a strided zone at its end):
             // fio's fill_io_u fails and the job's IO is done
             self.io_limit = self.issued_bytes_total;
@@ -1857,22 +1923,43 @@ impl Job {
     }
 }
 
-/// A `bssplit` block size: a uniform draw against the cumulative shares,
-/// largest share first (fio `get_next_buflen`: `r / perc <= frand_max /
-/// 100`); shares adding to less than 100 leave the rest to the last entry
-/// with a share.
-fn bssplit_len(split: &[spec::BsSplit], rng: &mut Stream, default_bs: u64) -> u64 {
-    let r = rng.unit() * 100.0;
-    let mut cum = 0u32;
-    let mut last = default_bs;
+/// fio `get_next_buflen`'s length for the draw `r` (at most `r_max`)
+/// with `room` bytes before the file's end: a `bssplit` entry that does
+/// not fit is passed over for the next one the draw reaches; then
+/// aligned down to the smallest size and capped at the largest. The
+/// caller draws again while the length does not fit (fio's `io_u_fits`
+/// loop: [`files::Files::next_offset`]).
+fn len_of(spec: &JobSpec, ddir: Ddir, (r, r_max): (u64, u64), room: u64) -> u64 {
+    let (min_bs, max_bs) = (spec.min_bs(ddir), spec.max_bs(ddir));
+    let len = match &spec.bssplit {
+        Some(split) => bssplit_len(&split[ddir], (r, r_max), room).unwrap_or(min_bs),
+        None => min_bs + (max_bs as f64 * (r as f64 / (r_max as f64 + 1.0))) as u64,
+    };
+    let aligned = if min_bs.is_power_of_two() {
+        len & !(min_bs - 1)
+    } else {
+        len - len % min_bs
+    };
+    aligned.min(max_bs)
+}
+
+/// A `bssplit` block size for the draw `r` (at most `r_max`): the first
+/// entry, smallest share first, whose cumulative share `perc` has
+/// `r / perc <= r_max / 100` in integers and that fits in `room` (fio
+/// `get_next_buflen`); else the last entry with a share (shares adding
+/// to less than 100 leave the rest to it). `None` when no entry has a
+/// share.
+fn bssplit_len(split: &[spec::BsSplit], (r, r_max): (u64, u64), room: u64) -> Option<u64> {
+    let mut perc = 0u64;
+    let mut len = None;
     for e in split.iter().filter(|e| e.pct > 0) {
-        cum += e.pct;
-        last = e.bs;
-        if r < f64::from(cum) {
-            return e.bs;
+        perc += u64::from(e.pct);
+        len = Some(e.bs);
+        if r / perc <= r_max / 100 && e.bs <= room {
+            break;
         }
     }
-    last
+    len
 }
 
 /// `x / unit` for a block size: a shift when `unit` is a power of two (the

@@ -11,6 +11,7 @@
 //! * [`iolog`]: fio's bw/iops/latency sample logs.
 
 pub mod ddir;
+pub mod fio_rand;
 pub mod histlog;
 pub mod iolog;
 pub mod job;

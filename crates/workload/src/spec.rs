@@ -380,6 +380,11 @@ pub struct JobSpec {
     pub norandommap: bool,
     pub randrepeat: bool,
     pub randseed: u64,
+    /// `randrepeat` as the job gave it, before a `randseed` turned it off
+    /// (fio seeds before `fixup_options` does that): a random job's
+    /// offsets then start from `FIO_RANDSEED` × thread number whatever
+    /// the `randseed` (`td_fill_rand_seeds_internal`).
+    pub randrepeat_given: bool,
     pub group_reporting: bool,
     pub unified_rw_reporting: UnifiedRw,
     pub percentile_list: Vec<f64>,
@@ -512,6 +517,7 @@ impl JobSpec {
             norandommap: false,
             randrepeat: true,
             randseed: FIO_RANDSEED,
+            randrepeat_given: true,
             group_reporting: false,
             unified_rw_reporting: UnifiedRw::None,
             percentile_list: blkqos_core::hist::DEFAULT_PERCENTILES.to_vec(),

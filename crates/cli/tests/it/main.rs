@@ -14,6 +14,7 @@ mod common;
 mod engine_util;
 mod bad_input;
 mod determinism;
+mod fio_draws;
 mod fio_options;
 mod function_length;
 mod golden_unsplit;
@@ -66,6 +67,7 @@ mod tier_real {
     mod engine_write_buffer;
     mod exit_scope;
     mod fio_agreement;
+    mod fio_draws;
     mod latency_target_fio;
     mod passthrough_engines;
     mod sg_verify;

@@ -347,7 +347,9 @@ fn per_dir_lists(v: &str) -> Result<PerDir<&str>, String> {
 }
 
 /// `bssplit=BS/PCT:BS/PCT,...` (`str_bssplit_cb`, `bssplit_ddir`): sorted
-/// by share, largest first, as fio sorts them for the lookup.
+/// by share, smallest first, as fio sorts them for the lookup (`bs_cmp`
+/// compares `perc` ascending; glibc's merge sort keeps equal shares in
+/// the order given).
 fn parse_bssplit(v: &str, kb: u32) -> Result<PerDir<Vec<BsSplit>>, String> {
     let lists = per_dir_lists(v.trim())?;
     let mut out: PerDir<Vec<BsSplit>> = Default::default();
@@ -372,7 +374,7 @@ fn parse_bssplit(v: &str, kb: u32) -> Result<PerDir<Vec<BsSplit>>, String> {
             .zip(pcts)
             .map(|((bs, _), pct)| BsSplit { bs: *bs, pct })
             .collect();
-        split.sort_by_key(|e| std::cmp::Reverse(e.pct));
+        split.sort_by_key(|e| e.pct);
         out[d] = split;
     }
     Ok(out)

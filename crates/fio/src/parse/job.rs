@@ -344,6 +344,7 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
     // fio turns randrepeat off when randseed is given, but then seeds every
     // generator from randseed: deterministic, which is what `randrepeat`
     // means in JobSpec.
+    s.randrepeat_given = s.randrepeat;
     if st.randseed_set {
         s.randrepeat = true;
     }

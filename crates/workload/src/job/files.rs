@@ -8,6 +8,7 @@ use super::lfsr::Lfsr;
 use super::map::BlockMap;
 use super::strided::{Step, Strided};
 use super::{div_by_unit, Ddir};
+use crate::fio_rand::FioRand;
 use crate::rng::Stream;
 use crate::spec::{FileService, JobSpec, PerDir, RandomDist, RwSeq};
 use crate::spec_submit::RandomGenerator;
@@ -55,6 +56,12 @@ pub(super) struct Files {
     wrap: bool,
     /// `zonemode=strided` (one file).
     strided: Option<Strided>,
+    /// The job's smallest IO length (fio `rw_min_bs`): a random block
+    /// leaves room for at least this much.
+    min_len: u64,
+    /// fio's `random_state`: the uniform random block of each IO (one
+    /// generator for every file of the job, as fio has).
+    block_rng: FioRand,
 }
 
 impl Files {
@@ -101,7 +108,21 @@ impl Files {
             RwSeq::Every(n) => n,
             _ => 0,
         };
+        let min_len = [Ddir::Read, Ddir::Write, Ddir::Trim]
+            .into_iter()
+            .filter(|&d| match d {
+                Ddir::Read => spec.rw.has_read(),
+                Ddir::Write => spec.rw.has_write(),
+                Ddir::Trim => spec.rw.has_trim(),
+            })
+            .map(|d| spec.min_bs(d))
+            .min()
+            .unwrap_or(unit)
+            .max(1);
         Files {
+            min_len,
+            // seeded for the job's thread number ([`Files::seed_blocks`])
+            block_rng: FioRand::new(0, false),
             list,
             cur: 0,
             left_in_batch: spec.files.service_batch,
@@ -132,6 +153,17 @@ impl Files {
         Ok(())
     }
 
+    /// fio `td_fill_rand_seeds_internal`: `random_state` from the job's
+    /// block-offset seed (the one an LFSR starts from), 64-bit with
+    /// `random_generator=tausworthe64`.
+    pub(super) fn seed_blocks(&mut self, spec: &JobSpec, seed: u64) {
+        let use64 = spec.submit.random_generator == RandomGenerator::Tausworthe64;
+        self.block_rng = FioRand::new(seed, use64);
+        for f in &mut self.list {
+            f.next_want = None;
+        }
+    }
+
     /// `zonemode=zbd`: the current file's sequential position in `ddir`
     /// follows an IO moved to `end` (absolute; fio `get_io_u` sets
     /// `last_pos` from the adjusted IO).
@@ -147,14 +179,27 @@ impl Files {
         self.list.iter().map(|f| f.len).sum()
     }
 
-    /// The absolute offset of the next IO of `len` bytes in `ddir`;
+    /// The absolute offset of the next IO of `*len` bytes in `ddir`;
     /// `None` when the file is done before it (a strided zone at the end
-    /// of the file: fio `fill_io_u` fails it).
+    /// of the file: fio `fill_io_u` fails it). A uniform random IO may
+    /// change `*len`: drawn again with `redraw` while it does not fit
+    /// between its block and the file's end (fio `get_next_buflen`'s
+    /// `io_u_fits` loop; `min_len` always fits), then cut to the run of
+    /// free blocks the random map has there (fio `mark_random_map`).
     #[inline]
-    pub(super) fn next_offset(&mut self, ddir: Ddir, len: u64, rng: &mut Stream) -> Option<u64> {
+    pub(super) fn next_offset(
+        &mut self,
+        ddir: Ddir,
+        len: &mut u64,
+        rng: &mut Stream,
+        redraw: &mut impl FnMut(u64) -> u64,
+    ) -> Option<u64> {
         let idx = self.pick(rng);
         let random = self.random && self.random_this_io();
         let unit = self.unit;
+        let min_len = self.min_len;
+        let draw_ahead = self.list.len() == 1;
+        let block_rng = &mut self.block_rng;
         let add = match self.rw_seq {
             RwSeq::Add(a) => a,
             _ => 0,
@@ -168,22 +213,22 @@ impl Files {
                 f.seq_pos[ddir] = pos;
             }
             let rel = if random {
-                z.base + f.random_offset(len, unit, rng)
+                z.base + f.random_offset(len, (unit, min_len), (rng, block_rng, draw_ahead), redraw)
             } else {
                 f.seq_pos[ddir]
             };
-            if !z.after_offset(rel, len) {
+            if !z.after_offset(rel, *len) {
                 f.done = true;
                 return None;
             }
             rel
         } else if random {
-            f.random_offset(len, unit, rng)
+            f.random_offset(len, (unit, min_len), (rng, block_rng, draw_ahead), redraw)
         } else {
-            f.seq_offset(ddir, len, add)
+            f.seq_offset(ddir, len, (add, min_len), redraw)
         };
-        f.seq_pos[ddir] = rel + len;
-        f.issued += len;
+        f.seq_pos[ddir] = rel + *len;
+        f.issued += *len;
         if !self.wrap && f.issued >= f.len {
             f.done = true;
         }
@@ -274,9 +319,22 @@ impl FileState {
     /// fio `get_next_rand_block` within this file: the distribution's
     /// block, or the random map's next free block near a uniform draw.
     #[inline(always)]
-    fn random_offset(&mut self, len: u64, unit: u64, rng: &mut Stream) -> u64 {
-        let region = self.rand_span.max(len);
-        let last_start = div_by_unit(region - len, unit); // inclusive block index
+    fn random_offset(
+        &mut self,
+        len: &mut u64,
+        (unit, min_len): (u64, u64),
+        (rng, block_rng, draw_ahead): (&mut Stream, &mut FioRand, bool),
+        redraw: &mut impl FnMut(u64) -> u64,
+    ) -> u64 {
+        let region = self.rand_span.max(*len);
+        // fio `last_block`: the blocks (of `ba`) a `min_bs` IO may start
+        // at; `__get_next_rand_offset`: `lastb * (r / (rand_max + 1.0))`
+        let last_block = div_by_unit(region.max(min_len) - min_len.saturating_sub(unit), unit);
+        let mut uniform = || {
+            let r = block_rng.next_u64() as f64 / (block_rng.max() as f64 + 1.0);
+            (last_block as f64 * r) as u64
+        };
+        let last_start = div_by_unit(region - *len, unit); // inclusive block index
         let b = if let Some(d) = &self.dist {
             d.next(rng).min(last_start)
         } else if let Some((lfsr, seed)) = &mut self.lfsr {
@@ -295,17 +353,33 @@ impl FileState {
             // the same order) so that the next block's bitmap word can be
             // prefetched: otherwise every IO waits for a cache miss on a
             // bitmap of megabytes
+            let last = map.nblocks() - 1;
             let want = match self.next_want.take() {
                 Some(w) => w,
-                None => rng.below(map.nblocks()),
+                None => uniform().min(last),
             };
             let got = map.take_near(want);
-            let next = rng.below(map.nblocks());
-            map.prefetch(next);
-            self.next_want = Some(next);
-            got.min(last_start)
+            if draw_ahead {
+                let next = uniform().min(last);
+                map.prefetch(next);
+                self.next_want = Some(next);
+            }
+            if !fit_len(len, region - got * unit, min_len, redraw) {
+                return last_start.min(got) * unit;
+            }
+            let nr = div_by_unit(*len + unit - 1, unit);
+            if nr > 1 {
+                *len = (*len).min(map.take_run(got, nr) * unit);
+            }
+            got
         } else {
-            rng.below(last_start + 1)
+            // the block a `min_len` IO can start at, then the length that
+            // fits there
+            let b = uniform();
+            if !fit_len(len, region - b * unit, min_len, redraw) {
+                return last_start.min(b) * unit;
+            }
+            b
         };
         b * unit
     }
@@ -313,8 +387,14 @@ impl FileState {
     /// fio `get_next_seq_offset`: from the last position, plus the
     /// `rw=X:±N` step (past the end: forward steps wrap to the start,
     /// backward ones to the end); an IO that would cross the end wraps.
-    fn seq_offset(&mut self, ddir: Ddir, len: u64, add: i64) -> u64 {
-        let region = self.len.max(len);
+    fn seq_offset(
+        &mut self,
+        ddir: Ddir,
+        len: &mut u64,
+        (add, min_len): (i64, u64),
+        redraw: &mut impl FnMut(u64) -> u64,
+    ) -> u64 {
+        let region = self.len.max(*len);
         let mut pos = self.seq_pos[ddir];
         if pos > 0 && add != 0 {
             let stepped = pos as i128 + i128::from(add);
@@ -326,9 +406,39 @@ impl FileState {
                 (region as i128 + i128::from(add)).max(0) as u64
             };
         }
-        if pos + len > region {
+        // a length that does not fit before the end is drawn again (fio
+        // `get_next_buflen`); where not even the smallest fits, the IO
+        // starts over at the beginning
+        if pos + *len > region && !fit_len(len, region.saturating_sub(pos), min_len, redraw) {
             pos = 0;
         }
         pos
     }
 }
+
+/// fio's `io_u_fits` loop: `*len` drawn again while it exceeds `room`
+/// (`redraw(room)` first looks at the IO's own draw again: a `bssplit`
+/// entry that does not fit gives way to the next one).
+/// False, `*len` unchanged, when even `min_len` does not fit, or when
+/// [`MAX_REDRAWS`] draws found nothing that fits (a `bssplit` whose small
+/// sizes all have a 0% share: fio would spin there for ever).
+#[inline]
+fn fit_len(len: &mut u64, room: u64, min_len: u64, redraw: &mut impl FnMut(u64) -> u64) -> bool {
+    if *len <= room {
+        return true;
+    }
+    if room < min_len {
+        return false;
+    }
+    for _ in 0..MAX_REDRAWS {
+        let l = redraw(room);
+        if l <= room {
+            *len = l;
+            return true;
+        }
+    }
+    false
+}
+
+/// The most lengths [`fit_len`] draws for one IO.
+const MAX_REDRAWS: u32 = 10_000;

@@ -81,13 +81,14 @@ const BLOCK_OFF_SEED: u64 = 6;
 
 /// The block-offset seed of job `thread_number` (1-based, every clone of
 /// the run counted) for a repeatable run. fio `td_fill_rand_seeds_internal`:
-/// with `randrepeat=1` (no `randseed`) it is `FIO_RANDSEED` × thread
-/// number; a `randseed` (which turns `randrepeat` off in fio) goes through
-/// `setup_random_seeds`' multiplier chain. (A `randseed` equal to fio's
-/// default seed is taken as the default.)
-pub(super) fn block_offset_seed(rand_seed: u64, thread_number: u64) -> u64 {
-    if rand_seed == crate::spec::FIO_RANDSEED {
-        return rand_seed.wrapping_mul(thread_number);
+/// with `randrepeat=1` as given it is `FIO_RANDSEED` × thread number,
+/// whether or not a `randseed` is given (fio seeds before its
+/// `fixup_options` turns `randrepeat` off for a `randseed`); with
+/// `randrepeat=0` and a `randseed` it goes through `setup_random_seeds`'
+/// multiplier chain from the `randseed`.
+pub(super) fn block_offset_seed(rand_seed: u64, randrepeat_given: bool, thread_number: u64) -> u64 {
+    if randrepeat_given {
+        return crate::spec::FIO_RANDSEED.wrapping_mul(thread_number);
     }
     let mut seed = rand_seed;
     for _ in 0..4 + BLOCK_OFF_SEED {
@@ -202,7 +203,7 @@ mod tests {
         let fio_job1 = [15, 11, 9, 14, 3, 8, 0, 4, 6, 7, 10, 1, 12, 2, 5, 13];
         let fio_job2 = [14, 3, 8, 0, 4, 6, 7, 10, 1, 12, 2, 5, 13, 15, 11, 9];
         for (tn, want) in [(1, fio_job1), (2, fio_job2)] {
-            let seed = block_offset_seed(crate::spec::FIO_RANDSEED, tn);
+            let seed = block_offset_seed(crate::spec::FIO_RANDSEED, true, tn);
             let mut l = Lfsr::new(16, seed).expect("valid");
             let got: Vec<u64> = (0..16).map(|_| l.next().expect("left")).collect();
             assert_eq!(got, want, "thread {tn}");

@@ -99,6 +99,25 @@ impl BlockMap {
         blk
     }
 
+    /// After [`BlockMap::take_near`] gave `blk`: the blocks after it that
+    /// an IO of `nr` blocks covers are marked used too, up to the first
+    /// one already used or the map's end (fio `mark_random_map` with
+    /// `axmap_set_nr`, which sets only a contiguous run). The run's
+    /// length, `blk` included: an IO longer than it is cut to it.
+    pub(super) fn take_run(&mut self, blk: u64, nr: u64) -> u64 {
+        let mut run = 1;
+        while run < nr {
+            let bit = blk + run;
+            if bit >= self.nblocks || self.levels[0][(bit / 64) as usize] & (1 << (bit % 64)) != 0 {
+                break;
+            }
+            self.set(bit);
+            self.used += 1;
+            run += 1;
+        }
+        run
+    }
+
     /// Hint that [`BlockMap::take_near`] will soon look at block `b`: start
     /// loading its bitmap word into the cache. No effect on results.
     #[inline]
