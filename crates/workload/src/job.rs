@@ -34,7 +34,7 @@ use crate::spec_submit::IoSubmitMode;
 use crate::stats::PrioStat;
 use crate::stats::{HistMask, JobStats};
 use blkqos_core::{Duration, Instant};
-use files::Files;
+use files::{Files, NoOffset};
 use latency::{LatProbe, Step as LatStep};
 use std::collections::VecDeque;
 use verify::VerifyState;
@@ -260,6 +260,10 @@ pub struct Job {
     rng_bs: PerDir<FioRand>,
     /// The last block-size draw and the generator's maximum.
     bs_draw: (u64, u64),
+    /// A direction's draw made for an IO whose file was done before it:
+    /// fio draws the length after the offset, so the next IO of that
+    /// direction takes it.
+    bs_pending: PerDir<Option<(u64, u64)>>,
     rng_poisson: PerDir<Stream>,
     /// IO priorities (`prio`, `prioclass`, `cmdprio*`).
     prio: PrioPicker,
@@ -441,6 +445,7 @@ impl Job {
             // seeded for the job's thread number in set_thread_number
             rng_mix: FioRand::new(0, false),
             bs_draw: (0, 0),
+            bs_pending: PerDir::all(None),
             // seeded for the job's thread number in set_thread_number
             rng_bs: PerDir {
                 read: FioRand::new(0, false),
@@ -1048,13 +1053,18 @@ impl Job {
         if min_bs >= max_bs {
             return min_bs;
         }
-        let rng = &mut self.rng_bs[ddir];
-        let draw = (rng.next_u64(), rng.max());
+        let draw = match self.bs_pending[ddir].take() {
+            Some(draw) => draw,
+            None => {
+                let rng = &mut self.rng_bs[ddir];
+                (rng.next_u64(), rng.max())
+            }
+        };
         self.bs_draw = draw;
         len_of(&self.spec, ddir, draw, u64::MAX)
     }
 
-    fn next_offset(&mut self, ddir: Ddir, len: &mut u64) -> Option<u64> {
+    fn next_offset(&mut self, ddir: Ddir, len: &mut u64) -> Result<u64, NoOffset> {
         let (spec, rng_bs) = (&self.spec, &mut self.rng_bs[ddir]);
         let mut draw = Some(self.bs_draw);
         // first the IO's own draw with the room known, then new draws
@@ -1387,12 +1397,26 @@ impl Job {
         // no cut to the bytes left: fio's last IO may pass `io_size`
         // (`do_io` stops once `bytes_issued` reaches it)
         let mut len = self.next_len(ddir);
-        let Some(offset) = self.next_offset(ddir, &mut len) else {
-            // the file ended before the IO (a strided zone at its end):
-            // fio's fill_io_u fails and the job's IO is done
-            self.io_limit = self.issued_bytes_total;
-            self.phase = Phase::Drain;
-            return self.next_action(now);
+        let offset = match self.next_offset(ddir, &mut len) {
+            Ok(offset) => offset,
+            Err(NoOffset::Again) => {
+                // fio `set_io_u_file`: the IO unit is filled again in the
+                // next file (or a new pass), its direction drawn again;
+                // the length fio had not drawn yet is kept for it
+                if self.spec.min_bs(ddir) < self.spec.max_bs(ddir) {
+                    self.bs_pending[ddir] = Some(self.bs_draw);
+                }
+                self.phase = Phase::Top;
+                return self.next_action(now);
+            }
+            Err(NoOffset::JobDone) => {
+                // the file ended before the IO (a strided zone at its end,
+                // or the map of the last file): fio's fill_io_u fails and
+                // the job's IO is done
+                self.io_limit = self.issued_bytes_total;
+                self.phase = Phase::Drain;
+                return self.next_action(now);
+            }
         };
         let (ioprio, prio_index) = self.prio.pick(ddir, len);
         let io = JobIo {

@@ -72,6 +72,45 @@ pub const CASES: &[(&str, [u64; 4])] = &[
         "--size=16m --rw=write --bsrange=4k-100k",
         [0, 16_777_216, 0, 312],
     ),
+    // directions of different smallest sizes: each aligns its offsets to
+    // its own `ba` and indexes the random map (a bit per `rw_min_bs`) in
+    // its own blocks, so the larger direction's next free bit can lie past
+    // its last block and the file is done early
+    (
+        "--size=16m --rw=randrw --bs=4k,64k",
+        [802_816, 13_107_200, 196, 200],
+    ),
+    (
+        "--size=16m --rw=randrw --bs=64k,4k",
+        [11_403_264, 741_376, 174, 181],
+    ),
+    (
+        "--size=16m --rw=randwrite --bs=,64k",
+        [0, 10_158_080, 0, 155],
+    ),
+    (
+        "--size=16m --rw=randrw --bs=4k,64k --norandommap",
+        [901_120, 15_925_248, 220, 243],
+    ),
+    (
+        "--size=32m --rw=randrw --bsrange=4k-16k,64k-128k",
+        [2_101_248, 21_233_664, 216, 233],
+    ),
+    // a file that is done hands the IO, its direction drawn again and its
+    // length not yet drawn, to the next file
+    (
+        "--size=16m --rw=randrw --bs=4k,64k --nrfiles=2",
+        [634_880, 10_158_080, 155, 155],
+    ),
+    (
+        "--size=16m --rw=randrw --bssplit=4k/50:8k/50,64k/50:128k/50 --nrfiles=2",
+        [466_944, 6_946_816, 78, 79],
+    ),
+    // a `ba` other than the block size turns the random map off
+    (
+        "--size=16m --rw=randread --bs=8k --ba=4k",
+        [16_777_216, 0, 2048, 0],
+    ),
 ];
 
 /// blkqos's (read bytes, write bytes, read IOs, write IOs) of the first
@@ -101,4 +140,31 @@ fn the_same_jobs_move_the_same_bytes_in_the_same_ios_as_fio_3_33() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A time-based job whose larger direction runs out of blocks in the map
+/// starts a new pass (fio `thread_main` clears the files) and keeps its
+/// rate: 1 s at 1,000 reads and 500 writes per second over a 1 MiB file
+/// of 16 write blocks.
+#[test]
+fn a_time_based_job_whose_map_fails_a_direction_starts_a_new_pass() {
+    let r = blkqos(
+        &[
+            "run",
+            "--device=ssd",
+            "--name=L",
+            "--output-format=json",
+            "--time_based",
+            "--runtime=1",
+            "--size=1m",
+            "--rw=randrw",
+            "--bs=4k,64k",
+            "--rate_iops=1000,500",
+        ],
+        None,
+    );
+    r.ok();
+    let doc = r.json();
+    let ios = |d: &str| num(&doc, &format!("/jobs/0/{d}/total_ios"));
+    assert_eq!((ios("read"), ios("write")), (1000.0, 500.0));
 }

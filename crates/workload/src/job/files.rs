@@ -13,6 +13,15 @@ use crate::rng::Stream;
 use crate::spec::{FileService, JobSpec, PerDir, RandomDist, RwSeq};
 use crate::spec_submit::RandomGenerator;
 
+/// Why [`Files::next_offset`] has no offset for an IO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum NoOffset {
+    /// The job's IO is done (fio `fill_io_u` failed on its last file).
+    JobDone,
+    /// The file is done: fill the IO again, its direction first.
+    Again,
+}
+
 /// One file: its extent on the target and its offset state.
 #[derive(Debug)]
 struct FileState {
@@ -27,8 +36,9 @@ struct FileState {
     /// `random_generator=lfsr`: the file's register and the seed each
     /// pass restarts it from (no random map then, as in fio).
     lfsr: Option<(Lfsr, u64)>,
-    /// The random block the map's next IO starts from (drawn ahead).
-    next_want: Option<u64>,
+    /// The uniform draw the map's next IO starts from (drawn ahead, as a
+    /// fraction of the direction's last block: `r / (rand_max + 1)`).
+    next_want: Option<f64>,
     dist: Option<BlockDist>,
     /// Bytes issued to the file in this pass.
     issued: u64,
@@ -45,8 +55,12 @@ pub(super) struct Files {
     left_in_batch: u32,
     service: FileService,
     batch: u32,
-    /// Random offsets are multiples of this (fio `ba`, default min_bs).
+    /// Blocks of the random map, a distribution and an LFSR are this long
+    /// (fio `rw_min_bs`, or the smallest `ba`).
     unit: u64,
+    /// Uniform random offsets of each direction are multiples of this
+    /// (fio `ba[ddir]`, default `min_bs[ddir]`).
+    dir_unit: PerDir<u64>,
     random: bool,
     rw_seq: RwSeq,
     /// IOs until the next random offset with `rw=randX:N` (fio
@@ -56,9 +70,9 @@ pub(super) struct Files {
     wrap: bool,
     /// `zonemode=strided` (one file).
     strided: Option<Strided>,
-    /// The job's smallest IO length (fio `rw_min_bs`): a random block
+    /// Each direction's smallest IO length (fio `min_bs[ddir]`): a block
     /// leaves room for at least this much.
-    min_len: u64,
+    min_len: PerDir<u64>,
     /// fio's `random_state`: the uniform random block of each IO (one
     /// generator for every file of the job, as fio has).
     block_rng: FioRand,
@@ -69,6 +83,25 @@ impl Files {
     /// in units of `unit` bytes.
     pub(super) fn new(spec: &JobSpec, extents: &[(u64, u64)], unit: u64) -> Self {
         let random = spec.rw.is_random();
+        let mut dir_unit = PerDir::all(1);
+        let mut min_len = PerDir::all(1);
+        for d in [Ddir::Read, Ddir::Write, Ddir::Trim] {
+            min_len[d] = spec.min_bs(d).max(1);
+            dir_unit[d] = spec.blockalign.get(d).unwrap_or(min_len[d]).max(1);
+        }
+        // fio `fixup_options`: a `ba` other than `min_bs` turns the
+        // random map off ("Any use of blockalign= turns off randommap");
+        // the map has a bit per `rw_min_bs` (the smallest of the three
+        // directions' sizes, `init_random_map`), and each direction
+        // indexes it in its own blocks
+        let aligned_as_min = [Ddir::Read, Ddir::Write, Ddir::Trim]
+            .into_iter()
+            .all(|d| dir_unit[d] == min_len[d]);
+        let rw_min_bs = [Ddir::Read, Ddir::Write, Ddir::Trim]
+            .into_iter()
+            .map(|d| min_len[d])
+            .min()
+            .unwrap_or(unit);
         let strided = match extents {
             [(_, len)] => Strided::new(&spec.zones, *len),
             _ => None,
@@ -84,8 +117,9 @@ impl Files {
                 let nblocks = rand_span / unit;
                 let uniform = matches!(spec.random_dist, RandomDist::Random);
                 let lfsr = spec.submit.random_generator == RandomGenerator::Lfsr;
-                let map = (random && uniform && !lfsr && !spec.norandommap && rand_span >= unit)
-                    .then(|| BlockMap::new(nblocks));
+                let with_map = random && uniform && !lfsr && !spec.norandommap;
+                let map = (with_map && aligned_as_min && rand_span >= rw_min_bs)
+                    .then(|| BlockMap::new(rand_span / rw_min_bs));
                 FileState {
                     start,
                     len,
@@ -108,19 +142,9 @@ impl Files {
             RwSeq::Every(n) => n,
             _ => 0,
         };
-        let min_len = [Ddir::Read, Ddir::Write, Ddir::Trim]
-            .into_iter()
-            .filter(|&d| match d {
-                Ddir::Read => spec.rw.has_read(),
-                Ddir::Write => spec.rw.has_write(),
-                Ddir::Trim => spec.rw.has_trim(),
-            })
-            .map(|d| spec.min_bs(d))
-            .min()
-            .unwrap_or(unit)
-            .max(1);
         Files {
             min_len,
+            dir_unit,
             // seeded for the job's thread number ([`Files::seed_blocks`])
             block_rng: FioRand::new(0, false),
             list,
@@ -179,15 +203,39 @@ impl Files {
         self.list.iter().map(|f| f.len).sum()
     }
 
-    /// The absolute offset of the next IO of `*len` bytes in `ddir`;
-    /// `None` when the file is done before it (a strided zone at the end
-    /// of the file: fio `fill_io_u` fails it). A uniform random IO may
-    /// change `*len`: drawn again with `redraw` while it does not fit
-    /// between its block and the file's end (fio `get_next_buflen`'s
-    /// `io_u_fits` loop; `min_len` always fits), then cut to the run of
-    /// free blocks the random map has there (fio `mark_random_map`).
+    /// The absolute offset of the next IO of `*len` bytes in `ddir`. A
+    /// uniform random IO may change `*len`: drawn again with `redraw`
+    /// while it does not fit between its block and the file's end (fio
+    /// `get_next_buflen`'s `io_u_fits` loop; `min_len` always fits), then
+    /// cut to the run of free blocks the random map has there (fio
+    /// `mark_random_map`). [`NoOffset`] when the file is done before the
+    /// IO.
     #[inline]
     pub(super) fn next_offset(
+        &mut self,
+        ddir: Ddir,
+        len: &mut u64,
+        rng: &mut Stream,
+        redraw: &mut impl FnMut(u64) -> u64,
+    ) -> Result<u64, NoOffset> {
+        match self.next_offset_in_file(ddir, len, rng, redraw) {
+            Some(offset) => Ok(offset),
+            // a strided zone at the end of the file: the job's IO is done
+            None if self.strided.is_some() => Err(NoOffset::JobDone),
+            // fio `set_io_u_file`: the file is done and the IO unit is
+            // filled again (its direction too) in the next file; with none
+            // left the pass ends, and a time-based job starts a new one
+            None if self.wrap || self.list.iter().any(|f| !f.done) => Err(NoOffset::Again),
+            None => Err(NoOffset::JobDone),
+        }
+    }
+
+    /// [`Files::next_offset`] in the file [`Files::pick`] gives; `None`
+    /// when that file is done before the IO (marked so): a strided zone
+    /// at the end of the file, or a random map whose next free block lies
+    /// past the direction's last one (fio `fill_io_u` fails).
+    #[inline]
+    fn next_offset_in_file(
         &mut self,
         ddir: Ddir,
         len: &mut u64,
@@ -196,8 +244,7 @@ impl Files {
     ) -> Option<u64> {
         let idx = self.pick(rng);
         let random = self.random && self.random_this_io();
-        let unit = self.unit;
-        let min_len = self.min_len;
+        let units = (self.dir_unit[ddir], self.min_len[ddir], self.unit);
         let draw_ahead = self.list.len() == 1;
         let block_rng = &mut self.block_rng;
         let add = match self.rw_seq {
@@ -205,6 +252,12 @@ impl Files {
             _ => 0,
         };
         let f = &mut self.list[idx];
+        let mut random_offset = |f: &mut FileState, len: &mut u64| {
+            let draws = (&mut *rng, &mut *block_rng, draw_ahead);
+            let got = f.random_offset(len, units, draws, redraw);
+            f.done |= got.is_none();
+            got
+        };
         let rel = if let Some(z) = &mut self.strided {
             let mut pos = f.seq_pos[ddir];
             if z.before_io(&mut pos) == Step::Reset {
@@ -213,7 +266,7 @@ impl Files {
                 f.seq_pos[ddir] = pos;
             }
             let rel = if random {
-                z.base + f.random_offset(len, (unit, min_len), (rng, block_rng, draw_ahead), redraw)
+                z.base + random_offset(f, len)?
             } else {
                 f.seq_pos[ddir]
             };
@@ -223,9 +276,9 @@ impl Files {
             }
             rel
         } else if random {
-            f.random_offset(len, (unit, min_len), (rng, block_rng, draw_ahead), redraw)
+            random_offset(f, len)?
         } else {
-            f.seq_offset(ddir, len, (add, min_len), redraw)
+            f.seq_offset(ddir, len, (add, units.1), redraw)
         };
         f.seq_pos[ddir] = rel + *len;
         f.issued += *len;
@@ -296,7 +349,9 @@ impl Files {
             for f in &mut self.list {
                 f.done = false;
                 f.issued = 0;
-                // fio_file_reset: the register restarts from its seed
+                // fio_file_reset: the map is cleared, the register
+                // restarts from its seed
+                f.clear_map();
                 if let Some((l, seed)) = &mut f.lfsr {
                     l.reset(*seed);
                 }
@@ -310,34 +365,44 @@ impl FileState {
     /// map cleared.
     fn reset(&mut self, base: u64) {
         self.seq_pos = PerDir::all(base);
+        self.clear_map();
+    }
+
+    /// The random map with every block free again.
+    fn clear_map(&mut self) {
         if let Some(map) = &mut self.map {
             *map = BlockMap::new(map.nblocks());
-            self.next_want = None;
         }
     }
 
     /// fio `get_next_rand_block` within this file: the distribution's
-    /// block, or the random map's next free block near a uniform draw.
+    /// block, or the random map's next free block near a uniform draw;
+    /// `None` when that block cannot hold the direction's smallest IO (fio
+    /// `get_next_offset` fails an offset past `io_size`: the map is in
+    /// `rw_min_bs` blocks and a direction of larger blocks indexes it in
+    /// its own, so the next free bit may lie past its last block).
     #[inline(always)]
     fn random_offset(
         &mut self,
         len: &mut u64,
-        (unit, min_len): (u64, u64),
+        (unit, min_len, shared_unit): (u64, u64, u64),
         (rng, block_rng, draw_ahead): (&mut Stream, &mut FioRand, bool),
         redraw: &mut impl FnMut(u64) -> u64,
-    ) -> u64 {
+    ) -> Option<u64> {
         let region = self.rand_span.max(*len);
         // fio `last_block`: the blocks (of `ba`) a `min_bs` IO may start
         // at; `__get_next_rand_offset`: `lastb * (r / (rand_max + 1.0))`
         let last_block = div_by_unit(region.max(min_len) - min_len.saturating_sub(unit), unit);
-        let mut uniform = || {
-            let r = block_rng.next_u64() as f64 / (block_rng.max() as f64 + 1.0);
-            (last_block as f64 * r) as u64
-        };
-        let last_start = div_by_unit(region - *len, unit); // inclusive block index
-        let b = if let Some(d) = &self.dist {
-            d.next(rng).min(last_start)
-        } else if let Some((lfsr, seed)) = &mut self.lfsr {
+        let mut fraction = || block_rng.next_u64() as f64 / (block_rng.max() as f64 + 1.0);
+        // inclusive block index
+        let last_start = div_by_unit(region - *len, unit);
+        // a distribution and an LFSR draw blocks of the job's smallest
+        // size for every direction
+        let shared_last_start = div_by_unit(region - *len, shared_unit);
+        if let Some(d) = &self.dist {
+            return Some(d.next(rng).min(shared_last_start) * shared_unit);
+        }
+        if let Some((lfsr, seed)) = &mut self.lfsr {
             // fio get_next_rand_block: a spent register starts its pass
             // again (fio_file_reset -> lfsr_reset with the same seed)
             let b = match lfsr.next() {
@@ -347,8 +412,9 @@ impl FileState {
                     lfsr.next().unwrap_or(0)
                 }
             };
-            b.min(last_start)
-        } else if let Some(map) = &mut self.map {
+            return Some(b.min(shared_last_start) * shared_unit);
+        }
+        let b = if let Some(map) = &mut self.map {
             // the offset stream is drawn one IO ahead (the same draws in
             // the same order) so that the next block's bitmap word can be
             // prefetched: otherwise every IO waits for a cache miss on a
@@ -356,16 +422,22 @@ impl FileState {
             let last = map.nblocks() - 1;
             let want = match self.next_want.take() {
                 Some(w) => w,
-                None => uniform().min(last),
+                None => fraction(),
             };
-            let got = map.take_near(want);
+            let got = map.take_near(((last_block as f64 * want) as u64).min(last));
             if draw_ahead {
-                let next = uniform().min(last);
-                map.prefetch(next);
+                // the next IO's direction is not known yet: this one's
+                // block is the likely word (a hint only)
+                let next = fraction();
+                map.prefetch(((last_block as f64 * next) as u64).min(last));
                 self.next_want = Some(next);
             }
-            if !fit_len(len, region - got * unit, min_len, redraw) {
-                return last_start.min(got) * unit;
+            let room = region.saturating_sub(got * unit);
+            if room < min_len {
+                return None;
+            }
+            if !fit_len(len, room, min_len, redraw) {
+                return Some(last_start.min(got) * unit);
             }
             let nr = div_by_unit(*len + unit - 1, unit);
             if nr > 1 {
@@ -375,13 +447,13 @@ impl FileState {
         } else {
             // the block a `min_len` IO can start at, then the length that
             // fits there
-            let b = uniform();
+            let b = (last_block as f64 * fraction()) as u64;
             if !fit_len(len, region - b * unit, min_len, redraw) {
-                return last_start.min(b) * unit;
+                return Some(last_start.min(b) * unit);
             }
             b
         };
-        b * unit
+        Some(b * unit)
     }
 
     /// fio `get_next_seq_offset`: from the last position, plus the

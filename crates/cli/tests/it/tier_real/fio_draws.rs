@@ -1,12 +1,9 @@
 //! fio's own draws against fio itself: every job of [`crate::fio_draws::CASES`]
 //! run under the installed fio 3.33 (`--ioengine=null`, no IO), and the
 //! split and mixed jobs again with `randseed` 1 to 5, each giving the same
-//! bytes and IOs per direction in blkqos. Not covered: a mixed random job
-//! whose directions have different smallest sizes (fio aligns each
-//! direction's offsets to its own `ba` and indexes its random map in each
-//! direction's `min_bs`, and ends such jobs early with a map; blkqos uses
-//! the job's smallest for both), and jobs with several passes (fio seeds
-//! its generators again at each).
+//! bytes and IOs per direction in blkqos. Not covered: jobs with several
+//! passes (fio seeds its generators again at each) and
+//! `file_service_type=random` (fio's own file-choice generator).
 
 use crate::common;
 use crate::fio_draws::{blkqos_counts, CASES};
@@ -58,6 +55,8 @@ fn block_sizes_mix_and_offsets_match_fio_on_every_case_and_seed() {
             "--rw=randrw --rwmixread=30 --bssplit=4k/60:16k/40,4k/50:64k/50",
             "--rw=randread --bssplit=4k/25:8k/25:128k/50 --norandommap",
             "--rw=randwrite --bsrange=512-256k",
+            "--rw=randrw --bs=4k,64k",
+            "--rw=randrw --rwmixread=80 --bs=64k,16k --nrfiles=3",
         ] {
             jobs.push(format!("--size=64m {split} --randseed={seed}"));
         }
