@@ -1,16 +1,19 @@
 //! The report's charts from its inputs, and the HTML page around them.
 
-use super::chart::{Line, LineChart};
+use super::chart::{tick_text, Line, LineChart};
 use super::series::{Interval, Series};
+use super::sweep::Limit;
 use super::sweep::Sweep;
 use super::trace::Trace;
 use super::Inputs;
 use anyhow::Result;
 use std::fmt::Write as _;
 
-/// Rates over intervals shorter than this are not plotted (the end-of-run
-/// sliver; its IOs still count in the totals), as `--live` skips them.
-const MIN_RATE_INTERVAL_NS: u64 = 250_000_000;
+/// Intervals shorter than this are not plotted over time (the end-of-run
+/// sliver: a rate or percentile over a few ms of draining would draw a
+/// cliff at the right edge; its IOs still count in the totals and the
+/// CDF), as `--live` skips them.
+const MIN_PLOTTED_INTERVAL_NS: u64 = 250_000_000;
 
 /// A chart and what it shows.
 pub struct Figure {
@@ -43,12 +46,13 @@ pub fn esc(t: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Intervals long enough to plot rates over.
-fn rate_intervals(se: &Series) -> Vec<&Interval> {
+/// Intervals long enough to plot over time (every chart over run time
+/// uses the same ones).
+fn plotted_intervals(se: &Series) -> Vec<&Interval> {
     let long: Vec<&Interval> = se
         .intervals
         .iter()
-        .filter(|i| i.interval_ns >= MIN_RATE_INTERVAL_NS)
+        .filter(|i| i.interval_ns >= MIN_PLOTTED_INTERVAL_NS)
         .collect();
     if long.is_empty() {
         se.intervals.iter().filter(|i| i.interval_ns > 0).collect()
@@ -97,11 +101,11 @@ fn per_group_lines(
 }
 
 fn run_section(se: &Series, trace: Option<&Trace>) -> Vec<Section> {
-    let ivs = rate_intervals(se);
-    let mut out = vec![throughput_section(se, &ivs), latency_section(se)];
+    let ivs = plotted_intervals(se);
+    let mut out = vec![throughput_section(se, &ivs), latency_section(se, &ivs)];
     out.extend(util_section(se, &ivs));
-    out.push(waits_section(se));
-    if let Some(sec) = iocost_section(se, trace) {
+    out.push(waits_section(se, &ivs));
+    if let Some(sec) = iocost_section(se, &ivs, trace) {
         out.push(sec);
     }
     out
@@ -128,19 +132,14 @@ fn throughput_section(se: &Series, ivs: &[&Interval]) -> Section {
 }
 
 /// Latency per cgroup and device over time, and the whole run's CDF.
-fn latency_section(se: &Series) -> Section {
+fn latency_section(se: &Series, ivs: &[&Interval]) -> Section {
     let mut figs = Vec::new();
     let mut lat = LineChart::over_time("Completion latency per cgroup (p50, p99)", "latency (ms)");
     for (name, pick) in [("p99", 0), ("p50", 1)] {
-        let lines = per_group_lines(
-            se,
-            &se.intervals.iter().collect::<Vec<_>>(),
-            false,
-            |r, _, _| match pick {
-                0 => r.p99_ns.map(ms),
-                _ => r.latency_ns_p50.map(ms),
-            },
-        );
+        let lines = per_group_lines(se, ivs, false, |r, _, _| match pick {
+            0 => r.p99_ns.map(ms),
+            _ => r.latency_ns_p50.map(ms),
+        });
         lat.lines.extend(lines.into_iter().map(|mut l| {
             l.name = format!("{} {name}", l.name);
             l
@@ -151,7 +150,7 @@ fn latency_section(se: &Series) -> Section {
         caption: "Completion latency per cgroup, per interval (block-layer entry to completion, io.max and iocost waits included)".into(),
         chart: lat,
     });
-    figs.push(device_latency_figure(se));
+    figs.push(device_latency_figure(se, ivs));
     if let Some(f) = cdf_figure(se) {
         figs.push(f);
     }
@@ -164,7 +163,7 @@ fn latency_section(se: &Series) -> Section {
 }
 
 /// The device's latency percentiles per interval.
-fn device_latency_figure(se: &Series) -> Figure {
+fn device_latency_figure(se: &Series, ivs: &[&Interval]) -> Figure {
     let dev = se.device_name();
     let mut dlat = LineChart::over_time(
         &format!("Device latency ({dev}): p50, p90, p99, max"),
@@ -178,8 +177,7 @@ fn device_latency_figure(se: &Series) -> Figure {
         ("max", |d| d.latency_ns_max),
     ];
     for (name, f) in picks {
-        let pts: Vec<(f64, f64)> = se
-            .intervals
+        let pts: Vec<(f64, f64)> = ivs
             .iter()
             .filter_map(|iv| iv.device.as_ref().and_then(f).map(|v| (s(iv.t_ns), ms(v))))
             .collect();
@@ -257,11 +255,10 @@ fn util_section(se: &Series, ivs: &[&Interval]) -> Option<Section> {
 }
 
 /// The longest waits before the device, and what io.max holds.
-fn waits_section(se: &Series) -> Section {
-    let all: Vec<&Interval> = se.intervals.iter().collect();
+fn waits_section(se: &Series, all: &[&Interval]) -> Section {
     let mut figs = Vec::new();
     let mut qw = LineChart::over_time("Longest wait before the device per cgroup", "wait (ms)");
-    qw.lines = per_group_lines(se, &all, false, |r, _, _| Some(ms(r.queue_wait_max_ns)));
+    qw.lines = per_group_lines(se, all, false, |r, _, _| Some(ms(r.queue_wait_max_ns)));
     figs.push(Figure {
         id: "chart-waits",
         caption: "The longest a completed request waited between block-layer entry and the device over each interval (io.max, iocost and request-slot waits)".into(),
@@ -274,9 +271,9 @@ fn waits_section(se: &Series) -> Section {
         .any(|c| c.held_ios > 0);
     if held {
         let mut h = LineChart::over_time("IOs io.max holds per cgroup", "held IOs");
-        h.lines = per_group_lines(se, &all, false, |r, _, _| Some(r.held_ios as f64));
+        h.lines = per_group_lines(se, all, false, |r, _, _| Some(r.held_ios as f64));
         let mut w = LineChart::over_time("Oldest held IO's wait per cgroup (io.max)", "wait (ms)");
-        w.lines = per_group_lines(se, &all, false, |r, _, _| Some(ms(r.oldest_wait_ns)));
+        w.lines = per_group_lines(se, all, false, |r, _, _| Some(ms(r.oldest_wait_ns)));
         figs.push(Figure {
             id: "chart-held",
             caption: "IOs io.max (blk-throttle or paced) holds at each interval's end".into(),
@@ -301,7 +298,7 @@ fn waits_section(se: &Series) -> Section {
 }
 
 /// vrate, busy_level and hweights: per period from the trace, else per interval.
-fn iocost_section(se: &Series, trace: Option<&Trace>) -> Option<Section> {
+fn iocost_section(se: &Series, ivs: &[&Interval], trace: Option<&Trace>) -> Option<Section> {
     let on = se
         .intervals
         .iter()
@@ -321,7 +318,7 @@ fn iocost_section(se: &Series, trace: Option<&Trace>) -> Option<Section> {
             format!("Per iocost period, from {}.", esc(&t.source))
         }
         None => {
-            interval_charts(se, &mut vr, &mut busy, &mut hw);
+            interval_charts(se, ivs, &mut vr, &mut busy, &mut hw);
             "Per interval, at its end (give the run's --iocost-trace=FILE.jsonl for every period)."
                 .into()
         }
@@ -393,10 +390,15 @@ fn periods_charts(t: &Trace, vr: &mut LineChart, busy: &mut LineChart, hw: &mut 
 }
 
 /// vrate, busy_level and hweights at each interval's end.
-fn interval_charts(se: &Series, vr: &mut LineChart, busy: &mut LineChart, hw: &mut LineChart) {
+fn interval_charts(
+    se: &Series,
+    ivs: &[&Interval],
+    vr: &mut LineChart,
+    busy: &mut LineChart,
+    hw: &mut LineChart,
+) {
     let pts = |f: fn(&super::series::IocostDevice) -> f64| {
-        se.intervals
-            .iter()
+        ivs.iter()
             .filter_map(|i| i.iocost.as_ref().map(|c| (s(i.t_ns), f(c))))
             .collect::<Vec<_>>()
     };
@@ -404,9 +406,8 @@ fn interval_charts(se: &Series, vr: &mut LineChart, busy: &mut LineChart, hw: &m
         .push(Line::new("vrate", pts(|c| c.vrate_ppm as f64 / 10_000.0)));
     busy.lines
         .push(Line::new("busy_level", pts(|c| c.busy_level as f64)));
-    let all: Vec<&Interval> = se.intervals.iter().collect();
     for (k, active) in [("active", true), ("inuse", false)] {
-        let lines = per_group_lines(se, &all, false, |r, _, _| {
+        let lines = per_group_lines(se, ivs, false, |r, _, _| {
             r.iocost.as_ref().map(|c| {
                 let ppm = if active {
                     c.hweight_active_ppm
@@ -516,21 +517,24 @@ fn sweep_section(sw: &Sweep) -> Section {
 }
 
 /// Every point's objective against the first limit's metric, with the
-/// frontier and the chosen point.
+/// frontier, the limit and the chosen point. The y axis is fitted to the
+/// points; the x axis is logarithmic when the points span 20× or more (a
+/// latency limit's feasible points sit near zero on a linear one).
 fn frontier_figure(sw: &Sweep, o: &super::sweep::Objective) -> Option<Figure> {
-    let (x_metric, x_desc) = match o.limits.first() {
-        Some(l) => (Some(l.metric.clone()), l.metric.clone()),
-        None => (None, "point".to_string()),
+    use crate::sweep::metric_title;
+    let limit = o.limits.first();
+    let x_metric = limit.map(|l| l.metric.clone());
+    let x_desc = match &x_metric {
+        Some(m) => metric_title(m),
+        None => "point".to_string(),
     };
     let x_of = |p: &super::sweep::Point| match &x_metric {
         Some(m) => p.metric(m),
         None => Some(p.point as f64),
     };
-    let mut c = LineChart::new(
-        &format!("{} against {}", o.metric, x_desc),
-        &x_desc,
-        &o.metric,
-    );
+    let y_desc = metric_title(&o.metric);
+    let mut c = LineChart::new(&format!("{y_desc} against {x_desc}"), &x_desc, &y_desc);
+    c.fit_y = true;
     for (name, feas) in [("feasible points", true), ("other points", false)] {
         let pts: Vec<(f64, f64)> = sw
             .points
@@ -561,10 +565,34 @@ fn frontier_figure(sw: &Sweep, o: &super::sweep::Objective) -> Option<Figure> {
                 .push((format!("chosen: point {}", p.point), x, y));
         }
     }
+    if let Some(Limit {
+        metric,
+        op: Some(op),
+        limit: Some(v),
+        ..
+    }) = limit
+    {
+        chart
+            .vlines
+            .push((format!("limit: {metric} {op} {}", tick_text(*v)), *v));
+    }
+    let xs: Vec<f64> = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .chain(chart.vlines.iter().map(|v| v.1))
+        .collect();
+    let (lo, hi) = xs
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    if x_metric.is_some() && lo > 0.0 && hi / lo >= 20.0 {
+        chart.log_x = true;
+        chart.x_desc += ", log scale";
+    }
     chart.has_data().then(|| Figure {
             id: "chart-sweep-frontier",
             caption: format!(
-                "Every point's {} against {}; the frontier (the best objective at each level) and the chosen point",
+                "Every point's {} against {}; the frontier (the best objective at each level), the limit and the chosen point",
                 o.metric, x_desc
             ),
             chart,
@@ -664,7 +692,7 @@ pub fn render(inp: &Inputs) -> Result<String> {
             source: String::new(),
             intervals: Vec::new(),
         };
-        sections.extend(iocost_section(&empty, Some(t)));
+        sections.extend(iocost_section(&empty, &[], Some(t)));
     }
     for sec in sections {
         let _ = writeln!(h, "<h2>{}</h2>", esc(&sec.title));
@@ -687,4 +715,54 @@ pub fn render(inp: &Inputs) -> Result<String> {
     }
     h += "</body></html>\n";
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One time series line: a cgroup and the device over `interval_ns`
+    /// ending at `t_ns`, with latencies of `lat_ns`.
+    fn line(t_ns: u64, interval_ns: u64, lat_ns: u64) -> String {
+        format!(
+            concat!(
+                "{{\"t_ns\":{t},\"interval_ns\":{i},\"iocost\":{{\"enabled\":true,\"vrate_ppm\":1000000,\"busy_level\":0}},",
+                "\"cgroups\":[{{\"cgroup\":\"/a\",\"ios\":[100,0],\"bytes\":[409600,0],\"p99_ns\":{l},",
+                "\"latency_ns_p50\":{l},\"queue_wait_max_ns\":{l},\"held_ios\":0,\"oldest_wait_ns\":0,",
+                "\"iocost\":{{\"hweight_active_ppm\":1000000,\"hweight_inuse_ppm\":1000000}}}}],",
+                "\"device\":{{\"name\":\"nullb0\",\"ios\":[100,0],\"bytes\":[409600,0],\"latency_ns_p50\":{l},",
+                "\"latency_ns_p90\":{l},\"latency_ns_p99\":{l},\"latency_ns_max\":{l},\"util_pct\":50.0}}}}"
+            ),
+            t = t_ns,
+            i = interval_ns,
+            l = lat_ns
+        )
+    }
+
+    #[test]
+    fn the_end_of_run_sliver_is_left_out_of_every_chart_over_time() {
+        // two 1 s intervals, then 1 ms of draining with a latency far off
+        let text = [
+            line(1_000_000_000, 1_000_000_000, 1_000_000),
+            line(2_000_000_000, 1_000_000_000, 1_000_000),
+            line(2_001_000_000, 1_000_000, 90_000_000),
+        ]
+        .join("\n");
+        let se = Series::parse("live.jsonl", text.lines()).unwrap();
+        let sections = run_section(&se, None);
+        let mut charts = 0;
+        for f in sections.iter().flat_map(|s| &s.figures) {
+            if f.id == "chart-cdf" {
+                continue;
+            }
+            charts += 1;
+            for l in &f.chart.lines {
+                let xs: Vec<f64> = l.points.iter().map(|p| p.0).collect();
+                assert_eq!(xs, [1.0, 2.0], "{} {}", f.id, l.name);
+            }
+        }
+        // iops, bandwidth, latency, device latency, util, waits, vrate,
+        // busy_level, hweight
+        assert_eq!(charts, 9);
+    }
 }

@@ -7,6 +7,11 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Deserialize)]
 pub struct Limit {
     pub metric: String,
+    /// `<=`, `<`, `>=` or `>` (absent in reports that did not carry it).
+    #[serde(default)]
+    pub op: Option<String>,
+    #[serde(default)]
+    pub limit: Option<f64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

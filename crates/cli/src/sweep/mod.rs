@@ -16,6 +16,8 @@ mod run;
 mod shard;
 mod spec;
 
+pub use objective::metric_title;
+
 use crate::failure::Failure;
 use anyhow::{bail, Context, Result};
 use apply::Base;

@@ -38,6 +38,47 @@ pub const GROUP_METRICS: &[&str] = &[
     "lat_max_ms",
 ];
 
+/// A metric's name for a reader, with its unit: `total_bw_mbps` is "total
+/// bandwidth (MB/s)", `/cgB.clat_p99_ms` "/cgB completion latency p99
+/// (ms)". A name this blkqos does not know comes back as it is.
+pub fn metric_title(name: &str) -> String {
+    let (group, metric) = match name.rsplit_once('.') {
+        Some((g, m)) if name.starts_with('/') => (Some(g), m),
+        _ => (None, name),
+    };
+    let what = match metric {
+        "total_bw_mbps" => "total bandwidth (MB/s)".to_string(),
+        "total_iops" => "total IOPS".to_string(),
+        "util_pct" => "device %util".to_string(),
+        "vrate_pct" => "iocost vrate (%)".to_string(),
+        "bw_mbps" => "bandwidth (MB/s)".to_string(),
+        "iops" => "IOPS".to_string(),
+        m => match m
+            .strip_suffix("_ms")
+            .and_then(|m| m.split_once('_'))
+            .and_then(|(kind, stat)| {
+                let kind = match kind {
+                    "clat" => "completion latency",
+                    "lat" => "total latency",
+                    _ => return None,
+                };
+                let stat = match stat {
+                    "p999" => "p99.9",
+                    "mean" | "max" | "p50" | "p90" | "p99" => stat,
+                    _ => return None,
+                };
+                Some(format!("{kind} {stat} (ms)"))
+            }) {
+            Some(t) => t,
+            None => return name.to_string(),
+        },
+    };
+    match group {
+        Some(g) => format!("{g} {what}"),
+        None => what,
+    }
+}
+
 /// Check a metric name against the scenario's cgroups: `NAME` for a run
 /// metric, `/CG.NAME` for a group's.
 pub fn check_metric(name: &str, groups: &[String]) -> Result<(), String> {
@@ -243,6 +284,28 @@ fn parse_constraint(c: &str, groups: &[String]) -> Result<Constraint, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_metric_has_a_title_with_its_unit() {
+        assert_eq!(metric_title("total_bw_mbps"), "total bandwidth (MB/s)");
+        assert_eq!(
+            metric_title("/cgB.clat_p99_ms"),
+            "/cgB completion latency p99 (ms)"
+        );
+        assert_eq!(
+            metric_title("/a/b.lat_p999_ms"),
+            "/a/b total latency p99.9 (ms)"
+        );
+        assert_eq!(metric_title("/.iops"), "/ IOPS");
+        assert_eq!(metric_title("nonsense"), "nonsense");
+        for m in RUN_METRICS {
+            assert_ne!(metric_title(m), *m, "{m}");
+        }
+        for m in GROUP_METRICS {
+            let name = format!("/g.{m}");
+            assert_ne!(metric_title(&name), name, "{m}");
+        }
+    }
 
     fn groups() -> Vec<String> {
         vec!["/".into(), "/cgA".into(), "/cgB".into()]

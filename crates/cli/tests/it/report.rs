@@ -303,6 +303,18 @@ fn sweep_report_has_the_frontier_and_the_chosen_point() {
     assert!(longest_polyline(&f.svg) >= frontier.min(2));
     let chosen = j["solution"]["point"].as_u64().unwrap();
     assert!(f.svg.contains(&format!("chosen: point {chosen}")));
+    // axis titles with their units, and the objective's limit drawn
+    for text in [
+        "\ntotal bandwidth (MB/s)\n",
+        "/cgB completion latency p99 (ms)",
+        "limit: /cgB.clat_p99_ms &lt;= 5",
+    ] {
+        assert!(f.svg.contains(text), "{text}");
+    }
+    assert!(
+        !f.svg.contains("total_bw_mbps\n"),
+        "raw key as an axis title"
+    );
     assert!(html.contains(&format!(
         "<tr class=\"chosen\"><td class=\"num\">{chosen}</td>"
     )));
