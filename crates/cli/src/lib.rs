@@ -22,6 +22,7 @@
 //! ```
 
 mod accounting;
+mod apply;
 mod bench;
 mod calibrate;
 mod data_opts;
@@ -126,6 +127,9 @@ enum Cmd {
         )]
         args: Vec<String>,
     },
+    /// Write a scenario's settings, or a sweep's chosen point, to a live cgroup v2 hierarchy.
+    #[command(long_about = apply::HELP)]
+    Apply(apply::Args),
     /// List the simulated device models and their parameters.
     Devices,
     /// Measure a real device: its io.cost.model and a simulated device fitted to it.
@@ -289,6 +293,7 @@ pub fn cli_main() -> ExitCode {
         Cmd::Run { args } => output::run_command(flags::build(&args)),
         Cmd::Sweep { args } => sweep::run_command(&args),
         Cmd::Calibrate(a) => calibrate::run_command(&a),
+        Cmd::Apply(a) => apply::run_command(&a),
         Cmd::Devices => {
             stdout::write_out(&blkqos_sim::DeviceSpec::help()).map_err(|e| failure::Failure {
                 code: 1,

@@ -15,6 +15,8 @@ pub mod series;
 pub mod sweep;
 pub mod trace;
 
+pub use sweep::Sweep;
+
 use crate::failure::Failure;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};

@@ -16,11 +16,12 @@ mod run;
 mod shard;
 mod spec;
 
+pub use apply::Base;
 pub use objective::metric_title;
+pub use spec::parse_vary;
 
 use crate::failure::Failure;
 use anyhow::{bail, Context, Result};
-use apply::Base;
 use args::SweepArgs;
 use run::{KnobDef, PointResult, SweepDef};
 use spec::Knob;

@@ -55,6 +55,14 @@ pub struct Knob {
     pub values: Vec<String>,
 }
 
+impl Knob {
+    /// Does the knob set a cgroup file (what `blkqos apply` can write),
+    /// rather than a simulated device's or controller's parameter?
+    pub fn writes_a_file(&self) -> bool {
+        matches!(self.target, Target::Field { .. } | Target::Line { .. })
+    }
+}
+
 const QOS_FIELDS: &[&str] = &[
     "enable", "ctrl", "rpct", "rlat", "wpct", "wlat", "min", "max",
 ];

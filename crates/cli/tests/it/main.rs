@@ -12,6 +12,7 @@ mod calibrate_util;
 mod common;
 #[macro_use]
 mod engine_util;
+mod apply;
 mod bad_input;
 mod determinism;
 mod fio_draws;
