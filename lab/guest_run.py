@@ -5,7 +5,9 @@ For each job of lab/matrix.toml: create a null_blk over configfs with the
 scenario's [device] parameters, make the cgroups, apply the [[write]]
 knob lines (timed ones on a timer), start one fio per [[fio]] in its
 cgroup, sample /proc/diskstats and every cgroup's io.stat once a second,
-and keep fio's JSON reports. With --blkqos, jobs marked `real = true` are
+and keep fio's JSON reports. Jobs marked `apply = true` have their
+settings written by `blkqos apply` (--blkqos-apply PATH), its output kept
+in meta.json. With --blkqos, jobs marked `real = true` are
 run a second time by blkqos's real engine on the same null_blk (no kernel
 knobs written: blkqos enforces them in userspace).
 
@@ -209,7 +211,7 @@ def fio_argv(f, scenario_dir, out_json, workdir):
     return ["fio", *argv, "--output-format=json", f"--output={out_json}"]
 
 
-def run_kernel(job, sc, scenario_dir, out, fs):
+def run_kernel(job, sc, scenario_dir, out, fs, apply_with=""):
     dev = sc.get("device", {})
     sdevid = dev.get("devid", "253:0")
     devid = setup_nullb(dev, fs, job)
@@ -265,9 +267,16 @@ def run_kernel(job, sc, scenario_dir, out, fs):
         except OSError as e:
             meta["writes"].append({"file": path, "value": value, "error": str(e)})
 
-    for w in sc.get("write", []):
-        if parse_time_ns(w.get("at", "0")) == 0:
-            apply(w)
+    if apply_with:
+        # `blkqos apply` writes the time-0 settings (its checks, read-back
+        # and rollback are what this job proves in a real kernel)
+        p = subprocess.run([apply_with, "apply", os.path.join(scenario_dir, job + ".toml"),
+                            f"--device={devid}"], capture_output=True, text=True)
+        meta["apply"] = {"exit": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
+    else:
+        for w in sc.get("write", []):
+            if parse_time_ns(w.get("at", "0")) == 0:
+                apply(w)
     meta["knobs"] = {g: {k: rd(f"{CG}{g}/{k}").strip()
                          for k in ("io.max", "io.weight") if os.path.exists(f"{CG}{g}/{k}")}
                      for g in groups if g != "/"}
@@ -362,6 +371,8 @@ def main():
     ap.add_argument("--jobs", default="")
     ap.add_argument("--also", default="")
     ap.add_argument("--blkqos", default="")
+    # the blkqos that writes the settings of jobs marked `apply = true`
+    ap.add_argument("--blkqos-apply", default="")
     a = ap.parse_args()
     with open(a.matrix, "rb") as f:
         matrix = tomllib.load(f)
@@ -377,7 +388,8 @@ def main():
         os.makedirs(out, exist_ok=True)
         t = time.monotonic()
         try:
-            run_kernel(name, sc, mdir, out, job.get("fs") == "ext4")
+            apply_with = a.blkqos_apply if job.get("apply") else ""
+            run_kernel(name, sc, mdir, out, job.get("fs") == "ext4", apply_with)
         except Exception as e:  # keep going: one broken job must not lose the others
             print(f"lab: {name}: {e}", file=sys.stderr)
             teardown_nullb()

@@ -48,7 +48,7 @@ for rep in $RUNS; do
     case " $REAL_ON " in *" $kver "*) real="--blkqos /mnt/blkqos" ;; esac
     cat > "$work/guest.sh" <<EOF
 set -e
-python3 "$here/guest_run.py" --matrix "$here/matrix.toml" --out /mnt/out --jobs '$boot' --also '${JOBS:-.}' $real
+python3 "$here/guest_run.py" --matrix "$here/matrix.toml" --out /mnt/out --jobs '$boot' --also '${JOBS:-.}' --blkqos-apply /mnt/blkqos $real
 EOF
     echo "== $kver run $rep: $boot"
     # a failed boot keeps what it recorded; the console shows why

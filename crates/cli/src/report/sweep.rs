@@ -47,6 +47,15 @@ pub struct FrontierPoint {
     pub objective: Option<f64>,
 }
 
+/// One of iocost-tune's named solutions a vrate sweep found.
+#[derive(Clone, Debug, Deserialize)]
+pub struct NamedSolution {
+    pub name: String,
+    pub point: u64,
+    /// The io.cost.qos fields it sets (`min=60 max=60`).
+    pub qos: String,
+}
+
 /// The sweep's report.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Sweep {
@@ -58,6 +67,8 @@ pub struct Sweep {
     pub points: Vec<Point>,
     pub solution: Option<Point>,
     pub frontier: Option<Vec<FrontierPoint>>,
+    #[serde(default)]
+    pub named_solutions: Vec<NamedSolution>,
 }
 
 impl Sweep {

@@ -91,13 +91,22 @@ impl Base {
                     field,
                 } => {
                     let devid = exp.device.devid.to_string();
+                    // `vrate` is min and max at once
+                    let fields: &[&str] = if *f == KnobFile::IoCostQos && field == "vrate" {
+                        &["min", "max"]
+                    } else {
+                        &[field.as_str()]
+                    };
                     set_field(
                         &mut exp.writes,
                         cgroup,
                         *f,
-                        |line| match line {
-                            Some(l) => merge_field(l, field, value),
-                            None => format!("{devid} {field}={value}"),
+                        |line| {
+                            let mut l = line.map_or_else(|| devid.clone(), str::to_string);
+                            for fld in fields {
+                                l = merge_field(&l, fld, value);
+                            }
+                            l
                         },
                         &origin,
                     );

@@ -10,6 +10,7 @@
 mod apply;
 mod args;
 mod metrics;
+mod named;
 mod objective;
 mod report;
 mod run;

@@ -184,7 +184,47 @@ pub fn text(def: &SweepDef, results: &[PointResult]) -> String {
         solution_text(def, results, &mut out);
         frontier_text(def, results, &mut out);
     }
+    named_text(def, results, &mut out);
     out
+}
+
+/// The protected group's bandwidth and limit metric, and the total
+/// bandwidth, at each named solution's point: (name, metrics).
+fn named_columns(def: &SweepDef) -> Vec<String> {
+    let Some(c) = def.objective.as_ref().and_then(|o| o.constraints.first()) else {
+        return Vec::new();
+    };
+    let mut cols = vec![c.metric.clone()];
+    if let Some((g, _)) = c.metric.rsplit_once('.') {
+        cols.push(format!("{g}.bw_mbps"));
+    }
+    cols.push("total_bw_mbps".into());
+    cols
+}
+
+/// iocost-tune's named solutions, when the sweep varies vrate alone.
+fn named_text(def: &SweepDef, results: &[PointResult], out: &mut String) {
+    let named = super::named::solutions(def, results);
+    if named.is_empty() {
+        return;
+    }
+    *out += "\nnamed solutions (iocost-tune's, as systemd's hwdb carries them; docs/SWEEP.md)\n";
+    let cols = named_columns(def);
+    let mut header: Vec<String> = vec!["solution".into(), "point".into(), "io.cost.qos".into()];
+    header.extend(cols.iter().cloned());
+    let rows: Vec<Vec<String>> = named
+        .iter()
+        .map(|n| {
+            let r = results.iter().find(|r| r.index == n.point);
+            let mut row = vec![n.name.to_string(), n.point.to_string(), n.qos.clone()];
+            row.extend(cols.iter().map(|m| cell(r.and_then(|r| r.value(def, m)))));
+            row
+        })
+        .collect();
+    table(&header, &rows, out);
+    for n in &named {
+        *out += &format!("  {}: {}\n", n.name, n.rule);
+    }
 }
 
 fn solution_text(def: &SweepDef, results: &[PointResult], out: &mut String) {
@@ -286,6 +326,10 @@ pub fn json(def: &SweepDef, results: &[PointResult]) -> String {
         json!({"text": o.text(), "goal": o.goal, "metric": o.metric, "limits": limits})
     });
     let best = solution(def, results).map(|r| point_json(def, r));
+    let named: Vec<Value> = super::named::solutions(def, results)
+        .into_iter()
+        .map(|n| json!({"name": n.name, "rule": n.rule, "point": n.point, "vrate": num(Some(n.vrate)), "qos": n.qos}))
+        .collect();
     let frontier: Vec<Value> = frontier(def, results)
         .into_iter()
         .map(|(level, obj, r)| json!({"level": num(Some(level)), "objective": num(Some(obj)), "point": r.index}))
@@ -302,6 +346,7 @@ pub fn json(def: &SweepDef, results: &[PointResult]) -> String {
         "points": results.iter().map(|r| point_json(def, r)).collect::<Vec<_>>(),
         "solution": best,
         "frontier": if def.objective.as_ref().is_some_and(|o| !o.constraints.is_empty()) { Value::from(frontier) } else { Value::Null },
+        "named_solutions": named,
     });
     let mut s = serde_json::to_string_pretty(&doc).expect("a JSON value prints");
     s.push('\n');

@@ -63,8 +63,10 @@ impl Knob {
     }
 }
 
+/// io.cost.qos's fields, and `vrate`: `min` and `max` both (a fixed
+/// vrate, as iocost-tune's solutions have).
 const QOS_FIELDS: &[&str] = &[
-    "enable", "ctrl", "rpct", "rlat", "wpct", "wlat", "min", "max",
+    "enable", "ctrl", "rpct", "rlat", "wpct", "wlat", "min", "max", "vrate",
 ];
 const MODEL_FIELDS: &[&str] = &[
     "ctrl",

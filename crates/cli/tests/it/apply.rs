@@ -213,3 +213,256 @@ fn a_sweeps_chosen_point_is_what_gets_applied() {
         read(d, "io.cost.qos")
     );
 }
+
+/// `--emit=hwdb` as systemd reads it: the record compiled by
+/// `systemd-hwdb update` into a test root and looked up with the string
+/// systemd's 90-iocost.rules builds (`block::name:MODEL:fwrev:REV:`)
+/// gives the solution's properties back.
+#[test]
+fn the_hwdb_record_is_what_systemd_hwdb_finds_for_the_device_model() {
+    let scenario = example("calibrate/two-groups.toml").display().to_string();
+    let r = blkqos(
+        &[
+            "apply",
+            &scenario,
+            "--emit=hwdb",
+            "--model=QEMU_HARDDISK",
+            "--solution=isolated-bandwidth",
+        ],
+        None,
+    );
+    r.ok();
+    let record = String::from_utf8(r.stdout.clone()).unwrap();
+    let qos = "rpct=95.00 rlat=2000 wpct=95.00 wlat=5000 min=25.00 max=92.00";
+    assert!(
+        record.contains(&format!(" IOCOST_QOS_ISOLATED_BANDWIDTH={qos}\n")),
+        "{record}"
+    );
+    let hwdb = std::process::Command::new("systemd-hwdb")
+        .arg("--version")
+        .output();
+    if !hwdb.is_ok_and(|o| o.status.success()) {
+        blkqos_testkit::skip(
+            blkqos_testkit::Reason::Tool,
+            "systemd-hwdb is not installed",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("etc/udev/hwdb.d");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("90-blkqos.hwdb"), &record).unwrap();
+    let root = dir.path().display().to_string();
+    let up = std::process::Command::new("systemd-hwdb")
+        .args(["--root", &root, "--strict", "update"])
+        .output()
+        .unwrap();
+    assert!(up.status.success(), "systemd-hwdb update: {up:?}");
+    assert!(
+        up.stderr.is_empty(),
+        "warnings: {}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let q = std::process::Command::new("systemd-hwdb")
+        .args([
+            "--root",
+            &root,
+            "query",
+            "block::name:QEMU_HARDDISK:fwrev:2.5+:",
+        ])
+        .output()
+        .unwrap();
+    let props = String::from_utf8_lossy(&q.stdout);
+    assert!(
+        props.contains("IOCOST_SOLUTIONS=isolated-bandwidth"),
+        "{props}"
+    );
+    assert!(
+        props.contains(&format!("IOCOST_QOS_ISOLATED_BANDWIDTH={qos}")),
+        "{props}"
+    );
+    assert!(
+        props.contains("IOCOST_MODEL_ISOLATED_BANDWIDTH=rbps=104370146 rseqiops=25348 rrandiops=25640 wbps=104803456 wseqiops=25346 wrandiops=25617"),
+        "{props}"
+    );
+    // another model finds nothing
+    let q = std::process::Command::new("systemd-hwdb")
+        .args(["--root", &root, "query", "block::name:OTHER:fwrev:1:"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&q.stdout).contains("IOCOST"));
+}
+
+#[test]
+fn units_classes_and_iocost_conf_name_the_device_and_solution() {
+    let scenario = example("calibrate/two-groups.toml").display().to_string();
+    let out = |fmt: &str| {
+        let r = blkqos(
+            &[
+                "apply",
+                &scenario,
+                &format!("--emit={fmt}"),
+                "--dev-path=/dev/sdb",
+                "--solution=isolation",
+            ],
+            None,
+        );
+        r.ok();
+        String::from_utf8(r.stdout.clone()).unwrap()
+    };
+    assert_eq!(out("iocost.conf"), "[IOCost]\nTargetSolution=isolation\n");
+    let units = out("systemd");
+    assert!(
+        units.contains(
+            "# /etc/systemd/system/cgB.slice.d/50-blkqos-io.conf\n[Slice]\nIOWeight=100\n"
+        ),
+        "{units}"
+    );
+    let classes = out("goresctrl");
+    assert!(
+        classes.starts_with("Classes:\n  cgA:\n    - Weight: 100\n"),
+        "{classes}"
+    );
+    // a format that needs the device node says so
+    let r = blkqos(&["apply", &scenario, "--emit=systemd"], None);
+    assert_eq!(r.code, Some(2));
+    assert!(
+        r.stderr.contains("--emit=systemd needs --dev-path=/dev/X"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A vrate sweep names iocost-tune's four solutions; `--solution=NAME`
+/// applies one (its fixed vrate), and `--emit=hwdb` carries all four in one
+/// record, each solution's io.cost.qos as systemd writes it.
+#[test]
+fn a_vrate_sweeps_named_solutions_apply_and_fill_one_hwdb_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    hierarchy(d);
+    let scenario = example("calibrate/two-groups.toml").display().to_string();
+    blkqos(
+        &[
+            "sweep",
+            &scenario,
+            "--vary",
+            "io.cost.qos:vrate=50..125:step:25",
+            "--objective",
+            "max total_bw_mbps subject to /cgB.clat_p99_ms<=5",
+            "--json",
+            "--out=tune.json",
+        ],
+        Some(d),
+    )
+    .ok();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("tune.json")).unwrap()).unwrap();
+    let named = doc["named_solutions"].as_array().expect("named solutions");
+    let names: Vec<&str> = named.iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["isolation", "isolated-bandwidth", "bandwidth", "naive"]
+    );
+    let qos_of = |name: &str| {
+        named.iter().find(|n| n["name"] == name).unwrap()["qos"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // bandwidth is a fixed vrate, and apply writes it
+    let bw = qos_of("bandwidth");
+    let r = blkqos(
+        &[
+            "apply",
+            "--sweep=tune.json",
+            "--solution=bandwidth",
+            "--device=8:16",
+            "--root=cg",
+            "--sysfs=sys",
+        ],
+        Some(d),
+    );
+    r.ok();
+    let written = read(d, "io.cost.qos");
+    for kv in bw.split_whitespace() {
+        assert!(written.contains(&format!(" {kv}")), "{kv} in {written}");
+    }
+    // an unknown name lists the ones there are
+    let r = blkqos(
+        &[
+            "apply",
+            "--sweep=tune.json",
+            "--solution=fast",
+            "--emit=iocost.conf",
+        ],
+        Some(d),
+    );
+    assert_eq!(r.code, Some(2));
+    assert!(
+        r.stderr.contains(
+            "no named solution `fast` (it has isolation, isolated-bandwidth, bandwidth, naive)"
+        ),
+        "{}",
+        r.stderr
+    );
+    // one hwdb record with all four
+    let r = blkqos(
+        &["apply", "--sweep=tune.json", "--emit=hwdb", "--model=DISK"],
+        Some(d),
+    );
+    r.ok();
+    let rec = String::from_utf8(r.stdout.clone()).unwrap();
+    assert!(
+        rec.contains(" IOCOST_SOLUTIONS=isolation isolated-bandwidth bandwidth naive\n"),
+        "{rec}"
+    );
+    for p in ["ISOLATION", "ISOLATED_BANDWIDTH", "BANDWIDTH", "NAIVE"] {
+        assert!(
+            rec.contains(&format!(" IOCOST_QOS_{p}=rpct=")),
+            "{p}: {rec}"
+        );
+        assert!(
+            rec.contains(&format!(" IOCOST_MODEL_{p}=rbps=104370146 ")),
+            "{p}: {rec}"
+        );
+    }
+    assert!(rec.contains(" IOCOST_QOS_NAIVE=rpct=99.00 "), "{rec}");
+    assert!(rec.contains(" min=75.00 max=100.00\n"), "{rec}");
+}
+
+/// Lab job a02 (recorded in Linux 6.1, 6.12 and 7.2, five runs each):
+/// `blkqos apply` wrote the worked example's settings in every run, each
+/// file read back as the kernel prints it.
+#[test]
+fn in_real_kernels_apply_wrote_and_read_back_every_file() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/fixtures");
+    let mut runs = 0;
+    for kernel in std::fs::read_dir(&fixtures).unwrap() {
+        let kernel = kernel.unwrap().path();
+        for run in std::fs::read_dir(&kernel).unwrap() {
+            let meta = run.unwrap().path().join("a02-apply-two-groups/meta.json");
+            let Ok(text) = std::fs::read_to_string(&meta) else {
+                continue;
+            };
+            let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let at = meta.display();
+            assert_eq!(m["apply"]["exit"], 0, "{at}: {}", m["apply"]["stderr"]);
+            let log = m["apply"]["stderr"].as_str().unwrap();
+            assert_eq!(log.matches("(read back: ok)").count(), 4, "{at}: {log}");
+            let qos = m["knobs"]["/"]["io.cost.qos"].as_str().unwrap();
+            assert!(
+                qos.ends_with(" enable=1 ctrl=user rpct=95.00 rlat=2000 wpct=95.00 wlat=5000 min=25.00 max=92.00"),
+                "{at}: {qos}"
+            );
+            let model = m["knobs"]["/"]["io.cost.model"].as_str().unwrap();
+            assert!(
+                model.contains(" ctrl=user model=linear rbps=104370146 "),
+                "{at}: {model}"
+            );
+            assert_eq!(m["knobs"]["/cgB"]["io.weight"], "default 100", "{at}");
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, 15, "three kernels, five runs each");
+}

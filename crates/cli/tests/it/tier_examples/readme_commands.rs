@@ -28,6 +28,10 @@ const NOT_RUN: &[(&str, &str)] = &[
         "blkqos calibrate /dev/loop0",
         "destroys the data on a loop device (tier calibrate makes its own)",
     ),
+    (
+        "blkqos apply --sweep=sweep.json --device=8:16",
+        "writes (or with --dry-run checks) this machine's live cgroup hierarchy and device 8:16 (tests/it/apply.rs on a test hierarchy; lab job a02 in real kernels)",
+    ),
 ];
 
 fn repo() -> PathBuf {
