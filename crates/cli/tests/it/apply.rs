@@ -466,3 +466,69 @@ fn in_real_kernels_apply_wrote_and_read_back_every_file() {
     }
     assert_eq!(runs, 15, "three kernels, five runs each");
 }
+
+/// `--emit=systemd` as systemd reads it: each drop-in, beside a slice unit
+/// of its name, passes `systemd-analyze verify` without a warning (a weight
+/// or limit systemd refuses is logged, as the second half shows).
+#[test]
+fn systemd_accepts_every_drop_in() {
+    let ok = std::process::Command::new("systemd-analyze")
+        .arg("--version")
+        .output();
+    if !ok.is_ok_and(|o| o.status.success()) {
+        blkqos_testkit::skip(
+            blkqos_testkit::Reason::Tool,
+            "systemd-analyze is not installed",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let verify = |text: &str| -> String {
+        let units = dir.path().join("units");
+        let _ = std::fs::remove_dir_all(&units);
+        let mut slices = Vec::new();
+        for part in text.split("# /etc/systemd/system/").skip(1) {
+            let (path, body) = part.split_once('\n').unwrap();
+            let file = units.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, body).unwrap();
+            let slice = path.split(".d/").next().unwrap();
+            std::fs::write(units.join(slice), "[Unit]\nDescription=blkqos test\n").unwrap();
+            slices.push(units.join(slice));
+        }
+        assert!(!slices.is_empty(), "{text}");
+        let out = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .args(&slices)
+            .env("SYSTEMD_UNIT_PATH", format!("{}:", units.display()))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for scenario in [
+        example("calibrate/two-groups.toml"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/matrix/t06-two-groups.toml"),
+    ] {
+        let r = blkqos(
+            &[
+                "apply",
+                &scenario.display().to_string(),
+                "--emit=systemd",
+                "--dev-path=/dev/sda",
+            ],
+            None,
+        );
+        r.ok();
+        let text = String::from_utf8(r.stdout.clone()).unwrap();
+        let warnings = verify(&text);
+        assert!(
+            warnings.is_empty(),
+            "{}: {warnings}\n{text}",
+            scenario.display()
+        );
+    }
+    // the check can fail: systemd refuses a weight over 10000 and a 0 limit
+    let bad = "# /etc/systemd/system/x.slice.d/50-blkqos-io.conf\n[Slice]\nIOWeight=100000\nIOReadIOPSMax=/dev/sda 0\n";
+    let warnings = verify(bad);
+    assert!(warnings.contains("Invalid weight"), "{warnings}");
+}
