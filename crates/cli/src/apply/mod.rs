@@ -25,6 +25,9 @@
 
 mod emit;
 mod live;
+
+pub use emit::property_name as hwdb_property;
+
 mod plan;
 mod readback;
 

@@ -11,6 +11,7 @@
 
 pub mod candidate;
 pub mod fit;
+mod from;
 pub mod idle;
 pub mod measure;
 pub mod plan;
@@ -57,7 +58,7 @@ runner's, so fit with the program whose runs the model is to predict.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// File or block device to measure
-    #[arg(value_name = "TARGET", required_unless_present_any = ["device", "refit"])]
+    #[arg(value_name = "TARGET", required_unless_present_any = ["device", "refit", "from"])]
     target: Option<PathBuf>,
     /// Measure a simulated device (a `blkqos devices` spec) instead
     #[arg(long, conflicts_with = "target")]
@@ -103,6 +104,19 @@ pub struct Args {
     /// poll and a sleeping thread wakes without an idle state's exit
     #[arg(long = "cpu-idle", default_value = "as-is", conflicts_with = "device")]
     cpu_idle: String,
+    /// Take the io.cost.model of a resctl-bench result (JSON) or a systemd
+    /// hwdb record (iocost-benchmarks), and print it with a simulated ssd
+    /// of its rates (checked by a replay), measuring nothing
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["target", "device", "write", "size", "runner", "cpu_idle", "refit"])]
+    from: Option<PathBuf>,
+    /// --from a hwdb record: the solution whose model to take (default
+    /// naive, the unscaled one, else the first listed)
+    #[arg(long = "from-solution", value_name = "NAME", requires = "from")]
+    from_solution: Option<String>,
+    /// --from: the simulated ssd's channels (its depth-1 latency is
+    /// channels / rrandiops: the model carries no latency)
+    #[arg(long, default_value_t = 8, requires = "from", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    channels: u32,
     /// Fit again from a calibration's JSON output (its `measured` part),
     /// measuring nothing: e.g. measurements taken on another machine
     #[arg(long, value_name = "CALIBRATION.json", conflicts_with_all = ["target", "device", "write", "size", "runner", "cpu_idle"])]
@@ -292,6 +306,9 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
             )))
         }
     };
+    if let Some(path) = &a.from {
+        return from_model(a, path, json);
+    }
     let signals = StopOnSignal::install().map_err(|e| Failure {
         code: 1,
         err: anyhow!("cannot install the SIGINT/SIGTERM handler: {e}"),
@@ -330,6 +347,44 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
         }),
         _ => Ok(()),
     }
+}
+
+/// `--from FILE`: the model, its device, and the device's rates beside
+/// the model's.
+fn from_model(a: &Args, path: &std::path::Path, json: bool) -> Result<(), Failure> {
+    let m = from::load(path, a.from_solution.as_deref()).map_err(bad)?;
+    let device = m.device(a.channels).map_err(bad)?;
+    let checks = from::check(&m, &device, a.channels).map_err(|err| Failure { code: 1, err })?;
+    let text = if json {
+        let rows: Vec<serde_json::Value> = checks
+            .iter()
+            .map(|(what, want, got, unit)| serde_json::json!({"job": what, "unit": unit, "model": want, "device": got}))
+            .collect();
+        let doc = serde_json::json!({
+            "from": m.source,
+            "io_cost_model": m.line("MAJ:MIN"),
+            "device": device,
+            "check": rows,
+        });
+        serde_json::to_string_pretty(&doc).expect("JSON prints") + "\n"
+    } else {
+        let mut t = format!("# io.cost.model of {}\n", m.source);
+        t += &format!("io.cost.model: {}\n", m.line("MAJ:MIN"));
+        t += &format!("device:        --device={device}\n");
+        t += "# the device on a saturating depth, 1 simulated second each (model's rate, device's)\n";
+        for (what, want, got, unit) in &checks {
+            t += &format!(
+                "check: {what:<20} {want:>14.0} {got:>14.0} {unit} ({:+.1}%)\n",
+                (got / want - 1.0) * 100.0
+            );
+        }
+        t += "# rseqiops and wseqiops have no counterpart: the ssd model reads and writes sequentially as fast as randomly\n";
+        t
+    };
+    crate::stdout::write_out(&text).map_err(|e| Failure {
+        code: 1,
+        err: e.into(),
+    })
 }
 
 /// Run the rounds on the target; a signal ends them after the job that is

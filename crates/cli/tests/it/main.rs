@@ -8,6 +8,7 @@
 //! the default run (one differential against fio per area): the tests not
 //! marked `#[ignore]` run by default wherever they are.
 
+mod calibrate_from;
 mod calibrate_util;
 mod common;
 #[macro_use]
