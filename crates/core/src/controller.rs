@@ -23,6 +23,7 @@ use crate::time::Instant;
 
 /// What a controller decides about an IO it was just given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum Verdict {
     /// Pass the IO on now.
     Dispatch,
@@ -352,6 +353,7 @@ impl Controller for PassThrough {
 
 /// Outcome of submitting an IO to the whole stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum StackVerdict {
     /// Passed every stage: send it to the device queue now.
     Ready,

@@ -211,7 +211,7 @@ fn hweight_example_a_b_a0_a1() {
     // B idle: A0 and A1 split the device
     assert_eq!(c.hweights(a0), (32768, 32768));
     assert_eq!(c.hweights(a1), (32768, 32768));
-    c.on_submit(&mut io(9, b, IoOp::Read, 1), now);
+    let _ = c.on_submit(&mut io(9, b, IoOp::Read, 1), now);
     assert_eq!(c.hweights(b), (49152, 49152));
     assert_eq!(c.hweights(a0), (8192, 8192));
     assert_eq!(c.hweights(a1), (8192, 8192));
@@ -232,7 +232,7 @@ fn hweight_example_a_b_a0_a1() {
     c.invariants().unwrap();
     // cost scales with 1/hweight: A0 pays 8× the absolute cost (rounded up)
     let v = c.vtime(a0);
-    c.on_submit(&mut io(12, a0, IoOp::Read, 1), now);
+    let _ = c.on_submit(&mut io(12, a0, IoOp::Read, 1), now);
     assert_eq!(c.vtime(a0).since(v), 16_135_121 * 8);
 }
 
@@ -241,8 +241,8 @@ fn weight_knob_changes_share_at_once() {
     let t = tree(&["/x", "/y"]);
     let [x, y] = ["/x", "/y"].map(|p| t.get(p).unwrap());
     let mut c = enabled(&t, "hold");
-    c.on_submit(&mut io(1, x, IoOp::Read, 1), Instant::from_ms(1));
-    c.on_submit(&mut io(2, y, IoOp::Read, 1), Instant::from_ms(1));
+    let _ = c.on_submit(&mut io(1, x, IoOp::Read, 1), Instant::from_ms(1));
+    let _ = c.on_submit(&mut io(2, y, IoOp::Read, 1), Instant::from_ms(1));
     assert_eq!(c.hweights(x).0, 32768);
     c.set_weight(x, WeightWrite::Device(DevId::new(8, 0), 300))
         .unwrap();
@@ -440,7 +440,7 @@ fn debt_delay_and_forgiveness() {
     let mut c = enabled(&t, "hold");
     let now = Instant::from_ms(1);
     let mut x = io(900, b, IoOp::Read, 1);
-    c.on_submit(&mut x, now);
+    let _ = c.on_submit(&mut x, now);
     c.on_complete(&x, now, now, now);
     // a has 50%: 25 ms of budget = 5 random 1 MiB reads at twice 2.26 ms
     let mut meta = io(1, a, IoOp::Read, 256);
@@ -464,7 +464,7 @@ fn debt_delay_and_forgiveness() {
     for k in 0..500 {
         meta.id = IoId(1000 + k);
         meta.offset = (1000 + k) << 30;
-        c.on_submit(&mut meta, now);
+        let _ = c.on_submit(&mut meta, now);
     }
     assert!(c.debt(a) > 400 * 300_000_000);
     let d = c.delay_us(a).expect("delay in effect");
@@ -503,7 +503,7 @@ fn waiters_are_fifo_and_woken_by_their_timer() {
     let [a, b] = ["/a", "/b"].map(|p| t.get(p).unwrap());
     let mut c = enabled(&t, "hold");
     let now = Instant::from_ms(1);
-    c.on_submit(&mut io(100, b, IoOp::Read, 1), now);
+    let _ = c.on_submit(&mut io(100, b, IoOp::Read, 1), now);
     // a has 50% share: 25 ms budget ≈ 106 random 4 KiB reads at 2× cost
     let mut held = Vec::new();
     for i in 0..300 {
@@ -536,7 +536,7 @@ fn idle_group_deactivates_and_restarts_with_target_budget() {
     let a = t.get("/a").unwrap();
     let mut c = enabled(&t, "hold");
     let mut x = io(1, a, IoOp::Read, 1);
-    c.on_submit(&mut x, Instant::from_ms(1));
+    let _ = c.on_submit(&mut x, Instant::from_ms(1));
     assert!(c.is_active(a));
     // in flight: not idle
     let mut rel = Vec::new();
@@ -557,7 +557,7 @@ fn idle_group_deactivates_and_restarts_with_target_budget() {
     assert_eq!(c.next_deadline(), None, "IDLE: the timer stops");
     c.invariants().unwrap();
     let t1 = Instant::from_ms(900);
-    c.on_submit(&mut io(2, a, IoOp::Read, 1), t1);
+    let _ = c.on_submit(&mut io(2, a, IoOp::Read, 1), t1);
     let target = c.margins().target as u64;
     assert_eq!(c.vtime(a), c.vnow(t1).minus(target).plus(16_135_121));
 }
@@ -653,8 +653,8 @@ fn scheduled_writes_apply_at_their_time() {
     let bad = parse_qos("8:0 min=500 max=200").unwrap();
     c.schedule(Instant::from_ms(30), Reconfig::Qos(bad));
     let now = Instant::from_ms(1);
-    c.on_submit(&mut io(1, x, IoOp::Read, 1), now);
-    c.on_submit(&mut io(2, y, IoOp::Read, 1), now);
+    let _ = c.on_submit(&mut io(1, x, IoOp::Read, 1), now);
+    let _ = c.on_submit(&mut io(2, y, IoOp::Read, 1), now);
     assert_eq!(c.hweights(x).0, 32768);
     assert_eq!(c.next_deadline(), Some(Instant::from_ms(20)));
     let mut rel = Vec::new();
@@ -741,7 +741,7 @@ fn protocol_faults_are_loud() {
     }
     let mut c = IoCost::new(IoCostConfig::default(), &t);
     c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
-    c.on_submit(&mut io(1, a, IoOp::Read, 1), Instant::from_ms(5));
+    let _ = c.on_submit(&mut io(1, a, IoOp::Read, 1), Instant::from_ms(5));
     let r = catch_unwind(AssertUnwindSafe(|| {
         c.on_submit(&mut io(2, a, IoOp::Read, 1), Instant::from_ms(4))
     }));
@@ -752,7 +752,7 @@ fn protocol_faults_are_loud() {
             "{msg}"
         );
     } else {
-        r.unwrap();
+        let _ = r.unwrap();
         assert!(c.check().unwrap_err().what.contains("time ran backwards"));
     }
 }

@@ -810,8 +810,9 @@ impl Throttle {
         }
     }
 
-    /// `blk_throtl_bio` / `__blk_throtl_bio`: `true` if the IO may go on now.
-    pub fn submit(&mut self, io: &Io, now: Instant) -> bool {
+    /// `blk_throtl_bio` / `__blk_throtl_bio`: [`Verdict::Dispatch`] if
+    /// the IO may go on now, [`Verdict::Held`] if blk-throttle queued it.
+    pub fn submit(&mut self, io: &Io, now: Instant) -> Verdict {
         let mut g = io.group.idx();
         let d = io.dir().idx();
         self.see(now);
@@ -823,15 +824,15 @@ impl Throttle {
                     io.id
                 )
             });
-            return true;
+            return Verdict::Dispatch;
         }
         let rest = io.flags.contains(IoFlags::SPLIT_REST);
         if rest {
             match self.cfg.variant.split {
-                SplitCharge::Bypass => return true,
+                SplitCharge::Bypass => return Verdict::Dispatch,
                 SplitCharge::CountOnly => {
                     self.charge_split(g, d);
-                    return true;
+                    return Verdict::Dispatch;
                 }
                 SplitCharge::PerFragment => {}
             }
@@ -840,7 +841,7 @@ impl Throttle {
         // bytes not charged yet
         let t = &self.tgs[g];
         if !(t.has_rules_iops[d] || (t.has_rules_bps[d] && !rest)) {
-            return true;
+            return Verdict::Dispatch;
         }
         let j = self.jiffies(now);
         let mut bio = Qio {
@@ -871,7 +872,7 @@ impl Throttle {
             qn = Some(Self::parent_qn(g, d));
             let p = self.parent_sq[g];
             if p == self.td {
-                return true;
+                return Verdict::Dispatch;
             }
             g = p;
         }
@@ -882,7 +883,7 @@ impl Throttle {
             let p = self.parent_sq[g];
             self.schedule_next_dispatch(p, true, j);
         }
-        false
+        Verdict::Held
     }
 
     /// Run timers due at `now` and collect released IOs.
@@ -987,11 +988,7 @@ impl Controller for Throttle {
         "throttle"
     }
     fn on_submit(&mut self, io: &mut Io, now: Instant) -> Verdict {
-        if self.submit(io, now) {
-            Verdict::Dispatch
-        } else {
-            Verdict::Held
-        }
+        self.submit(io, now)
     }
     fn on_timer(&mut self, now: Instant, released: &mut Vec<Io>) {
         self.see(now);

@@ -110,7 +110,7 @@ fn protocol_faults_are_loud() {
             (
                 &|c| {
                     c.on_group_removed(a, Instant::ZERO);
-                    c.on_submit(
+                    let _ = c.on_submit(
                         &mut io(1, a, IoOp::Read, 4096, Instant::ZERO),
                         Instant::ZERO,
                     );
@@ -123,7 +123,7 @@ fn protocol_faults_are_loud() {
             ),
             (
                 &|c| {
-                    c.on_submit(
+                    let _ = c.on_submit(
                         &mut io(1, GroupId(7), IoOp::Read, 4096, Instant::ZERO),
                         Instant::ZERO,
                     );
@@ -133,7 +133,7 @@ fn protocol_faults_are_loud() {
             (
                 &|c| {
                     let now = Instant::from_ms(5);
-                    c.on_submit(&mut io(1, a, IoOp::Read, 4096, now), now);
+                    let _ = c.on_submit(&mut io(1, a, IoOp::Read, 4096, now), now);
                     let mut rel = Vec::new();
                     c.on_timer(Instant::from_ms(4), &mut rel);
                 },
