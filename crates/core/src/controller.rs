@@ -146,6 +146,35 @@ impl Fault {
     }
 }
 
+/// The latest time a controller was called at. Time never runs backwards
+/// for a controller: a call that goes back is a protocol fault, recorded
+/// in the controller's [`Fault`], and the clock holds. One guard for every
+/// stage (blk-throttle, `paced`, iocost).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    last: Instant,
+}
+
+impl Clock {
+    /// See `now`: the controller's time from here on (`now`, or the later
+    /// time already seen).
+    #[inline]
+    pub fn see(&mut self, now: Instant, fault: &mut Fault) -> Instant {
+        if now < self.last {
+            let last = self.last;
+            fault.raise(|| format!("time ran backwards: {} ns after {} ns", now.0, last.0));
+        }
+        self.last = self.last.max(now);
+        self.last
+    }
+
+    /// The latest time seen.
+    #[inline]
+    pub fn last(&self) -> Instant {
+        self.last
+    }
+}
+
 /// A record of a controller's trace: typed (downcast it to the
 /// controller's record type, e.g. [`crate::iocost::PeriodTrace`], through
 /// `&dyn Any`), and formatted on request.

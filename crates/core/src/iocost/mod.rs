@@ -194,8 +194,9 @@
 //! IO's submission and completion do work proportional to its group's
 //! depth at most: hweights are cached per group and recomputed only when
 //! the weight generation changed (`current_hweight`), the cost charged to
-//! an IO in flight is found by its id (a hash map stands in for the bio
-//! field), and the next wait-queue timer is the top of an indexed heap
+//! an IO in flight travels with it in [`Io::cost_vtime`] (the kernel's
+//! `bio->bi_iocost_cost`, read back at completion: no lookup), and the
+//! next wait-queue timer is the top of an indexed heap
 //! (`timerq`: O(1) to read, O(log groups) to arm, re-arm or cancel),
 //! so `next_deadline` is O(1). The fields the issue path touches sit in
 //! the first three cache lines of a group's state. Measured in
@@ -215,7 +216,7 @@ pub mod vtime;
 pub mod weights;
 
 use crate::cgroup::{CgroupTree, GroupId};
-use crate::controller::{Controller, Verdict};
+use crate::controller::{Clock, Controller, Verdict};
 use crate::io::{DevId, Io};
 use crate::time::Instant;
 use group::CostGroup;
@@ -314,7 +315,8 @@ pub struct IoCost {
     /// Woken waiters not yet handed out by `on_timer`.
     out: Vec<Io>,
     waiting: usize,
-    last_ns: u64,
+    /// The latest time the controller was called at.
+    clock: Clock,
     /// The first protocol breach seen (time backwards, unknown group).
     fault: crate::controller::Fault,
     scheduled: BTreeMap<(Instant, u64), Reconfig>,
@@ -369,7 +371,7 @@ impl IoCost {
             life: vec![lifecycle::Life::Online; tree.len()],
             out: Vec::new(),
             waiting: 0,
-            last_ns: 0,
+            clock: Clock::default(),
             fault: Default::default(),
             scheduled: BTreeMap::new(),
             sched_seq: 0,
@@ -417,15 +419,10 @@ impl IoCost {
     }
 
     /// Time never runs backwards for the controller: a call that goes
-    /// back is a protocol fault (recorded; the clock holds).
+    /// back is a protocol fault (recorded; the clock holds: [`Clock`]).
+    #[inline]
     fn clock(&mut self, at: Instant) -> u64 {
-        if at.0 < self.last_ns {
-            let last = self.last_ns;
-            self.fault
-                .raise(|| format!("time ran backwards: {} ns after {last} ns", at.0));
-        }
-        self.last_ns = self.last_ns.max(at.0);
-        self.last_ns
+        self.clock.see(at, &mut self.fault).0
     }
 
     fn tick_ns(&self) -> u64 {
@@ -459,7 +456,7 @@ impl IoCost {
             self.params.qos = qos;
         }
         self.user_qos = user;
-        self.refresh_params(true, self.last_ns);
+        self.refresh_params(true, self.clock.last().0);
         Ok(())
     }
 
@@ -476,7 +473,7 @@ impl IoCost {
             self.params.i_lcoefs = u;
         }
         self.user_model = user;
-        self.refresh_params(true, self.last_ns);
+        self.refresh_params(true, self.clock.last().0);
     }
 
     /// Apply an `io.weight` write to `group` now (`ioc_weight_write`). The
@@ -507,7 +504,7 @@ impl IoCost {
             WeightWrite::Device(_, v) => self.groups[g].cfg_weight = check(v)?,
             WeightWrite::DeviceDefault(_) => self.groups[g].cfg_weight = 0,
         }
-        let now = self.snapshot(self.last_ns);
+        let now = self.snapshot(self.clock.last().0);
         self.weight_updated(g, &now);
         Ok(())
     }
@@ -556,7 +553,7 @@ impl IoCost {
     /// The device queue depth changed (`ioc_rqos_queue_depth_changed`).
     pub fn set_queue_depth(&mut self, depth: u32) {
         self.cfg.queue_depth = depth;
-        self.refresh_params(false, self.last_ns);
+        self.refresh_params(false, self.clock.last().0);
     }
 
     /// Move the per-period traces recorded so far into `out`.
@@ -687,7 +684,7 @@ impl IoCost {
     }
     /// The device vtime at `at` (no later than the controller's clock).
     pub fn vnow(&self, at: Instant) -> VTime {
-        self.snapshot(at.0.max(self.last_ns)).vnow
+        self.snapshot(at.0.max(self.clock.last().0)).vnow
     }
 
     /// Run everything due at `ns`: knob writes, the period timer, wait-queue timers.
@@ -719,7 +716,7 @@ impl IoCost {
         let mut d = self.period_timer_ns;
         let mut take = |t: u64| d = Some(d.map_or(t, |x| x.min(t)));
         if !self.out.is_empty() {
-            take(self.last_ns);
+            take(self.clock.last().0);
         }
         if let Some((t, _)) = self.waitq_timers.first() {
             take(t);

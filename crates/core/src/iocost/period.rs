@@ -407,7 +407,12 @@ impl IoCost {
         let now = self.snapshot(ns);
         let period_vtime = now.vnow.since(self.period_at_vtime) as u64;
         if period_vtime == 0 {
-            // WARN_ON_ONCE in the kernel: the timer is not re-armed
+            // WARN_ON_ONCE in the kernel (a period in which vtime did not
+            // advance cannot happen while vrate > 0): a fault here, and the
+            // timer is not re-armed, as there
+            let at = self.period_at_vtime;
+            self.fault
+                .raise(|| format!("ioc_timer_fn: no vtime passed in the period (period_at_vtime {at:?} at {ns} ns)"));
             return;
         }
         let period = self.cur_period;

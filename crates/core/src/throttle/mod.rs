@@ -91,7 +91,7 @@ pub mod slice;
 pub mod variant;
 
 use crate::cgroup::{CgroupTree, GroupId};
-use crate::controller::{Controller, Verdict};
+use crate::controller::{Clock, Controller, Verdict};
 use crate::io::{Io, IoFlags, IoOp};
 use crate::time::Instant;
 use knob::{Limits, BPS_MAX, IOPS_MAX};
@@ -176,7 +176,7 @@ struct Tg {
 pub struct Throttle {
     /// The latest `now` seen and the first protocol breach (time
     /// backwards, unknown group).
-    last_now: Instant,
+    clock: Clock,
     fault: crate::controller::Fault,
     cfg: ThrottleConfig,
     slice_jiffies: u64,
@@ -213,7 +213,7 @@ impl Throttle {
             })
             .collect();
         Throttle {
-            last_now: Instant::ZERO,
+            clock: Clock::default(),
             fault: Default::default(),
             slice_jiffies: cfg.variant.slice_jiffies(cfg.hz, cfg.rotational),
             cfg,
@@ -925,14 +925,10 @@ impl Throttle {
         }
     }
 
-    /// Time must not run backwards (a fault otherwise).
+    /// Time must not run backwards (a fault otherwise: [`Clock`]).
+    #[inline]
     fn see(&mut self, now: Instant) {
-        if now < self.last_now {
-            let last = self.last_now;
-            self.fault
-                .raise(|| format!("time ran backwards: {} ns after {} ns", now.0, last.0));
-        }
-        self.last_now = self.last_now.max(now);
+        self.clock.see(now, &mut self.fault);
     }
 
     /// Check the structural invariants; returns a description of the first

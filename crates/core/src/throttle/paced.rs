@@ -42,7 +42,7 @@
 
 use super::knob::{Limits, BPS_MAX, IOPS_MAX};
 use crate::cgroup::{CgroupTree, GroupId};
-use crate::controller::{Controller, Verdict};
+use crate::controller::{Clock, Controller, Verdict};
 use crate::io::{Io, IoFlags};
 use crate::time::{Instant, NSEC_PER_SEC};
 use std::collections::{BTreeSet, VecDeque};
@@ -113,7 +113,7 @@ pub struct Paced {
     scheduled: BTreeSet<(Instant, u64, usize)>,
     scheduled_limits: Vec<Limits>,
     /// The latest `now` seen and the first protocol breach.
-    last_now: Instant,
+    clock: Clock,
     fault: crate::controller::Fault,
 }
 
@@ -141,7 +141,7 @@ impl Paced {
             held: 0,
             scheduled: BTreeSet::new(),
             scheduled_limits: Vec::new(),
-            last_now: Instant::ZERO,
+            clock: Clock::default(),
             fault: Default::default(),
         }
     }
@@ -304,14 +304,10 @@ fn charges_bytes(io: &Io) -> bool {
 }
 
 impl Paced {
-    /// Time must not run backwards (a fault otherwise).
+    /// Time must not run backwards (a fault otherwise: [`Clock`]).
+    #[inline]
     fn see(&mut self, now: Instant) {
-        if now < self.last_now {
-            let last = self.last_now;
-            self.fault
-                .raise(|| format!("time ran backwards: {} ns after {} ns", now.0, last.0));
-        }
-        self.last_now = self.last_now.max(now);
+        self.clock.see(now, &mut self.fault);
     }
 
     /// The structural invariants: `held` counts the queued IOs; a group's
