@@ -96,7 +96,7 @@ use crate::io::{Io, IoFlags, IoOp};
 use crate::time::Instant;
 use knob::{Limits, BPS_MAX, IOPS_MAX};
 use slice::DirBudget;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub use variant::{SplitCharge, Variant};
 
 /// Bios per group visit (`THROTL_GRP_QUANTUM`): 6 reads, 2 writes.
@@ -188,9 +188,11 @@ pub struct Throttle {
     qnodes: Vec<Qnode>,
     seq: u64,
     held: usize,
-    /// Limit changes scheduled for later: (jiffy-free ns, seq, group, limits).
-    scheduled: BTreeSet<(Instant, u64, usize)>,
-    scheduled_limits: Vec<Limits>,
+    /// Limit changes scheduled for later, (time, sequence, group) to the
+    /// limits; each is removed when applied.
+    scheduled: BTreeMap<(Instant, u64, usize), Limits>,
+    /// Sequence of the next scheduled change (equal times keep their order).
+    scheduled_seq: u64,
     /// Bios released to the device, waiting for `on_timer` to hand them out.
     out: Vec<Io>,
     /// Armed service-queue timers: (jiffy, deepest sq first on ties).
@@ -224,8 +226,8 @@ impl Throttle {
             qnodes: vec![Qnode::default(); n * 4],
             seq: 0,
             held: 0,
-            scheduled: BTreeSet::new(),
-            scheduled_limits: Vec::new(),
+            scheduled: BTreeMap::new(),
+            scheduled_seq: 0,
             out: Vec::new(),
             timers: BTreeSet::new(),
         }
@@ -392,9 +394,9 @@ impl Throttle {
 
     /// Schedule a limit change at a later time (a runtime `io.max` write).
     pub fn schedule_limits(&mut self, at: Instant, g: GroupId, limits: Limits) {
-        let k = self.scheduled_limits.len() as u64;
-        self.scheduled_limits.push(limits);
-        self.scheduled.insert((at, k, g.idx()));
+        let k = self.scheduled_seq;
+        self.scheduled_seq += 1;
+        self.scheduled.insert((at, k, g.idx()), limits);
     }
 
     fn queued(&self, g: usize, d: usize) -> u32 {
@@ -888,12 +890,13 @@ impl Throttle {
 
     /// Run timers due at `now` and collect released IOs.
     pub fn run_timers(&mut self, now: Instant, released: &mut Vec<Io>) {
-        while let Some(&(at, k, g)) = self.scheduled.first() {
+        while let Some((&(at, _, g), _)) = self.scheduled.first_key_value() {
             if at > now {
                 break;
             }
-            self.scheduled.pop_first();
-            let l = self.scheduled_limits[k as usize];
+            let Some((_, l)) = self.scheduled.pop_first() else {
+                break;
+            };
             self.set_limits(GroupId(g as u32), l, now);
         }
         let j = self.jiffies(now);
@@ -918,7 +921,7 @@ impl Throttle {
                     .saturating_sub(self.cfg.tick_phase_ns),
             )
         });
-        let s = self.scheduled.first().map(|x| x.0);
+        let s = self.scheduled.first_key_value().map(|x| x.0 .0);
         match (t, s) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -45,7 +45,7 @@ use crate::cgroup::{CgroupTree, GroupId};
 use crate::controller::{Clock, Controller, Verdict};
 use crate::io::{Io, IoFlags};
 use crate::time::{Instant, NSEC_PER_SEC};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Burst tolerances of the paced limiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,8 +110,11 @@ pub struct Paced {
     timers: BTreeSet<(Instant, u64, usize, usize)>,
     seq: u64,
     held: usize,
-    scheduled: BTreeSet<(Instant, u64, usize)>,
-    scheduled_limits: Vec<Limits>,
+    /// Limit changes scheduled for later, (time, sequence, group) to the
+    /// limits; each is removed when applied.
+    scheduled: BTreeMap<(Instant, u64, usize), Limits>,
+    /// Sequence of the next scheduled change (equal times keep their order).
+    scheduled_seq: u64,
     /// The latest `now` seen and the first protocol breach.
     clock: Clock,
     fault: crate::controller::Fault,
@@ -139,8 +142,8 @@ impl Paced {
             timers: BTreeSet::new(),
             seq: 0,
             held: 0,
-            scheduled: BTreeSet::new(),
-            scheduled_limits: Vec::new(),
+            scheduled: BTreeMap::new(),
+            scheduled_seq: 0,
             clock: Clock::default(),
             fault: Default::default(),
         }
@@ -219,9 +222,9 @@ impl Paced {
     /// Schedule a limit change at `at` (a runtime `io.max` write); applied
     /// when the timer reaches it.
     pub fn schedule_limits(&mut self, at: Instant, g: GroupId, limits: Limits) {
-        let k = self.scheduled_limits.len() as u64;
-        self.scheduled_limits.push(limits);
-        self.scheduled.insert((at, k, g.idx()));
+        let k = self.scheduled_seq;
+        self.scheduled_seq += 1;
+        self.scheduled.insert((at, k, g.idx()), limits);
     }
 
     fn chain(&self, g: usize) -> impl Iterator<Item = usize> + '_ {
@@ -384,12 +387,13 @@ impl Controller for Paced {
     }
     fn on_timer(&mut self, now: Instant, released: &mut Vec<Io>) {
         self.see(now);
-        while let Some(&(at, k, g)) = self.scheduled.first() {
+        while let Some((&(at, _, g), _)) = self.scheduled.first_key_value() {
             if at > now {
                 break;
             }
-            self.scheduled.pop_first();
-            let l = self.scheduled_limits[k as usize];
+            let Some((_, l)) = self.scheduled.pop_first() else {
+                break;
+            };
             self.set_limits(GroupId(g as u32), l, now);
         }
         while let Some(&(t, s, g, d)) = self.timers.first() {
@@ -434,7 +438,7 @@ impl Controller for Paced {
     }
     fn next_deadline(&self) -> Option<Instant> {
         let t = self.timers.first().map(|x| x.0);
-        let s = self.scheduled.first().map(|x| x.0);
+        let s = self.scheduled.first_key_value().map(|x| x.0 .0);
         match (t, s) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

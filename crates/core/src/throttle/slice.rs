@@ -105,7 +105,7 @@ impl DirBudget {
         if bps == BPS_MAX {
             return 0;
         }
-        let elapsed = now - self.slice_start_jiffy;
+        let elapsed = since(now, self.slice_start_jiffy);
         let rnd = roundup(if elapsed == 0 { slice } else { elapsed }, slice);
         let allowed = bytes_allowed(bps, rnd, hz);
         let need = self.bytes_disp as i128 + size as i128;
@@ -134,7 +134,7 @@ impl DirBudget {
         if iops >= IOPS_MAX {
             return None;
         }
-        let elapsed = now - self.slice_start_jiffy;
+        let elapsed = since(now, self.slice_start_jiffy);
         let rnd = match rule {
             IopsWait::Legacy | IopsWait::SliceRemainder => {
                 roundup(if elapsed == 0 { slice } else { elapsed }, slice)
@@ -168,7 +168,7 @@ impl DirBudget {
         self.set_slice_end(now + slice, slice);
         match rule {
             TrimRule::WholeSlices => {
-                let n = (now - self.slice_start_jiffy) / slice;
+                let n = (since(now, self.slice_start_jiffy)) / slice;
                 if n == 0 {
                     return;
                 }
@@ -199,7 +199,7 @@ impl DirBudget {
                 self.slice_start_jiffy += t;
             }
             TrimRule::KeepOneSlice => {
-                let mut t = rounddown(now - self.slice_start_jiffy, slice);
+                let mut t = rounddown(since(now, self.slice_start_jiffy), slice);
                 if t < 2 * slice {
                     return;
                 }
@@ -252,7 +252,7 @@ impl DirBudget {
             self.io_disp = 0;
             return;
         }
-        let elapsed = now - self.slice_start_jiffy;
+        let elapsed = since(now, self.slice_start_jiffy);
         // the carry is taken only when the old limit allowed something
         // (the kernel's overflow guard), else the counter starts from 0
         let bytes_carry = match bytes_allowed(bps, elapsed, hz) {
@@ -269,6 +269,16 @@ impl DirBudget {
         self.bytes_disp = -bytes_carry;
         self.io_disp = -io_carry;
     }
+}
+
+/// Jiffies from a slice's start to `now`. A slice never starts after the
+/// jiffy it is read at (`throtl_start_new_slice*` sets the start to now or
+/// earlier): checked in debug builds; a release build saturates at 0
+/// rather than wrap.
+#[inline]
+fn since(now: u64, start: u64) -> u64 {
+    debug_assert!(now >= start, "slice starts at jiffy {start}, after {now}");
+    now.saturating_sub(start)
 }
 
 #[cfg(test)]

@@ -330,6 +330,8 @@ fn limit_change_mid_run_takes_effect_within_a_slice() {
     let after = count(5100, 7100) as f64 / 2.0;
     assert!((95.0..=105.0).contains(&before), "{before}");
     assert!((390.0..=410.0).contains(&after), "{after}");
+    // an applied change is gone: scheduled changes do not pile up
+    assert!(th.scheduled.is_empty());
 }
 
 #[test]
