@@ -43,6 +43,11 @@ simulator ran them, on the real device.
 
   blkqos apply SCENARIO.toml --device=MAJ:MIN [--dry-run]
   blkqos apply --sweep=sweep.json --device=MAJ:MIN [--point=N] [--create]
+  blkqos apply --sweep=tune.json --solution=NAME --device=MAJ:MIN
+
+--solution=NAME applies one of iocost-tune's named solutions (isolation,
+isolated-bandwidth, bandwidth, naive) that a sweep of io.cost.qos:vrate
+with a limit found (docs/SWEEP.md).
 
 Everything is checked before anything is written: the device exists
 (/sys/dev/block/MAJ:MIN), each cgroup exists (--create makes missing ones),
@@ -56,7 +61,8 @@ checking and writing nothing:
   hwdb         a systemd hwdb record for the device model (--model=ID_MODEL,
                as `udevadm info -q property -n /dev/X` shows it) with the
                io.cost.model and io.cost.qos as solution --solution=NAME
-               (default blkqos); install as /etc/udev/hwdb.d/90-blkqos.hwdb,
+               (default blkqos; a vrate sweep's record carries all its named
+               solutions); install as /etc/udev/hwdb.d/90-blkqos.hwdb,
                run `systemd-hwdb update`; systemd's 90-iocost.rules applies it
   iocost.conf  /etc/udev/iocost.conf choosing that solution
   systemd      a drop-in per cgroup for its slice (/a/b is a-b.slice):
