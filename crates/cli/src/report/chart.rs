@@ -68,15 +68,19 @@ macro_rules! draw_body {
                     DashedPathElement::new(vec![(x, y - 6), (x, y + 6)], 4, 3, style)
                 });
         }
-        for (name, x, y) in &$self.marks {
+        // rings of their own colour and size: marks on one point stay
+        // apart (the chosen point and a named solution, say)
+        for (k, (name, x, y)) in $self.marks.iter().enumerate() {
+            let col = MARK_COLORS[k % MARK_COLORS.len()];
+            let r = 8 + 4 * (k as i32 % 4);
             $c.draw_series(std::iter::once(Circle::new(
                 (*x, *y),
-                8,
-                RED.stroke_width(3),
+                r,
+                col.stroke_width(3),
             )))
             .map_err(err)?
             .label(name.as_str())
-            .legend(|(x, y)| Circle::new((x + 10, y), 6, RED.stroke_width(2)));
+            .legend(move |(x, y)| Circle::new((x + 10, y), 6, col.stroke_width(2)));
         }
         $c.configure_series_labels()
             .position(if $self.legend_low {
@@ -381,6 +385,14 @@ pub fn tick_text(v: f64) -> String {
 fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing a chart: {e:?}")
 }
+
+/// Mark ring colours: red first (the chosen point), then dark ones.
+const MARK_COLORS: [RGBColor; 4] = [
+    RGBColor(0xd0, 0x00, 0x00),
+    RGBColor(0x20, 0x20, 0x20),
+    RGBColor(0x80, 0x00, 0x80),
+    RGBColor(0x00, 0x60, 0x60),
+];
 
 /// Line colours (matplotlib's "tab10").
 const COLORS: [(u8, u8, u8); 10] = [

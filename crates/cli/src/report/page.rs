@@ -502,11 +502,15 @@ fn sweep_section(sw: &Sweep) -> Section {
         let _ = write!(note, " Objective: {}.", esc(&o.text));
         figures.extend(frontier_figure(sw, o));
     }
-    let h = points_table(sw);
+    let mut h = named_table(sw);
+    h += &points_table(sw);
     if let Some(p) = &sw.solution {
         let _ = write!(note, " Chosen: point {}.", p.point);
     } else if sw.objective.is_some() {
         note += " No point meets every limit.";
+    }
+    if !sw.named_solutions.is_empty() {
+        note += " iocost-tune's named solutions (docs/SWEEP.md) are in the table below and ringed in the chart.";
     }
     Section {
         title: "Sweep".into(),
@@ -558,13 +562,7 @@ fn frontier_figure(sw: &Sweep, o: &super::sweep::Objective) -> Option<Figure> {
             chart.lines.push(Line::new("frontier", pts));
         }
     }
-    if let Some(p) = &sw.solution {
-        if let (Some(x), Some(y)) = (x_of(p), p.metric(&o.metric)) {
-            chart
-                .marks
-                .push((format!("chosen: point {}", p.point), x, y));
-        }
-    }
+    mark_points(sw, &mut chart, &x_of, &o.metric);
     if let Some(Limit {
         metric,
         op: Some(op),
@@ -597,6 +595,59 @@ fn frontier_figure(sw: &Sweep, o: &super::sweep::Objective) -> Option<Figure> {
             ),
             chart,
         })
+}
+
+/// Ring the chosen point and the named solutions on `chart`, one ring per
+/// point naming every solution there.
+fn mark_points(
+    sw: &Sweep,
+    chart: &mut LineChart,
+    x_of: &dyn Fn(&super::sweep::Point) -> Option<f64>,
+    metric: &str,
+) {
+    let mut marked: Vec<(u64, Vec<&str>)> = Vec::new();
+    let named = sw
+        .named_solutions
+        .iter()
+        .map(|n| (n.point, n.name.as_str()));
+    for (point, name) in sw.solution.iter().map(|p| (p.point, "chosen")).chain(named) {
+        match marked.iter_mut().find(|m| m.0 == point) {
+            Some(m) => m.1.push(name),
+            None => marked.push((point, vec![name])),
+        }
+    }
+    for (point, names) in marked {
+        let Some(p) = sw.points.iter().find(|p| p.point == point) else {
+            continue;
+        };
+        if let (Some(x), Some(y)) = (x_of(p), p.metric(metric)) {
+            chart
+                .marks
+                .push((format!("{}: point {point}", names.join(", ")), x, y));
+        }
+    }
+}
+
+/// iocost-tune's named solutions of a vrate sweep: name, point, the
+/// io.cost.qos fields (none without them).
+fn named_table(sw: &Sweep) -> String {
+    if sw.named_solutions.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<table class=\"sweep\" id=\"sweep-named\"><thead><tr><th>solution</th><th>point</th><th>io.cost.qos</th></tr></thead><tbody>\n",
+    );
+    for n in &sw.named_solutions {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            esc(&n.name),
+            n.point,
+            esc(&n.qos)
+        );
+    }
+    h += "</tbody></table>\n";
+    h
 }
 
 /// The table of every point: its knobs, metrics and feasibility.

@@ -659,3 +659,61 @@ impl Png {
             .count()
     }
 }
+
+/// A vrate sweep's report shows iocost-tune's named solutions: a table of
+/// them, and on the chart one ring per point naming each solution there.
+#[test]
+fn a_vrate_sweeps_report_shows_the_named_solutions() {
+    let dir = tempfile::tempdir().unwrap();
+    blkqos(
+        &[
+            "sweep",
+            &example("calibrate/two-groups.toml").display().to_string(),
+            "--vary",
+            "io.cost.qos:vrate=50..125:step:25",
+            "--objective",
+            "max total_bw_mbps subject to /cgB.clat_p99_ms<=5",
+            "--json",
+            "--out=tune.json",
+        ],
+        Some(dir.path()),
+    )
+    .ok();
+    blkqos(
+        &["report", "--sweep=tune.json", "-o", "t.html"],
+        Some(dir.path()),
+    )
+    .ok();
+    let html = std::fs::read_to_string(dir.path().join("t.html")).unwrap();
+    let table = html
+        .split("id=\"sweep-named\"")
+        .nth(1)
+        .expect("the named table");
+    let table = table.split("</table>").next().unwrap();
+    for name in ["isolation", "isolated-bandwidth", "bandwidth", "naive"] {
+        assert!(
+            table.contains(&format!("<td>{name}</td>")),
+            "{name}: {table}"
+        );
+    }
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("tune.json")).unwrap())
+            .unwrap();
+    let naive = j["named_solutions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "naive")
+        .unwrap()["point"]
+        .as_u64()
+        .unwrap();
+    let figs = figures(&html);
+    let f = figs
+        .iter()
+        .find(|f| f.id == "chart-sweep-frontier")
+        .unwrap();
+    assert!(
+        f.svg.contains(&format!("naive: point {naive}")),
+        "naive's ring"
+    );
+}
