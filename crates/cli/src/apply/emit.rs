@@ -58,14 +58,7 @@ fn hwdb_values(plan: &Plan) -> Result<(String, String)> {
     };
     let mf = fields(m);
     let mut model_text = Vec::new();
-    for k in [
-        "rbps",
-        "rseqiops",
-        "rrandiops",
-        "wbps",
-        "wseqiops",
-        "wrandiops",
-    ] {
+    for k in blkqos_core::iocost::knob::LCOEF_KEYS {
         let Some((_, v)) = mf.iter().find(|f| f.0 == k) else {
             bail!("io.cost.model `{m}` has no {k}: systemd's iocost needs all six");
         };

@@ -51,14 +51,7 @@ pub struct CostModel {
     pub source: String,
 }
 
-const KEYS: [&str; 6] = [
-    "rbps",
-    "rseqiops",
-    "rrandiops",
-    "wbps",
-    "wseqiops",
-    "wrandiops",
-];
+use blkqos_core::iocost::knob::LCOEF_KEYS as KEYS;
 
 impl CostModel {
     fn from_fields(get: impl Fn(&str) -> Option<u64>, source: String) -> Result<Self> {

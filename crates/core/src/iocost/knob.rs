@@ -334,7 +334,9 @@ pub fn format_qos(dev: DevId, enabled: bool, user: bool, qos: &[u32; NR_QOS_PARA
     )
 }
 
-const LCOEF_KEYS: [&str; NR_I_LCOEFS] = [
+/// The io.cost.model keys of the linear model, in the kernel's order
+/// (`ioc_cost_model_prfill`).
+pub const LCOEF_KEYS: [&str; NR_I_LCOEFS] = [
     "rbps",
     "rseqiops",
     "rrandiops",
