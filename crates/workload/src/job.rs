@@ -1096,7 +1096,7 @@ impl Job {
                     }
                 }
                 Phase::PassEnd => {
-                    self.reap_n(self.ring.len(), now);
+                    self.reap_drain(now);
                     if self.in_flight > 0 {
                         return JobAction::WaitCompletion;
                     }
@@ -1106,8 +1106,7 @@ impl Job {
                 }
                 Phase::Submitting => return JobAction::WaitCompletion,
                 Phase::Drain => {
-                    // fio: io_u_queued_complete(td, cur_depth)
-                    self.reap_n(self.ring.len(), now);
+                    self.reap_drain(now);
                     if self.in_flight == 0 {
                         // fio do_io: end_fsync when the job wrote (should_fsync)
                         if self.spec.end_fsync && self.wrote_any() {
@@ -1585,7 +1584,21 @@ impl Job {
                     self.reap_n(1, now);
                 }
             }
+            Phase::Drain | Phase::PassEnd => self.reap_drain(now),
             _ => self.reap_n(self.ring.len(), now),
+        }
+    }
+
+    /// The end of a pass or of the job: fio's `do_io` (and `do_verify`)
+    /// reaps what is in flight with one `io_u_queued_complete(td,
+    /// cur_depth)`, a getevents call whose minimum is every IO in flight,
+    /// so nothing is reaped until the last one completed and all of them
+    /// end their clat then. After an error fio's `cleanup_pending_aio`
+    /// first reaps what is there (`io_u_queued_complete(td, 0)`); that is
+    /// the one-by-one reap here.
+    fn reap_drain(&mut self, now: Instant) {
+        if self.error != 0 || self.ring.len() >= self.in_flight as usize {
+            self.reap_n(self.ring.len(), now);
         }
     }
 

@@ -401,3 +401,65 @@ fn random_every_n_goes_sequential_between() {
     // three of every four IOs follow on from the one before
     assert!((280..=310).contains(&follow), "{follow}");
 }
+
+/// Like [`run`] on a region of `region` bytes, IO `k` (in issue order)
+/// taking `lat(k)`.
+fn run_with(spec: JobSpec, region: u64, lat: impl Fn(usize) -> Duration) -> Job {
+    let mut job = Job::new(spec, 0, 0, region, 42, Instant::ZERO);
+    let mut now = Instant::ZERO;
+    let mut inflight: Vec<(Instant, JobIo)> = Vec::new();
+    let mut k = 0;
+    loop {
+        match job.next_action(now) {
+            JobAction::Issue(io) => {
+                inflight.push((now + lat(k), io));
+                k += 1;
+                now += Duration::from_us(1);
+                job.submitted(now);
+            }
+            JobAction::WaitCompletion => {
+                let t = inflight.iter().map(|x| x.0).min().expect("in flight");
+                now = now.max(t);
+                let (done, rest): (Vec<_>, Vec<_>) = inflight.into_iter().partition(|x| x.0 <= now);
+                inflight = rest;
+                let batch: Vec<Reaped> = done
+                    .iter()
+                    .map(|&(_, io)| Reaped {
+                        io,
+                        issue_time: io.start_time,
+                        error: 0,
+                        bytes_done: io.len,
+                    })
+                    .collect();
+                job.reap(&batch, now);
+            }
+            JobAction::SleepUntil(t) => now = t,
+            JobAction::Done => return job,
+            a => panic!("unexpected {a:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_last_ios_are_reaped_together_when_the_last_completes() {
+    // fio do_io: 4 IOs fill the queue (1 µs per submit), a full queue
+    // reaps one (the 1 ms IO), the size is issued, and the loop's end
+    // reaps the other three with io_u_queued_complete(td, cur_depth): one
+    // getevents call waiting for all, so their clat ends at 4 ms
+    let mut s = JobSpec::new("d");
+    s.rw = RwMode::RandRead;
+    s.ioengine = IoEngine::Libaio;
+    s.iodepth = 4;
+    s.size = Some(SizeSpec::Bytes(16 << 10));
+    let job = run_with(s, 16 << 10, |k| Duration::from_ms(k as u64 + 1));
+    let d = &job.stats.dirs[Ddir::Read];
+    assert_eq!(d.total_ios, 4);
+    assert_eq!(d.clat.min, 1_000_000);
+    // issued at 0, 1, 2, 3 µs; the last three reaped together when the
+    // last completes, at 3 µs + 4 ms (one by one: 2, 3 and 4 ms)
+    assert_eq!(d.clat.max, 4_002_000);
+    let mean_ns = (1_000_000.0 + 4_002_000.0 + 4_001_000.0 + 4_000_000.0) / 4.0;
+    assert!((d.clat.mean - mean_ns).abs() < 1.0, "{}", d.clat.mean);
+    // two getevents calls: one event, then three
+    assert_eq!(job.stats.complete_batches.iter().sum::<u64>(), 2);
+}
