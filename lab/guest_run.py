@@ -14,7 +14,11 @@ knobs written: blkqos enforces them in userspace).
     python3 lab/guest_run.py --matrix lab/matrix.toml --out /mnt/rep1 [--jobs RE] [--blkqos PATH]
 
 Output per job: OUT/JOB/{meta.json, samples.jsonl, fio<N>.json, io.stat,
-diskstats.{start,end}} and, for the real engine, OUT/JOB/real/.
+diskstats.{start,end}, ktrace.txt} and, for the real engine, OUT/JOB/real/.
+ktrace.txt is the kernel's trace buffer over the job (tracefs): the
+iocost tracepoints, block_rq_insert/issue/complete, and for a job that
+writes io.max blk-throttle's own messages (the blk tracer, notes only);
+record.sh reduces it to trace.json on the host (`blkqos lab reduce-trace`).
 """
 
 import argparse
@@ -112,6 +116,48 @@ def setup_nullb(dev, fs, item):
 def teardown_nullb():
     if NULLB and os.path.isdir(NULLB) and rd(f"{NULLB}/power").strip() != "0":
         wr(f"{NULLB}/power", 0)
+
+
+TRACING = "/sys/kernel/tracing"
+TRACE_EVENTS = ["iocost/iocost_ioc_vrate_adj", "iocost/iocost_iocg_activate",
+                "iocost/iocost_iocg_idle", "iocost/iocost_inuse_shortage",
+                "iocost/iocost_inuse_transfer", "iocost/iocost_inuse_adjust",
+                "iocost/iocost_iocg_forgive_debt", "block/block_rq_insert",
+                "block/block_rq_issue", "block/block_rq_complete"]
+
+
+def trace_start(throttle):
+    """Empty the trace buffer and turn the job's events on; with
+    `throttle`, blk-throttle's messages too (the blk tracer on the device,
+    its action mask cut to notes: throtl_log writes notes, and the bio
+    events it would add are in the block tracepoints already)."""
+    if not os.path.isdir(TRACING):
+        return False
+    wr(f"{TRACING}/tracing_on", "0")
+    wr(f"{TRACING}/trace", "")
+    wr(f"{TRACING}/buffer_size_kb", "65536")
+    for e in TRACE_EVENTS:
+        if os.path.exists(f"{TRACING}/events/{e}/enable"):
+            wr(f"{TRACING}/events/{e}/enable", "1")
+    if throttle and os.path.exists(f"/sys/block/{DEV}/trace/enable"):
+        wr(f"{TRACING}/current_tracer", "blk")
+        wr(f"/sys/block/{DEV}/trace/act_mask", "notify")
+        wr(f"/sys/block/{DEV}/trace/enable", "1")
+    wr(f"{TRACING}/tracing_on", "1")
+    return True
+
+
+def trace_stop(out):
+    """Stop recording and keep the job's trace. The events, the blk tracer
+    and the device's blktrace stay on for the rest of the boot: turning a
+    tracepoint on or off patches kernel text, and 6.12 oopsed on an int3
+    in __schedule under the emulator when that happened between jobs
+    (tracing_on alone patches nothing)."""
+    wr(f"{TRACING}/tracing_on", "0")
+    with open(f"{TRACING}/trace") as src, open(f"{out}/ktrace.txt", "w") as dst:
+        for line in src:
+            dst.write(line)
+    wr(f"{TRACING}/trace", "")
 
 
 def cgroups_of(sc):
@@ -253,6 +299,7 @@ def run_kernel(job, sc, scenario_dir, out, fs, apply_with=""):
         "meminfo": {l.split(":")[0]: l.split(":")[1].strip() for l in rd("/proc/meminfo").splitlines()
                     if l.split(":")[0] in ("MemTotal", "MemFree", "MemAvailable")},
         "writes": [],
+        "nproc": os.cpu_count(),
     }
     timers = []
     t0 = None
@@ -283,6 +330,8 @@ def run_kernel(job, sc, scenario_dir, out, fs, apply_with=""):
     for k in ("io.cost.model", "io.cost.qos"):
         meta["knobs"].setdefault("/", {})[k] = rd(f"{CG}/{k}").strip()
     wr(f"{out}/diskstats.start", diskstats_line() + "\n")
+    throttle = any("io.max" in w.get("file", "") for w in sc.get("write", []))
+    traced = trace_start(throttle)
     t0 = time.monotonic()
     sampler = Sampler(f"{out}/samples.jsonl", groups, t0)
     sampler.start()
@@ -312,6 +361,8 @@ def run_kernel(job, sc, scenario_dir, out, fs, apply_with=""):
             timers.append(t)
     meta["fio_exit"] = [p.wait() for p in procs]
     meta["elapsed_s"] = round(time.monotonic() - t0, 3)
+    if traced:
+        trace_stop(out)
     for t in timers:
         t.cancel()
     sampler.finish()

@@ -4,6 +4,7 @@
 #   lab/record.sh                       # every kernel in lab/kernels, 5 runs each
 #   REPS=2 KERNELS="7.2.13+deb14-amd64" JOBS='^t0[16]' lab/record.sh
 #   RUNS="3 4" lab/record.sh            # only runs 3 and 4 (added to what is there)
+#   KEEP_TRACES=1 ...                   # keep each job's whole kernel trace (ktrace.txt.xz)
 #
 # Needs a kernel lab: a `klab` command (KLAB=path) that boots Debian's kernel
 # KVER under QEMU and runs a bash script inside it as root, with this
@@ -53,6 +54,13 @@ EOF
     echo "== $kver run $rep: $boot"
     # a failed boot keeps what it recorded; the console shows why
     "$KLAB" run "$kver" "$work/guest.sh" "$work" || echo "== $kver run $rep: exit $? (see $work/.klab-console)"
+    # each job's kernel trace, reduced to the numbers lab compare --traces
+    # puts beside blkqos's (the whole trace is kept with KEEP_TRACES=1)
+    for t in "$work"/out/*/ktrace.txt; do
+      [ -f "$t" ] || continue
+      "$BLKQOS" lab reduce-trace "$t" > "$(dirname "$t")/trace.json" || rm -f "$(dirname "$t")/trace.json"
+      if [ -n "${KEEP_TRACES:-}" ]; then xz -9 "$t"; else rm -f "$t"; fi
+    done
     dest=$here/fixtures/$kver/run$rep
     mkdir -p "$dest"
     cp -r "$work/out/." "$dest/"

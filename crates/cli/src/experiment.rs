@@ -41,6 +41,9 @@ pub struct Experiment {
     pub real: Option<RealOptions>,
     /// Write the controllers' per-period traces (iocost) here; `.jsonl` = JSON lines.
     pub trace_out: Option<PathBuf>,
+    /// `--ktrace`: the kernel's tracepoints (iocost, block) as the
+    /// kernel's trace buffer prints them ([`crate::ktrace`]).
+    pub ktrace_out: Option<PathBuf>,
     /// `--parse-only`: check everything, run nothing.
     pub parse_only: bool,
     /// Check the controllers' invariants after every driver pass.
@@ -530,6 +533,18 @@ impl Experiment {
         if let (Some(p), None) = (&self.trace_out, &self.real) {
             s.controllers = Some(ControllerTrace::create(p, &self.device.name)?);
         }
+        if let Some(p) = &self.ktrace_out {
+            let dev = if self.real.is_some() {
+                "target"
+            } else {
+                &self.device.name
+            };
+            s.ktrace = Some(crate::ktrace::KernelTrace::create(
+                p,
+                dev,
+                self.device.devid,
+            )?);
+        }
         if self.live.is_on() {
             let tree = self.cgroup_tree()?;
             let paths = tree.ids().map(|g| tree.path(g).to_string()).collect();
@@ -694,7 +709,7 @@ impl Experiment {
             &self.writes,
         )?;
         // traces only when written (they grow with groups × periods)
-        stack.set_trace(self.trace_out.is_some());
+        stack.set_trace(self.trace_out.is_some() || self.ktrace_out.is_some());
         let mut backend = SimBackend::new(model).with_max_sectors(dev.max_sectors);
         let mut opts = self.run_options(
             HostModel {
@@ -744,7 +759,12 @@ pub fn trace_for(
 ) -> String {
     let mut s = String::new();
     if let Some(p) = out {
-        stack.drain_trace_formatted(dev, p.extension().is_some_and(|e| e == "jsonl"), &mut s);
+        let format = if p.extension().is_some_and(|e| e == "jsonl") {
+            blkqos_core::controller::TraceFormat::Json
+        } else {
+            blkqos_core::controller::TraceFormat::Monitor
+        };
+        stack.drain_trace_formatted(dev, format, &mut s);
         let dropped = stack.trace_dropped();
         if dropped > 0 {
             eprintln!(

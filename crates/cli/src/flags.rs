@@ -121,6 +121,11 @@ pub const FLAGS: &[Flag] = &[
         "check every 64th pass, every run checks once at its end",
     ], true, None),
     flag("iocost-trace", Value, "--iocost-trace=FILE", &["per-period iocost trace (iocost_monitor style); FILE.jsonl = JSON"], true, Some("trace.txt")),
+    flag("ktrace", Value, "--ktrace=FILE", &[
+        "write the run as the kernel's trace shows it (iocost_ioc_vrate_adj,",
+        "block_rq_issue, block_rq_complete, blk-throttle's throtl",
+        "messages), in the text /sys/kernel/tracing/trace prints",
+    ], true, Some("ktrace.txt")),
     flag("kernel", Value, "--kernel=VER[,hz=N][,throttling_low=y]", &[
         "every controller and accounting rule of a kernel release as",
         "distributions build it: 6.1, 6.12, 7.2 (HZ=250, no",
@@ -196,6 +201,7 @@ pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
         pagecache: crate::pagecache::PageCacheOptions::default(),
         real: None,
         trace_out: None,
+        ktrace_out: None,
         streams: None,
         live: crate::live::LiveOptions::default(),
         status_every_ms: cli.status_interval_ms,
@@ -409,6 +415,7 @@ pub fn apply(e: &mut Experiment, p: &mut Pending, name: &str, value: &str) -> Re
             e.controllers.set(name, v).map_err(m)?
         }
         "iocost-trace" => e.trace_out = Some(PathBuf::from(v)),
+        "ktrace" => e.ktrace_out = Some(PathBuf::from(v)),
         "device" => {
             e.device = blkqos_sim::DeviceSpec::parse(v).with_context(|| format!("--device={v}"))?;
             e.device_seed_explicit = v.split(',').any(|p| p.trim().starts_with("seed="));

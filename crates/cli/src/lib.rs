@@ -37,6 +37,7 @@ mod invocation;
 mod iostat_cmd;
 mod job_logs;
 mod kernel;
+mod ktrace;
 mod lab;
 mod lat_report;
 mod live;

@@ -259,6 +259,7 @@ fn say_written(exp: &Experiment) {
         [
             named(exp.io_stat_out.as_deref(), "io.stat"),
             named(exp.trace_out.as_deref(), "iocost trace"),
+            named(exp.ktrace_out.as_deref(), "kernel-format trace"),
             named(exp.accounting.lat_hist.as_deref(), "latency histograms"),
             named(exp.accounting.request_trace.as_deref(), "request trace"),
             named(exp.pagecache.report.as_deref(), "writeback report"),
@@ -291,6 +292,7 @@ fn check_outputs(exp: &Experiment) -> Result<()> {
         .filter_map(|i| i.output.as_deref())
         .chain(exp.io_stat_out.as_deref())
         .chain(exp.trace_out.as_deref())
+        .chain(exp.ktrace_out.as_deref())
         .chain(exp.accounting.lat_hist.as_deref())
         .chain(exp.accounting.request_trace.as_deref())
         .chain(exp.pagecache.report.as_deref())

@@ -153,7 +153,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         },
         &exp.writes,
     )?;
-    stack.set_trace(exp.trace_out.is_some());
+    stack.set_trace(exp.trace_out.is_some() || exp.ktrace_out.is_some());
     let buffered = write_buffer.is_some();
     let mut opts = exp.run_options(blkqos_engine::host_model(), Some(signals));
     opts.pagecache = write_buffer;

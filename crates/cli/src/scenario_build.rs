@@ -60,6 +60,7 @@ pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
         pagecache,
         real,
         trace_out: None,
+        ktrace_out: None,
         streams: None,
         live: Default::default(),
         status_every_ms,

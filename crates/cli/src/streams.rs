@@ -7,8 +7,10 @@
 
 use crate::file_out::FileOut;
 use crate::job_logs::JobLogs;
+use crate::ktrace::KernelTrace;
 use crate::request_trace::RequestTrace;
 use anyhow::Result;
+use blkqos_core::controller::{TraceFormat, TraceRecord};
 use blkqos_core::{ControllerStack, Instant};
 use blkqos_driver::{RequestRecord, RunSink};
 use blkqos_workload::iolog::LogSample;
@@ -39,9 +41,16 @@ impl ControllerTrace {
         })
     }
 
-    fn drain(&mut self, stack: &mut ControllerStack) {
+    fn write(&mut self, recs: &[Box<dyn TraceRecord>]) {
         self.buf.clear();
-        stack.drain_trace_formatted(&self.dev, self.json, &mut self.buf);
+        let format = if self.json {
+            TraceFormat::Json
+        } else {
+            TraceFormat::Monitor
+        };
+        for r in recs {
+            r.format(&self.dev, format, &mut self.buf);
+        }
         let text = self.buf.as_bytes();
         self.out.write_with(|o| o.write_all(text));
     }
@@ -52,6 +61,8 @@ impl ControllerTrace {
 pub struct Streams {
     pub requests: Option<RequestTrace>,
     pub controllers: Option<ControllerTrace>,
+    /// `--ktrace`.
+    pub ktrace: Option<KernelTrace>,
     /// `--live` / `--live-json`.
     pub live: Option<crate::live::LiveView>,
     pub job_logs: Option<JobLogs>,
@@ -68,6 +79,7 @@ impl Streams {
     pub fn is_empty(&self) -> bool {
         self.requests.is_none()
             && self.controllers.is_none()
+            && self.ktrace.is_none()
             && self.live.is_none()
             && self.job_logs.is_none()
             && self.status.is_none()
@@ -88,6 +100,7 @@ impl Streams {
         let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
         let requests = s.requests.as_mut().map_or(Ok(()), RequestTrace::finish);
         let controllers = s.controllers.as_mut().map_or(Ok(()), |c| c.out.finish());
+        let ktrace = s.ktrace.as_mut().map_or(Ok(()), KernelTrace::finish);
         let live = s
             .live
             .as_mut()
@@ -99,6 +112,7 @@ impl Streams {
             .map_or(Ok(()), crate::status::StatusReports::finish);
         requests
             .and(controllers)
+            .and(ktrace)
             .and(live)
             .and(job_logs)
             .and(status)
@@ -113,12 +127,15 @@ impl Streams {
 
 impl RunSink for Streams {
     fn wants_requests(&self) -> bool {
-        self.requests.is_some() || self.live.is_some()
+        self.requests.is_some() || self.live.is_some() || self.ktrace.is_some()
     }
 
     fn request(&mut self, r: &RequestRecord) {
         if let Some(t) = &mut self.requests {
             t.record(r);
+        }
+        if let Some(k) = &mut self.ktrace {
+            k.request(r);
         }
         if let Some(l) = &mut self.live {
             l.request(r);
@@ -148,8 +165,16 @@ impl RunSink for Streams {
     }
 
     fn controllers(&mut self, stack: &mut ControllerStack) {
+        if self.controllers.is_none() && self.ktrace.is_none() {
+            return;
+        }
+        let mut recs = Vec::new();
+        stack.drain_trace(&mut recs);
         if let Some(t) = &mut self.controllers {
-            t.drain(stack);
+            t.write(&recs);
+        }
+        if let Some(k) = &mut self.ktrace {
+            k.controllers(&recs);
         }
     }
 

@@ -179,9 +179,24 @@ impl Clock {
 /// controller's record type, e.g. [`crate::iocost::PeriodTrace`], through
 /// `&dyn Any`), and formatted on request.
 pub trait TraceRecord: std::any::Any + std::fmt::Debug + Send {
-    /// Append the record for device `dev`: a text line, or a JSON line
-    /// when `json`; each ends with a newline.
-    fn format(&self, dev: &str, json: bool, out: &mut String);
+    /// Append the record for device `dev` in `format`; each line ends with
+    /// a newline (a record may print nothing in a format, as a kernel
+    /// tracepoint that does not fire).
+    fn format(&self, dev: &str, format: TraceFormat, out: &mut String);
+}
+
+/// The forms a controller trace is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// Text as iocost_monitor.py prints it.
+    Monitor,
+    /// One JSON object per line.
+    Json,
+    /// The kernel's own tracepoints as `/sys/kernel/tracing/trace` prints
+    /// them (`iocost_ioc_vrate_adj: [dev] vrate=...`), fired when the
+    /// kernel fires them, and blk-throttle's blk tracer messages on the
+    /// device with this number.
+    Ftrace(crate::io::DevId),
 }
 
 /// One key a controller adds to a group's `io.stat` line.
@@ -731,13 +746,12 @@ impl ControllerStack {
     }
 
     /// Every stage's trace records since the last call, formatted for the
-    /// device named `dev`: text lines as iocost_monitor.py prints them, or
-    /// JSON lines when `json`.
-    pub fn drain_trace_formatted(&mut self, dev: &str, json: bool, out: &mut String) {
+    /// device named `dev` in `format`.
+    pub fn drain_trace_formatted(&mut self, dev: &str, format: TraceFormat, out: &mut String) {
         let mut recs = Vec::new();
         self.drain_trace(&mut recs);
         for r in &recs {
-            r.format(dev, json, out);
+            r.format(dev, format, out);
         }
     }
 

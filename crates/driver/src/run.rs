@@ -267,6 +267,8 @@ pub struct RequestRecord {
     pub completed_at: Instant,
     /// Bytes the request asked for (`Io::len`).
     pub bytes: u64,
+    /// Where on the device it starts, bytes (`Io::offset`).
+    pub offset: u64,
 }
 
 /// Why a run failed. Both variants are bugs in blkqos, not in the jobs or
@@ -1082,6 +1084,7 @@ impl<B: Backend> Loop<'_, B> {
             started_at: f.started_at,
             completed_at: now,
             bytes: f.io.len,
+            offset: f.io.offset,
         };
         if let Some(t) = &mut self.trace {
             t.push(r);

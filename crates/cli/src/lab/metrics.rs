@@ -19,6 +19,10 @@ pub enum Kind {
     /// iocost's base vrate in percent over one second (`vrate`
     /// module): the real range widened by ±10%.
     Vrate,
+    /// A number from a kernel-format trace (`ktrace` module): the real
+    /// range widened by 10%. Shown by `lab compare --traces`, not
+    /// judged.
+    Trace,
 }
 
 /// One run's values by metric name (`job.dir.metric`, `/cg.share`,

@@ -16,6 +16,7 @@
 //! With `--expect`, the metrics that miss must be exactly those the file
 //! lists (each with its reason); anything else fails the command.
 
+pub mod ktrace;
 pub mod metrics;
 pub mod vrate;
 
@@ -249,6 +250,10 @@ fn metrics_of_dir(dir: &Path, job: &LabJob) -> Result<Option<RunMetrics>> {
             probe.measure_samples(&text, max, &mut m);
         }
     }
+    let trace = dir.join("trace.json");
+    if let Ok(text) = std::fs::read_to_string(&trace) {
+        ktrace::from_json(&text, &mut m).with_context(|| format!("{}", trace.display()))?;
+    }
     Ok(Some(m))
 }
 
@@ -304,6 +309,37 @@ pub fn real_spreads(
     Ok((spreads, n))
 }
 
+/// One seed's simulated run of a lab job under a kernel profile, its
+/// reports in fio's JSON.
+fn sim_experiment(
+    job: &LabJob,
+    profile: &KernelProfile,
+    overrides: &[(String, String)],
+    host: Option<LabHost>,
+    seed: u64,
+) -> Result<crate::experiment::Experiment> {
+    let mut exp = crate::scenario_build::experiment(&job.scenario)?;
+    exp.seed = seed;
+    if let Some(h) = host {
+        exp.host.submit_ns = h.submit_ns;
+        exp.host.wake_jitter_ns = h.wake_jitter_ns;
+    }
+    exp.host.seed = seed;
+    profile.apply(&mut exp.controllers, &mut exp.accounting);
+    for (k, v) in overrides {
+        exp.controllers
+            .set(k, v)
+            .map_err(|m| anyhow::anyhow!("--{m}"))?;
+    }
+    for inv in &mut exp.invocations {
+        inv.formats = vec![blkqos_fio::parse::OutputFormat::Json];
+        inv.output = None;
+    }
+    // the writeback rates come from the per-second series
+    exp.pagecache.keep_series |= job.writeback;
+    Ok(exp)
+}
+
 /// blkqos's simulated spread for one job under a kernel profile.
 pub fn sim_spreads(
     job: &LabJob,
@@ -312,36 +348,24 @@ pub fn sim_spreads(
     host: Option<LabHost>,
     seeds: u64,
     max_sectors: Option<u64>,
+    traced: bool,
 ) -> Result<Spreads> {
     let mut spreads = Spreads::new();
     let probe = job.vrate.as_ref().zip(max_sectors);
     for seed in 1..=seeds {
-        let mut exp = crate::scenario_build::experiment(&job.scenario)?;
-        exp.seed = seed;
-        if let Some(h) = host {
-            exp.host.submit_ns = h.submit_ns;
-            exp.host.wake_jitter_ns = h.wake_jitter_ns;
-        }
-        exp.host.seed = seed;
-        profile.apply(&mut exp.controllers, &mut exp.accounting);
-        for (k, v) in overrides {
-            exp.controllers
-                .set(k, v)
-                .map_err(|m| anyhow::anyhow!("--{m}"))?;
-        }
-        for inv in &mut exp.invocations {
-            inv.formats = vec![blkqos_fio::parse::OutputFormat::Json];
-            inv.output = None;
-        }
-        // the writeback rates come from the per-second series
-        exp.pagecache.keep_series |= job.writeback;
+        let mut exp = sim_experiment(job, profile, overrides, host, seed)?;
         // the vrate from the live view's per-second lines
-        let live_dir = match probe {
-            Some(_) => Some(tempfile::tempdir().context("a temporary directory")?),
-            None => None,
+        let live_dir = match (probe, traced) {
+            (None, false) => None,
+            _ => Some(tempfile::tempdir().context("a temporary directory")?),
         };
         if let Some(d) = &live_dir {
-            exp.live.json = Some(d.path().join("live.jsonl"));
+            if probe.is_some() {
+                exp.live.json = Some(d.path().join("live.jsonl"));
+            }
+            if traced {
+                exp.ktrace_out = Some(d.path().join("ktrace.txt"));
+            }
             exp.open_streams()?;
         }
         let ran = exp
@@ -380,6 +404,12 @@ pub fn sim_spreads(
                 .collect();
             p.measure_live(&lines, max, &mut m);
         }
+        if let (true, Some(d)) = (traced, &live_dir) {
+            let path = d.path().join("ktrace.txt");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("{}: blkqos's own {}", job.name, path.display()))?;
+            m.extend(ktrace::reduce(&text));
+        }
         add_run(&mut spreads, m);
     }
     Ok(spreads)
@@ -397,6 +427,7 @@ pub fn accepted(kind: Kind, real: &Spread, jiffy_ns: f64) -> (f64, f64) {
         Kind::Share => (lo - 5.0, hi + 5.0),
         Kind::Util => (lo - 2.0, hi + 2.0),
         Kind::Vrate => (lo * 0.9, hi * 1.1),
+        Kind::Trace => (lo - 0.1 * lo.abs(), hi + 0.1 * hi.abs()),
     }
 }
 
@@ -420,11 +451,17 @@ pub fn compare_job(
     overrides: &[(String, String)],
     seeds: u64,
     engine: bool,
+    traces: bool,
 ) -> Result<Vec<Row>> {
     let profile = KernelProfile::for_release(kernel)
         .with_context(|| format!("lab/fixtures/{kernel}: no blkqos profile for this kernel"))?;
-    let (real, n) = real_spreads(lab, kernel, job, engine)?;
+    let (mut real, n) = real_spreads(lab, kernel, job, engine)?;
     if n == 0 {
+        return Ok(Vec::new());
+    }
+    // the traces' numbers are shown on their own (`--traces`), not judged
+    real.retain(|_, s| (s.kind == Some(Kind::Trace)) == traces);
+    if real.is_empty() {
         return Ok(Vec::new());
     }
     if engine {
@@ -437,7 +474,7 @@ pub fn compare_job(
     }
     let host = LabHost::measure(lab, kernel)?;
     let max_sectors = recorded_max_sectors(lab, kernel, job);
-    let sim = sim_spreads(job, &profile, overrides, host, seeds, max_sectors)?;
+    let sim = sim_spreads(job, &profile, overrides, host, seeds, max_sectors, traces)?;
     Ok(rows(kernel, job, &real, &sim, profile.jiffy_ns()))
 }
 
@@ -483,6 +520,9 @@ pub fn fmt_value(kind: Kind, v: f64) -> String {
         Kind::Rate if v >= 100_000.0 => format!("{:.0}k", v / 1000.0),
         Kind::Rate => format!("{v:.1}"),
         Kind::Share | Kind::Util | Kind::Vrate => format!("{v:.1}"),
+        Kind::Trace if v.abs() >= 100.0 => format!("{v:.0}"),
+        Kind::Trace if v.abs() >= 1.0 => format!("{v:.1}"),
+        Kind::Trace => format!("{v:.3}"),
     }
 }
 
@@ -596,6 +636,8 @@ struct Args {
     markdown: bool,
     summary: bool,
     engine: bool,
+    /// `--traces`: the kernel traces' numbers instead of the judged ones.
+    traces: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args> {
@@ -609,10 +651,11 @@ fn parse_args(args: &[String]) -> Result<Args> {
         markdown: false,
         summary: false,
         engine: false,
+        traces: false,
     };
     let mut it = args.iter();
     if it.next().map(String::as_str) != Some("compare") {
-        bail!("usage: blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N] [--expect=FILE] [--markdown] [--summary] [--real-engine] [--throttle=V] [--iocost=V] [--hz=N]");
+        bail!("usage: blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N] [--expect=FILE] [--markdown] [--summary] [--real-engine] [--traces] [--throttle=V] [--iocost=V] [--hz=N]");
     }
     for arg in it {
         let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
@@ -631,6 +674,7 @@ fn parse_args(args: &[String]) -> Result<Args> {
             "--markdown" => a.markdown = true,
             "--summary" => a.summary = true,
             "--real-engine" => a.engine = true,
+            "--traces" => a.traces = true,
             "--throttle" | "--iocost" | "--hz" => {
                 blkqos_core::cgroupfs::ControllerOptions::default()
                     .set(&k[2..], v)
@@ -646,6 +690,9 @@ fn parse_args(args: &[String]) -> Result<Args> {
 /// `blkqos lab compare ...`: prints the table; with `--expect`, fails on
 /// a miss the file does not list or a listed miss that now matches.
 pub fn run(args: &[String]) -> Result<bool> {
+    if args.first().map(String::as_str) == Some("reduce-trace") {
+        return reduce_trace(&args[1..]);
+    }
     let a = parse_args(args)?;
     let kernels = selected_kernels(&a)?;
     let matrix = load_matrix(&a.lab)?;
@@ -676,6 +723,7 @@ pub fn run(args: &[String]) -> Result<bool> {
                 &a.overrides,
                 a.seeds,
                 a.engine,
+                a.traces,
             )?);
         }
     }
@@ -689,6 +737,23 @@ pub fn run(args: &[String]) -> Result<bool> {
         Some(exp) => judge(exp, &all),
         None => true,
     })
+}
+
+/// `blkqos lab reduce-trace FILE`: a kernel-format trace's `trace.*`
+/// numbers as the JSON a lab run keeps (`trace.json`).
+fn reduce_trace(args: &[String]) -> Result<bool> {
+    let [path] = args else {
+        bail!(
+            "usage: blkqos lab reduce-trace FILE (a trace as /sys/kernel/tracing/trace prints it)"
+        );
+    };
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+    let m = ktrace::reduce(&text);
+    if m.is_empty() {
+        bail!("{path}: no block_rq_issue event: not a trace of a run");
+    }
+    crate::stdout::write_out(&ktrace::to_json(&m))?;
+    Ok(true)
 }
 
 /// The recorded kernels the arguments select (all by default).
@@ -717,7 +782,7 @@ fn judge(exp: &Expected, all: &[Row]) -> bool {
     let mut ok = true;
     let mut used = vec![0usize; exp.misses.len()];
     let mut exact_ok: Vec<(usize, &Row)> = Vec::new();
-    for r in all {
+    for r in all.iter().filter(|r| r.kind != Kind::Trace) {
         match (r.ok, exp.covers(r)) {
             (false, Some(i)) => used[i] += 1,
             (true, Some(i)) => exact_ok.push((i, r)),
@@ -841,16 +906,28 @@ pub fn render(rows: &[Row], markdown: bool, engine: bool) -> String {
         ("real", "blkqos sim")
     };
     let mut out = String::new();
+    let w = rows
+        .iter()
+        .map(|r| r.metric.len())
+        .max()
+        .unwrap_or(0)
+        .max(22);
     if markdown {
         out += &format!("| kernel | job | metric | {a} | {b} | |\n|---|---|---|---|---|---|\n");
     } else {
         out += &format!(
-            "{:<22} {:<24} {:<22} {:>17} {:>17}\n",
+            "{:<22} {:<24} {:<w$} {:>17} {:>17}\n",
             "kernel", "job", "metric", a, b
         );
     }
     for r in rows {
-        let verdict = if r.ok { "ok" } else { "MISS" };
+        // a trace's numbers are shown, not judged
+        let verdict = match (r.kind, r.ok) {
+            (Kind::Trace, true) => "close",
+            (Kind::Trace, false) => "differs",
+            (_, true) => "ok",
+            (_, false) => "MISS",
+        };
         let (real, sim) = (fmt_range(r.kind, r.real), fmt_range(r.kind, r.sim));
         if markdown {
             out += &format!(
@@ -859,7 +936,7 @@ pub fn render(rows: &[Row], markdown: bool, engine: bool) -> String {
             );
         } else {
             out += &format!(
-                "{:<22} {:<24} {:<22} {:>17} {:>17} {}\n",
+                "{:<22} {:<24} {:<w$} {:>17} {:>17} {}\n",
                 r.kernel, r.job, r.metric, real, sim, verdict
             );
         }

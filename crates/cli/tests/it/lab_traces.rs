@@ -114,3 +114,100 @@ fn c04_follows_the_6_12_trace() {
 fn c04_follows_the_7_2_trace() {
     c04_follows_the_trace("7.2", Some(0.15));
 }
+
+/// The kernel's whole c04 trace on 6.12 and blkqos's `--ktrace` of the
+/// same job, reduced the same way (`blkqos lab reduce-trace`): the
+/// tracepoint fires as often (60.6 events/s in the kernel: a period every
+/// 16 ms that busy_level or a lagging group makes it trace), and about
+/// as often with a lagging group, a missed target and a short group.
+#[test]
+fn c04_ktrace_reduces_like_the_6_12_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("real.txt"),
+        xz_text(lab().join("traces/c04-6.12/trace.txt.xz")),
+    )
+    .unwrap();
+    let scenario = lab().join("matrix/c04-qos-vrate.toml");
+    blkqos(
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--kernel=6.12",
+            "--ktrace=sim.txt",
+        ],
+        Some(dir.path()),
+    )
+    .ok();
+    let reduce = |f: &str| -> serde_json::Value {
+        let r = blkqos(&["lab", "reduce-trace", f], Some(dir.path()));
+        r.ok();
+        r.json()
+    };
+    let (k, b) = (reduce("real.txt"), reduce("sim.txt"));
+    let get = |v: &serde_json::Value, m: &str| v[m].as_f64().unwrap_or_else(|| panic!("{m}: {v}"));
+    let k_rate = get(&k, "trace.vrate_adj_per_s");
+    assert!((55.0..65.0).contains(&k_rate), "kernel {k_rate}");
+    let b_rate = get(&b, "trace.vrate_adj_per_s");
+    assert!(
+        (b_rate - k_rate).abs() <= 0.1 * k_rate,
+        "vrate_adj events per second: blkqos {b_rate}, kernel {k_rate}"
+    );
+    for m in ["trace.missed_pct", "trace.shortages_pct"] {
+        let (kv, bv) = (get(&k, m), get(&b, m));
+        assert!((kv - bv).abs() <= 10.0, "{m}: blkqos {bv}, kernel {kv}");
+    }
+}
+
+/// The real kernel's trace of a file, decompressed.
+fn xz_text(path: PathBuf) -> String {
+    let out = std::process::Command::new("xz")
+        .arg("-dc")
+        .arg(&path)
+        .output()
+        .expect("xz");
+    assert!(out.status.success(), "{}", path.display());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// t04 (`wbps=1 MiB/s`, 16 KiB writes at QD8) on 6.12 with the blk
+/// tracer's `throtl` messages: blkqos's `--ktrace` of the same job logs
+/// blk-throttle's dispatch rounds, trims and timer arming as often as the
+/// kernel (about 20 `bios disp=` and 20 `trim slice` a second, the timer
+/// armed 22-26 jiffies ahead).
+#[test]
+fn t04_throttle_messages_follow_the_6_12_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("real.txt"),
+        xz_text(lab().join("traces/t04-6.12/trace.txt.xz")),
+    )
+    .unwrap();
+    let scenario = lab().join("matrix/t04-wbps-16k.toml");
+    blkqos(
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--kernel=6.12",
+            "--ktrace=sim.txt",
+        ],
+        Some(dir.path()),
+    )
+    .ok();
+    let reduce = |f: &str| -> serde_json::Value {
+        let r = blkqos(&["lab", "reduce-trace", f], Some(dir.path()));
+        r.ok();
+        r.json()
+    };
+    let (k, b) = (reduce("real.txt"), reduce("sim.txt"));
+    let get = |v: &serde_json::Value, m: &str| v[m].as_f64().unwrap_or_else(|| panic!("{m}: {v}"));
+    for m in ["trace.throtl.dispatches_per_s", "trace.throtl.trims_per_s"] {
+        let (kv, bv) = (get(&k, m), get(&b, m));
+        assert!((18.0..22.0).contains(&kv), "{m}: kernel {kv}");
+        assert!((kv - bv).abs() <= 0.1 * kv, "{m}: blkqos {bv}, kernel {kv}");
+    }
+    assert_eq!(
+        get(&k, "trace.throtl.timer_delay.p50"),
+        get(&b, "trace.throtl.timer_delay.p50")
+    );
+}

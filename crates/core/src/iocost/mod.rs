@@ -228,7 +228,9 @@ use std::collections::{BTreeMap, VecDeque};
 use timerq::TimerQueue;
 pub use trace::{GroupTrace, PeriodTrace, RunState};
 pub use variant::Variant;
-use vtime::{Margins, VTime, VTIME_PER_USEC, WEIGHT_ONE};
+/// Vtime per µs at 100% vrate: the unit of the base vrate (137438 = 100%).
+pub use vtime::VTIME_PER_USEC;
+use vtime::{Margins, VTime, WEIGHT_ONE};
 
 /// Configuration of one iocost instance (one device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -45,6 +45,13 @@ pub struct PeriodSignals {
     pub prev_busy_level: i32,
     /// Base vrate before this period's adjustment (vtime per µs).
     pub prev_vrate: u64,
+    /// `busy_level` when the base vrate was adjusted (what
+    /// `iocost_ioc_vrate_adj` prints; a timer that then finds no active
+    /// group resets it to 0).
+    pub busy_level: i32,
+    /// `ioc->vtime_rate` during the period that ended: the tracepoint's
+    /// old vrate (vtime per µs).
+    pub vtime_rate: u64,
 }
 
 /// What the period's completions said (`ioc_lat_stat`).
@@ -399,6 +406,7 @@ impl IoCost {
     /// linux block/blk-iocost.c: ioc_timer_fn() — one period ends.
     pub(super) fn period_timer_fired(&mut self, ns: u64) {
         self.period_timer_ns = None;
+        let vtime_rate = self.vtime_rate;
         let lat = self.lat_stat();
         let ppm_thr = [
             (MILLION as u32).wrapping_sub(self.params.qos[QOS_RPPM]),
@@ -434,6 +442,8 @@ impl IoCost {
             sig.nr_shortages,
         );
         let prev_vrate = self.vtime_base_rate;
+        sig.busy_level = self.busy_level;
+        sig.vtime_rate = vtime_rate;
         if let Some(v) = adjust_base_vrate(
             self.vtime_base_rate,
             self.vrate_min,

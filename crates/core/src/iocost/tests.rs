@@ -886,3 +886,48 @@ fn a_merge_over_budget_becomes_debt_and_delay() {
     );
     c.invariants().unwrap();
 }
+
+#[test]
+fn vrate_adj_fires_as_ioc_adjust_base_vrate_traces() {
+    // ioc_adjust_base_vrate(): it traces every adjustment (busy_level not
+    // 0 and not negative with lagging groups), and otherwise only when
+    // busy_level changed or a group lags
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    let mut c = enabled(&t, "hold");
+    saturated_periods(&mut c, a, 4);
+    let mut tr = Vec::new();
+    c.take_trace(&mut tr);
+    assert!(!tr.is_empty());
+    let mut p = tr[0].clone();
+    let fires = |p: &mut super::trace::PeriodTrace, prev: i32, now: i32, lagging: u32| {
+        p.signals.prev_busy_level = prev;
+        p.signals.busy_level = now;
+        p.signals.nr_lagging = lagging;
+        let mut s = String::new();
+        p.format_ftrace("nullb1", &mut s);
+        assert_eq!(p.vrate_adj_fires(), !s.is_empty());
+        p.vrate_adj_fires()
+    };
+    assert!(!fires(&mut p, 0, 0, 0), "nothing changed: silent");
+    assert!(fires(&mut p, 1, 0, 0), "busy_level changed");
+    assert!(fires(&mut p, 0, 0, 1), "a lagging group");
+    assert!(fires(&mut p, 3, 3, 0), "adjusting (busy): always");
+    assert!(fires(&mut p, -2, -2, 0), "adjusting (idle): always");
+    assert!(fires(&mut p, -2, -2, 1), "negative with lagging: lagging");
+    // the line is the kernel's format (include/trace/events/iocost.h)
+    p.signals.busy_level = 5;
+    p.signals.vtime_rate = 137_438;
+    p.vrate = 136_064;
+    p.signals.lat.missed_ppm = [250_000, 0];
+    p.signals.lat.rq_wait_pct = 7;
+    p.signals.nr_lagging = 1;
+    p.signals.nr_shortages = 2;
+    p.at = crate::Instant(1_500_000_000);
+    let mut s = String::new();
+    p.format_ftrace("nullb1", &mut s);
+    assert!(
+        s.ends_with("1.500000: iocost_ioc_vrate_adj: [nullb1] vrate=137438->136064 busy=5 missed_ppm=250000:0 rq_wait_pct=7 lagging=1 shortages=2\n"),
+        "{s}"
+    );
+}

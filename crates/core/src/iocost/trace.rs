@@ -20,7 +20,7 @@ use super::period::PeriodSignals;
 use super::vtime::{vrate_hundredths, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
 use super::IoCost;
 use crate::cgroup::GroupId;
-use crate::controller::{IostatKey, IostatValue};
+use crate::controller::{IostatKey, IostatValue, TraceFormat};
 use crate::time::Instant;
 use std::fmt::Write as _;
 
@@ -166,14 +166,18 @@ impl GroupTrace {
 }
 
 impl crate::controller::TraceRecord for PeriodTrace {
-    /// iocost_monitor.py's line ([`PeriodTrace::format_text`]) or a JSON
-    /// line ([`PeriodTrace::format_json`]).
-    fn format(&self, dev: &str, json: bool, out: &mut String) {
-        out.push_str(&if json {
-            self.format_json(dev)
-        } else {
-            self.format_text(dev)
-        });
+    /// iocost_monitor.py's line ([`PeriodTrace::format_text`]), a JSON
+    /// line ([`PeriodTrace::format_json`]) or the kernel's tracepoint
+    /// ([`PeriodTrace::format_ftrace`]).
+    fn format(&self, dev: &str, format: TraceFormat, out: &mut String) {
+        match format {
+            TraceFormat::Monitor => out.push_str(&self.format_text(dev)),
+            TraceFormat::Json => out.push_str(&self.format_json(dev)),
+            TraceFormat::Ftrace(_) => {
+                self.format_ftrace(dev, out);
+                return;
+            }
+        }
         if !out.ends_with('\n') {
             out.push('\n');
         }
@@ -181,6 +185,46 @@ impl crate::controller::TraceRecord for PeriodTrace {
 }
 
 impl PeriodTrace {
+    /// Whether the kernel's `iocost_ioc_vrate_adj` tracepoint fires for
+    /// this period. `ioc_adjust_base_vrate()` fires it whenever it adjusts
+    /// (busy_level not 0, and not negative with lagging groups), and
+    /// otherwise only when busy_level changed or a group lags; so it is
+    /// silent exactly when busy_level was 0 before and after and nothing
+    /// lags.
+    pub fn vrate_adj_fires(&self) -> bool {
+        let s = &self.signals;
+        !(s.busy_level == 0 && s.prev_busy_level == 0 && s.nr_lagging == 0)
+    }
+
+    /// The kernel's `iocost_ioc_vrate_adj` line as the trace buffer prints
+    /// it (include/trace/events/iocost.h; the task, CPU and flags columns
+    /// are blkqos's: `blkqos-0 [000] .....`), or nothing when the kernel
+    /// would not fire it. `vrate=OLD->NEW` is `ioc->vtime_rate` of the
+    /// period that ended and the new base vrate (137438 = 100%).
+    pub fn format_ftrace(&self, dev: &str, out: &mut String) {
+        if !self.vrate_adj_fires() {
+            return;
+        }
+        let s = &self.signals;
+        let ns = self.at.as_ns();
+        let _ = writeln!(
+            out,
+            "{:>16}-{:<7} [000] ..... {:>5}.{:06}: iocost_ioc_vrate_adj: [{dev}] vrate={}->{} busy={} missed_ppm={}:{} rq_wait_pct={} lagging={} shortages={}",
+            "blkqos",
+            0,
+            ns / 1_000_000_000,
+            ns % 1_000_000_000 / 1000,
+            s.vtime_rate,
+            self.vrate,
+            s.busy_level,
+            s.lat.missed_ppm[0],
+            s.lat.missed_ppm[1],
+            s.lat.rq_wait_pct,
+            s.nr_lagging,
+            s.nr_shortages
+        );
+    }
+
     /// Base vrate in percent.
     pub fn vrate_pct(&self) -> f64 {
         pct(self.vrate, VTIME_PER_USEC)

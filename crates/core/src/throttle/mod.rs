@@ -88,6 +88,7 @@
 pub mod knob;
 pub mod paced;
 pub mod slice;
+pub mod trace;
 pub mod variant;
 
 use crate::cgroup::{CgroupTree, GroupId};
@@ -197,6 +198,10 @@ pub struct Throttle {
     out: Vec<Io>,
     /// Armed service-queue timers: (jiffy, deepest sq first on ties).
     timers: BTreeSet<(u64, std::cmp::Reverse<usize>)>,
+    /// `throtl_log` messages since the last drain, while tracing is on.
+    notes: Vec<trace::ThrotlNote>,
+    trace_on: bool,
+    notes_dropped: u64,
 }
 
 impl Throttle {
@@ -230,7 +235,21 @@ impl Throttle {
             scheduled_seq: 0,
             out: Vec::new(),
             timers: BTreeSet::new(),
+            notes: Vec::new(),
+            trace_on: false,
+            notes_dropped: 0,
         }
+    }
+
+    /// A `throtl_log` message (made only while tracing is on).
+    #[cold]
+    fn note(&mut self, text: impl FnOnce() -> String) {
+        if self.notes.len() >= trace::NOTES_CAPACITY {
+            self.notes_dropped += 1;
+            return;
+        }
+        let at = self.clock.last();
+        self.notes.push(trace::ThrotlNote { at, text: text() });
     }
 
     /// The configuration this controller was built with.
@@ -298,6 +317,9 @@ impl Throttle {
         let clear = !self.cfg.variant.carryover;
         for d in 0..2 {
             self.tgs[gi].budget[d].start_new_slice(j, self.slice_jiffies, clear);
+            if self.trace_on {
+                self.note_slice(gi, d, "new slice", j);
+            }
         }
         if self.tgs[gi].pending_key.is_some() {
             self.update_disptime(gi, j);
@@ -500,9 +522,12 @@ impl Throttle {
         let queued = self.queued(g, d) > 0;
         let (slice, hz) = (self.slice_jiffies, self.cfg.hz);
         let b = &mut self.tgs[g].budget[d];
-        b.update_slice(j, slice, queued);
+        let new = b.update_slice(j, slice, queued);
         let wait = b.bps_wait(bps, charge_size(&bio.io), j, slice, hz);
         b.extend_slice(j + wait, slice);
+        if new && self.trace_on {
+            self.note_slice(g, d, "new slice", j);
+        }
         wait
     }
 
@@ -515,9 +540,12 @@ impl Throttle {
         let queued = self.queued(g, d) > 0;
         let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.iops_wait);
         let b = &mut self.tgs[g].budget[d];
-        b.update_slice(j, slice, queued);
+        let new = b.update_slice(j, slice, queued);
         let wait = b.iops_wait(iops, rule, j, slice, hz).unwrap_or(0);
         b.extend_slice(j + wait, slice);
+        if new && self.trace_on {
+            self.note_slice(g, d, "new slice", j);
+        }
         wait
     }
 
@@ -576,7 +604,11 @@ impl Throttle {
         let queued = self.queued(g, d) > 0;
         let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.iops_wait);
         let b = &mut self.tgs[g].budget[d];
-        b.update_slice(j, slice, queued);
+        let new = b.update_slice(j, slice, queued);
+        if new && self.trace_on {
+            self.note_slice(g, d, "new slice", j);
+        }
+        let b = &mut self.tgs[g].budget[d];
         if l.iops[d] < IOPS_MAX {
             b.io_disp += std::mem::take(&mut b.io_split);
         }
@@ -631,7 +663,17 @@ impl Throttle {
     fn trim(&mut self, g: usize, d: usize, j: u64) {
         let l = self.tgs[g].limits;
         let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.trim);
-        self.tgs[g].budget[d].trim(l.bps[d], l.iops[d], rule, j, slice, hz);
+        if self.tgs[g].budget[d].trim(l.bps[d], l.iops[d], rule, j, slice, hz) && self.trace_on {
+            self.note_slice(g, d, "trim slice", j);
+        }
+    }
+
+    /// `throtl_log(sq, "[%c] WHAT start=%lu end=%lu jiffies=%lu")`.
+    fn note_slice(&mut self, g: usize, d: usize, what: &str, j: u64) {
+        let b = &self.tgs[g].budget[d];
+        let (start, end) = (b.slice_start_jiffy, b.slice_end_jiffy);
+        let rw = if d == 0 { 'R' } else { 'W' };
+        self.note(|| format!("[{rw}] {what} start={start} end={end} jiffies={j}"));
     }
 
     /// `tg_update_disptime`.
@@ -686,6 +728,10 @@ impl Throttle {
         if force || first > j {
             let expires = first.min(j + 8 * self.slice_jiffies).max(j + 1);
             self.arm_timer(sq, expires, j);
+            if self.trace_on {
+                // throtl_schedule_pending_timer
+                self.note(|| format!("schedule timer. delay={} jiffies={j}", expires - j));
+            }
             return true;
         }
         false
@@ -703,6 +749,9 @@ impl Throttle {
             if self.tgs[p].budget[d].slice_used(j) {
                 let start = self.tgs[g].budget[d].slice_start_jiffy;
                 self.tgs[p].budget[d].start_new_slice_with_credit(j, self.slice_jiffies, start);
+                if self.trace_on {
+                    self.note_slice(p, d, "new slice with credit", j);
+                }
             }
         } else {
             bio.bps_throttled = true;
@@ -770,6 +819,9 @@ impl Throttle {
             loop {
                 let n = self.select_dispatch(sq, j);
                 dispatched |= n > 0;
+                if n > 0 && self.trace_on {
+                    self.note(|| format!("bios disp={n}"));
+                }
                 if self.schedule_next_dispatch(sq, false, j) {
                     break;
                 }
@@ -995,6 +1047,22 @@ impl Controller for Throttle {
     }
     fn on_complete(&mut self, _io: &Io, _a: Instant, _s: Instant, now: Instant) {
         self.see(now);
+    }
+    fn set_trace(&mut self, on: bool) {
+        self.trace_on = on;
+        if !on {
+            self.notes.clear();
+        }
+    }
+    fn drain_trace(&mut self, out: &mut Vec<Box<dyn crate::controller::TraceRecord>>) {
+        out.extend(
+            self.notes
+                .drain(..)
+                .map(|n| Box::new(n) as Box<dyn crate::controller::TraceRecord>),
+        );
+    }
+    fn trace_dropped(&self) -> u64 {
+        self.notes_dropped
     }
     fn next_deadline(&self) -> Option<Instant> {
         self.deadline()

@@ -90,12 +90,15 @@ impl DirBudget {
         }
     }
 
-    /// `tg_update_slice` (mainline) / the head of `tg_may_dispatch` (legacy).
-    pub fn update_slice(&mut self, now: u64, slice: u64, queued: bool) {
+    /// `tg_update_slice` (mainline) / the head of `tg_may_dispatch`
+    /// (legacy): `true` when a new slice started.
+    pub fn update_slice(&mut self, now: u64, slice: u64, queued: bool) -> bool {
         if self.slice_used(now) && !queued {
             self.start_new_slice(now, slice, true);
+            true
         } else {
             self.extend_slice(now + slice, slice);
+            false
         }
     }
 
@@ -160,17 +163,27 @@ impl DirBudget {
         })
     }
 
-    /// `throtl_trim_slice` after a dispatch or a direct pass.
-    pub fn trim(&mut self, bps: u64, iops: u64, rule: TrimRule, now: u64, slice: u64, hz: u64) {
+    /// `throtl_trim_slice` after a dispatch or a direct pass: `true` when
+    /// it got as far as the kernel's `trim slice` message (whole slices
+    /// have passed).
+    pub fn trim(
+        &mut self,
+        bps: u64,
+        iops: u64,
+        rule: TrimRule,
+        now: u64,
+        slice: u64,
+        hz: u64,
+    ) -> bool {
         if self.slice_used(now) {
-            return;
+            return false;
         }
         self.set_slice_end(now + slice, slice);
         match rule {
             TrimRule::WholeSlices => {
                 let n = (since(now, self.slice_start_jiffy)) / slice;
                 if n == 0 {
-                    return;
+                    return false;
                 }
                 let t = slice * n;
                 let bytes_trim = if bps == BPS_MAX {
@@ -184,7 +197,7 @@ impl DirBudget {
                     io_allowed(iops, t, hz)
                 };
                 if bytes_trim == 0 && io_trim == 0 {
-                    return;
+                    return false;
                 }
                 self.bytes_disp = if self.bytes_disp as i128 >= bytes_trim as i128 {
                     self.bytes_disp - bytes_trim as i64
@@ -201,7 +214,7 @@ impl DirBudget {
             TrimRule::KeepOneSlice => {
                 let mut t = rounddown(since(now, self.slice_start_jiffy), slice);
                 if t < 2 * slice {
-                    return;
+                    return false;
                 }
                 t -= slice;
                 // throtl_trim_bps / throtl_trim_iops: an unlimited
@@ -233,11 +246,12 @@ impl DirBudget {
                     }
                 };
                 if bytes_trim == 0 && io_trim == 0 {
-                    return;
+                    return false;
                 }
                 self.slice_start_jiffy += t;
             }
         }
+        true
     }
 
     /// Carryover on a limit change (`__tg_update_carryover`), computed

@@ -71,6 +71,7 @@ fn a_vec_is_a_sink() {
         started_at: blkqos_core::Instant(2),
         completed_at: blkqos_core::Instant(3),
         bytes: 4096,
+        offset: 0,
     });
     assert_eq!(v.len(), 1);
 }
