@@ -18,6 +18,7 @@
 
 pub mod ktrace;
 pub mod metrics;
+pub mod trace_report;
 pub mod vrate;
 
 use crate::kernel::KernelProfile;
@@ -526,7 +527,7 @@ pub fn fmt_value(kind: Kind, v: f64) -> String {
     }
 }
 
-fn fmt_range(kind: Kind, r: (f64, f64)) -> String {
+pub(crate) fn fmt_range(kind: Kind, r: (f64, f64)) -> String {
     if r.0 == r.1 || r.1.is_nan() {
         fmt_value(kind, r.0)
     } else {
@@ -638,6 +639,8 @@ struct Args {
     engine: bool,
     /// `--traces`: the kernel traces' numbers instead of the judged ones.
     traces: bool,
+    /// `--report=FILE`: the traces' numbers as an HTML page.
+    report: Option<PathBuf>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args> {
@@ -652,10 +655,11 @@ fn parse_args(args: &[String]) -> Result<Args> {
         summary: false,
         engine: false,
         traces: false,
+        report: None,
     };
     let mut it = args.iter();
     if it.next().map(String::as_str) != Some("compare") {
-        bail!("usage: blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N] [--expect=FILE] [--markdown] [--summary] [--real-engine] [--traces] [--throttle=V] [--iocost=V] [--hz=N]");
+        bail!("usage: blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N] [--expect=FILE] [--markdown] [--summary] [--real-engine] [--traces [--report=FILE.html]] [--throttle=V] [--iocost=V] [--hz=N]");
     }
     for arg in it {
         let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
@@ -675,6 +679,7 @@ fn parse_args(args: &[String]) -> Result<Args> {
             "--summary" => a.summary = true,
             "--real-engine" => a.engine = true,
             "--traces" => a.traces = true,
+            "--report" if !v.is_empty() => a.report = Some(PathBuf::from(v)),
             "--throttle" | "--iocost" | "--hz" => {
                 blkqos_core::cgroupfs::ControllerOptions::default()
                     .set(&k[2..], v)
@@ -694,6 +699,11 @@ pub fn run(args: &[String]) -> Result<bool> {
         return reduce_trace(&args[1..]);
     }
     let a = parse_args(args)?;
+    if a.report.is_some() && !a.traces {
+        bail!(
+            "blkqos lab compare: --report draws the kernel traces' numbers: give --traces with it"
+        );
+    }
     let kernels = selected_kernels(&a)?;
     let matrix = load_matrix(&a.lab)?;
     let expected = match &a.expect {
@@ -733,6 +743,11 @@ pub fn run(args: &[String]) -> Result<bool> {
         render(&all, a.markdown, a.engine)
     };
     crate::stdout::write_out(&text)?;
+    if let Some(p) = &a.report {
+        std::fs::write(p, trace_report::render(&all)?)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        eprintln!("lab: wrote {}", p.display());
+    }
     Ok(match &expected {
         Some(exp) => judge(exp, &all),
         None => true,

@@ -692,7 +692,7 @@ fn points_table(sw: &Sweep) -> String {
     h
 }
 
-const CSS: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:1140px;color:#222;background:#fff}\
+pub const CSS: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:1140px;color:#222;background:#fff}\
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}\
 figure.chart{margin:1em 0;border:1px solid #ddd}figure.chart svg{display:block;width:100%;height:auto}\
 figcaption{font-size:.9em;color:#555;padding:.3em .6em}\

@@ -211,3 +211,58 @@ fn t04_throttle_messages_follow_the_6_12_trace() {
         get(&b, "trace.throtl.timer_delay.p50")
     );
 }
+
+/// `lab compare --traces`: the traced runs' numbers beside blkqos's, as a
+/// table and (`--report`) a page with the base vrate drawn second by
+/// second; `--report` alone is refused.
+#[test]
+fn compare_traces_puts_the_kernel_beside_blkqos() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab();
+    let r = blkqos(
+        &[
+            "lab",
+            "compare",
+            &format!("--lab={}", lab.display()),
+            "--traces",
+            "--kernel=7.2",
+            "--job=c04",
+            "--seeds=1",
+            "--report=traces.html",
+        ],
+        Some(dir.path()),
+    );
+    r.ok();
+    let table = r.stdout_str();
+    let row = table
+        .lines()
+        .find(|l| l.contains("trace.vrate_adj_per_s"))
+        .unwrap_or_else(|| panic!("{table}"));
+    // both sides have a number: the kernel's run 6 and blkqos's seed 1
+    let nums: Vec<f64> = row
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(nums.len(), 2, "{row}");
+    assert!(nums.iter().all(|&v| (40.0..90.0).contains(&v)), "{row}");
+    // the judged metrics are left out
+    for l in table.lines().skip(1) {
+        let metric = l.split_whitespace().nth(2).unwrap_or("");
+        assert!(metric.starts_with("trace."), "{l}");
+    }
+    let html = std::fs::read_to_string(dir.path().join("traces.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("c04-qos-vrate: base vrate"));
+    assert!(html.contains("<td>trace.busy.max</td>"));
+    let r = blkqos(
+        &[
+            "lab",
+            "compare",
+            &format!("--lab={}", lab.display()),
+            "--report=x.html",
+        ],
+        Some(dir.path()),
+    );
+    // bad input: exit status 2
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("give --traces"), "{}", r.stderr);
+}
