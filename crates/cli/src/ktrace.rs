@@ -219,6 +219,9 @@ pub enum Event<'a> {
         sector: u64,
         nr_sectors: u64,
     },
+    /// `iocost_iocg_activate` (`activate`) or `iocost_iocg_idle`, with the
+    /// group's cgroup path.
+    Iocg { activate: bool, path: &'a str },
     /// A blk tracer message (`m N ...`): blk-throttle's `throtl ...`.
     Note(&'a str),
     /// Another tracepoint, by name.
@@ -296,8 +299,20 @@ fn event<'a>(name: &'a str, fields: &'a str) -> Event<'a> {
         "block_rq_issue" => rq(RqKind::Issue),
         "block_rq_insert" => rq(RqKind::Insert),
         "block_rq_complete" => rq(RqKind::Complete),
+        "iocost_iocg_activate" | "iocost_iocg_idle" => {
+            iocg_path(fields).map_or(Event::Other(name), |path| Event::Iocg {
+                activate: name == "iocost_iocg_activate",
+                path,
+            })
+        }
         _ => Event::Other(name),
     }
+}
+
+/// The cgroup of `[dev:/path] now=...`.
+fn iocg_path(fields: &str) -> Option<&str> {
+    let inside = fields.strip_prefix('[')?.split(']').next()?;
+    Some(inside.split_once(':')?.1)
 }
 
 /// `254,0 R 4096 () 505944 + 8 [be,0,4] [fio]` (issue, insert) or
@@ -432,6 +447,14 @@ mod tests {
         assert_eq!(
             l.event,
             Event::Note("throtl [W] new slice start=4294895770 end=4294895795 jiffies=4294895770")
+        );
+        let l = parse_line("             fio-200     [001] d..2.    17.569371: iocost_iocg_activate: [nullb1:/cgB] now=17521478:853991903576 vrate=137438 period=0->0 vtime=853510870576 weight=6553600/6553600 hweight=65536/65536").unwrap();
+        assert_eq!(
+            l.event,
+            Event::Iocg {
+                activate: true,
+                path: "/cgB"
+            }
         );
         assert_eq!(parse_line("# tracer: blk"), None);
         // the blk tracer's bio events: issue and completion are read,

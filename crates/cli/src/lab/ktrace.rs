@@ -11,6 +11,7 @@
 //! | `busy.max`, `busy.min`, `busy.ge4_pct` | `busy=` over those events; % of events at 4 or more (where vrate starts to fall) |
 //! | `vrate.sNN` | the base vrate in % at the end of second NN (the last event's new vrate) |
 //! | `rq_wait_pct.mean`, `missed_pct`, `lagging_pct`, `shortages_pct` | the mean `rq_wait_pct`; % of events with a missed latency target, a lagging group, a short group |
+//! | `iocg.CGROUP.activations_per_s`, `.idles_per_s` | `iocost_iocg_activate` / `iocost_iocg_idle` per second, per cgroup |
 //! | `d2c.p50`, `d2c.p99` | issue to completion per request, ms (matched by sector) |
 //! | `issue_gap.p50`, `issue_gap.p90`, `complete_gap.p90` | time between consecutive issues / completions, µs |
 //! | `throtl.slices_per_s`, `throtl.trims_per_s`, `throtl.dispatches_per_s`, `throtl.timer_delay.p50` | blk-throttle's messages: `new slice`, `trim slice`, `bios disp=` rounds, `schedule timer. delay=` (jiffies) |
@@ -53,6 +54,8 @@ struct Reduction {
     timer_delay: Vec<u64>,
     /// The CPUs requests were issued on.
     issue_cpus: std::collections::BTreeSet<u32>,
+    /// Per cgroup: (activations, times gone idle).
+    iocg: std::collections::BTreeMap<String, (u64, u64)>,
 }
 
 impl Reduction {
@@ -79,6 +82,14 @@ impl Reduction {
                 self.t_end = self.t_end.max(t);
             }
             Event::VrateAdj(v) => self.adj.push((t, v)),
+            Event::Iocg { activate, path } => {
+                let e = self.iocg.entry(path.to_string()).or_default();
+                if activate {
+                    e.0 += 1;
+                } else {
+                    e.1 += 1;
+                }
+            }
             Event::Note(text) => self.note(text),
             _ => {}
         }
@@ -152,6 +163,13 @@ impl Reduction {
                     put(&format!("vrate.s{s:02}"), pct);
                 }
             }
+        }
+        for (path, (act, idle)) in &self.iocg {
+            put(
+                &format!("iocg.{path}.activations_per_s"),
+                *act as f64 / secs,
+            );
+            put(&format!("iocg.{path}.idles_per_s"), *idle as f64 / secs);
         }
         let us = |ns: u64| ns as f64 / 1e3;
         if !self.d2c_ns.is_empty() {
@@ -258,6 +276,7 @@ mod tests {
             1_700_000,
             "254,0   1,0  m   N throtl schedule timer. delay=22 jiffies=5",
         ));
+        t.push(line(10, "iocost_iocg_activate: [nullb1:/cgB] now=1:2 vrate=137438 period=0->0 vtime=1 weight=6553600/6553600 hweight=65536/65536"));
         let m = reduce(&t.join("\n"));
         let get = |k: &str| m[&format!("trace.{k}")].1;
         assert!((get("d2c.p50") - 2.0).abs() < 1e-9, "{m:?}");
@@ -270,6 +289,8 @@ mod tests {
         assert!((get("vrate.s01") - 50.0).abs() < 0.01);
         assert!(!m.contains_key("trace.vrate.s02"));
         assert_eq!(get("throtl.timer_delay.p50"), 22.0);
+        assert!((get("iocg./cgB.activations_per_s") - 1.0 / 1.902).abs() < 1e-9);
+        assert_eq!(get("iocg./cgB.idles_per_s"), 0.0);
         assert_eq!(m["host.issue_cpus"].1, 1.0);
         let mut back = RunMetrics::new();
         from_json(&to_json(&m), &mut back).unwrap();

@@ -49,6 +49,7 @@ impl IoCost {
         if self.groups[g].child_active_sum != 0 {
             return false;
         }
+        let last_period = self.groups[g].active_period;
         self.groups[g].active_period = self.cur_period;
         let level = self.groups[g].level;
         for i in (1..level).rev() {
@@ -68,6 +69,9 @@ impl IoCost {
         self.active_list.push_front(g);
         let inuse = if last_inuse != 0 { last_inuse } else { weight };
         self.propagate_weights(g, weight, inuse, true, now);
+        if self.trace_on {
+            self.record_iocg(g, true, last_period, now);
+        }
         self.groups[g].activated_at_us = now.now_us;
         if !self.running {
             self.running = true;

@@ -325,6 +325,8 @@ pub struct IoCost {
     sched_seq: u64,
     rejected: Vec<(Instant, KnobError)>,
     trace: Vec<PeriodTrace>,
+    /// Groups activated and gone idle since the last drain, while tracing.
+    iocg_events: Vec<trace::IocgEvent>,
     trace_dropped: u64,
     /// Record [`PeriodTrace`]s (default on; [`Controller::set_trace`]).
     trace_on: bool,
@@ -379,6 +381,7 @@ impl IoCost {
             sched_seq: 0,
             rejected: Vec::new(),
             trace: Vec::new(),
+            iocg_events: Vec::new(),
             trace_dropped: 0,
             trace_on: true,
             debug_stats: false,
@@ -906,6 +909,11 @@ impl Controller for IoCost {
     fn drain_trace(&mut self, out: &mut Vec<Box<dyn crate::controller::TraceRecord>>) {
         out.extend(
             self.trace
+                .drain(..)
+                .map(|t| Box::new(t) as Box<dyn crate::controller::TraceRecord>),
+        );
+        out.extend(
+            self.iocg_events
                 .drain(..)
                 .map(|t| Box::new(t) as Box<dyn crate::controller::TraceRecord>),
         );

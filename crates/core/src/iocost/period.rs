@@ -296,6 +296,10 @@ impl IoCost {
                     let lost = mul_div_floor(excess as u64, old_hwi as u64, WEIGHT_ONE as u64);
                     self.vtime_err = self.vtime_err.wrapping_sub(lost as i64);
                 }
+                if self.trace_on {
+                    let last_period = self.groups[g].active_period;
+                    self.record_iocg(g, false, last_period, now);
+                }
                 self.propagate_weights_nocommit(g, 0, 0, false, now);
                 self.groups[g].on_active_list = false;
                 deactivated = true;

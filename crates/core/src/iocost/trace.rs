@@ -184,6 +184,111 @@ impl crate::controller::TraceRecord for PeriodTrace {
     }
 }
 
+/// A group joining or leaving the active list: the kernel's
+/// `iocost_iocg_activate` (`iocg_activate()`) and `iocost_iocg_idle`
+/// (`ioc_check_iocgs()`), with their fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IocgEvent {
+    /// When it happened (run time).
+    pub at: Instant,
+    /// `true`: activated; `false`: went idle.
+    pub activate: bool,
+    /// The group's cgroup path.
+    pub path: String,
+    /// `now->now`, µs.
+    pub now_us: u64,
+    /// `now->vnow`: device vtime.
+    pub vnow: u64,
+    /// `now->vrate`: vtime per µs.
+    pub vrate: u64,
+    /// The group's `active_period` before the event.
+    pub last_period: u64,
+    /// The device's `cur_period`.
+    pub cur_period: u64,
+    /// The group's vtime.
+    pub vtime: u64,
+    /// Its inuse weight (configured units × `WEIGHT_ONE`).
+    pub inuse: u32,
+    /// Its active weight.
+    pub weight: u32,
+    /// Its hierarchical inuse share (`WEIGHT_ONE` = all).
+    pub hweight_inuse: u32,
+    /// Its hierarchical active share.
+    pub hweight_active: u32,
+}
+
+impl crate::controller::TraceRecord for IocgEvent {
+    /// The tracepoint's line in the kernel's trace format; nothing in the
+    /// monitor and JSON forms (their per-period records show the active
+    /// groups).
+    fn format(&self, dev: &str, format: TraceFormat, out: &mut String) {
+        if !matches!(format, TraceFormat::Ftrace(_)) {
+            return;
+        }
+        let ns = self.at.as_ns();
+        let name = if self.activate {
+            "iocost_iocg_activate"
+        } else {
+            "iocost_iocg_idle"
+        };
+        let _ = writeln!(
+            out,
+            "{:>16}-{:<7} [000] ..... {:>5}.{:06}: {name}: [{dev}:{}] now={}:{} vrate={} period={}->{} vtime={} weight={}/{} hweight={}/{}",
+            "blkqos",
+            0,
+            ns / 1_000_000_000,
+            ns % 1_000_000_000 / 1000,
+            self.path,
+            self.now_us,
+            self.vnow,
+            self.vrate,
+            self.last_period,
+            self.cur_period,
+            self.vtime,
+            self.inuse,
+            self.weight,
+            self.hweight_inuse,
+            self.hweight_active
+        );
+    }
+}
+
+impl IoCost {
+    /// Record `iocost_iocg_activate` / `iocost_iocg_idle` for group `g`
+    /// (while tracing, within [`TRACE_CAPACITY`] between drains).
+    #[cold]
+    pub(super) fn record_iocg(
+        &mut self,
+        g: usize,
+        activate: bool,
+        last_period: u64,
+        now: &super::vtime::Now,
+    ) {
+        if self.iocg_events.len() >= TRACE_CAPACITY {
+            self.trace_dropped += 1;
+            return;
+        }
+        let grp = &self.groups[g];
+        let (hwa, hwi) = self.compute_hweight(g);
+        let e = IocgEvent {
+            at: Instant(now.now_ns),
+            activate,
+            path: self.paths[g].clone(),
+            now_us: now.now_us,
+            vnow: now.vnow.0,
+            vrate: self.vtime_rate,
+            last_period,
+            cur_period: self.cur_period,
+            vtime: grp.vtime.0,
+            inuse: grp.inuse,
+            weight: grp.weight,
+            hweight_inuse: hwi,
+            hweight_active: hwa,
+        };
+        self.iocg_events.push(e);
+    }
+}
+
 impl PeriodTrace {
     /// Whether the kernel's `iocost_ioc_vrate_adj` tracepoint fires for
     /// this period. `ioc_adjust_base_vrate()` fires it whenever it adjusts
