@@ -443,6 +443,10 @@ mod tests {
                 nr_sectors: 32
             }
         ));
+    }
+
+    #[test]
+    fn reads_the_blk_tracers_lines() {
         let l = parse_line("             fio-195     [001] d..1.    13.916733: 254,0   1,0  m   N throtl [W] new slice start=4294895770 end=4294895795 jiffies=4294895770").unwrap();
         assert_eq!(
             l.event,

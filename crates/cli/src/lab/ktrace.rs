@@ -112,23 +112,8 @@ impl Reduction {
         }
     }
 
-    fn metrics(mut self) -> RunMetrics {
-        let mut m = RunMetrics::new();
-        let Some(&t0) = self.issue_ns.iter().min() else {
-            return m;
-        };
-        let secs = (self.t_end.saturating_sub(t0)) as f64 / 1e9;
-        if secs <= 0.0 {
-            return m;
-        }
-        // kept with the run, not compared (the simulator has no CPUs)
-        m.insert(
-            "host.issue_cpus".into(),
-            (Kind::Trace, self.issue_cpus.len() as f64),
-        );
-        let mut put = |k: &str, v: f64| {
-            m.insert(format!("trace.{k}"), (Kind::Trace, v));
-        };
+    /// iocost's numbers: the `iocost_ioc_vrate_adj` events from `t0` on.
+    fn iocost_metrics(&mut self, t0: u64, secs: f64, put: &mut impl FnMut(&str, f64)) {
         // events before the first request (the device's setup) are left out
         self.adj.retain(|&(t, _)| t >= t0);
         self.adj.sort_by_key(|a| a.0);
@@ -164,6 +149,26 @@ impl Reduction {
                 }
             }
         }
+    }
+
+    fn metrics(mut self) -> RunMetrics {
+        let mut m = RunMetrics::new();
+        let Some(&t0) = self.issue_ns.iter().min() else {
+            return m;
+        };
+        let secs = (self.t_end.saturating_sub(t0)) as f64 / 1e9;
+        if secs <= 0.0 {
+            return m;
+        }
+        // kept with the run, not compared (the simulator has no CPUs)
+        m.insert(
+            "host.issue_cpus".into(),
+            (Kind::Trace, self.issue_cpus.len() as f64),
+        );
+        let mut put = |k: &str, v: f64| {
+            m.insert(format!("trace.{k}"), (Kind::Trace, v));
+        };
+        self.iocost_metrics(t0, secs, &mut put);
         for (path, (act, idle)) in &self.iocg {
             put(
                 &format!("iocg.{path}.activations_per_s"),
