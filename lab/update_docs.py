@@ -5,8 +5,9 @@
 
 Replaces the blocks between `<!-- BEGIN lab-X -->` and `<!-- END lab-X -->`
 with what `blkqos lab compare` prints now: the host each kernel's
-calibration jobs measured, the per-job summary (seeds 1-5), and the real
-engine against the kernel.
+calibration jobs measured, the per-job summary (seeds 1-5), the real
+engine against the kernel, and the kernel traces' numbers beside blkqos's
+(seeds 1-2).
 """
 import os
 import re
@@ -36,9 +37,11 @@ summary, err = compare("--summary", "--markdown", "--seeds=5")
 hosts = [l[len("lab: "):] for l in err.splitlines() if "host measured" in l]
 host = "".join(f"* {h}\n" for h in hosts)
 engine, _ = compare("--real-engine", "--summary", "--markdown")
+traces, _ = compare("--traces", "--summary", "--markdown", "--seeds=2")
 text = open(doc).read()
 text = replace(text, "host", host)
 text = replace(text, "summary", summary)
 text = replace(text, "engine", engine)
+text = replace(text, "traces", traces)
 open(doc, "w").write(text)
 print(f"update_docs: {doc} refreshed")

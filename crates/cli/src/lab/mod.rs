@@ -855,15 +855,30 @@ fn judge(exp: &Expected, all: &[Row]) -> bool {
 /// real and blkqos ranges).
 pub fn render_summary(rows: &[Row], markdown: bool) -> String {
     let mut out = String::new();
-    if markdown {
-        out += "| kernel | job | match | misses (real → blkqos) |\n|---|---|---|---|\n";
+    // a trace's numbers are shown, not judged: `close`, `differs`
+    let traces = !rows.is_empty() && rows.iter().all(|r| r.kind == Kind::Trace);
+    let (matched, missed, inside_what) = if traces {
+        ("close", "differs", "close to the real traces")
     } else {
-        out += "# match: metrics whose blkqos range (over the seeds) lies inside the real\n\
-                # kernel's run-to-run range, of those compared; a miss reads\n\
-                # `metric real-range → blkqos-range`\n";
+        ("match", "misses", "inside the real spread")
+    };
+    if markdown {
         out += &format!(
-            "{:<6} {:<24} {:>7} misses (real → blkqos)\n",
-            "kernel", "job", "match"
+            "| kernel | job | {matched} | {missed} (real → blkqos) |\n|---|---|---|---|\n"
+        );
+    } else {
+        if traces {
+            out += "# close: trace numbers whose blkqos range (over the seeds) lies inside the\n\
+                    # kernel's traced runs' range widened by 10%; the others read\n\
+                    # `metric real-range → blkqos-range`\n";
+        } else {
+            out += "# match: metrics whose blkqos range (over the seeds) lies inside the real\n\
+                    # kernel's run-to-run range, of those compared; a miss reads\n\
+                    # `metric real-range → blkqos-range`\n";
+        }
+        out += &format!(
+            "{:<6} {:<24} {:>7} {missed} (real → blkqos)\n",
+            "kernel", "job", matched
         );
     }
     let mut i = 0;
@@ -906,7 +921,7 @@ pub fn render_summary(rows: &[Row], markdown: bool) -> String {
         out += &format!("| all | | {total} ({pct:.0}%) | |\n");
     } else {
         out += &format!(
-            "{:<6} {:<24} {total:>7} ({pct:.0}% inside the real spread)\n",
+            "{:<6} {:<24} {total:>7} ({pct:.0}% {inside_what})\n",
             "all", ""
         );
     }
