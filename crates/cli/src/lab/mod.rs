@@ -1013,6 +1013,26 @@ mod tests {
         );
         let md = render_summary(&rows, true);
         assert!(md.ends_with("| all | | 2/3 (67%) | |\n"), "{md}");
+        // a trace's numbers are shown as close or differing, not judged
+        let traces: Vec<Row> = rows
+            .iter()
+            .map(|r| Row {
+                kind: Kind::Trace,
+                ..r.clone()
+            })
+            .collect();
+        let text = render_summary(&traces, false);
+        assert!(text.starts_with("# close:"), "{text}");
+        assert!(text.contains(" close differs (real → blkqos)"), "{text}");
+        assert!(
+            text.ends_with("2/3 (67% close to the real traces)\n"),
+            "{text}"
+        );
+        let text = render(&traces, false, false);
+        assert!(
+            text.contains("a.read.bw") && text.contains(" differs\n"),
+            "{text}"
+        );
     }
 
     #[test]
