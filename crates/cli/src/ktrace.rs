@@ -34,7 +34,7 @@
 
 use crate::file_out::FileOut;
 use anyhow::Result;
-use blkqos_core::controller::{TraceFormat, TraceRecord};
+use blkqos_core::controller::{ftrace_prefix, TraceFormat, TraceRecord};
 use blkqos_core::{DevId, IoOp};
 use blkqos_driver::RequestRecord;
 use std::fmt::Write as _;
@@ -156,16 +156,15 @@ impl KernelTrace {
                         IoOp::Flush => "FN",
                     };
                     let (sector, nr) = (offset / 512, bytes.div_ceil(512));
+                    ftrace_prefix(blkqos_core::Instant(t), &mut text);
                     let _ = match kind {
                         RqKind::Complete => write!(
                             text,
-                            "{} block_rq_complete: {maj},{min} {rwbs} () {sector} + {nr} [0]",
-                            prefix(t)
+                            " block_rq_complete: {maj},{min} {rwbs} () {sector} + {nr} [0]"
                         ),
                         _ => write!(
                             text,
-                            "{} block_rq_issue: {maj},{min} {rwbs} {bytes} () {sector} + {nr} [fio]",
-                            prefix(t)
+                            " block_rq_issue: {maj},{min} {rwbs} {bytes} () {sector} + {nr} [fio]"
                         ),
                     };
                 }
@@ -182,17 +181,6 @@ impl KernelTrace {
         self.write_before(u64::MAX);
         self.out.finish()
     }
-}
-
-/// The columns before the event: task-pid, CPU, flags, seconds.
-fn prefix(t_ns: u64) -> String {
-    format!(
-        "{:>16}-{:<7} [000] ..... {:>5}.{:06}:",
-        "blkqos",
-        0,
-        t_ns / 1_000_000_000,
-        t_ns % 1_000_000_000 / 1000
-    )
 }
 
 /// One line of a trace.
@@ -329,6 +317,16 @@ fn rq(kind: RqKind, fields: &str) -> Option<Event<'_>> {
     if !cmd.starts_with('(') {
         return None;
     }
+    rq_tail(kind, rwbs, it)
+}
+
+/// The `SECTOR + NR` every request line ends with (before the ioprio and
+/// task or error columns).
+fn rq_tail<'a>(
+    kind: RqKind,
+    rwbs: &'a str,
+    mut it: std::str::SplitWhitespace<'_>,
+) -> Option<Event<'a>> {
     let sector = it.next()?.parse().ok()?;
     if it.next()? != "+" {
         return None;
@@ -379,17 +377,7 @@ fn blk_action(rest: &str) -> Option<Event<'_>> {
         _ => return None,
     };
     let rwbs = it.next()?;
-    let sector = it.next()?.parse().ok()?;
-    if it.next()? != "+" {
-        return None;
-    }
-    let nr_sectors = it.next()?.parse().ok()?;
-    Some(Event::Rq {
-        kind,
-        rwbs,
-        sector,
-        nr_sectors,
-    })
+    rq_tail(kind, rwbs, it)
 }
 
 /// The blk tracer's message line: `254,0 1,0 m N TEXT`.

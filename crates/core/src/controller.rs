@@ -185,6 +185,24 @@ pub trait TraceRecord: std::any::Any + std::fmt::Debug + Send {
     fn format(&self, dev: &str, format: TraceFormat, out: &mut String);
 }
 
+/// Append the columns a kernel trace line starts with (task-pid, CPU,
+/// flags, seconds: `          blkqos-0       [000] .....     1.012345:`)
+/// for an event at `at`; the simulator has no tasks or CPUs, so they are
+/// blkqos's own. Every [`TraceFormat::Ftrace`] line and `--ktrace`'s
+/// request lines begin with it.
+pub fn ftrace_prefix(at: Instant, out: &mut String) {
+    use std::fmt::Write as _;
+    let ns = at.as_ns();
+    let _ = write!(
+        out,
+        "{:>16}-{:<7} [000] ..... {:>5}.{:06}:",
+        "blkqos",
+        0,
+        ns / 1_000_000_000,
+        ns % 1_000_000_000 / 1000
+    );
+}
+
 /// The forms a controller trace is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceFormat {

@@ -115,19 +115,14 @@ fn c04_follows_the_7_2_trace() {
     c04_follows_the_trace("7.2", Some(0.15));
 }
 
-/// The kernel's whole c04 trace on 6.12 and blkqos's `--ktrace` of the
-/// same job, reduced the same way (`blkqos lab reduce-trace`): the
-/// tracepoint fires as often (60.6 events/s in the kernel: a period every
-/// 16 ms that busy_level or a lagging group makes it trace), and about
-/// as often with a lagging group, a missed target and a short group.
-#[test]
-fn c04_ktrace_reduces_like_the_6_12_trace() {
+/// The kernel trace kept in `lab/traces/TRACE` and blkqos's `--ktrace` of
+/// the matrix job `JOB` under the 6.12 profile, both reduced by `blkqos lab
+/// reduce-trace`: (kernel, blkqos); `None` when the test skipped.
+fn side_by_side(trace: &str, job: &str) -> Option<(serde_json::Value, serde_json::Value)> {
     let dir = tempfile::tempdir().unwrap();
-    let Some(real) = xz_text(lab().join("traces/c04-6.12/trace.txt.xz")) else {
-        return;
-    };
+    let real = xz_text(lab().join(format!("traces/{trace}/trace.txt.xz")))?;
     std::fs::write(dir.path().join("real.txt"), real).unwrap();
-    let scenario = lab().join("matrix/c04-qos-vrate.toml");
+    let scenario = lab().join(format!("matrix/{job}.toml"));
     blkqos(
         &[
             "run",
@@ -138,12 +133,24 @@ fn c04_ktrace_reduces_like_the_6_12_trace() {
         Some(dir.path()),
     )
     .ok();
-    let reduce = |f: &str| -> serde_json::Value {
+    let reduce = |f: &str| {
         let r = blkqos(&["lab", "reduce-trace", f], Some(dir.path()));
         r.ok();
         r.json()
     };
-    let (k, b) = (reduce("real.txt"), reduce("sim.txt"));
+    Some((reduce("real.txt"), reduce("sim.txt")))
+}
+
+/// The kernel's whole c04 trace on 6.12 and blkqos's `--ktrace` of the
+/// same job, reduced the same way (`blkqos lab reduce-trace`): the
+/// tracepoint fires as often (60.6 events/s in the kernel: a period every
+/// 16 ms that busy_level or a lagging group makes it trace), and about
+/// as often with a lagging group, a missed target and a short group.
+#[test]
+fn c04_ktrace_reduces_like_the_6_12_trace() {
+    let Some((k, b)) = side_by_side("c04-6.12", "c04-qos-vrate") else {
+        return;
+    };
     let get = |v: &serde_json::Value, m: &str| v[m].as_f64().unwrap_or_else(|| panic!("{m}: {v}"));
     let k_rate = get(&k, "trace.vrate_adj_per_s");
     assert!((55.0..65.0).contains(&k_rate), "kernel {k_rate}");
@@ -183,28 +190,9 @@ fn xz_text(path: PathBuf) -> Option<String> {
 /// armed 22-26 jiffies ahead).
 #[test]
 fn t04_throttle_messages_follow_the_6_12_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some(real) = xz_text(lab().join("traces/t04-6.12/trace.txt.xz")) else {
+    let Some((k, b)) = side_by_side("t04-6.12", "t04-wbps-16k") else {
         return;
     };
-    std::fs::write(dir.path().join("real.txt"), real).unwrap();
-    let scenario = lab().join("matrix/t04-wbps-16k.toml");
-    blkqos(
-        &[
-            "run",
-            scenario.to_str().unwrap(),
-            "--kernel=6.12",
-            "--ktrace=sim.txt",
-        ],
-        Some(dir.path()),
-    )
-    .ok();
-    let reduce = |f: &str| -> serde_json::Value {
-        let r = blkqos(&["lab", "reduce-trace", f], Some(dir.path()));
-        r.ok();
-        r.json()
-    };
-    let (k, b) = (reduce("real.txt"), reduce("sim.txt"));
     let get = |v: &serde_json::Value, m: &str| v[m].as_f64().unwrap_or_else(|| panic!("{m}: {v}"));
     for m in ["trace.throtl.dispatches_per_s", "trace.throtl.trims_per_s"] {
         let (kv, bv) = (get(&k, m), get(&b, m));

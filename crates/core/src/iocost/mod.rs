@@ -162,7 +162,11 @@
 //! [`PeriodTrace`] per period (state, period, busy_level, vrate, signals;
 //! per active group weight inuse/active, hweight% inuse/active, inflight%,
 //! debt ms, delay ms, usage%), formatted like iocost_monitor.py
-//! ([`PeriodTrace::format_text`], [`PeriodTrace::format_json`]); `io.stat`
+//! ([`PeriodTrace::format_text`], [`PeriodTrace::format_json`]) or as the
+//! kernel's `iocost_ioc_vrate_adj` tracepoint, printed only in the periods
+//! `ioc_adjust_base_vrate()` traces ([`PeriodTrace::format_ftrace`]);
+//! `iocost_iocg_activate`/`_idle` as [`trace::IocgEvent`] (the `inuse_*`
+//! and `iocg_forgive_debt` tracepoints are not made); `io.stat`
 //! keys via [`IoCost::iostat_keys_with`] (typed) and [`IoCost::iostat_suffix`].
 //!
 //! # 7. Source map (ours ↔ `block/blk-iocost.c`)

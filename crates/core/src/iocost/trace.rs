@@ -20,7 +20,7 @@ use super::period::PeriodSignals;
 use super::vtime::{vrate_hundredths, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
 use super::IoCost;
 use crate::cgroup::GroupId;
-use crate::controller::{IostatKey, IostatValue, TraceFormat};
+use crate::controller::{ftrace_prefix, IostatKey, IostatValue, TraceFormat};
 use crate::time::Instant;
 use std::fmt::Write as _;
 
@@ -225,19 +225,15 @@ impl crate::controller::TraceRecord for IocgEvent {
         if !matches!(format, TraceFormat::Ftrace(_)) {
             return;
         }
-        let ns = self.at.as_ns();
         let name = if self.activate {
             "iocost_iocg_activate"
         } else {
             "iocost_iocg_idle"
         };
+        ftrace_prefix(self.at, out);
         let _ = writeln!(
             out,
-            "{:>16}-{:<7} [000] ..... {:>5}.{:06}: {name}: [{dev}:{}] now={}:{} vrate={} period={}->{} vtime={} weight={}/{} hweight={}/{}",
-            "blkqos",
-            0,
-            ns / 1_000_000_000,
-            ns % 1_000_000_000 / 1000,
+            " {name}: [{dev}:{}] now={}:{} vrate={} period={}->{} vtime={} weight={}/{} hweight={}/{}",
             self.path,
             self.now_us,
             self.vnow,
@@ -311,14 +307,10 @@ impl PeriodTrace {
             return;
         }
         let s = &self.signals;
-        let ns = self.at.as_ns();
+        ftrace_prefix(self.at, out);
         let _ = writeln!(
             out,
-            "{:>16}-{:<7} [000] ..... {:>5}.{:06}: iocost_ioc_vrate_adj: [{dev}] vrate={}->{} busy={} missed_ppm={}:{} rq_wait_pct={} lagging={} shortages={}",
-            "blkqos",
-            0,
-            ns / 1_000_000_000,
-            ns % 1_000_000_000 / 1000,
+            " iocost_ioc_vrate_adj: [{dev}] vrate={}->{} busy={} missed_ppm={}:{} rq_wait_pct={} lagging={} shortages={}",
             s.vtime_rate,
             self.vrate,
             s.busy_level,

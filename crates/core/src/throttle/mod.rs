@@ -84,6 +84,7 @@
 //! | `charge_bps` / `charge_leave` | `throtl_charge_bps_bio` / `throtl_charge_iops_bio`, `throtl_charge_bio` |
 //! | [`Throttle::add_group`] | `throtl_pd_alloc`, `throtl_pd_init`, `throtl_pd_online` (`tg_update_has_rules`) |
 //! | [`Throttle::remove_group`] | `throtl_pd_offline` → `tg_flush_bios` (`THROTL_TG_CANCELING`) |
+//! | `note`, `note_slice` ([`trace::ThrotlNote`]) | `throtl_log` (only while tracing): new slice (with credit), trim slice, `bios disp=`, `schedule timer. delay=`; the `bio.`, `dispatch nr_queued` and `extend slice` messages are not made |
 
 pub mod knob;
 pub mod paced;

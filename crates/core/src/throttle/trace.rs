@@ -3,7 +3,7 @@
 //! pending timer armed. Kept only while tracing is on (the `--ktrace`
 //! writer turns it on), at most [`NOTES_CAPACITY`] between drains.
 
-use crate::controller::{TraceFormat, TraceRecord};
+use crate::controller::{ftrace_prefix, TraceFormat, TraceRecord};
 use crate::time::Instant;
 use std::fmt::Write as _;
 
@@ -27,17 +27,11 @@ impl TraceRecord for ThrotlNote {
     /// which are iocost's.
     fn format(&self, _dev: &str, format: TraceFormat, out: &mut String) {
         if let TraceFormat::Ftrace(devid) = format {
-            let ns = self.at.as_ns();
+            ftrace_prefix(self.at, out);
             let _ = writeln!(
                 out,
-                "{:>16}-{:<7} [000] ..... {:>5}.{:06}: {},{}   1,0  m   N throtl {}",
-                "blkqos",
-                0,
-                ns / 1_000_000_000,
-                ns % 1_000_000_000 / 1000,
-                devid.major,
-                devid.minor,
-                self.text
+                " {},{}   1,0  m   N throtl {}",
+                devid.major, devid.minor, self.text
             );
         }
     }

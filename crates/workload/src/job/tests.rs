@@ -5,7 +5,16 @@ use crate::spec::{IoEngine, PerDir, SizeSpec};
 /// A minimal closed loop: every IO completes `lat` after submission, submit
 /// returns immediately.
 fn run(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, Vec<JobIo>) {
-    let mut job = Job::new(spec, 0, 0, 1 << 30, 42, Instant::ZERO);
+    drive(
+        Job::new(spec, 0, 0, 1 << 30, 42, Instant::ZERO),
+        |_| lat,
+        horizon,
+    )
+}
+
+/// Run `job` until `horizon` or its end, IO `k` (in issue order) taking
+/// `lat(k)`; a submit call takes 1 µs.
+fn drive(mut job: Job, lat: impl Fn(usize) -> Duration, horizon: Instant) -> (Job, Vec<JobIo>) {
     let mut now = Instant::ZERO;
     let mut inflight: Vec<(Instant, JobIo)> = Vec::new();
     let mut issued = Vec::new();
@@ -15,8 +24,8 @@ fn run(spec: JobSpec, lat: Duration, horizon: Instant) -> (Job, Vec<JobIo>) {
                 unreachable!("no zonemode=zbd here")
             }
             JobAction::Issue(io) => {
+                inflight.push((now + lat(issued.len()), io));
                 issued.push(io);
-                inflight.push((now + lat, io));
                 // a submit call takes 1 µs, so completions trickle in
                 now += Duration::from_us(1);
                 job.submitted(now);
@@ -402,42 +411,11 @@ fn random_every_n_goes_sequential_between() {
     assert!((280..=310).contains(&follow), "{follow}");
 }
 
-/// Like [`run`] on a region of `region` bytes, IO `k` (in issue order)
-/// taking `lat(k)`.
+/// Like [`run`] on a region of `region` bytes to the job's end, IO `k`
+/// (in issue order) taking `lat(k)`.
 fn run_with(spec: JobSpec, region: u64, lat: impl Fn(usize) -> Duration) -> Job {
-    let mut job = Job::new(spec, 0, 0, region, 42, Instant::ZERO);
-    let mut now = Instant::ZERO;
-    let mut inflight: Vec<(Instant, JobIo)> = Vec::new();
-    let mut k = 0;
-    loop {
-        match job.next_action(now) {
-            JobAction::Issue(io) => {
-                inflight.push((now + lat(k), io));
-                k += 1;
-                now += Duration::from_us(1);
-                job.submitted(now);
-            }
-            JobAction::WaitCompletion => {
-                let t = inflight.iter().map(|x| x.0).min().expect("in flight");
-                now = now.max(t);
-                let (done, rest): (Vec<_>, Vec<_>) = inflight.into_iter().partition(|x| x.0 <= now);
-                inflight = rest;
-                let batch: Vec<Reaped> = done
-                    .iter()
-                    .map(|&(_, io)| Reaped {
-                        io,
-                        issue_time: io.start_time,
-                        error: 0,
-                        bytes_done: io.len,
-                    })
-                    .collect();
-                job.reap(&batch, now);
-            }
-            JobAction::SleepUntil(t) => now = t,
-            JobAction::Done => return job,
-            a => panic!("unexpected {a:?}"),
-        }
-    }
+    let job = Job::new(spec, 0, 0, region, 42, Instant::ZERO);
+    drive(job, lat, Instant(u64::MAX)).0
 }
 
 #[test]
