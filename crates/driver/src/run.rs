@@ -15,7 +15,7 @@ use blkqos_workload::iolog::LogSample;
 use blkqos_workload::job::Reaped;
 use blkqos_workload::{Ddir, Job, JobAction, JobFailure, JobIo, JobSpec, JobStats};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// At most this many periodic diskstats snapshots are kept in
 /// [`RunResult::diskstats`] (144 bytes each: 14.4 MB; 27.7 hours of the
@@ -899,101 +899,129 @@ impl<B: Backend> Loop<'_, B> {
             slot.ring.clear();
         }
         loop {
-            let mut slot = &mut self.jobs[j];
-            match slot.state {
-                SlotState::Sleeping(t) if now < t && !stopping => return Ok(()),
-                SlotState::Blocked(_)
-                | SlotState::Fsyncing(_)
-                | SlotState::Flushing(_)
-                | SlotState::ZoneResetting
-                | SlotState::Pending => return Ok(()),
-                SlotState::Submitting(t, _) if now < t => return Ok(()),
-                SlotState::Submitting(_, id) => {
-                    slot.state = SlotState::Runnable;
-                    self.enter_block_layer(j, id, now);
-                    continue;
-                }
-                SlotState::Committing(t) | SlotState::Returning(t) if now < t => return Ok(()),
-                SlotState::Committing(_) => {
-                    self.enter_batch(j, now);
-                    continue;
-                }
-                SlotState::Returning(_) => {
-                    self.finish_commit(j, now);
-                    continue;
-                }
-                SlotState::Sleeping(_)
-                | SlotState::Waiting
-                | SlotState::Runnable
-                | SlotState::FlowWait => {
-                    slot.state = SlotState::Runnable;
-                }
+            match self.resume(j, now, stopping) {
+                Resume::Stop => return Ok(()),
+                Resume::Again => continue,
+                Resume::Act => {}
             }
-            if slot.flow.is_some() {
-                self.update_flow(j);
-                slot = &mut self.jobs[j];
-            }
-            let action = if slot.batch.is_some() {
-                let a = match self.batched_action(j, now, stopping) {
-                    Some(a) => a,
-                    None => continue,
-                };
-                slot = &mut self.jobs[j];
-                a
-            } else {
-                slot.own_action(now, stopping)
+            let Some(action) = self.job_action(j, now, stopping) else {
+                continue;
             };
-            match action {
-                JobAction::Issue(jio) => {
-                    if self.jobs[j].flow.is_some() {
-                        self.count_flow_issue(j);
+            if !self.act(j, action, now)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Move job `j` on from its state at `now`: a submit call or batch
+    /// that finished enters the block layer, a state that waits stops the
+    /// step, a job that may act becomes runnable.
+    #[inline(always)]
+    fn resume(&mut self, j: usize, now: Instant, stopping: bool) -> Resume {
+        let slot = &mut self.jobs[j];
+        match slot.state {
+            SlotState::Sleeping(t) if now < t && !stopping => Resume::Stop,
+            SlotState::Blocked(_)
+            | SlotState::Fsyncing(_)
+            | SlotState::Flushing(_)
+            | SlotState::ZoneResetting
+            | SlotState::Pending => Resume::Stop,
+            SlotState::Submitting(t, _) if now < t => Resume::Stop,
+            SlotState::Submitting(_, id) => {
+                slot.state = SlotState::Runnable;
+                self.enter_block_layer(j, id, now);
+                Resume::Again
+            }
+            SlotState::Committing(t) | SlotState::Returning(t) if now < t => Resume::Stop,
+            SlotState::Committing(_) => {
+                self.enter_batch(j, now);
+                Resume::Again
+            }
+            SlotState::Returning(_) => {
+                self.finish_commit(j, now);
+                Resume::Again
+            }
+            SlotState::Sleeping(_)
+            | SlotState::Waiting
+            | SlotState::Runnable
+            | SlotState::FlowWait => {
+                slot.state = SlotState::Runnable;
+                Resume::Act
+            }
+        }
+    }
+
+    /// What runnable job `j` does next (its flow share updated first);
+    /// None when its batch took a step of its own: resume it again.
+    #[inline(always)]
+    fn job_action(&mut self, j: usize, now: Instant, stopping: bool) -> Option<JobAction> {
+        if self.jobs[j].flow.is_some() {
+            self.update_flow(j);
+        }
+        if self.jobs[j].batch.is_some() {
+            self.batched_action(j, now, stopping)
+        } else {
+            Some(self.jobs[j].own_action(now, stopping))
+        }
+    }
+
+    /// Carry out job `j`'s `action`: true when the job may act again at
+    /// once, false when the step ends here.
+    #[inline(always)]
+    fn act(&mut self, j: usize, action: JobAction, now: Instant) -> Result<bool, RunError> {
+        match action {
+            JobAction::Issue(jio) => {
+                if self.jobs[j].flow.is_some() {
+                    self.count_flow_issue(j);
+                }
+                self.issue(j, jio, now);
+                Ok(true)
+            }
+            // a zone lock another clone holds: stepped again as the
+            // run goes on, like a clone over its flow share
+            JobAction::WaitFlow | JobAction::WaitZone => {
+                self.jobs[j].state = SlotState::FlowWait;
+                Ok(false)
+            }
+            JobAction::ZoneReset { offset, len } => {
+                self.start_zone_reset(j, offset, len, now);
+                Ok(false)
+            }
+            JobAction::WaitCompletion => {
+                let slot = &mut self.jobs[j];
+                if slot.ring.is_empty() {
+                    if slot.job.in_flight() == 0 {
+                        return Err(RunError::Stalled {
+                            job: slot.job.spec().name.clone(),
+                            at: now,
+                        });
                     }
-                    self.issue(j, jio, now)
+                    slot.state = SlotState::Waiting;
+                    return Ok(false);
                 }
-                // a zone lock another clone holds: stepped again as the
-                // run goes on, like a clone over its flow share
-                JobAction::WaitFlow | JobAction::WaitZone => {
-                    self.jobs[j].state = SlotState::FlowWait;
-                    return Ok(());
+                slot.job.reap(&slot.ring, now);
+                slot.ring.clear();
+                Ok(true)
+            }
+            JobAction::SleepUntil(t) => {
+                let late = if self.host.wake_jitter_ns > 0 {
+                    self.rng = xorshift(self.rng);
+                    self.rng % (self.host.wake_jitter_ns + 1)
+                } else {
+                    0
+                };
+                self.jobs[j].state = SlotState::Sleeping(t + Duration(late));
+                Ok(false)
+            }
+            JobAction::Fsync => {
+                self.start_fsync(j, now);
+                Ok(false)
+            }
+            JobAction::Done => {
+                if self.jobs[j].flow.is_some() {
+                    self.leave_flow(j);
                 }
-                JobAction::ZoneReset { offset, len } => {
-                    self.start_zone_reset(j, offset, len, now);
-                    return Ok(());
-                }
-                JobAction::WaitCompletion => {
-                    if slot.ring.is_empty() {
-                        if slot.job.in_flight() == 0 {
-                            return Err(RunError::Stalled {
-                                job: slot.job.spec().name.clone(),
-                                at: now,
-                            });
-                        }
-                        slot.state = SlotState::Waiting;
-                        return Ok(());
-                    }
-                    slot.job.reap(&slot.ring, now);
-                    slot.ring.clear();
-                }
-                JobAction::SleepUntil(t) => {
-                    let late = if self.host.wake_jitter_ns > 0 {
-                        self.rng = xorshift(self.rng);
-                        self.rng % (self.host.wake_jitter_ns + 1)
-                    } else {
-                        0
-                    };
-                    self.jobs[j].state = SlotState::Sleeping(t + Duration(late));
-                    return Ok(());
-                }
-                JobAction::Fsync => {
-                    self.start_fsync(j, now);
-                    return Ok(());
-                }
-                JobAction::Done => {
-                    if self.jobs[j].flow.is_some() {
-                        self.leave_flow(j);
-                    }
-                    return Ok(());
-                }
+                Ok(false)
             }
         }
     }
@@ -1266,178 +1294,34 @@ pub fn run<B: Backend>(
     opts: &RunOptions,
 ) -> Result<RunResult, RunError> {
     let t0 = backend.now();
-    let nr = backend.nr_requests();
-    // every IO is charged to its job's group: size the histograms now
-    let nr_groups = setups.iter().map(|s| s.group.idx() + 1).max().unwrap_or(1);
-    let max_io = backend.max_io_bytes();
-    stack.set_max_io_bytes(max_io);
-    let jobs: Vec<JobSlot> = setups
-        .into_iter()
-        .enumerate()
-        .scan(0, |wall, (j, s)| {
-            // fio run_threads stops starting jobs at a stonewall: every
-            // later job waits for the jobs before the last stonewall
-            if s.spec.stonewall && s.clone == 0 {
-                *wall = j;
-            }
-            Some(start::slot(j, s, t0, *wall))
-        })
-        .collect();
-    let mut lp = Loop {
-        backend,
-        stack,
-        jobs,
-        flights: Slab::with_capacity(1024),
-        rq: RequestQueue::new(nr),
-        disk: DiskStats::new(opts.ticks_mode, if opts.hz == 0 { 1000 } else { opts.hz })
-            .with_tick_phase(opts.tick_phase_ns),
-        host: opts.host,
-        ready: Vec::new(),
-        unblocked: Vec::new(),
-        comps: Vec::new(),
-        deferred: std::collections::VecDeque::new(),
-        rng: opts.host.seed | 1,
-        trace: opts.trace_requests.then(Vec::new),
-        sink: opts
-            .sink
-            .as_ref()
-            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner)),
-        sink_requests: false,
-        pc: None,
-        pc_pending: Vec::new(),
-        wb_ios: Vec::new(),
-        final_flush_sent: false,
-        final_flush_done: false,
-        lat: opts.lat_hist.then(|| LatHists::new(nr_groups)),
-        max_io,
-        splits: split::Splits::default(),
-        resumed: Vec::new(),
-        plug_merges: false,
-        batched: false,
-        to_plug: Vec::new(),
-        merged: std::collections::BTreeMap::new(),
-        max_segments: u32::MAX,
-        abandoned: false,
-        flows: std::collections::BTreeMap::new(),
-        job_logs: false,
-        exitall: std::collections::BTreeSet::new(),
-        exit_rules: false,
-        medium: None,
-    };
-    exit::link_waits(&mut lp.jobs);
-    lp.exitall = lp
-        .jobs
-        .iter()
-        .map(|s| &s.job.spec().control)
-        .filter(|c| c.exitall)
-        .map(|c| c.invocation)
-        .collect();
-    lp.exit_rules = !lp.exitall.is_empty()
-        || lp
-            .jobs
-            .iter()
-            .any(|s| s.job.spec().control.exitall_on_error);
-    lp.job_logs = lp.jobs.iter().any(|s| s.job.spec().logs.any());
-    let steady = steady::setup(&mut lp.jobs);
-    if medium::Medium::needed(lp.jobs.iter().map(|s| s.job.spec())) {
-        let contents = (0..lp.jobs.len())
-            .map(|j| medium::Contents::of(lp.jobs[j].job.spec(), j as u32))
-            .collect();
-        lp.medium = Some((medium::Medium::new(), contents));
-    }
-    for j in 0..lp.jobs.len() {
-        if lp.jobs[j].state != SlotState::Pending {
-            lp.join_flow(j);
-        }
-    }
-    lp.max_segments = lp.backend.max_segments();
-    lp.sink_requests = lp.sink.as_ref().is_some_and(|s| s.wants_requests());
-    if let Some(s) = &mut lp.sink {
-        s.started(t0);
-    }
-    lp.plug_merges = lp.backend.plug_merges();
-    for s in &mut lp.jobs {
-        let n = s.job.submit_batch();
-        // a buffered job through the page cache completes into it; the
-        // null engine's IO never reaches a plug
-        // an offloaded IO is submitted alone by its worker
-        let through_pagecache = s.buffered && opts.pagecache.is_some();
-        if n > 1 && !through_pagecache && !s.null && !s.offload {
-            s.batch = Some(plug::Batch::new(n));
-        }
-    }
-    lp.batched = lp.jobs.iter().any(|s| s.batch.is_some());
-    lp.pc = opts
-        .pagecache
-        .clone()
-        .map(|cfg| PageCache::new(cfg, t0, lp.jobs.len()));
-    let status_every = opts.status_every.filter(|d| d.as_ns() > 0);
-    let mut periodic = Periodic {
-        snapshots: Vec::new(),
-        snapshots_dropped: 0,
-        next_sink: t0 + SINK_EVERY,
-        next_snap: opts
-            .diskstats_every
-            .filter(|d| d.as_ns() > 0)
-            .map(|d| t0 + d),
-        snap_every: opts.diskstats_every,
-        next_status: status_every.map(|d| t0 + d),
-        status_every,
-        // fio's helper thread checks steady state once a second from its start
-        next_steady: steady.then(|| t0 + steady::CHECK_EVERY),
-        t0,
-    };
+    let mut lp = Loop::new(backend, stack, setups, opts, t0);
+    let steady = lp.configure(opts, t0);
+    let mut periodic = Periodic::new(opts, t0, steady);
     // none of the periodic work: one test per pass skips all of it (these
     // stay None, and without a sink its ticks do nothing)
-    let periodic_work = periodic.next_snap.is_some()
-        || periodic.next_status.is_some()
-        || periodic.next_steady.is_some()
-        || lp.sink.is_some();
-    let mut interrupted = false;
-    let mut dropped_ios = None;
-    // earliest job timer; job timers only move when the loop steps jobs
-    // or runs their timers, so the value from the previous pass holds
-    let mut next_job_timer = lp.jobs.iter().filter_map(|s| s.job.next_timer()).min();
-    let mut passes = 0u64;
+    let periodic_work = periodic.any() || lp.sink.is_some();
+    let mut pass = Passes {
+        interrupted: false,
+        dropped_ios: None,
+        // earliest job timer; job timers only move when the loop steps
+        // jobs or runs their timers, so the value from the previous pass
+        // holds
+        next_job_timer: lp.jobs.iter().filter_map(|s| s.job.next_timer()).min(),
+        count: 0,
+    };
     loop {
         let now = lp.backend.now();
         let stopping = flag_set(&opts.stop) || flag_set(&opts.abandon);
-        interrupted |= stopping;
+        pass.interrupted |= stopping;
         if stopping && flag_set(&opts.abandon) {
-            dropped_ios = Some(lp.abandon());
+            pass.dropped_ios = Some(lp.abandon());
             break;
         }
-
-        if periodic_work {
-            periodic.snapshot(&mut lp.disk, now);
-        }
-        // job timers: ramp end, bw/iops samples
-        if next_job_timer.is_some_and(|t| t <= now) {
-            run_job_timers(&mut lp.jobs, now);
-        }
-        // the live view reads the controllers before this pass's timers
-        // release what was due: a limit's queue is seen full, not just
-        // emptied at a slice boundary that falls on the second
-        let sink_due = periodic_work && now >= periodic.next_sink;
-        if sink_due {
-            lp.tick_sink(now);
-        }
-        lp.run_controller_timers(now);
-        let steady_stopped = periodic_work && periodic.after_timers(&mut lp, now, sink_due);
-        lp.run_deferred(now);
-        if lp.pc.is_some() {
-            lp.run_pagecache(now);
-        }
-
-        for j in 0..lp.jobs.len() {
-            let s = &lp.jobs[j];
-            if stopping || s.can_act(now) || (s.terminated && !s.job.is_done()) {
-                lp.step_job(j, now, stopping)?;
-            }
-        }
-        // a job that ended stopped others: step them again at once
-        let stopped_others = (lp.exit_rules && lp.check_exits()) || steady_stopped;
-
+        let stopped_others = if periodic_work {
+            lp.run_due(Some(&mut periodic), &mut pass, now, stopping)?
+        } else {
+            lp.run_due(None, &mut pass, now, stopping)?
+        };
         if lp.flights.is_empty()
             && lp.pc_pending.is_empty()
             && lp.jobs.iter().all(|s| s.job.is_done())
@@ -1445,39 +1329,128 @@ pub fn run<B: Backend>(
         {
             break;
         }
-        passes += 1;
+        pass.count += 1;
         if opts.check_invariants
-            || (cfg!(debug_assertions) && passes.is_multiple_of(DEBUG_CHECK_EVERY))
+            || (cfg!(debug_assertions) && pass.count.is_multiple_of(DEBUG_CHECK_EVERY))
         {
             lp.stack.check()?;
         }
-        let mut deadline = lp.stack.next_deadline();
-        if periodic_work {
-            deadline = earliest(deadline, periodic.next_snap);
+        let periodic = periodic_work.then_some(&periodic);
+        let deadline = lp.next_deadline(periodic, &mut pass, stopped_others, now)?;
+        let deadline = poll_by(deadline, now, opts);
+        lp.wait_and_complete(deadline);
+    }
+    lp.into_result(t0, periodic, pass, opts)
+}
+
+/// What a job's state lets [`Loop::step_job`] do next.
+enum Resume {
+    /// The job waits: the step ends.
+    Stop,
+    /// The state moved on: look at it again.
+    Again,
+    /// The job may act: ask it what it does.
+    Act,
+}
+
+/// What the main loop carries from one pass to the next.
+struct Passes {
+    /// A stop or abandon flag was seen.
+    interrupted: bool,
+    /// The run was abandoned with this many IOs in flight.
+    dropped_ios: Option<u64>,
+    /// The earliest job timer (ramp end, bw/iops samples).
+    next_job_timer: Option<Instant>,
+    /// Passes so far.
+    count: u64,
+}
+
+impl<B: Backend> Loop<'_, B> {
+    /// One pass's work due at `now`: job timers, the periodic work
+    /// (`periodic`, when the run has any), controller timers, the dispatch
+    /// worker, the page cache, then every job that can act. True when a
+    /// job's end (or a steady-state check) stopped others: the next pass
+    /// comes at once.
+    #[inline(always)]
+    fn run_due(
+        &mut self,
+        mut periodic: Option<&mut Periodic>,
+        pass: &mut Passes,
+        now: Instant,
+        stopping: bool,
+    ) -> Result<bool, RunError> {
+        if let Some(p) = periodic.as_deref_mut() {
+            p.snapshot(&mut self.disk, now);
         }
-        deadline = earliest(deadline, lp.deferred.front().map(|d| d.0));
-        if let Some(pc) = &lp.pc {
+        // job timers: ramp end, bw/iops samples
+        if pass.next_job_timer.is_some_and(|t| t <= now) {
+            run_job_timers(&mut self.jobs, now);
+        }
+        // the live view reads the controllers before this pass's timers
+        // release what was due: a limit's queue is seen full, not just
+        // emptied at a slice boundary that falls on the second
+        let sink_due = periodic.as_deref().is_some_and(|p| now >= p.next_sink);
+        if sink_due {
+            self.tick_sink(now);
+        }
+        self.run_controller_timers(now);
+        let steady_stopped = match periodic {
+            Some(p) => p.after_timers(self, now, sink_due),
+            None => false,
+        };
+        self.run_deferred(now);
+        if self.pc.is_some() {
+            self.run_pagecache(now);
+        }
+        for j in 0..self.jobs.len() {
+            let s = &self.jobs[j];
+            if stopping || s.can_act(now) || (s.terminated && !s.job.is_done()) {
+                self.step_job(j, now, stopping)?;
+            }
+        }
+        // a job that ended stopped others: step them again at once
+        Ok((self.exit_rules && self.check_exits()) || steady_stopped)
+    }
+
+    /// When the loop must look again: the controllers' next deadline, the
+    /// dispatch worker's, the page cache's, the jobs' timers and wake-ups
+    /// and the periodic work's (`periodic`); `now` when `stopped_others`.
+    /// Nothing to wait for with nothing in flight is a stall.
+    #[inline(always)]
+    fn next_deadline(
+        &mut self,
+        periodic: Option<&Periodic>,
+        pass: &mut Passes,
+        stopped_others: bool,
+        now: Instant,
+    ) -> Result<Option<Instant>, RunError> {
+        let mut deadline = self.stack.next_deadline();
+        if let Some(p) = periodic {
+            deadline = earliest(deadline, p.next_snap);
+        }
+        deadline = earliest(deadline, self.deferred.front().map(|d| d.0));
+        if let Some(pc) = &self.pc {
             deadline = earliest(deadline, pc.next_deadline());
-            deadline = earliest(deadline, lp.pc_pending.iter().map(|p| p.0).min());
+            deadline = earliest(deadline, self.pc_pending.iter().map(|p| p.0).min());
         }
         // the earliest job timer and job wake-up (the same as folding
         // `earliest` over them, without an Option per step)
         let (mut timer, mut wake) = (Soonest::NONE, Soonest::NONE);
-        for s in &lp.jobs {
+        for s in &self.jobs {
             if !matches!(s.state, SlotState::Pending) {
                 timer.add(s.job.next_timer());
             }
             wake.add(s.wake());
         }
-        next_job_timer = timer.get();
-        deadline = earliest(earliest(deadline, wake.get()), next_job_timer);
+        pass.next_job_timer = timer.get();
+        deadline = earliest(earliest(deadline, wake.get()), pass.next_job_timer);
         if stopped_others {
             deadline = Some(now);
         }
         let deadline = deadline.map(|d| d.max(now));
-        if deadline.is_none() && lp.backend.in_flight() == 0 {
+        if deadline.is_none() && self.backend.in_flight() == 0 {
             // nothing can make progress: a controller holds IO without a timer
-            let job = lp
+            let job = self
                 .jobs
                 .iter()
                 .find(|s| !s.job.is_done())
@@ -1485,76 +1458,26 @@ pub fn run<B: Backend>(
                 .unwrap_or_default();
             return Err(RunError::Stalled { job, at: now });
         }
-        let deadline = if periodic_work {
-            periodic.wake_for(deadline, now, &lp.jobs)
-        } else {
-            deadline
-        };
-        let deadline = poll_by(deadline, now, opts);
-        if lp.job_logs {
-            lp.drain_job_logs();
-        }
-        lp.comps.clear();
-        lp.backend.wait(deadline, &mut lp.comps);
-        for i in 0..lp.comps.len() {
-            let c = lp.comps[i];
-            lp.complete(c);
-        }
-    }
-    let ended_at = lp.backend.now();
-    lp.tick_sink(ended_at);
-    lp.drain_job_logs();
-    lp.feed_sink(ended_at);
-    lp.sink = None;
-    lp.disk.sync(ended_at);
-    if opts.diskstats_every.is_some() {
-        periodic
-            .snapshots
-            .push((ended_at, lp.disk.diskstats_fields()));
-    }
-    let pagecache = lp.pc.take().map(|mut pc| {
-        for (j, s) in lp.jobs.iter().enumerate() {
-            if s.buffered {
-                let inode = pc.inode(s.file_key, s.group);
-                let pages = pc.inode_dirty_pages(inode);
-                pc.set_task_dirty_end(j, pages);
-            }
-        }
-        pc.report(ended_at)
-    });
-    // a protocol fault or a broken state is an error in every build
-    lp.stack.check()?;
-    let elapsed_s = (ended_at - t0).as_ms().div_ceil(1000);
-    let jobs = lp
-        .jobs
-        .into_iter()
-        .map(|s| {
-            let mut stats = s.job.stats.clone();
-            stats.elapsed_s = elapsed_s;
-            JobResult {
-                error: s.job.error(),
-                failure: s.job.failure(),
-                failed_ios: s.job.failed_ios(),
-                clone: s.job.clone_index(),
-                spec: s.job.spec().clone(),
-                group: s.group,
-                stats,
-            }
+        Ok(match periodic {
+            Some(p) => p.wake_for(deadline, now, &self.jobs),
+            None => deadline,
         })
-        .collect();
-    Ok(RunResult {
-        jobs,
-        disk: lp.disk,
-        ended_at,
-        interrupted,
-        abandoned: dropped_ios.is_some(),
-        dropped_ios: dropped_ios.unwrap_or(0),
-        diskstats: periodic.snapshots,
-        diskstats_dropped: periodic.snapshots_dropped,
-        request_trace: lp.trace.unwrap_or_default(),
-        pagecache,
-        lat_hists: lp.lat,
-    })
+    }
+
+    /// Wait for the backend until `deadline` and complete what it returns
+    /// (the jobs' logs are handed over first).
+    #[inline(always)]
+    fn wait_and_complete(&mut self, deadline: Option<Instant>) {
+        if self.job_logs {
+            self.drain_job_logs();
+        }
+        self.comps.clear();
+        self.backend.wait(deadline, &mut self.comps);
+        for i in 0..self.comps.len() {
+            let c = self.comps[i];
+            self.complete(c);
+        }
+    }
 }
 
 /// The loop's periodic work besides jobs and controllers: diskstats
@@ -1651,8 +1574,10 @@ impl Periodic {
     }
 }
 
+mod assemble;
 mod buffered;
 mod exit;
+mod finish;
 mod medium;
 mod start;
 mod steady;

@@ -181,6 +181,16 @@ enum Phase {
     Done,
 }
 
+/// One step of [`Job::next_action`]'s loop over the phases.
+enum Step {
+    /// The job does this: the call returns it.
+    Act(JobAction),
+    /// The phase moved on: look at it again.
+    Again,
+    /// Issue an IO in this direction.
+    Issue(Ddir),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum After {
     /// A rate sleep: afterwards issue in this direction without re-checking.
@@ -189,6 +199,130 @@ enum After {
     Top { slept_from: Instant, ddir: Ddir },
     /// A `flow_sleep`: afterwards go to the top of the loop.
     Retry,
+}
+
+/// The unit random offsets are aligned to: fio's `ba` (default: the
+/// smallest block size of the directions the job does).
+fn offset_unit(spec: &JobSpec) -> u64 {
+    let min_bs_all = Ddir::ALL
+        .into_iter()
+        .filter(|&d| dir_used(spec.rw, d))
+        .map(|d| spec.min_bs(d))
+        .min()
+        .unwrap_or(4096)
+        .max(1);
+    Ddir::ALL
+        .into_iter()
+        .filter(|&d| dir_used(spec.rw, d))
+        .filter_map(|d| spec.blockalign.get(d))
+        .min()
+        .unwrap_or(min_bs_all)
+        .max(1)
+}
+
+/// The verify log of a job that writes and verifies (`per_loop_bytes`:
+/// what one loop writes), else None.
+fn verify_state(spec: &JobSpec, per_loop_bytes: u64) -> Option<Box<VerifyState>> {
+    (spec.verify.logs_writes() && spec.rw.has_write()).then(|| {
+        // fio `file_randommap`: only random jobs without norandommap
+        // have a random map; the others sort the log by offset
+        let sorted = !spec.rw.is_random() || spec.norandommap;
+        Box::new(VerifyState::new(
+            sorted,
+            spec.verify.backlog,
+            spec.verify.backlog_batch,
+            per_loop_bytes,
+        ))
+    })
+}
+
+/// A new job's statistics, with the steady-state tracker when it has a
+/// rule (the driver hands the samples of a reporting group to its last
+/// job: [`SteadyState::has_data`](crate::steadystate::SteadyState)).
+fn job_stats(spec: &JobSpec) -> JobStats {
+    let mut stats = fresh_stats(spec);
+    stats.steadystate = spec
+        .steadystate
+        .enabled()
+        .then(|| crate::steadystate::SteadyState::new(spec.steadystate, true));
+    stats
+}
+
+/// The job's random streams, seeded as fio seeds them.
+#[derive(Debug)]
+struct Draws {
+    /// Offsets (fio's `random_state` per file, through [`Files`]).
+    offset: Stream,
+    /// fio's `rwmix_state` (always 32-bit).
+    mix: FioRand,
+    /// fio's `bsrange_state[ddir]`: one block-size draw per IO.
+    bs: PerDir<FioRand>,
+    /// The last block-size draw and the generator's maximum.
+    bs_draw: (u64, u64),
+    /// A direction's draw made for an IO whose file was done before it:
+    /// fio draws the length after the offset, so the next IO of that
+    /// direction takes it.
+    bs_pending: PerDir<Option<(u64, u64)>>,
+    /// Poisson rate waits (`rate_process=poisson`).
+    poisson: PerDir<Stream>,
+}
+
+impl Draws {
+    /// The streams of clone `clone` from seed `base`; the mix and block
+    /// size generators are seeded later, for the job's thread number
+    /// ([`Job::set_thread_number`]).
+    fn new(base: u64, clone: u32) -> Self {
+        Draws {
+            offset: Stream::new(base, clone, 1),
+            mix: FioRand::new(0, false),
+            bs_draw: (0, 0),
+            bs_pending: PerDir::all(None),
+            bs: PerDir {
+                read: FioRand::new(0, false),
+                write: FioRand::new(0, false),
+                trim: FioRand::new(0, false),
+            },
+            poisson: PerDir {
+                read: Stream::new(base, clone, 4),
+                write: Stream::new(base, clone, 5),
+                trim: Stream::new(base, clone, 6),
+            },
+        }
+    }
+}
+
+/// The bw/iops sampling windows (fio's helper thread `__add_samples`):
+/// bytes and IOs completed since the epoch, what the last samples saw,
+/// and when the next windows end.
+#[derive(Debug)]
+struct Samples {
+    bytes: PerDir<u64>,
+    ios: PerDir<u64>,
+    sampled_bytes: PerDir<u64>,
+    sampled_ios: PerDir<u64>,
+    next_bw: Instant,
+    next_iops: Instant,
+}
+
+impl Samples {
+    /// No window running (before the epoch).
+    const IDLE: Samples = Samples {
+        bytes: PerDir::all(0),
+        ios: PerDir::all(0),
+        sampled_bytes: PerDir::all(0),
+        sampled_ios: PerDir::all(0),
+        next_bw: Instant::MAX,
+        next_iops: Instant::MAX,
+    };
+
+    /// Windows of `bw_avg` and `iops_avg` starting at `now`, empty.
+    fn from(now: Instant, bw_avg: Duration, iops_avg: Duration) -> Self {
+        Samples {
+            next_bw: now + bw_avg,
+            next_iops: now + iops_avg,
+            ..Samples::IDLE
+        }
+    }
 }
 
 /// Per-direction rate state (fio `rate_bps`, `rate_io_issue_bytes`,
@@ -253,29 +387,14 @@ pub struct Job {
     lat_done: bool,
     /// `rate_min`: completed bytes and time of the last check per direction.
     rate_check: PerDir<(u64, Option<Instant>)>,
-    rng_offset: Stream,
-    /// fio's `rwmix_state` (always 32-bit).
-    rng_mix: FioRand,
-    /// fio's `bsrange_state[ddir]`: one block-size draw per IO.
-    rng_bs: PerDir<FioRand>,
-    /// The last block-size draw and the generator's maximum.
-    bs_draw: (u64, u64),
-    /// A direction's draw made for an IO whose file was done before it:
-    /// fio draws the length after the offset, so the next IO of that
-    /// direction takes it.
-    bs_pending: PerDir<Option<(u64, u64)>>,
-    rng_poisson: PerDir<Stream>,
+    /// The job's random streams.
+    draws: Draws,
     /// IO priorities (`prio`, `prioclass`, `cmdprio*`).
     prio: PrioPicker,
     /// Statistics (reset at ramp end).
     pub stats: JobStats,
     /// Bytes/IOs completed since the epoch (for bw/iops sampling).
-    sample_bytes: PerDir<u64>,
-    sample_ios: PerDir<u64>,
-    sampled_bytes: PerDir<u64>,
-    sampled_ios: PerDir<u64>,
-    next_bw_sample: Instant,
-    next_iops_sample: Instant,
+    samples: Samples,
     error: i32,
     /// The failure that set `error`.
     failure: Option<JobFailure>,
@@ -365,22 +484,7 @@ impl Job {
         now: Instant,
     ) -> Self {
         let base = if spec.randrepeat { spec.randseed } else { seed };
-        let min_bs_all = Ddir::ALL
-            .into_iter()
-            .filter(|&d| dir_used(spec.rw, d))
-            .map(|d| spec.min_bs(d))
-            .min()
-            .unwrap_or(4096)
-            .max(1);
-        // fio aligns random offsets to `ba` (default: the minimum bs)
-        let unit = Ddir::ALL
-            .into_iter()
-            .filter(|&d| dir_used(spec.rw, d))
-            .filter_map(|d| spec.blockalign.get(d))
-            .min()
-            .unwrap_or(min_bs_all)
-            .max(1);
-        let files = Files::new(&spec, extents, unit);
+        let files = Files::new(&spec, extents, offset_unit(&spec));
         let zbd = zoned::ZbdJob::new(&spec, extents).map(Box::new);
         let loops = u64::from(spec.loops.max(1));
         let io_limit = spec.io_size.unwrap_or_else(|| files.total_len()) * loops;
@@ -399,17 +503,7 @@ impl Job {
             Ddir::Trim
         };
         let iodepth = spec.effective_iodepth();
-        let verify = (spec.verify.logs_writes() && spec.rw.has_write()).then(|| {
-            // fio `file_randommap`: only random jobs without norandommap
-            // have a random map; the others sort the log by offset
-            let sorted = !spec.rw.is_random() || spec.norandommap;
-            Box::new(VerifyState::new(
-                sorted,
-                spec.verify.backlog,
-                spec.verify.backlog_batch,
-                io_limit / loops,
-            ))
-        });
+        let verify = verify_state(&spec, io_limit / loops);
         let mut job = Job {
             verify,
             clone,
@@ -441,39 +535,10 @@ impl Job {
             lat_pending: LatStep::Go,
             lat_done: false,
             rate_check: PerDir::all((0, None)),
-            rng_offset: Stream::new(base, clone, 1),
-            // seeded for the job's thread number in set_thread_number
-            rng_mix: FioRand::new(0, false),
-            bs_draw: (0, 0),
-            bs_pending: PerDir::all(None),
-            // seeded for the job's thread number in set_thread_number
-            rng_bs: PerDir {
-                read: FioRand::new(0, false),
-                write: FioRand::new(0, false),
-                trim: FioRand::new(0, false),
-            },
-            rng_poisson: PerDir {
-                read: Stream::new(base, clone, 4),
-                write: Stream::new(base, clone, 5),
-                trim: Stream::new(base, clone, 6),
-            },
+            draws: Draws::new(base, clone),
             prio: PrioPicker::new(&spec.prio, Stream::new(base, clone, 8)),
-            stats: {
-                let mut stats = fresh_stats(&spec);
-                // the driver hands the samples of a reporting group to its
-                // last job ([`SteadyState::has_data`])
-                stats.steadystate = spec
-                    .steadystate
-                    .enabled()
-                    .then(|| crate::steadystate::SteadyState::new(spec.steadystate, true));
-                stats
-            },
-            sample_bytes: PerDir::all(0),
-            sample_ios: PerDir::all(0),
-            sampled_bytes: PerDir::all(0),
-            sampled_ios: PerDir::all(0),
-            next_bw_sample: Instant::MAX,
-            next_iops_sample: Instant::MAX,
+            stats: job_stats(&spec),
+            samples: Samples::IDLE,
             error: 0,
             failure: None,
             failed_ios: 0,
@@ -487,34 +552,41 @@ impl Job {
             plain_reap: false,
         };
         job.set_thread_number(u64::from(clone) + 1);
-        if job.spec.submit.latency.enabled() {
-            let cfg = job.spec.submit.latency;
-            job.lat_probe = Some(LatProbe::new(cfg, job.iodepth, now, 0));
-        }
-        job.reap_to = job.iodepth_low();
-        job.slat_none = job.no_slat();
-        job.plain_reap = job.zbd.is_none()
-            && job.verify.is_none()
-            && job.lat_probe.is_none()
-            && job.log.is_none()
-            && !job.spec.gtod_reduce
-            && !job.spec.disable_slat
-            && !job.spec.disable_clat
-            && !job.spec.disable_lat
-            && job.stats.dirs.values().all(|d| d.prios.is_empty());
-        job.plain = job.lat_probe.is_none()
-            && job.verify.is_none()
-            && job.spec.thinktime == Duration::ZERO
-            && job.spec.fsync_blocks == 0
-            && job.spec.fdatasync_blocks == 0
-            && job.spec.rate_min == crate::spec::PerDir::all(None)
-            && !job.spec.rw.is_mixed()
-            && !job.rate_limited();
-        job.start_epoch(now);
-        if job.ramp_end.is_some() {
-            job.end_at = None;
-        }
+        job.settle(now);
         job
+    }
+
+    /// What follows from the new job's options once it exists: the
+    /// latency probe, how far a reap goes, the fast paths it may take
+    /// (`plain_reap`, `plain`), and its epoch at `now`.
+    fn settle(&mut self, now: Instant) {
+        if self.spec.submit.latency.enabled() {
+            let cfg = self.spec.submit.latency;
+            self.lat_probe = Some(LatProbe::new(cfg, self.iodepth, now, 0));
+        }
+        self.reap_to = self.iodepth_low();
+        self.slat_none = self.no_slat();
+        self.plain_reap = self.zbd.is_none()
+            && self.verify.is_none()
+            && self.lat_probe.is_none()
+            && self.log.is_none()
+            && !self.spec.gtod_reduce
+            && !self.spec.disable_slat
+            && !self.spec.disable_clat
+            && !self.spec.disable_lat
+            && self.stats.dirs.values().all(|d| d.prios.is_empty());
+        self.plain = self.lat_probe.is_none()
+            && self.verify.is_none()
+            && self.spec.thinktime == Duration::ZERO
+            && self.spec.fsync_blocks == 0
+            && self.spec.fdatasync_blocks == 0
+            && self.spec.rate_min == crate::spec::PerDir::all(None)
+            && !self.spec.rw.is_mixed()
+            && !self.rate_limited();
+        self.start_epoch(now);
+        if self.ramp_end.is_some() {
+            self.end_at = None;
+        }
     }
 
     /// fio's `thread_number` of this clone (1-based over every clone of
@@ -527,8 +599,8 @@ impl Job {
         if let Some(z) = &mut self.zbd {
             z.set_td(thread_number as u32);
         }
-        self.rng_bs = self.bs_generators(thread_number);
-        self.rng_mix = FioRand::new(
+        self.draws.bs = self.bs_generators(thread_number);
+        self.draws.mix = FioRand::new(
             self.fio_seed(thread_number, crate::fio_rand::seed_index::MIX),
             false,
         );
@@ -631,12 +703,7 @@ impl Job {
             ss.prev_time_ns = now.0;
         }
         self.end_at = self.spec.runtime.map(|r| now + r);
-        self.next_bw_sample = now + self.spec.bw_avg_time;
-        self.next_iops_sample = now + self.spec.iops_avg_time;
-        self.sample_bytes = PerDir::all(0);
-        self.sample_ios = PerDir::all(0);
-        self.sampled_bytes = PerDir::all(0);
-        self.sampled_ios = PerDir::all(0);
+        self.samples = Samples::from(now, self.spec.bw_avg_time, self.spec.iops_avg_time);
     }
 
     /// fio `reset_all_stats` at the end of `ramp_time`: statistics, epoch
@@ -781,7 +848,7 @@ impl Job {
         if let Some(t) = self.ramp_end {
             return Some(t);
         }
-        let t = self.next_bw_sample.min(self.next_iops_sample);
+        let t = self.samples.next_bw.min(self.samples.next_iops);
         (t != Instant::MAX).then_some(t)
     }
 
@@ -796,10 +863,10 @@ impl Job {
             return;
         }
         let bw_t = self.spec.bw_avg_time;
-        while self.next_bw_sample <= now && self.phase != Phase::Done {
+        while self.samples.next_bw <= now && self.phase != Phase::Done {
             let spent_ms = bw_t.as_ms().max(1);
             for d in Ddir::ALL {
-                let delta = self.sample_bytes[d] - self.sampled_bytes[d];
+                let delta = self.samples.bytes[d] - self.samples.sampled_bytes[d];
                 if delta == 0 {
                     continue;
                 }
@@ -808,15 +875,15 @@ impl Job {
                     self.stats.dirs[d].bw.add(kib_s);
                 }
                 self.log_rate(LogKind::Bw, now, d, kib_s);
-                self.sampled_bytes[d] = self.sample_bytes[d];
+                self.samples.sampled_bytes[d] = self.samples.bytes[d];
             }
-            self.next_bw_sample += bw_t;
+            self.samples.next_bw += bw_t;
         }
         let iops_t = self.spec.iops_avg_time;
-        while self.next_iops_sample <= now && self.phase != Phase::Done {
+        while self.samples.next_iops <= now && self.phase != Phase::Done {
             let spent_ms = iops_t.as_ms().max(1);
             for d in Ddir::ALL {
-                let delta = self.sample_ios[d] - self.sampled_ios[d];
+                let delta = self.samples.ios[d] - self.samples.sampled_ios[d];
                 if delta == 0 {
                     continue;
                 }
@@ -825,9 +892,9 @@ impl Job {
                     self.stats.dirs[d].iops.add(iops);
                 }
                 self.log_rate(LogKind::Iops, now, d, iops);
-                self.sampled_ios[d] = self.sample_ios[d];
+                self.samples.sampled_ios[d] = self.samples.ios[d];
             }
-            self.next_iops_sample += iops_t;
+            self.samples.next_iops += iops_t;
         }
     }
 
@@ -951,7 +1018,7 @@ impl Job {
         let rw = self.spec.rw;
         if rw.is_mixed() {
             if self.io_issues[self.rwmix_ddir] >= self.rwmix_issues {
-                let v = self.rng_mix.between(1, 100); // fio get_rand_ddir
+                let v = self.draws.mix.between(1, 100); // fio get_rand_ddir
                 let d = if v <= u64::from(self.spec.rwmixread) {
                     Ddir::Read
                 } else {
@@ -1030,7 +1097,7 @@ impl Job {
         match self.spec.rate_process {
             RateProcess::Poisson => {
                 let iops = (r.bps / min_bs).max(1);
-                let u = self.rng_poisson[ddir].unit_open0();
+                let u = self.draws.poisson[ddir].unit_open0();
                 let val = ((1_000_000 / iops) as f64 * -(u.ln())) as u64;
                 r.last_us += val;
                 r.last_us
@@ -1053,20 +1120,20 @@ impl Job {
         if min_bs >= max_bs {
             return min_bs;
         }
-        let draw = match self.bs_pending[ddir].take() {
+        let draw = match self.draws.bs_pending[ddir].take() {
             Some(draw) => draw,
             None => {
-                let rng = &mut self.rng_bs[ddir];
+                let rng = &mut self.draws.bs[ddir];
                 (rng.next_u64(), rng.max())
             }
         };
-        self.bs_draw = draw;
+        self.draws.bs_draw = draw;
         len_of(&self.spec, ddir, draw, u64::MAX)
     }
 
     fn next_offset(&mut self, ddir: Ddir, len: &mut u64) -> Result<u64, NoOffset> {
-        let (spec, rng_bs) = (&self.spec, &mut self.rng_bs[ddir]);
-        let mut draw = Some(self.bs_draw);
+        let (spec, rng_bs) = (&self.spec, &mut self.draws.bs[ddir]);
+        let mut draw = Some(self.draws.bs_draw);
         // first the IO's own draw with the room known, then new draws
         let mut redraw = |room: u64| {
             let (min_bs, max_bs) = (spec.min_bs(ddir), spec.max_bs(ddir));
@@ -1079,7 +1146,7 @@ impl Job {
             len_of(spec, ddir, d, room)
         };
         self.files
-            .next_offset(ddir, len, &mut self.rng_offset, &mut redraw)
+            .next_offset(ddir, len, &mut self.draws.offset, &mut redraw)
     }
 
     /// What the job does at `now`.
@@ -1087,218 +1154,256 @@ impl Job {
         // the loop ends in the direction of an IO to issue (one call
         // site: `issue` inlines here)
         let ddir = loop {
-            match self.phase {
-                Phase::Done => return JobAction::Done,
-                Phase::Fsync | Phase::Sync { .. } | Phase::VerifySync => return JobAction::Fsync,
-                Phase::ZoneReset { sent } => {
-                    if let Some(a) = self.zone_reset_step(sent, now) {
-                        return a;
-                    }
+            let step = match self.phase {
+                Phase::Done => Step::Act(JobAction::Done),
+                Phase::Fsync | Phase::Sync { .. } | Phase::VerifySync => {
+                    Step::Act(JobAction::Fsync)
                 }
-                Phase::PassEnd => {
-                    self.reap_drain(now);
-                    if self.in_flight > 0 {
-                        return JobAction::WaitCompletion;
-                    }
-                    if let Some(a) = self.end_pass_phase(now) {
-                        return a;
-                    }
-                }
-                Phase::Submitting => return JobAction::WaitCompletion,
-                Phase::Drain => {
-                    self.reap_drain(now);
-                    if self.in_flight == 0 {
-                        // fio do_io: end_fsync when the job wrote (should_fsync)
-                        if self.spec.end_fsync && self.wrote_any() {
-                            self.phase = Phase::Fsync;
-                            return JobAction::Fsync;
-                        }
-                        self.phase = Phase::Done;
-                        self.finish(now);
-                        return JobAction::Done;
-                    }
-                    return JobAction::WaitCompletion;
-                }
-                Phase::Reap { reaped_at_start } => {
-                    // fio wait_for_completions: a full queue is reaped
-                    // until no more than iodepth_low are in flight
-                    let reaped_enough =
-                        self.reaped > reaped_at_start || self.in_flight < self.depth_limit();
-                    if reaped_enough && self.in_flight <= self.reap_to {
-                        // a plain job has nothing to think about
-                        self.phase = if self.plain { Phase::Top } else { Phase::Think };
-                        continue;
-                    }
-                    if !self.ring.is_empty() {
-                        // one io_getevents(min=1, max=1) call
-                        self.reap_n(1, now);
-                        continue;
-                    }
-                    return JobAction::WaitCompletion;
-                }
-                Phase::Quiesce { until, after } => {
-                    if self.offloaded() {
-                        // fio rate_ddir quiesces only inline; with offload
-                        // the job's own io_u_quiesce (thinktime, flow) has
-                        // nothing in flight of its own: the workers hold it
-                        self.phase = Phase::Sleep { until, after };
-                        continue;
-                    }
-                    // fio io_u_quiesce: io_u_queued_complete(td, 1) until
-                    // nothing is in flight
-                    while !self.ring.is_empty() {
-                        self.reap_n(1, now);
-                    }
-                    if self.in_flight > 0 {
-                        return JobAction::WaitCompletion;
-                    }
-                    self.phase = Phase::Sleep { until, after };
-                }
-                Phase::Sleep { until, after } => {
-                    if now < until {
-                        return JobAction::SleepUntil(until);
-                    }
-                    match after {
-                        After::IssueDir(d) => break d,
-                        After::Top { slept_from, ddir } => {
-                            self.credit_thinktime(ddir, now - slept_from);
-                            self.phase = Phase::Top;
-                        }
-                        After::Retry => self.phase = Phase::Top,
-                    }
-                }
+                Phase::ZoneReset { sent } => self
+                    .zone_reset_step(sent, now)
+                    .map_or(Step::Again, Step::Act),
+                Phase::PassEnd => self.pass_end_step(now),
+                Phase::Submitting => Step::Act(JobAction::WaitCompletion),
+                Phase::Drain => self.drain_step(now),
+                Phase::Reap { reaped_at_start } => self.reap_step(reaped_at_start, now),
+                Phase::Quiesce { until, after } => self.quiesce_step(until, after, now),
+                Phase::Sleep { until, after } => self.sleep_step(until, after, now),
                 Phase::Think => {
-                    self.phase = Phase::Top;
-                    // fio's do_verify loop has no thinktime
-                    let verifying = self.verify.as_ref().is_some_and(|v| v.verifying);
-                    if self.spec.thinktime > Duration::ZERO && !verifying {
-                        let b = match self.spec.thinktime_blocks_type {
-                            ThinkBlocksType::Complete => self.io_blocks.values().sum::<u64>(),
-                            ThinkBlocksType::Issue => self.io_issues.values().sum::<u64>(),
-                        };
-                        if b >= self.last_think_blocks + u64::from(self.spec.thinktime_blocks) {
-                            self.last_think_blocks = b;
-                            // fio sleeps the whole thinktime even past the
-                            // end of the runtime (only the rate sleep is cut
-                            // there); the runtime check comes after it
-                            let until = now + self.spec.thinktime;
-                            let ddir = self.rwmix_ddir;
-                            self.phase = Phase::Quiesce {
-                                until,
-                                after: After::Top {
-                                    slept_from: now,
-                                    ddir,
-                                },
-                            };
-                        }
-                    }
-                    // fio do_io: lat_target_check at the end of each pass
-                    if !self.in_ramp() {
-                        let blocks = self.completed_blocks();
-                        if let Some(p) = &mut self.lat_probe {
-                            let step = p.check(now, blocks);
-                            let ddir = self.rwmix_ddir;
-                            self.lat_step(step, ddir, now);
-                        }
-                    }
+                    self.think_step(now);
+                    Step::Again
                 }
-                Phase::Top if self.plain && !self.flow_blocked => {
-                    // what the arm below does for a plain job: no latency
-                    // probe step, verify, sync, rate_min or rate wait
-                    if self.runtime_exceeded(now)
-                        || self.size_done()
-                        || self.error != 0
-                        || self.lat_done
-                    {
-                        self.phase = Phase::Drain;
-                        continue;
-                    }
-                    break self.pick_mix_ddir();
-                }
-                Phase::Top => {
-                    if self.lat_pending != LatStep::Go {
-                        // the probe's io_u_quiesce, then (final run) fio's
-                        // reset_all_stats
-                        if self.in_flight > 0 && !self.offloaded() {
-                            self.phase = Phase::Quiesce {
-                                until: now,
-                                after: After::Retry,
-                            };
-                            continue;
-                        }
-                        if self.lat_pending == LatStep::FinalRun {
-                            self.end_ramp(now);
-                        }
-                        self.lat_pending = LatStep::Go;
-                    }
-                    if self.verify.is_some()
-                        && !self.runtime_exceeded(now)
-                        && self.error == 0
-                        && !self.lat_done
-                    {
-                        if let Some(a) = self.verify_step(now) {
-                            return a;
-                        }
-                        if self.phase != Phase::Top {
-                            continue;
-                        }
-                    } else if self.runtime_exceeded(now)
-                        || self.size_done()
-                        || self.error != 0
-                        || self.lat_done
-                    {
-                        self.phase = Phase::Drain;
-                        continue;
-                    }
-                    if self.sync_due() {
-                        // fio get_rw_ddir: DDIR_SYNC / DDIR_DATASYNC first
-                        self.last_issued_write = false;
-                        self.phase = Phase::Sync { started: now };
-                        return JobAction::Fsync;
-                    }
-                    if self.flow_blocked {
-                        // fio flow_threshold_exceeded: quiesce and sleep
-                        // flow_sleep, or retry at once
-                        let sleep = self.spec.flow.sleep;
-                        if sleep == Duration::ZERO {
-                            return JobAction::WaitFlow;
-                        }
-                        self.phase = Phase::Quiesce {
-                            until: now + sleep,
-                            after: After::Retry,
-                        };
-                        continue;
-                    }
-                    if self.rate_min_missed(now) {
-                        continue;
-                    }
-                    let ddir = self.pick_mix_ddir();
-                    if self.rate_limited() {
-                        match self.rate_ddir(ddir, now) {
-                            None => {
-                                self.phase = Phase::Drain;
-                                continue;
-                            }
-                            // fio: `td->rwmix_ddir = rate_ddir(td, ddir)`
-                            Some(Ok(d)) => {
-                                self.rwmix_ddir = d;
-                                break d;
-                            }
-                            Some(Err((d, until))) => {
-                                self.rwmix_ddir = d;
-                                self.phase = Phase::Quiesce {
-                                    until,
-                                    after: After::IssueDir(d),
-                                };
-                            }
-                        }
-                    } else {
-                        break ddir;
-                    }
-                }
+                Phase::Top if self.plain && !self.flow_blocked => self.plain_top_step(now),
+                Phase::Top => self.top_step(now),
+            };
+            match step {
+                Step::Act(a) => return a,
+                Step::Again => {}
+                Step::Issue(d) => break d,
             }
         };
         self.issue(ddir, now)
+    }
+
+    /// `PassEnd`: the pass's last IOs reaped together, then what ends the
+    /// pass (another loop, verify, the end).
+    #[inline(always)]
+    fn pass_end_step(&mut self, now: Instant) -> Step {
+        self.reap_drain(now);
+        if self.in_flight > 0 {
+            return Step::Act(JobAction::WaitCompletion);
+        }
+        self.end_pass_phase(now).map_or(Step::Again, Step::Act)
+    }
+
+    /// `Drain`: the job's last IOs reaped, then `end_fsync` or the end.
+    #[inline(always)]
+    fn drain_step(&mut self, now: Instant) -> Step {
+        self.reap_drain(now);
+        if self.in_flight == 0 {
+            // fio do_io: end_fsync when the job wrote (should_fsync)
+            if self.spec.end_fsync && self.wrote_any() {
+                self.phase = Phase::Fsync;
+                return Step::Act(JobAction::Fsync);
+            }
+            self.phase = Phase::Done;
+            self.finish(now);
+            return Step::Act(JobAction::Done);
+        }
+        Step::Act(JobAction::WaitCompletion)
+    }
+
+    /// `Reap`: fio wait_for_completions: a full queue is reaped until no
+    /// more than iodepth_low are in flight.
+    #[inline(always)]
+    fn reap_step(&mut self, reaped_at_start: u64, now: Instant) -> Step {
+        let reaped_enough = self.reaped > reaped_at_start || self.in_flight < self.depth_limit();
+        if reaped_enough && self.in_flight <= self.reap_to {
+            // a plain job has nothing to think about
+            self.phase = if self.plain { Phase::Top } else { Phase::Think };
+            return Step::Again;
+        }
+        if !self.ring.is_empty() {
+            // one io_getevents(min=1, max=1) call
+            self.reap_n(1, now);
+            return Step::Again;
+        }
+        Step::Act(JobAction::WaitCompletion)
+    }
+
+    /// `Quiesce`: fio io_u_quiesce before a sleep until `until`.
+    #[inline(always)]
+    fn quiesce_step(&mut self, until: Instant, after: After, now: Instant) -> Step {
+        if self.offloaded() {
+            // fio rate_ddir quiesces only inline; with offload the job's
+            // own io_u_quiesce (thinktime, flow) has nothing in flight of
+            // its own: the workers hold it
+            self.phase = Phase::Sleep { until, after };
+            return Step::Again;
+        }
+        // fio io_u_quiesce: io_u_queued_complete(td, 1) until nothing is
+        // in flight
+        while !self.ring.is_empty() {
+            self.reap_n(1, now);
+        }
+        if self.in_flight > 0 {
+            return Step::Act(JobAction::WaitCompletion);
+        }
+        self.phase = Phase::Sleep { until, after };
+        Step::Again
+    }
+
+    /// `Sleep`: until `until`, then what the sleep was for (`after`).
+    #[inline(always)]
+    fn sleep_step(&mut self, until: Instant, after: After, now: Instant) -> Step {
+        if now < until {
+            return Step::Act(JobAction::SleepUntil(until));
+        }
+        match after {
+            After::IssueDir(d) => return Step::Issue(d),
+            After::Top { slept_from, ddir } => {
+                self.credit_thinktime(ddir, now - slept_from);
+                self.phase = Phase::Top;
+            }
+            After::Retry => self.phase = Phase::Top,
+        }
+        Step::Again
+    }
+
+    /// `Think`: the thinktime due after this many blocks (a quiesce and a
+    /// sleep), and fio do_io's lat_target_check at the end of each pass.
+    #[inline(always)]
+    fn think_step(&mut self, now: Instant) {
+        self.phase = Phase::Top;
+        // fio's do_verify loop has no thinktime
+        let verifying = self.verify.as_ref().is_some_and(|v| v.verifying);
+        if self.spec.thinktime > Duration::ZERO && !verifying {
+            let b = match self.spec.thinktime_blocks_type {
+                ThinkBlocksType::Complete => self.io_blocks.values().sum::<u64>(),
+                ThinkBlocksType::Issue => self.io_issues.values().sum::<u64>(),
+            };
+            if b >= self.last_think_blocks + u64::from(self.spec.thinktime_blocks) {
+                self.last_think_blocks = b;
+                // fio sleeps the whole thinktime even past the end of the
+                // runtime (only the rate sleep is cut there); the runtime
+                // check comes after it
+                let until = now + self.spec.thinktime;
+                let ddir = self.rwmix_ddir;
+                self.phase = Phase::Quiesce {
+                    until,
+                    after: After::Top {
+                        slept_from: now,
+                        ddir,
+                    },
+                };
+            }
+        }
+        // fio do_io: lat_target_check at the end of each pass
+        if !self.in_ramp() {
+            let blocks = self.completed_blocks();
+            if let Some(p) = &mut self.lat_probe {
+                let step = p.check(now, blocks);
+                let ddir = self.rwmix_ddir;
+                self.lat_step(step, ddir, now);
+            }
+        }
+    }
+
+    /// `Top` for a plain job: what [`Job::top_step`] does without a
+    /// latency probe step, verify, sync, rate_min or rate wait.
+    #[inline(always)]
+    fn plain_top_step(&mut self, now: Instant) -> Step {
+        if self.runtime_exceeded(now) || self.size_done() || self.error != 0 || self.lat_done {
+            self.phase = Phase::Drain;
+            return Step::Again;
+        }
+        Step::Issue(self.pick_mix_ddir())
+    }
+
+    /// `Top`: the top of fio's do_io loop: the latency probe's pending
+    /// step, verify or the end of the job, a sync, the flow share,
+    /// rate_min, then the direction of the next IO.
+    #[inline(always)]
+    fn top_step(&mut self, now: Instant) -> Step {
+        if self.lat_pending != LatStep::Go {
+            // the probe's io_u_quiesce, then (final run) fio's
+            // reset_all_stats
+            if self.in_flight > 0 && !self.offloaded() {
+                self.phase = Phase::Quiesce {
+                    until: now,
+                    after: After::Retry,
+                };
+                return Step::Again;
+            }
+            if self.lat_pending == LatStep::FinalRun {
+                self.end_ramp(now);
+            }
+            self.lat_pending = LatStep::Go;
+        }
+        if self.verify.is_some() && !self.runtime_exceeded(now) && self.error == 0 && !self.lat_done
+        {
+            if let Some(a) = self.verify_step(now) {
+                return Step::Act(a);
+            }
+            if self.phase != Phase::Top {
+                return Step::Again;
+            }
+        } else if self.runtime_exceeded(now) || self.size_done() || self.error != 0 || self.lat_done
+        {
+            self.phase = Phase::Drain;
+            return Step::Again;
+        }
+        if self.sync_due() {
+            // fio get_rw_ddir: DDIR_SYNC / DDIR_DATASYNC first
+            self.last_issued_write = false;
+            self.phase = Phase::Sync { started: now };
+            return Step::Act(JobAction::Fsync);
+        }
+        if self.flow_blocked {
+            // fio flow_threshold_exceeded: quiesce and sleep flow_sleep,
+            // or retry at once
+            let sleep = self.spec.flow.sleep;
+            if sleep == Duration::ZERO {
+                return Step::Act(JobAction::WaitFlow);
+            }
+            self.phase = Phase::Quiesce {
+                until: now + sleep,
+                after: After::Retry,
+            };
+            return Step::Again;
+        }
+        if self.rate_min_missed(now) {
+            return Step::Again;
+        }
+        self.rate_step(now)
+    }
+
+    /// The direction of the next IO, through the rate limit when the job
+    /// has one (fio rate_ddir: issue now, wait, or end).
+    #[inline(always)]
+    fn rate_step(&mut self, now: Instant) -> Step {
+        let ddir = self.pick_mix_ddir();
+        if !self.rate_limited() {
+            return Step::Issue(ddir);
+        }
+        match self.rate_ddir(ddir, now) {
+            None => {
+                self.phase = Phase::Drain;
+                Step::Again
+            }
+            // fio: `td->rwmix_ddir = rate_ddir(td, ddir)`
+            Some(Ok(d)) => {
+                self.rwmix_ddir = d;
+                Step::Issue(d)
+            }
+            Some(Err((d, until))) => {
+                self.rwmix_ddir = d;
+                self.phase = Phase::Quiesce {
+                    until,
+                    after: After::IssueDir(d),
+                };
+                Step::Again
+            }
+        }
     }
 
     /// `flow=`: the driver says whether the job is over its share.
@@ -1403,7 +1508,7 @@ impl Job {
                 // next file (or a new pass), its direction drawn again;
                 // the length fio had not drawn yet is kept for it
                 if self.spec.min_bs(ddir) < self.spec.max_bs(ddir) {
-                    self.bs_pending[ddir] = Some(self.bs_draw);
+                    self.draws.bs_pending[ddir] = Some(self.draws.bs_draw);
                 }
                 self.phase = Phase::Top;
                 return self.next_action(now);
@@ -1655,37 +1760,7 @@ impl Job {
     #[inline(never)]
     fn reap_one(&mut self, r: Reaped, now: Instant) {
         if self.plain_reap && r.error == 0 && !self.in_ramp() {
-            // the general path below for such a job: the counts and the
-            // latencies, nothing else applies
-            self.in_flight -= 1;
-            self.reaped += 1;
-            let d = r.io.ddir;
-            self.io_blocks[d] += 1;
-            self.io_bytes[d] += r.bytes_done;
-            let lat = now - r.io.start_time;
-            let (slat, clat) = if self.slat_none {
-                (None, lat)
-            } else {
-                (Some(r.issue_time - r.io.start_time), now - r.issue_time)
-            };
-            let hists = HistMask {
-                slat: self.spec.slat_percentiles,
-                clat: self.spec.clat_percentiles,
-                lat: self.spec.lat_percentiles,
-            };
-            let taken = [
-                slat.map(|s| s.as_ns()),
-                Some(clat.as_ns()),
-                Some(lat.as_ns()),
-            ];
-            let ds = &mut self.stats.dirs[d];
-            ds.record_some(r.bytes_done, taken, hists);
-            if r.bytes_done < r.io.len {
-                ds.short_ios += 1;
-            }
-            self.stats.lat_buckets.mark(clat.as_ns());
-            self.sample_bytes[d] += r.bytes_done;
-            self.sample_ios[d] += 1;
+            self.reap_plain(r, now);
             return;
         }
         let in_ramp = self.in_ramp();
@@ -1714,7 +1789,43 @@ impl Job {
             self.reap_untimed(&r);
             return;
         }
-        let lat = now - r.io.start_time;
+        self.reap_timed(r, now);
+    }
+
+    /// [`Job::reap_one`] for a job with nothing but counts and latencies
+    /// to record (`plain_reap`), for an IO that succeeded after the ramp.
+    #[inline(always)]
+    fn reap_plain(&mut self, r: Reaped, now: Instant) {
+        self.in_flight -= 1;
+        self.reaped += 1;
+        let d = r.io.ddir;
+        self.io_blocks[d] += 1;
+        self.io_bytes[d] += r.bytes_done;
+        let (slat, clat, lat) = self.latencies(&r, now);
+        let taken = [
+            slat.map(|s| s.as_ns()),
+            Some(clat.as_ns()),
+            Some(lat.as_ns()),
+        ];
+        let hists = self.hist_mask();
+        let ds = &mut self.stats.dirs[d];
+        ds.record_some(r.bytes_done, taken, hists);
+        if r.bytes_done < r.io.len {
+            ds.short_ios += 1;
+        }
+        self.stats.lat_buckets.mark(clat.as_ns());
+        self.samples.bytes[d] += r.bytes_done;
+        self.samples.ios[d] += 1;
+    }
+
+    /// A successful IO's latencies after the ramp (fio
+    /// account_io_completion): the latency probe, the latency samples the
+    /// options keep (disable_slat/clat/lat), per priority, the latency
+    /// buckets, the per-IO logs and the bw/iops sample counts.
+    #[inline(always)]
+    fn reap_timed(&mut self, r: Reaped, now: Instant) {
+        let d = r.io.ddir;
+        let (slat, clat, lat) = self.latencies(&r, now);
         if d != Ddir::Trim {
             // fio account_io_completion: a read or write over the target
             let blocks = self.completed_blocks();
@@ -1723,16 +1834,7 @@ impl Job {
                 self.lat_step(step, d, now);
             }
         }
-        let (slat, clat) = if self.slat_none {
-            (None, lat)
-        } else {
-            (Some(r.issue_time - r.io.start_time), now - r.issue_time)
-        };
-        let hists = HistMask {
-            slat: self.spec.slat_percentiles,
-            clat: self.spec.clat_percentiles,
-            lat: self.spec.lat_percentiles,
-        };
+        let hists = self.hist_mask();
         // fio account_io_completion: disable_lat, disable_clat; io_u.c:
         // disable_slat
         let sp = &self.spec;
@@ -1763,8 +1865,34 @@ impl Job {
         if self.log.is_some() {
             self.log_io(&r, now, slat, clat, lat);
         }
-        self.sample_bytes[d] += r.bytes_done;
-        self.sample_ios[d] += 1;
+        self.samples.bytes[d] += r.bytes_done;
+        self.samples.ios[d] += 1;
+    }
+
+    /// An IO reaped at `now`: (slat — None when the engine has none —,
+    /// clat, lat).
+    #[inline(always)]
+    fn latencies(&self, r: &Reaped, now: Instant) -> (Option<Duration>, Duration, Duration) {
+        let lat = now - r.io.start_time;
+        if self.slat_none {
+            (None, lat, lat)
+        } else {
+            (
+                Some(r.issue_time - r.io.start_time),
+                now - r.issue_time,
+                lat,
+            )
+        }
+    }
+
+    /// Which latencies get percentile histograms (`*_percentiles`).
+    #[inline(always)]
+    fn hist_mask(&self) -> HistMask {
+        HistMask {
+            slat: self.spec.slat_percentiles,
+            clat: self.spec.clat_percentiles,
+            lat: self.spec.lat_percentiles,
+        }
     }
 
     /// `gtod_reduce=1`: fio takes no time stamps, so the IO counts and

@@ -663,19 +663,8 @@ impl ZbdInfo {
         if wait_zone_close && own_in_flight > 0 {
             return Err(Adjust::Quiesce);
         }
-        // the next zones of the range (wrapping), the first that opens
-        let mut z = zone_idx;
-        for _ in 0..f.io_size / self.zone_size {
-            z += 1;
-            if z >= self.zones.len() || !Self::valid(f, self.zones[z].start) {
-                z = min_zone;
-            }
-            if !self.zones[z].has_wp || self.zones[z].open {
-                continue;
-            }
-            if self.open_zone(f, z) {
-                return Ok(z);
-            }
+        if let Some(z) = self.open_next_zone(f, zone_idx, min_zone) {
+            return Ok(z);
         }
         // an open zone the write still fits in
         if let Some(&z) = self
@@ -694,6 +683,26 @@ impl ZbdInfo {
             return Err(Adjust::Busy);
         }
         Err(Adjust::Eof)
+    }
+
+    /// The first zone after `zone_idx` in `f`'s range (wrapping to
+    /// `min_zone`) that is closed and opens now (fio
+    /// `zbd_convert_to_open_zone`'s search for a zone to open).
+    fn open_next_zone(&mut self, f: &ZbdFile, zone_idx: usize, min_zone: usize) -> Option<usize> {
+        let mut z = zone_idx;
+        for _ in 0..f.io_size / self.zone_size {
+            z += 1;
+            if z >= self.zones.len() || !Self::valid(f, self.zones[z].start) {
+                z = min_zone;
+            }
+            if !self.zones[z].has_wp || self.zones[z].open {
+                continue;
+            }
+            if self.open_zone(f, z) {
+                return Some(z);
+            }
+        }
+        None
     }
 
     /// fio `zbd_find_zone`: the next zone after `zb` (random IO: also the

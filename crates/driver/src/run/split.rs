@@ -25,10 +25,11 @@
 //! (and its submitter, when a job's submit call cut it) until it gets one
 //! ([`Loop::tag_granted`]).
 
-use super::{Flight, Loop, SlotState};
+use super::{Flight, FlightKind, Loop, SlotState};
 use crate::backend::{Backend, Completion};
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{Instant, Io, IoFlags, IoId};
+use blkqos_workload::JobIo;
 use std::collections::BTreeMap;
 
 /// Job IOs being split and their pieces in flight. Kept apart from the
@@ -81,48 +82,14 @@ impl<B: Backend> Loop<'_, B> {
         };
         loop {
             let cut = io.len.min(self.max_io);
-            let front = Io {
-                len: cut,
-                flags: io
-                    .flags
-                    .without(IoFlags::SPLIT_REST)
-                    .with(IoFlags::FRAGMENT),
-                submitted_at: now,
-                cost_vtime: 0,
-                ..io
-            };
-            let fid = self.flights.insert_with(|id| Flight {
-                kind,
-                job,
-                jio,
-                io: Io { id, ..front },
-                issue_time: now,
-                alloc_at: now,
-                started_at: now,
-            });
-            let mut piece = Io { id: fid, ..front };
-            self.splits.pieces.insert(fid, pid);
-            let st = self.splits.jobs.entry(pid).or_default();
-            st.pending += 1;
-            st.rest_out = io.len > cut;
+            let mut piece = self.cut_piece(&io, cut, now, pid, (kind, job, jio));
+            let fid = piece.id;
             // bio_submit_split: the rest re-enters blk-throttle first
-            let mut next = None;
-            if io.len > cut {
-                let mut rest = Io {
-                    offset: io.offset + cut,
-                    len: io.len - cut,
-                    flags: io.flags.with(IoFlags::SPLIT_REST),
-                    submitted_at: now,
-                    cost_vtime: 0,
-                    ..io
-                };
-                match self.stack.submit(&mut rest, now) {
-                    // a rest always stops after stage 0
-                    StackVerdict::Split | StackVerdict::Ready => next = Some(rest),
-                    // held: comes back from the stack's timer
-                    StackVerdict::Queued | StackVerdict::Blocked => {}
-                }
-            }
+            let next = if io.len > cut {
+                self.submit_rest(&io, cut, now)
+            } else {
+                None
+            };
             // the front piece: rq-qos, then a request
             match self.stack.submit_fragment(&mut piece, now) {
                 StackVerdict::Ready | StackVerdict::Split => {
@@ -131,11 +98,7 @@ impl<B: Backend> Loop<'_, B> {
                     if no_tag {
                         // no tag: the task sleeps in blk_mq_get_tag with
                         // the rest on its bio_list
-                        if let Some(rest) = next {
-                            if let Some(st) = self.splits.jobs.get_mut(&pid) {
-                                st.waiting = Some((fid, rest));
-                            }
-                        }
+                        self.park_rest(pid, fid, next);
                         return match by {
                             // sqthread_poll: the polling thread sleeps
                             Some(j) if !self.jobs[j].engine.sqpoll => {
@@ -148,11 +111,7 @@ impl<B: Backend> Loop<'_, B> {
                 }
                 StackVerdict::Queued => {}
                 StackVerdict::Blocked => {
-                    if let Some(rest) = next {
-                        if let Some(st) = self.splits.jobs.get_mut(&pid) {
-                            st.waiting = Some((fid, rest));
-                        }
-                    }
+                    self.park_rest(pid, fid, next);
                     if let Some(j) = by {
                         self.jobs[j].state = SlotState::Blocked(fid);
                         return true;
@@ -163,6 +122,74 @@ impl<B: Backend> Loop<'_, B> {
             match next {
                 Some(rest) => io = rest,
                 None => return false,
+            }
+        }
+    }
+
+    /// The front `cut` bytes of `io` (the split IO `pid`, whose flight is
+    /// `of`: kind, job, job IO) as a piece with a flight of its own,
+    /// counted as pending for `pid`.
+    fn cut_piece(
+        &mut self,
+        io: &Io,
+        cut: u64,
+        now: Instant,
+        pid: IoId,
+        of: (FlightKind, u32, JobIo),
+    ) -> Io {
+        let (kind, job, jio) = of;
+        let front = Io {
+            len: cut,
+            flags: io
+                .flags
+                .without(IoFlags::SPLIT_REST)
+                .with(IoFlags::FRAGMENT),
+            submitted_at: now,
+            cost_vtime: 0,
+            ..*io
+        };
+        let fid = self.flights.insert_with(|id| Flight {
+            kind,
+            job,
+            jio,
+            io: Io { id, ..front },
+            issue_time: now,
+            alloc_at: now,
+            started_at: now,
+        });
+        self.splits.pieces.insert(fid, pid);
+        let st = self.splits.jobs.entry(pid).or_default();
+        st.pending += 1;
+        st.rest_out = io.len > cut;
+        Io { id: fid, ..front }
+    }
+
+    /// The rest of `io` after its first `cut` bytes, through the stack's
+    /// first stage: Some when it is to be cut next, None when the stack
+    /// holds it (it comes back from the stack's timer).
+    fn submit_rest(&mut self, io: &Io, cut: u64, now: Instant) -> Option<Io> {
+        let mut rest = Io {
+            offset: io.offset + cut,
+            len: io.len - cut,
+            flags: io.flags.with(IoFlags::SPLIT_REST),
+            submitted_at: now,
+            cost_vtime: 0,
+            ..*io
+        };
+        match self.stack.submit(&mut rest, now) {
+            // a rest always stops after stage 0
+            StackVerdict::Split | StackVerdict::Ready => Some(rest),
+            // held: comes back from the stack's timer
+            StackVerdict::Queued | StackVerdict::Blocked => None,
+        }
+    }
+
+    /// Piece `fid` of `pid` waits (a tag or a blocking stage): the rest
+    /// `next`, if any, waits on it (the submitter's `bio_list`).
+    fn park_rest(&mut self, pid: IoId, fid: IoId, next: Option<Io>) {
+        if let Some(rest) = next {
+            if let Some(st) = self.splits.jobs.get_mut(&pid) {
+                st.waiting = Some((fid, rest));
             }
         }
     }
