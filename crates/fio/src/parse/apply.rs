@@ -181,8 +181,8 @@ fn duration_us(us: u64) -> Result<Duration, String> {
         .ok_or_else(|| "value out of range".into())
 }
 
+/// Applies `piece`, the one value of a single-valued option, by its kind.
 fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), String> {
-    let kb_base = st.spec.kb_base;
     match def.kind {
         Kind::Bool => {
             let n = parse_plain_int(piece)?;
@@ -206,25 +206,34 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 _ => s.ramp_time = d,
             }
         }
-        Kind::Int if matches!(def.opt, Opt::Thinktime | Opt::ThinktimeSpin) => {
-            let us = check_range(parse_time_us(piece, false)?, int_range(def.opt))?;
+        Kind::Int => apply_int(st, def.opt, piece)?,
+        Kind::StrVal => apply_str_val(st, def.opt, piece)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// An integer option: the think times (in µs), `numjobs`, or a count in
+/// its [`int_range`].
+fn apply_int(st: &mut JobState, opt: Opt, piece: &str) -> Result<(), String> {
+    let kb_base = st.spec.kb_base;
+    match opt {
+        Opt::Thinktime | Opt::ThinktimeSpin => {
+            let us = check_range(parse_time_us(piece, false)?, int_range(opt))?;
             let d = duration_us(us)?;
             let s = &mut st.spec;
-            match def.opt {
+            match opt {
                 Opt::Thinktime => s.thinktime = d,
                 _ => s.thinktime_spin = d,
             }
         }
-        Kind::Int if def.opt == Opt::NumJobs => {
+        Opt::NumJobs => {
             st.spec.numjobs = super::limits::numjobs(parse_count(piece, kb_base)?)?;
         }
-        Kind::Int => {
-            let n = to_u32(check_range(
-                parse_count(piece, kb_base)?,
-                int_range(def.opt),
-            )?);
+        _ => {
+            let n = to_u32(check_range(parse_count(piece, kb_base)?, int_range(opt))?);
             let s = &mut st.spec;
-            match def.opt {
+            match opt {
                 // str_rwmix_read_cb / str_rwmix_write_cb set both sides.
                 Opt::RwMixRead => s.rwmixread = n,
                 Opt::RwMixWrite => s.rwmixread = 100 - n.min(100),
@@ -241,42 +250,47 @@ fn apply_scalar(st: &mut JobState, def: &OptDef, piece: &str) -> Result<(), Stri
                 _ => {}
             }
         }
-        Kind::StrVal => match def.opt {
-            // str_size_cb: 0 means "not set" (the whole file or device).
-            Opt::Size => {
-                st.spec.zones.size_nz = 0;
-                if let Some(n) = super::apply_zone::zones_of(piece)? {
-                    // resolved with the zone size (fio str_size_cb: size_nz)
-                    st.spec.zones.size_nz = n;
-                    st.spec.size = None;
-                    return Ok(());
-                }
-                st.spec.size = match parse_size(piece, kb_base)? {
-                    SizeValue::Bytes(0) => None,
-                    SizeValue::Bytes(b) => Some(SizeSpec::Bytes(b)),
-                    SizeValue::Percent(0) => return Err("size=0% is not a valid size".into()),
-                    SizeValue::Percent(p) => Some(SizeSpec::Percent(p)),
-                }
+    }
+    Ok(())
+}
+
+/// `size`, `offset` (bytes, a percentage or zones) and `randseed`.
+fn apply_str_val(st: &mut JobState, opt: Opt, piece: &str) -> Result<(), String> {
+    let kb_base = st.spec.kb_base;
+    match opt {
+        // str_size_cb: 0 means "not set" (the whole file or device).
+        Opt::Size => {
+            st.spec.zones.size_nz = 0;
+            if let Some(n) = super::apply_zone::zones_of(piece)? {
+                // resolved with the zone size (fio str_size_cb: size_nz)
+                st.spec.zones.size_nz = n;
+                st.spec.size = None;
+                return Ok(());
             }
-            Opt::Offset => {
-                st.spec.zones.offset_nz = 0;
-                if let Some(n) = super::apply_zone::zones_of(piece)? {
-                    // fio str_offset_cb: start_offset_nz
-                    st.spec.zones.offset_nz = n;
-                    st.spec.offset = SizeSpec::Bytes(0);
-                    return Ok(());
-                }
-                st.spec.offset = match parse_size(piece, kb_base)? {
-                    SizeValue::Bytes(b) => SizeSpec::Bytes(b),
-                    SizeValue::Percent(p) => SizeSpec::Percent(p),
-                }
+            st.spec.size = match parse_size(piece, kb_base)? {
+                SizeValue::Bytes(0) => None,
+                SizeValue::Bytes(b) => Some(SizeSpec::Bytes(b)),
+                SizeValue::Percent(0) => return Err("size=0% is not a valid size".into()),
+                SizeValue::Percent(p) => Some(SizeSpec::Percent(p)),
             }
-            _ => {
-                st.spec.randseed = parse_count(piece, kb_base)?;
-                st.randseed_set = true;
+        }
+        Opt::Offset => {
+            st.spec.zones.offset_nz = 0;
+            if let Some(n) = super::apply_zone::zones_of(piece)? {
+                // fio str_offset_cb: start_offset_nz
+                st.spec.zones.offset_nz = n;
+                st.spec.offset = SizeSpec::Bytes(0);
+                return Ok(());
             }
-        },
-        _ => {}
+            st.spec.offset = match parse_size(piece, kb_base)? {
+                SizeValue::Bytes(b) => SizeSpec::Bytes(b),
+                SizeValue::Percent(p) => SizeSpec::Percent(p),
+            }
+        }
+        _ => {
+            st.spec.randseed = parse_count(piece, kb_base)?;
+            st.randseed_set = true;
+        }
     }
     Ok(())
 }

@@ -82,9 +82,38 @@ fn set_flag(st: &mut JobState, opt: Opt, on: bool) {
     }
 }
 
+/// Applies value `v` of `opt`, one of this module's options.
 fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
+    match opt {
+        Opt::VerifyOnly | Opt::ZeroBuffers | Opt::RefillBuffers => {
+            set_flag(st, opt, parse_plain_int(v)? != 0);
+            verify_only_refused(st)
+        }
+        Opt::Verify
+        | Opt::DoVerify
+        | Opt::VerifyBacklog
+        | Opt::VerifyBacklogBatch
+        | Opt::VerifyFatal
+        | Opt::VerifyDump
+        | Opt::VerifyAsync
+        | Opt::VerifyPattern
+        | Opt::VerifyInterval
+        | Opt::VerifyOffset => apply_verify(st, opt, v),
+        Opt::BufferPattern
+        | Opt::ScrambleBuffers
+        | Opt::BufferCompressPercentage
+        | Opt::BufferCompressChunk
+        | Opt::DedupePercentage
+        | Opt::DedupeMode
+        | Opt::DedupeWorkingSetPercentage
+        | Opt::DedupeGlobal => apply_buffers(st, opt, v),
+        _ => apply_other(st, opt, v),
+    }
+}
+
+/// `verify` and the `verify_*` options that take a value.
+fn apply_verify(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
     let kb = st.spec.kb_base;
-    let reads = st.spec.rw.has_read();
     let s = &mut st.spec;
     match opt {
         Opt::Verify => {
@@ -95,10 +124,6 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
             s.verify.kind_set = true;
         }
         Opt::DoVerify => s.verify.do_verify = bool_value(v)?,
-        Opt::VerifyOnly | Opt::ZeroBuffers | Opt::RefillBuffers => {
-            set_flag(st, opt, parse_plain_int(v)? != 0);
-            verify_only_refused(st)?;
-        }
         Opt::VerifyBacklog => s.verify.backlog = parse_count(one(v)?, kb)?,
         Opt::VerifyBacklogBatch => s.verify.backlog_batch = int_in(v, kb, 0, u32_max())?,
         Opt::VerifyFatal => s.verify.fatal = bool_value(v)?,
@@ -122,6 +147,18 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
             s.verify.interval = int_in(v, kb, 2 * VERIFY_HEADER_BYTES, u32_max())?
         }
         Opt::VerifyOffset => s.verify.offset = int_in(v, kb, VERIFY_HEADER_BYTES, u32_max())?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// What write buffers hold: `buffer_pattern`, `scramble_buffers`,
+/// compression and dedupe.
+fn apply_buffers(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
+    let kb = st.spec.kb_base;
+    let reads = st.spec.rw.has_read();
+    let s = &mut st.spec;
+    match opt {
         Opt::BufferPattern => {
             s.buffers.pattern = Some(parse_pattern(v)?);
             // str_buffer_pattern_cb: refill when the job reads or
@@ -156,6 +193,15 @@ fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
             s.buffers.dedupe_working_set_percentage = int_in(v, kb, 0, 100)? as u32
         }
         Opt::DedupeGlobal => s.buffers.dedupe_global = bool_value(v)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `fill_device`, `create_serialize` and `error_dump`.
+fn apply_other(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
+    let s = &mut st.spec;
+    match opt {
         Opt::FillDevice => s.fill_device = bool_value(v)?,
         Opt::CreateSerialize => {
             let on = bool_value(v)?;

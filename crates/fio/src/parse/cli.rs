@@ -143,40 +143,78 @@ impl<'a> Args<'a> {
     }
 }
 
+/// The command line read so far: the jobs being built and what fio's own
+/// command-line options and the caller's flags said.
+struct CmdLine<'a> {
+    loc: Loc,
+    b: Builder<'a>,
+    target: Target,
+    output: Option<String>,
+    output_format: Vec<OutputFormat>,
+    job_files: Vec<String>,
+    other: Vec<(String, String)>,
+    parse_only: bool,
+    showcmd: bool,
+    status_interval_ms: Option<u64>,
+}
+
+/// Parses fio's command line `args` (see the module documentation).
 pub(crate) fn parse_args(
     args: &[String],
     foreign: &[&str],
     env: &dyn Fn(&str) -> Option<String>,
     fs: &dyn Fs,
 ) -> Result<CliParse, ParseError> {
-    let loc = Loc::command_line();
-    let mut b = Builder::new(env, fs);
-    let mut target = Target::None;
-    let mut output = None;
-    let mut output_format = vec![OutputFormat::Normal];
-    let mut job_files = Vec::new();
-    let mut other = Vec::new();
-    let mut parse_only = false;
-    let mut showcmd = false;
-    let mut status_interval_ms = None;
+    let mut cl = CmdLine {
+        loc: Loc::command_line(),
+        b: Builder::new(env, fs),
+        target: Target::None,
+        output: None,
+        output_format: vec![OutputFormat::Normal],
+        job_files: Vec::new(),
+        other: Vec::new(),
+        parse_only: false,
+        showcmd: false,
+        status_interval_ms: None,
+    };
     let mut it = Args { args, pos: 0 };
     let mut only_files = false;
 
     while let Some(arg) = args.get(it.pos) {
         it.pos += 1;
         if only_files || !arg.starts_with('-') || arg == "-" {
-            if arg == "-" {
-                return Err(
-                    loc.error("reading a job file from standard input (`-`) is not supported")
-                );
-            }
-            job_files.push(arg.clone());
+            cl.job_file(arg)?;
             continue;
         }
         if arg == "--" {
             only_files = true;
             continue;
         }
+        cl.option(arg, &mut it, foreign)?;
+    }
+    cl.finish()
+}
+
+impl CmdLine<'_> {
+    /// A bare argument: a job file to parse after the command-line jobs.
+    fn job_file(&mut self, arg: &str) -> Result<(), ParseError> {
+        if arg == "-" {
+            return Err(self
+                .loc
+                .error("reading a job file from standard input (`-`) is not supported"));
+        }
+        self.job_files.push(arg.to_string());
+        Ok(())
+    }
+
+    /// One `-opt` or `--opt[=value]` argument: a caller's flag, one of fio's
+    /// command-line options, or a job option.
+    fn option<'s>(
+        &mut self,
+        arg: &'s str,
+        it: &mut Args<'s>,
+        foreign: &[&str],
+    ) -> Result<(), ParseError> {
         let body = arg.strip_prefix("--").unwrap_or(&arg[1..]);
         let (name, inline) = match body.split_once('=') {
             Some((n, v)) => (n, Some(v)),
@@ -186,24 +224,25 @@ pub(crate) fn parse_args(
             let value = match inline {
                 Some(v) => v,
                 None if f.switch => "",
-                None => it.value(None, name, &loc)?,
+                None => it.value(None, name, &self.loc)?,
             };
-            other.push((f.name.to_string(), value.to_string()));
-            continue;
+            self.other.push((f.name.to_string(), value.to_string()));
+            return Ok(());
         }
+        let loc = &self.loc;
         match name {
-            "output" => output = Some(it.value(inline, name, &loc)?.to_string()),
-            "parse-only" => parse_only = switch(name, inline, &loc)?,
-            "showcmd" => showcmd = switch(name, inline, &loc)?,
+            "output" => self.output = Some(it.value(inline, name, loc)?.to_string()),
+            "parse-only" => self.parse_only = switch(name, inline, loc)?,
+            "showcmd" => self.showcmd = switch(name, inline, loc)?,
             "status-interval" => {
-                let v = it.value(inline, name, &loc)?;
+                let v = it.value(inline, name, loc)?;
                 let ms =
                     parse_status_interval(v).map_err(|m| loc.option_error(name, Some(v), m))?;
-                status_interval_ms = Some(ms);
+                self.status_interval_ms = Some(ms);
             }
             "output-format" => {
-                let v = it.value(inline, name, &loc)?;
-                output_format =
+                let v = it.value(inline, name, loc)?;
+                self.output_format =
                     parse_output_format(v).map_err(|m| loc.option_error(name, Some(v), m))?;
             }
             _ if FIO_CLI_ONLY.contains(&name) => {
@@ -213,71 +252,95 @@ pub(crate) fn parse_args(
                     format!("unsupported fio command-line option `--{name}`"),
                 ));
             }
-            _ => {
-                if matches!(lookup(name), Lookup::Unknown) {
-                    return Err(unknown_flag(name, inline, foreign, &loc));
-                }
-                let def = find_option(name, (name, inline), &loc)?;
-                let value = match inline {
-                    None if def.kind == Kind::StrSet => None,
-                    _ => Some(it.value(inline, name, &loc)?),
-                };
-                if value == Some("") && def.kind != Kind::StrSet {
-                    return Err(loc.option_error(
-                        name,
-                        value,
-                        format!("option {name} requires an argument"),
-                    ));
-                }
-                if def.opt == Opt::Name {
-                    if let Target::Job(st) = std::mem::replace(&mut target, Target::None) {
-                        b.add_job(*st, &loc)?;
-                    }
-                }
-                if let Target::None = target {
-                    let global =
-                        def.opt != Opt::Name || value.is_some_and(|v| v.starts_with("global"));
-                    target = if global {
-                        Target::Global
-                    } else {
-                        Target::Job(Box::new(b.globals.child()))
-                    };
-                }
-                let st = match &mut target {
-                    Target::Job(st) => st,
-                    _ => &mut b.globals,
-                };
-                set_option(st, name, value, (name, value), &loc)?;
+            _ => self.job_option(name, inline, it, foreign)?,
+        }
+        Ok(())
+    }
+
+    /// A fio job option, applied to the current job or to the globals.
+    fn job_option<'s>(
+        &mut self,
+        name: &'s str,
+        inline: Option<&'s str>,
+        it: &mut Args<'s>,
+        foreign: &[&str],
+    ) -> Result<(), ParseError> {
+        let loc = &self.loc;
+        if matches!(lookup(name), Lookup::Unknown) {
+            return Err(unknown_flag(name, inline, foreign, loc));
+        }
+        let def = find_option(name, (name, inline), loc)?;
+        let value = match inline {
+            None if def.kind == Kind::StrSet => None,
+            _ => Some(it.value(inline, name, loc)?),
+        };
+        if value == Some("") && def.kind != Kind::StrSet {
+            return Err(loc.option_error(
+                name,
+                value,
+                format!("option {name} requires an argument"),
+            ));
+        }
+        self.retarget(def.opt, value)?;
+        let st = match &mut self.target {
+            Target::Job(st) => st,
+            _ => &mut self.b.globals,
+        };
+        set_option(st, name, value, (name, value), &self.loc)
+    }
+
+    /// Points the target where option `opt` (with `value`) goes: `--name`
+    /// ends the current job; with no target (at the start, after `--name`),
+    /// `--name=global…` or any other option selects the globals, another
+    /// `--name` starts a job.
+    fn retarget(&mut self, opt: Opt, value: Option<&str>) -> Result<(), ParseError> {
+        if opt == Opt::Name {
+            if let Target::Job(st) = std::mem::replace(&mut self.target, Target::None) {
+                self.b.add_job(*st, &self.loc)?;
             }
         }
-    }
-    if let Target::Job(st) = target {
-        b.add_job(*st, &loc)?;
-    }
-    for (n, path) in job_files.iter().enumerate() {
-        if n > 0 {
-            b.reset_globals();
+        if let Target::None = self.target {
+            let global = opt != Opt::Name || value.is_some_and(|v| v.starts_with("global"));
+            self.target = if global {
+                Target::Global
+            } else {
+                Target::Job(Box::new(self.b.globals.child()))
+            };
         }
-        let text = b.fs().read(path).map_err(|e| {
-            Loc::new(path, 0).error(format!("unable to open '{path}' job file: {e}"))
-        })?;
-        b.add_file(path, &text, n > 0)?;
+        Ok(())
     }
-    let showcmd_text = showcmd.then(|| b.showcmd.concat());
-    let jobs = b.finish();
-    if jobs.jobs.is_empty() && showcmd_text.is_none() {
-        return Err(loc.error("No job(s) defined"));
+
+    /// Adds the last command-line job, parses the job files and returns
+    /// what the command line defines.
+    fn finish(mut self) -> Result<CliParse, ParseError> {
+        if let Target::Job(st) = self.target {
+            self.b.add_job(*st, &self.loc)?;
+        }
+        for (n, path) in self.job_files.iter().enumerate() {
+            if n > 0 {
+                self.b.reset_globals();
+            }
+            let text = self.b.fs().read(path).map_err(|e| {
+                Loc::new(path, 0).error(format!("unable to open '{path}' job file: {e}"))
+            })?;
+            self.b.add_file(path, &text, n > 0)?;
+        }
+        let showcmd_text = self.showcmd.then(|| self.b.showcmd.concat());
+        let jobs = self.b.finish();
+        if jobs.jobs.is_empty() && showcmd_text.is_none() {
+            return Err(self.loc.error("No job(s) defined"));
+        }
+        Ok(CliParse {
+            jobs,
+            output: self.output,
+            output_format: self.output_format,
+            job_files: self.job_files,
+            other: self.other,
+            parse_only: self.parse_only,
+            showcmd: showcmd_text,
+            status_interval_ms: self.status_interval_ms,
+        })
     }
-    Ok(CliParse {
-        jobs,
-        output,
-        output_format,
-        job_files,
-        other,
-        parse_only,
-        showcmd: showcmd_text,
-        status_interval_ms,
-    })
 }
 
 /// `--status-interval=T` in ms: a time in seconds unless a unit says

@@ -5,7 +5,7 @@
 //! and checked against the job's engine when the job is complete
 //! ([`finish`]), which also decides what the real engine must refuse.
 
-use blkqos_workload::spec::{IoEngine, JobSpec, SgWriteMode, StatType};
+use blkqos_workload::spec::{EngineSpec, IoEngine, JobSpec, SgWriteMode, StatType};
 use blkqos_workload::Ddir;
 
 use super::error::{Loc, ParseError};
@@ -41,8 +41,31 @@ fn flag(value: Option<&str>) -> Result<bool, String> {
 
 /// Applies engine option `name`; whether the value asks for something.
 pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Result<bool, String> {
-    let e = &mut st.spec.engine;
-    let need = || value.ok_or_else(|| format!("Option {name} requires an argument"));
+    match name {
+        "cmdprio" | "cmdprio_bssplit" | "cmdprio_class" | "cmdprio_percentage" => {
+            super::apply_prio::apply_engine(st, name, required_value(name, value)?)
+        }
+        "cmd_type" | "sqthread_poll" | "sqthread_poll_cpu" | "fixedbufs" | "registerfiles"
+        | "nonvectored" | "hipri" | "force_async" | "uncached" | "nowait" => {
+            apply_uring(&mut st.spec.engine, name, value)
+        }
+        _ => apply_other_engines(&mut st.spec.engine, name, value),
+    }
+}
+
+/// The value of option `name`, which takes one.
+fn required_value<'v>(name: &str, value: Option<&'v str>) -> Result<&'v str, String> {
+    value.ok_or_else(|| format!("Option {name} requires an argument"))
+}
+
+/// The refusal of a name that is no engine option.
+fn not_an_engine_option(name: &str) -> String {
+    format!("`{name}` is not an engine option blkqos knows")
+}
+
+/// Applies one of io_uring's (and io_uring_cmd's) options.
+fn apply_uring(e: &mut EngineSpec, name: &str, value: Option<&str>) -> Result<bool, String> {
+    let need = || required_value(name, value);
     let on = match name {
         "cmd_type" => match need()? {
             "nvme" => false,
@@ -82,15 +105,25 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
             e.hipri = flag(value)?;
             e.hipri
         }
-        "cmdprio" | "cmdprio_bssplit" | "cmdprio_class" | "cmdprio_percentage" => {
-            return super::apply_prio::apply_engine(st, name, need()?);
-        }
         "force_async" | "uncached" => parse_plain_int(need()?)? != 0,
         "nowait" => match need()? {
             "0" => false,
             "1" => true,
             v => return Err(format!("invalid value `{v}` (valid values: 0, 1)")),
         },
+        _ => return Err(not_an_engine_option(name)),
+    };
+    Ok(on)
+}
+
+/// Applies an option of sg, filestat/dirstat, cpuio, e4defrag or exec.
+fn apply_other_engines(
+    e: &mut EngineSpec,
+    name: &str,
+    value: Option<&str>,
+) -> Result<bool, String> {
+    let need = || required_value(name, value);
+    let on = match name {
         "sg_write_mode" => {
             e.sg_write_mode = parse_sg_write_mode(need()?)?;
             e.sg_write_mode != SgWriteMode::Write
@@ -129,7 +162,7 @@ pub(crate) fn apply(st: &mut JobState, name: &str, value: Option<&str>) -> Resul
             super::engine_host::apply_exec(&mut e.exec, name, value)?;
             false
         }
-        _ => return Err(format!("`{name}` is not an engine option blkqos knows")),
+        _ => return Err(not_an_engine_option(name)),
     };
     Ok(on)
 }
@@ -257,107 +290,7 @@ fn real_engine_refusal(e: IoEngine) -> &'static str {
 pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> {
     let engine = s.ioengine;
     for g in given.iter().filter(|g| g.name != "ioengine") {
-        let err = |m: String| {
-            Err(g.loc.option_error(
-                &g.written,
-                g.value.as_deref(),
-                format!("job `{}`: {m}", s.name),
-            ))
-        };
-        let job_engine = given.iter().any(|i| i.name == "ioengine" && !i.from_global);
-        if !owners(g.name).contains(&engine) && g.from_global && job_engine {
-            // fio parsed it into the [global] engine's options; the job's
-            // own engine never sees it
-            s.notes.push(format!(
-                "{}{}: an option of the [global] section's engine, not of this job's                  ioengine={}: fio ignores it here",
-                g.written,
-                g.value.as_deref().map_or(String::new(), |v| format!("={v}")),
-                engine.fio_name()
-            ));
-            forget(&mut s.engine, g.name);
-            continue;
-        }
-        if !owners(g.name).contains(&engine) {
-            let names: Vec<&str> = owners(g.name).iter().map(|e| e.fio_name()).collect();
-            return err(format!(
-                "`{}` is an option of ioengine={}, but the job uses ioengine={} \
-                 (fio 3.33: \"Bad option\")",
-                g.name,
-                names.join(" and "),
-                engine.fio_name()
-            ));
-        }
-        if !g.on {
-            continue;
-        }
-        if let Some(why) = refused_everywhere(g.name) {
-            return err(format!("unsupported: {why}"));
-        }
-        if g.name == "sg_write_mode"
-            && s.engine.sg_write_mode.compares_data()
-            && !known_contents(&s.buffers)
-        {
-            return err(format!(
-                "unsupported on the simulator: sg_write_mode={} has the device compare the data sent with its \
-                 medium, and the job's write buffers are fio's random fill, whose bytes the simulator \
-                 does not reproduce (so whether the compare fails, a MISCOMPARE that fio reports as \
-                 EIO, cannot be known); give the job buffer_pattern= (or zero_buffers) as the data to \
-                 compare, or use verify_bytchk_00 (the device checks its medium only)",
-                s.engine.sg_write_mode.fio_name()
-            ));
-        }
-        if g.name == "sqthread_poll" && s.iodepth_batch > 1 {
-            return err(format!(
-                "unsupported: sqthread_poll=1 with iodepth_batch_submit={}: the simulator's batched submit \
-                 calls are system calls, which a polled submission queue does away with; \
-                 leave iodepth_batch_submit out (or 1)",
-                s.iodepth_batch
-            ));
-        }
-        if g.name == "hipri" {
-            if s.ioengine != IoEngine::IoUring {
-                return err(format!(
-                    "unsupported: hipri=1 with ioengine={}: blkqos polls completions only on \
-                     the real engine's io_uring ring; use ioengine=io_uring",
-                    engine.fio_name()
-                ));
-            }
-            if s.engine.sim_refusal.is_none() {
-                s.engine.sim_refusal = Some(refusal_text(
-                    g,
-                    "unsupported on the simulator: hipri=1 polls for completions \
-                     (IORING_SETUP_IOPOLL) to save the interrupt, and the simulated device \
-                     raises none: run it with --backend=real on a device with poll queues \
-                     (e.g. nvme poll_queues=N; files on a file system fail it with \
-                     EOPNOTSUPP, as in fio), or leave hipri out",
-                ));
-            }
-            continue;
-        }
-        if matches!(g.name, "sqthread_poll" | "sqthread_poll_cpu") && engine == IoEngine::IoUring {
-            // the real engine's ring takes IORING_SETUP_SQPOLL (and the CPU)
-            if let Some(n) = sim_note(g.name, s) {
-                s.notes.push(n);
-            }
-            continue;
-        }
-        if g.name.starts_with("cmdprio") {
-            // both backends tag the IOs; the real engine sets the SQE's ioprio
-            continue;
-        }
-        if matches!(g.name, "fixedbufs" | "registerfiles") {
-            // checked when the real engine has opened its ring
-            if s.engine.registration_at.is_none() {
-                let at = g.loc.option_error(&g.written, g.value.as_deref(), "");
-                let at = at.to_string();
-                s.engine.registration_at = Some(at.trim_end_matches(": ").to_string());
-            }
-        } else if s.engine.real_refusal.is_none() {
-            s.engine.real_refusal = Some(refusal_text(g, refused_on_real(g.name)));
-        }
-        if let Some(n) = sim_note(g.name, s) {
-            s.notes.push(n);
-        }
+        check_given(s, given, g)?;
     }
     if engine.is_file_metadata() {
         super::engine_meta::check(s, given)?;
@@ -387,6 +320,129 @@ pub(crate) fn finish(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError>
         }
     }
     Ok(())
+}
+
+/// The error for engine option `g` of job `job`.
+fn given_error(g: &Given, job: &str, m: String) -> ParseError {
+    g.loc
+        .option_error(&g.written, g.value.as_deref(), format!("job `{job}`: {m}"))
+}
+
+/// One engine option given to the job: dropped when it is another
+/// engine's from `[global]`, refused, or recorded when it is on.
+fn check_given(s: &mut JobSpec, given: &[Given], g: &Given) -> Result<(), ParseError> {
+    let engine = s.ioengine;
+    let err = |m: String| Err(given_error(g, &s.name, m));
+    let job_engine = given.iter().any(|i| i.name == "ioengine" && !i.from_global);
+    if !owners(g.name).contains(&engine) && g.from_global && job_engine {
+        // fio parsed it into the [global] engine's options; the job's
+        // own engine never sees it
+        s.notes.push(format!(
+            "{}{}: an option of the [global] section's engine, not of this job's                  ioengine={}: fio ignores it here",
+            g.written,
+            g.value.as_deref().map_or(String::new(), |v| format!("={v}")),
+            engine.fio_name()
+        ));
+        forget(&mut s.engine, g.name);
+        return Ok(());
+    }
+    if !owners(g.name).contains(&engine) {
+        let names: Vec<&str> = owners(g.name).iter().map(|e| e.fio_name()).collect();
+        return err(format!(
+            "`{}` is an option of ioengine={}, but the job uses ioengine={} \
+             (fio 3.33: \"Bad option\")",
+            g.name,
+            names.join(" and "),
+            engine.fio_name()
+        ));
+    }
+    if !g.on {
+        return Ok(());
+    }
+    refuse_given(s, g)?;
+    record_given(s, g);
+    Ok(())
+}
+
+/// What no backend runs of engine option `g`, which is on: its refusal.
+fn refuse_given(s: &JobSpec, g: &Given) -> Result<(), ParseError> {
+    let engine = s.ioengine;
+    let err = |m: String| Err(given_error(g, &s.name, m));
+    if let Some(why) = refused_everywhere(g.name) {
+        return err(format!("unsupported: {why}"));
+    }
+    if g.name == "sg_write_mode"
+        && s.engine.sg_write_mode.compares_data()
+        && !known_contents(&s.buffers)
+    {
+        return err(format!(
+            "unsupported on the simulator: sg_write_mode={} has the device compare the data sent with its \
+             medium, and the job's write buffers are fio's random fill, whose bytes the simulator \
+             does not reproduce (so whether the compare fails, a MISCOMPARE that fio reports as \
+             EIO, cannot be known); give the job buffer_pattern= (or zero_buffers) as the data to \
+             compare, or use verify_bytchk_00 (the device checks its medium only)",
+            s.engine.sg_write_mode.fio_name()
+        ));
+    }
+    if g.name == "sqthread_poll" && s.iodepth_batch > 1 {
+        return err(format!(
+            "unsupported: sqthread_poll=1 with iodepth_batch_submit={}: the simulator's batched submit \
+             calls are system calls, which a polled submission queue does away with; \
+             leave iodepth_batch_submit out (or 1)",
+            s.iodepth_batch
+        ));
+    }
+    if g.name == "hipri" && s.ioengine != IoEngine::IoUring {
+        return err(format!(
+            "unsupported: hipri=1 with ioengine={}: blkqos polls completions only on \
+             the real engine's io_uring ring; use ioengine=io_uring",
+            engine.fio_name()
+        ));
+    }
+    Ok(())
+}
+
+/// What the backends make of engine option `g`, which is on: the
+/// simulator's or the real engine's refusal, or the simulator's note.
+fn record_given(s: &mut JobSpec, g: &Given) {
+    let engine = s.ioengine;
+    if g.name == "hipri" {
+        if s.engine.sim_refusal.is_none() {
+            s.engine.sim_refusal = Some(refusal_text(
+                g,
+                "unsupported on the simulator: hipri=1 polls for completions \
+                 (IORING_SETUP_IOPOLL) to save the interrupt, and the simulated device \
+                 raises none: run it with --backend=real on a device with poll queues \
+                 (e.g. nvme poll_queues=N; files on a file system fail it with \
+                 EOPNOTSUPP, as in fio), or leave hipri out",
+            ));
+        }
+        return;
+    }
+    if matches!(g.name, "sqthread_poll" | "sqthread_poll_cpu") && engine == IoEngine::IoUring {
+        // the real engine's ring takes IORING_SETUP_SQPOLL (and the CPU)
+        if let Some(n) = sim_note(g.name, s) {
+            s.notes.push(n);
+        }
+        return;
+    }
+    if g.name.starts_with("cmdprio") {
+        // both backends tag the IOs; the real engine sets the SQE's ioprio
+        return;
+    }
+    if matches!(g.name, "fixedbufs" | "registerfiles") {
+        // checked when the real engine has opened its ring
+        if s.engine.registration_at.is_none() {
+            let at = g.loc.option_error(&g.written, g.value.as_deref(), "");
+            let at = at.to_string();
+            s.engine.registration_at = Some(at.trim_end_matches(": ").to_string());
+        }
+    } else if s.engine.real_refusal.is_none() {
+        s.engine.real_refusal = Some(refusal_text(g, refused_on_real(g.name)));
+    }
+    if let Some(n) = sim_note(g.name, s) {
+        s.notes.push(n);
+    }
 }
 
 /// The job's write buffers hold what the simulator can compare: a

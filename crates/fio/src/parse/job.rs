@@ -304,62 +304,13 @@ fn check_direct_alignment(s: &JobSpec) -> Result<(), String> {
 /// [`JobSpec`] models.
 fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
     let mut s = st.spec;
-    let job_error = |msg: String| loc.error(format!("job `{}`: {msg}", s.name));
     s.origin = Origin {
         file: loc.file.clone(),
         line: loc.line,
     };
-    if st.bsrange.values().any(Option::is_some) {
-        let bs = s.bs;
-        s.bsrange = Some(PerDir::from_fn(|d| st.bsrange[d].unwrap_or((bs[d], bs[d]))));
-    }
-    let any = |p: &PerDir<Option<u64>>| p.read.is_some() || p.write.is_some() || p.trim.is_some();
-    if any(&s.rate_bps) && any(&s.rate_iops) {
-        return Err(job_error(
-            "rate and rate_iops are mutually exclusive".into(),
-        ));
-    }
-    // fio warns "time_based requires a runtime/timeout setting" and clears it.
-    if s.time_based && s.runtime.is_none() {
-        s.time_based = false;
-    }
-    if s.thinktime_spin > s.thinktime {
-        s.thinktime_spin = s.thinktime;
-    }
-    if let Some(SizeSpec::Bytes(n)) = s.size {
-        let min = Ddir::ALL
-            .into_iter()
-            .map(|d| s.min_bs(d))
-            .min()
-            .unwrap_or(1);
-        if n < min {
-            return Err(job_error(format!(
-                "size too small, must not be less than minimum block size: {n} < {min}"
-            )));
-        }
-    }
-    if s.direct {
-        check_direct_alignment(&s).map_err(job_error)?;
-    }
-    // fio turns randrepeat off when randseed is given, but then seeds every
-    // generator from randseed: deterministic, which is what `randrepeat`
-    // means in JobSpec.
-    s.randrepeat_given = s.randrepeat;
-    if st.randseed_set {
-        s.randrepeat = true;
-    }
-    s.stonewall = st.stonewall;
-    // bare write_*_log: logs named after the job
-    let job_name = s.name.clone();
-    let l = &mut s.logs;
-    for prefix in [&mut l.bw, &mut l.iops, &mut l.lat, &mut l.hist]
-        .into_iter()
-        .flatten()
-    {
-        if prefix.is_empty() {
-            prefix.clone_from(&job_name);
-        }
-    }
+    fixup_io_options(&mut s, &st.bsrange)
+        .map_err(|msg| loc.error(format!("job `{}`: {msg}", s.name)))?;
+    fixup_seed_and_logs(&mut s, st.randseed_set, st.stonewall);
     if let Err(m) = super::apply_zone::fixup(&mut s) {
         return Err(loc.error(format!("job `{}`: {m}", s.name)));
     }
@@ -392,6 +343,66 @@ fn finalize(st: JobState, loc: &Loc) -> Result<JobSpec, ParseError> {
     super::engine_opts::finish(&mut s, &st.engine_given)?;
     s.job_options = given_options(st.dump);
     Ok(s)
+}
+
+/// `bsrange`, `rate`, `time_based`, `thinktime_spin`, `size` and `direct`
+/// fixed up or refused; the error is the message without the job's name.
+fn fixup_io_options(s: &mut JobSpec, bsrange: &PerDir<Option<(u64, u64)>>) -> Result<(), String> {
+    if bsrange.values().any(Option::is_some) {
+        let bs = s.bs;
+        s.bsrange = Some(PerDir::from_fn(|d| bsrange[d].unwrap_or((bs[d], bs[d]))));
+    }
+    let any = |p: &PerDir<Option<u64>>| p.read.is_some() || p.write.is_some() || p.trim.is_some();
+    if any(&s.rate_bps) && any(&s.rate_iops) {
+        return Err("rate and rate_iops are mutually exclusive".into());
+    }
+    // fio warns "time_based requires a runtime/timeout setting" and clears it.
+    if s.time_based && s.runtime.is_none() {
+        s.time_based = false;
+    }
+    if s.thinktime_spin > s.thinktime {
+        s.thinktime_spin = s.thinktime;
+    }
+    if let Some(SizeSpec::Bytes(n)) = s.size {
+        let min = Ddir::ALL
+            .into_iter()
+            .map(|d| s.min_bs(d))
+            .min()
+            .unwrap_or(1);
+        if n < min {
+            return Err(format!(
+                "size too small, must not be less than minimum block size: {n} < {min}"
+            ));
+        }
+    }
+    if s.direct {
+        check_direct_alignment(s)?;
+    }
+    Ok(())
+}
+
+/// `randrepeat` as `randseed` leaves it, the `stonewall`, and the names of
+/// the logs a bare `write_*_log` asks for.
+fn fixup_seed_and_logs(s: &mut JobSpec, randseed_set: bool, stonewall: bool) {
+    // fio turns randrepeat off when randseed is given, but then seeds every
+    // generator from randseed: deterministic, which is what `randrepeat`
+    // means in JobSpec.
+    s.randrepeat_given = s.randrepeat;
+    if randseed_set {
+        s.randrepeat = true;
+    }
+    s.stonewall = stonewall;
+    // bare write_*_log: logs named after the job
+    let job_name = s.name.clone();
+    let l = &mut s.logs;
+    for prefix in [&mut l.bw, &mut l.iops, &mut l.lat, &mut l.hist]
+        .into_iter()
+        .flatten()
+    {
+        if prefix.is_empty() {
+            prefix.clone_from(&job_name);
+        }
+    }
 }
 
 /// The files of a job (`setup_files`): `filename=a:b` gives one file per

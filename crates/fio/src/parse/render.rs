@@ -55,6 +55,21 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     if new_group {
         push("new_group", "1".into());
     }
+    layout_args(j, &mut push);
+    engine_args(j, &mut push);
+    pace_args(j, &mut push);
+    random_stats_args(j, &mut push);
+    cgroup_error_args(j, &mut push);
+    avg_sync_args(j, &mut push);
+    ext_args(j, &mut push);
+    super::apply_submit::render(j, &mut push);
+    log_args(j, &mut push);
+    a
+}
+
+/// `kb_base`, the description, where the job does IO, its pattern, block
+/// sizes, `direct` and `ioengine`.
+fn layout_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     if j.kb_base != 1024 {
         push("kb_base", j.kb_base.to_string());
     }
@@ -81,7 +96,10 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     }
     push("direct", flag(j.direct).into());
     push("ioengine", j.ioengine.fio_name().into());
-    engine_args(j, &mut push);
+}
+
+/// Queue depth, job count, run time, rates and think times.
+fn pace_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     push("iodepth", j.iodepth.to_string());
     push("iodepth_batch", j.iodepth_batch.to_string());
     push("numjobs", j.numjobs.to_string());
@@ -114,6 +132,10 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         ThinkBlocksType::Issue => "issue",
     };
     push("thinktime_blocks_type", blocks_type.into());
+}
+
+/// The random map and seed, then what the job's statistics report.
+fn random_stats_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     push("norandommap", flag(j.norandommap).into());
     if j.randrepeat && j.randseed != blkqos_workload::spec::FIO_RANDSEED {
         push("randseed", j.randseed.to_string());
@@ -144,6 +166,11 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     push("clat_percentiles", flag(j.clat_percentiles).into());
     push("lat_percentiles", flag(j.lat_percentiles).into());
     push("slat_percentiles", flag(j.slat_percentiles).into());
+}
+
+/// `cgroup`, then the errors the job goes on after (`continue_on_error` or
+/// `ignore_error`).
+fn cgroup_error_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     if let Some(c) = &j.cgroup {
         push("cgroup", c.clone());
     }
@@ -163,13 +190,19 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
     } else if e.is_set() {
         push("ignore_error", errors(e));
     }
+}
+
+/// The bandwidth and IOPS averaging windows and the sync options.
+fn avg_sync_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     push("bwavgtime", j.bw_avg_time.as_ms().to_string());
     push("iopsavgtime", j.iops_avg_time.as_ms().to_string());
     push("fsync", j.fsync_blocks.to_string());
     push("fdatasync", j.fdatasync_blocks.to_string());
     push("end_fsync", flag(j.end_fsync).into());
-    ext_args(j, &mut push);
-    super::apply_submit::render(j, &mut push);
+}
+
+/// The `write_*_log` options and the settings of the logs written.
+fn log_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     let logs = &j.logs;
     for (name, prefix) in [
         ("write_bw_log", &logs.bw),
@@ -190,7 +223,6 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         push("log_hist_msec", logs.hist_msec.to_string());
         push("log_hist_coarseness", logs.hist_coarseness.to_string());
     }
-    a
 }
 
 /// The options of several files, splits, distributions, start and flow.

@@ -4,7 +4,7 @@
 //! `verify=pattern`), `buffer_pattern` and `dedupe_percentage` before the
 //! `*_buffers` flags they change.
 
-use blkqos_workload::spec::{DedupeMode, JobSpec, VerifyKind};
+use blkqos_workload::spec::{BufferSpec, DedupeMode, JobSpec, VerifyKind, VerifySpec};
 
 fn flag(on: bool) -> String {
     u8::from(on).to_string()
@@ -26,8 +26,21 @@ fn kind_name(k: VerifyKind) -> &'static str {
         .map_or("0", |(n, _)| n)
 }
 
+/// The verification and buffer options of `j` that differ from `d` (fio's
+/// defaults), then `fill_device` and `offset_increment`.
 pub(super) fn data_args(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, String)) {
-    let (v, dv) = (&j.verify, &d.verify);
+    verify_args(&j.verify, &d.verify, push);
+    buffer_args(&j.buffers, &d.buffers, push);
+    if j.fill_device {
+        push("fill_device", "1".into());
+    }
+    if j.offset_increment != d.offset_increment {
+        push("offset_increment", j.offset_increment.to_string());
+    }
+}
+
+/// The `verify*` options of `v` that differ from `dv`, `verify_pattern` first.
+fn verify_args(v: &VerifySpec, dv: &VerifySpec, push: &mut impl FnMut(&str, String)) {
     if let Some(p) = &v.pattern {
         push("verify_pattern", hex(p));
     }
@@ -58,7 +71,11 @@ pub(super) fn data_args(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, St
     if v.offset != dv.offset {
         push("verify_offset", v.offset.to_string());
     }
-    let (b, db) = (&j.buffers, &d.buffers);
+}
+
+/// The buffer-contents options of `b` that differ from `db`, the
+/// `*_buffers` flags last.
+fn buffer_args(b: &BufferSpec, db: &BufferSpec, push: &mut impl FnMut(&str, String)) {
     if let Some(p) = &b.pattern {
         push("buffer_pattern", hex(p));
     }
@@ -99,11 +116,5 @@ pub(super) fn data_args(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, St
     }
     if b.pattern.is_some() || b.scramble != db.scramble {
         push("scramble_buffers", flag(b.scramble));
-    }
-    if j.fill_device {
-        push("fill_device", "1".into());
-    }
-    if j.offset_increment != d.offset_increment {
-        push("offset_increment", j.offset_increment.to_string());
     }
 }

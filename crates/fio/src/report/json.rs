@@ -5,7 +5,7 @@
 use blkqos_core::hist::{LatHist, LatStat};
 use blkqos_workload::prio::{ioprio_class, ioprio_level};
 use blkqos_workload::spec::UnifiedRw;
-use blkqos_workload::stats::{prios_with_samples, DirStats};
+use blkqos_workload::stats::{prios_with_samples, DirStats, JobStats};
 use blkqos_workload::Ddir;
 
 use super::cfmt;
@@ -122,29 +122,44 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
     if let Some(opts) = job_opts(&e.last.job_options) {
         o.obj("job options", opts);
     }
+    dir_objs(&mut o, e, rs, &cfg);
+    cpu_fields(&mut o, ts);
+    let total = e.total_rw_ios();
+    depth_objs(&mut o, ts, total);
+    lat_bucket_objs(&mut o, ts, total);
+    error_latency_fields(&mut o, e);
+    o
+}
 
+/// The direction objects: `mixed` alone, or `read`, `write`, `trim`,
+/// `sync` (and `mixed` with `unified_rw_reporting=both`).
+fn dir_objs(o: &mut Obj, e: &Entry, rs: &GroupRun, cfg: &LatCfg) {
+    let ts = &e.ts;
     if e.unified() == UnifiedRw::Mixed {
         // fio sums every direction into the read slot
-        o.obj("mixed", dir_json(&ts.dirs.read, rs.agg.read, &cfg));
+        o.obj("mixed", dir_json(&ts.dirs.read, rs.agg.read, cfg));
     } else {
         for d in Ddir::ALL {
-            o.obj(d.name(), dir_json(&ts.dirs[d], rs.agg[d], &cfg));
+            o.obj(d.name(), dir_json(&ts.dirs[d], rs.agg[d], cfg));
         }
         let mut sync = Obj::new();
         sync.uint("total_ios", ts.sync_ios);
         sync.obj(
             "lat_ns",
-            lat_json(cfg.lat | cfg.clat, &ts.sync_lat, &ts.sync_hist, &cfg),
+            lat_json(cfg.lat | cfg.clat, &ts.sync_lat, &ts.sync_hist, cfg),
         );
         o.obj("sync", sync);
         if e.unified() == UnifiedRw::Both {
             // add_mixed_ddir_status_json: reported as DDIR_READ, so its
             // bw_agg is relative to the group's read aggregate.
-            o.obj("mixed", dir_json(&gen_mixed(ts), rs.agg.read, &cfg));
+            o.obj("mixed", dir_json(&gen_mixed(ts), rs.agg.read, cfg));
         }
     }
+}
 
-    // CPU usage: the real engine's getrusage share; 0 on the simulator
+/// The job's run time and CPU usage: the real engine's getrusage share;
+/// 0 on the simulator.
+fn cpu_fields(o: &mut Obj, ts: &JobStats) {
     o.uint("job_runtime", ts.job_runtime_ms);
     let (usr, sys) = cpu_percent(ts);
     o.float("usr_cpu", usr);
@@ -152,8 +167,11 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
     o.uint("ctx", ts.cpu.ctx);
     o.uint("majf", ts.cpu.majf);
     o.uint("minf", ts.cpu.minf);
+}
 
-    let total = e.total_rw_ios();
+/// The IO depth distribution and the submit and complete batch
+/// distributions of `total` IOs.
+fn depth_objs(o: &mut Obj, ts: &JobStats, total: u64) {
     let level_keys = ["1", "2", "4", "8", "16", "32", ">=64"];
     let batch_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
     let dist = |keys: &[&str], map: &[u64], total: u64| {
@@ -174,7 +192,10 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
         "iodepth_complete",
         dist(&batch_keys, &ts.complete_batches, comp_total),
     );
+}
 
+/// The share of the `total` IOs in each latency range, in ns, µs and ms.
+fn lat_bucket_objs(o: &mut Obj, ts: &JobStats, total: u64) {
     let ranges = [
         "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
     ];
@@ -190,7 +211,12 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
         }
         o.obj(name, m);
     }
+}
 
+/// The errors (with `continue_on_error`), the latency target, the
+/// description and the steady state.
+fn error_latency_fields(o: &mut Obj, e: &Entry) {
+    let ts = &e.ts;
     if e.continue_on_error() {
         o.uint("total_err", ts.total_err);
         o.int("first_error", ts.first_error as i64);
@@ -216,7 +242,6 @@ fn entry_json(e: &Entry, rs: &GroupRun, plus: bool) -> Obj {
     if let Some(ss) = &ts.steadystate {
         o.obj("steadystate", super::steady::json(ss));
     }
-    o
 }
 
 /// `add_ddir_status_json` for a read/write/trim/mixed direction.

@@ -99,6 +99,22 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
     if bytes == 0 && e.total_rw_ios() == 0 {
         return;
     }
+    head_lines(e, time, out);
+    ddir_blocks(e, rs, out);
+    show_latencies(e, out);
+
+    if let Some((min, max, mean, dev)) = calc_lat(&ts.sync_lat) {
+        out.push_str("  fsync/fdatasync/sync_file_range:\n");
+        display_lat("sync", min, max, mean, dev, out);
+        clat_percentiles(e, &ts.sync_hist, "sync", out);
+    }
+    cpu_depth_lines(e, out);
+    issued_error_lines(e, out);
+    latency_target_lines(e, out);
+}
+
+/// The job's first line (name, group, error, pid, time) and its description.
+fn head_lines(e: &Entry, time: &str, out: &mut String) {
     let head = format!(
         "{}: (groupid={}, jobs={}): err={:2}",
         e.first.name,
@@ -114,7 +130,12 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
     if let Some(desc) = e.first.description.as_deref().filter(|d| !d.is_empty()) {
         out.push_str(&format!("  Description  : [{desc}]\n"));
     }
+}
 
+/// The block of each direction that did IO and, with
+/// `unified_rw_reporting=both`, the mixed block.
+fn ddir_blocks(e: &Entry, rs: &GroupRun, out: &mut String) {
+    let ts = &e.ts;
     let mixed = e.unified() == UnifiedRw::Mixed;
     for ddir in Ddir::ALL {
         if ts.dirs[ddir].io_bytes != 0 {
@@ -141,15 +162,12 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
         };
         ddir_status(e, rs, &v, out);
     }
+}
 
-    show_latencies(e, out);
-
-    if let Some((min, max, mean, dev)) = calc_lat(&ts.sync_lat) {
-        out.push_str("  fsync/fdatasync/sync_file_range:\n");
-        display_lat("sync", min, max, mean, dev, out);
-        clat_percentiles(e, &ts.sync_hist, "sync", out);
-    }
-
+/// The `cpu` line, the `IO depths` line and the submit and complete
+/// batch distributions.
+fn cpu_depth_lines(e: &Entry, out: &mut String) {
+    let ts = &e.ts;
     let (usr, sys) = cpu_percent(ts);
     out.push_str(&format!(
         "  cpu          : usr={}%, sys={}%, ctx={}, majf={}, minf={}\n",
@@ -176,6 +194,11 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
             d[0], d[1], d[2], d[3], d[4], d[5], d[6]
         ));
     }
+}
+
+/// The `issued rwts` counts and, with `continue_on_error`, the errors.
+fn issued_error_lines(e: &Entry, out: &mut String) {
+    let ts = &e.ts;
     let dr = &ts.dirs;
     out.push_str(&format!(
         "     issued rwts: total={},{},{},{} short={},{},{},0 dropped={},{},{},0\n",
@@ -198,6 +221,12 @@ fn thread_status(e: &Entry, rs: &GroupRun, time: &str, out: &mut String) {
             cfmt::strerror(ts.first_error)
         ));
     }
+}
+
+/// The `latency` line (the target, or depth alone) and the steady-state
+/// line.
+fn latency_target_lines(e: &Entry, out: &mut String) {
+    let ts = &e.ts;
     let lat = &e.last.submit.latency;
     if lat.enabled() {
         // fio show_thread_status_normal: the target in ns, the window in µs
@@ -243,7 +272,13 @@ fn ddir_status(e: &Entry, rs: &GroupRun, v: &DirView, out: &mut String) {
         "  {}: IOPS={iops_p}, BW={bw_p} ({bw_p_alt})({io_p}/{runt}msec){post}\n",
         v.label
     ));
+    ddir_lat_lines(e, d, out);
+    bw_iops_lines(rs, v, out);
+}
 
+/// The latency lines of a direction, by priority too when it has
+/// several, and the percentiles asked for.
+fn ddir_lat_lines(e: &Entry, d: &DirStats, out: &mut String) {
     for (name, s) in [("slat", &d.slat), ("clat", &d.clat), (" lat", &d.lat)] {
         if let Some((min, max, mean, dev)) = calc_lat(s) {
             display_lat(name, min, max, mean, dev, out);
@@ -273,7 +308,12 @@ fn ddir_status(e: &Entry, rs: &GroupRun, v: &DirView, out: &mut String) {
     if by_prio && (l.clat_percentiles || l.lat_percentiles) {
         prio_percentiles(e, d, prio_kind, out);
     }
+}
 
+/// The `bw` and `iops` sample lines of a direction.
+fn bw_iops_lines(rs: &GroupRun, v: &DirView, out: &mut String) {
+    let d = v.d;
+    let i2p = rs.i2p();
     if let Some((mut min, mut max, mut mean, mut dev)) = calc_lat(&d.bw) {
         let kb = rs.kb_base as f64;
         let mut bw_str = if i2p { "KiB" } else { "kB" };
