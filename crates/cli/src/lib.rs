@@ -96,6 +96,11 @@ pub fn fio_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
     output::render_reports(exp, ran, t0_ms)
 }
 
+/// Every cgroup's `io.stat` after a run, as `--io-stat=FILE` writes it.
+pub fn io_stat_text(ran: &Ran) -> String {
+    output::format_io_stat(ran)
+}
+
 #[derive(Parser)]
 #[command(name = "blkqos", version, about = "cgroup block IO controllers (io.max, io.weight, io.cost.*) and IO accounting, simulated or for real", long_about = None)]
 struct Cli {

@@ -1,6 +1,8 @@
 //! IOs longer than the device's max IO size (`max_sectors_kb`), end to
-//! end: fio's report counts the job's IOs, io.stat and the disk count the
-//! requests, and io.max charges them per kernel generation.
+//! end and in-process (the library's `plan_run`, `run_simulated`,
+//! `fio_reports`): fio's report counts the job's IOs, io.stat and the
+//! disk count the requests, and io.max charges them per kernel
+//! generation. Bad values are refused by the command itself (exit 2).
 
 use crate::common;
 
@@ -10,31 +12,23 @@ use serde_json::Value;
 /// A 1 MiB random reader in `/j` on a null device with 128 KiB requests,
 /// limited by `io_max`; returns (fio JSON, the io.stat file).
 fn one_mib_reader(io_max: &str, throttle: &str, secs: u32) -> (Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let io_stat = dir.path().join("io.stat");
-    let r = blkqos(
-        &[
-            "run".to_string(),
-            "--name=r".into(),
-            "--rw=randread".into(),
-            "--bs=1m".into(),
-            "--size=4g".into(),
-            format!("--runtime={secs}"),
-            "--time_based".into(),
-            "--ioengine=libaio".into(),
-            "--iodepth=8".into(),
-            "--direct=1".into(),
-            "--cgroup=/j".into(),
-            "--device=null,max_sectors_kb=128".into(),
-            format!("--io-max=253:0 {io_max}"),
-            format!("--throttle={throttle}"),
-            format!("--io-stat={}", io_stat.display()),
-            "--output-format=json".into(),
-        ],
-        Some(dir.path()),
-    );
-    r.ok();
-    (r.json(), std::fs::read_to_string(&io_stat).unwrap())
+    let r = run_in_process(&[
+        "--name=r".to_string(),
+        "--rw=randread".into(),
+        "--bs=1m".into(),
+        "--size=4g".into(),
+        format!("--runtime={secs}"),
+        "--time_based".into(),
+        "--ioengine=libaio".into(),
+        "--iodepth=8".into(),
+        "--direct=1".into(),
+        "--cgroup=/j".into(),
+        "--device=null,max_sectors_kb=128".into(),
+        format!("--io-max=253:0 {io_max}"),
+        format!("--throttle={throttle}"),
+        "--output-format=json".into(),
+    ]);
+    (r.json().clone(), r.io_stat)
 }
 
 /// `riops=100`: mainline charges each 128 KiB request, so 1 MiB reads go
@@ -120,42 +114,32 @@ fn max_sectors_kb_in_a_scenario_and_bad_values() {
 #[test]
 fn iocost_charges_each_piece_the_rest_sequentially() {
     let usage_per_read = |max_kb: u32, seqiops: u32| {
-        let dir = tempfile::tempdir().unwrap();
-        let io_stat = dir.path().join("io.stat");
-        let r = blkqos(
-            &[
-                "run".to_string(),
-                "--name=r".into(),
-                "--rw=randread".into(),
-                "--bs=1m".into(),
-                "--size=4g".into(),
-                "--runtime=2".into(),
-                "--time_based".into(),
-                "--ioengine=libaio".into(),
-                "--iodepth=1".into(),
-                "--direct=1".into(),
-                "--cgroup=/j".into(),
-                format!("--device=ssd,max_sectors_kb={max_kb}"),
-                // 200 ms periods: io.stat's usage is flushed at period ends,
-                // ten of them in the run (latency targets never missed)
-                "--io-cost-qos=253:0 enable=1 ctrl=user rpct=95 rlat=100000 wpct=95 wlat=100000"
-                    .into(),
-                format!(
-                    "--io-cost-model=253:0 ctrl=user model=linear rbps=4000000000 \
+        let r = run_in_process(&[
+            "--name=r".to_string(),
+            "--rw=randread".into(),
+            "--bs=1m".into(),
+            "--size=4g".into(),
+            "--runtime=2".into(),
+            "--time_based".into(),
+            "--ioengine=libaio".into(),
+            "--iodepth=1".into(),
+            "--direct=1".into(),
+            "--cgroup=/j".into(),
+            format!("--device=ssd,max_sectors_kb={max_kb}"),
+            // 200 ms periods: io.stat's usage is flushed at period ends,
+            // ten of them in the run (latency targets never missed)
+            "--io-cost-qos=253:0 enable=1 ctrl=user rpct=95 rlat=100000 wpct=95 wlat=100000".into(),
+            format!(
+                "--io-cost-model=253:0 ctrl=user model=linear rbps=4000000000 \
                      rseqiops={seqiops} rrandiops=100 wbps=4000000000 wseqiops={seqiops} \
                      wrandiops=100"
-                ),
-                "--io-weight=100".into(),
-                format!("--io-stat={}", io_stat.display()),
-                "--output-format=json".into(),
-            ],
-            Some(dir.path()),
-        );
-        r.ok();
-        let ios = num(&r.json(), "/jobs/0/read/total_ios");
+            ),
+            "--io-weight=100".into(),
+            "--output-format=json".into(),
+        ]);
+        let ios = num(r.json(), "/jobs/0/read/total_ios");
         assert!(ios >= 10.0, "{ios} reads");
-        let stat = std::fs::read_to_string(&io_stat).unwrap();
-        io_stat_key(&stat, "/j", "cost.usage") / ios
+        io_stat_key(&r.io_stat, "/j", "cost.usage") / ios
     };
     let whole = usage_per_read(1024, 1_000_000);
     let split = usage_per_read(128, 1_000_000);

@@ -1,5 +1,6 @@
-//! io.max end to end: scenario file → blk-throttle (or the paced limiter)
-//! on the simulator → fio JSON.
+//! io.max end to end, in-process: scenario file → blk-throttle (or the
+//! paced limiter) on the simulator → fio JSON, through the library
+//! (`plan_run`, `run_simulated`, `fio_reports`) in the test's own thread.
 
 use crate::common;
 
@@ -41,15 +42,9 @@ fn job(name: &str, rw: &str, bs: &str, runtime: u32) -> String {
 fn run(text: &str, flags: &[&str]) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let p = write_file(dir.path(), "s.toml", text);
-    let mut args = vec![
-        "run".to_string(),
-        p.display().to_string(),
-        "--output-format=json".to_string(),
-    ];
+    let mut args = vec![p.display().to_string(), "--output-format=json".to_string()];
     args.extend(flags.iter().map(|f| f.to_string()));
-    let r = blkqos(&args, Some(dir.path()));
-    r.ok();
-    r.json_docs()
+    run_in_process(&args).docs
 }
 
 const KERNEL_VARIANTS: &[&str] = &[
@@ -222,26 +217,21 @@ fn seed000(variant: &str, ideal_host: bool) -> SeedRun {
     } else {
         text
     };
-    write_file(dir.path(), "scenario.toml", &text);
+    let scenario = write_file(dir.path(), "scenario.toml", &text);
     std::fs::copy(
         example("seed-000-throttle/r2.job"),
         dir.path().join("r2.job"),
     )
     .unwrap();
-    let r = blkqos(
-        &[
-            "run",
-            "scenario.toml",
-            "--output-format=json",
-            &format!("--throttle={variant}"),
-        ],
-        Some(dir.path()),
-    );
-    r.ok();
+    let r = run_in_process(&[
+        scenario.display().to_string(),
+        "--output-format=json".into(),
+        format!("--throttle={variant}"),
+    ]);
     let d = r.json();
-    let clat = |k: &str| num(&d, &format!("/jobs/0/read/clat_ns/{k}"));
+    let clat = |k: &str| num(d, &format!("/jobs/0/read/clat_ns/{k}"));
     SeedRun {
-        iops: num(&d, "/jobs/0/read/iops"),
+        iops: num(d, "/jobs/0/read/iops"),
         p90: clat("percentile/90.000000"),
         p95: clat("percentile/95.000000"),
         p99: clat("percentile/99.000000"),
@@ -299,20 +289,15 @@ fn seed_000_legacy_vs_slice_remainder() {
 #[test]
 fn hz_changes_results_where_the_kernel_counts_jiffies() {
     let p99 = |hz: u32, throttle: &str| {
-        let r = blkqos(
-            &[
-                "run",
-                &example("../lab/matrix/t01-riops-seed000.toml")
-                    .display()
-                    .to_string(),
-                &format!("--kernel=6.1,hz={hz}"),
-                &format!("--throttle={throttle}"),
-                "--output-format=json",
-            ],
-            None,
-        );
-        r.ok();
-        num(&r.json(), "/jobs/0/read/clat_ns/percentile/99.000000")
+        let r = run_in_process(&[
+            example("../lab/matrix/t01-riops-seed000.toml")
+                .display()
+                .to_string(),
+            format!("--kernel=6.1,hz={hz}"),
+            format!("--throttle={throttle}"),
+            "--output-format=json".into(),
+        ]);
+        num(r.json(), "/jobs/0/read/clat_ns/percentile/99.000000")
     };
     let (legacy_100, legacy_1000) = (p99(100, "legacy"), p99(1000, "legacy"));
     assert!(legacy_100 > 25e6, "legacy at HZ=100: p99 {legacy_100}");
@@ -329,33 +314,20 @@ fn hz_changes_results_where_the_kernel_counts_jiffies() {
 /// counts in all three (6,002); blk-throttle's slices give 6,001.
 #[test]
 fn io_stat_diskstats_and_fio_count_the_same_ios_under_every_rule() {
-    let dir = tempfile::tempdir().unwrap();
-    for f in ["scenario.toml", "r2.job"] {
-        std::fs::copy(
-            example(&format!("seed-000-throttle/{f}")),
-            dir.path().join(f),
-        )
-        .unwrap();
-    }
+    let scenario = example("seed-000-throttle/scenario.toml");
     for (rule, ios) in [("legacy", 6001), ("slice-remainder", 6001), ("paced", 6002)] {
-        let r = blkqos(
-            &[
-                "run",
-                "scenario.toml",
-                "--output-format=json",
-                &format!("--throttle={rule}"),
-                "--io-stat=io.stat",
-            ],
-            Some(dir.path()),
-        );
-        r.ok();
+        let r = run_in_process(&[
+            scenario.display().to_string(),
+            "--output-format=json".into(),
+            format!("--throttle={rule}"),
+        ]);
         let d = r.json();
-        let stat = std::fs::read_to_string(dir.path().join("io.stat")).unwrap();
+        let stat = &r.io_stat;
         let counts = [
-            num(&d, "/jobs/0/read/total_ios"),
-            num(&d, "/disk_util/0/read_ios"),
-            io_stat_key(&stat, "/cg1", "rios"),
-            io_stat_key(&stat, "/", "rios"),
+            num(d, "/jobs/0/read/total_ios"),
+            num(d, "/disk_util/0/read_ios"),
+            io_stat_key(stat, "/cg1", "rios"),
+            io_stat_key(stat, "/", "rios"),
         ];
         assert_eq!(
             counts,

@@ -240,25 +240,18 @@ fn fsync_every_n_writes_syncs_and_is_reported_like_fio() {
 /// Write bandwidth of a 1 s buffered sequential write job of 256 KiB
 /// IOs on libaio at `iodepth`, on the default (null) device.
 fn buffered_write_bw(iodepth: u32) -> f64 {
-    let dir = tempfile::tempdir().unwrap();
-    let depth = format!("--iodepth={iodepth}");
-    let r = blkqos(
-        &[
-            "run",
-            "--name=w",
-            "--rw=write",
-            "--bs=256k",
-            "--size=10g",
-            "--runtime=1",
-            "--time_based",
-            "--ioengine=libaio",
-            &depth,
-            "--direct=0",
-            "--output-format=json",
-        ],
-        Some(dir.path()),
-    );
-    r.ok();
+    let r = run_in_process(&[
+        "--name=w".to_string(),
+        "--rw=write".into(),
+        "--bs=256k".into(),
+        "--size=10g".into(),
+        "--runtime=1".into(),
+        "--time_based".into(),
+        "--ioengine=libaio".into(),
+        format!("--iodepth={iodepth}"),
+        "--direct=0".into(),
+        "--output-format=json".into(),
+    ]);
     r.json()["jobs"][0]["write"]["bw_bytes"].as_f64().unwrap()
 }
 

@@ -188,3 +188,41 @@ pub fn io_stat_key(text: &str, cgroup: &str, key: &str) -> f64 {
         .parse()
         .unwrap_or_else(|e| panic!("{key} in `{line}`: {e}"))
 }
+
+/// A simulated run made in-process through the library, as `blkqos run`
+/// makes it: fio's JSON documents (one per report) and every cgroup's
+/// `io.stat`.
+pub struct InProcess {
+    pub docs: Vec<Value>,
+    pub io_stat: String,
+}
+
+impl InProcess {
+    /// The one JSON document.
+    pub fn json(&self) -> &Value {
+        assert_eq!(self.docs.len(), 1, "expected one JSON document");
+        &self.docs[0]
+    }
+}
+
+/// `blkqos run ARGS` (without `run`; paths absolute or relative to a
+/// scenario file) planned, simulated and reported in-process: no
+/// subprocess, the controllers run in the test's own thread. The reports
+/// must be JSON (`--output-format=json`).
+pub fn run_in_process<S: AsRef<str>>(args: &[S]) -> InProcess {
+    let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
+    let exp = blkqos::plan_run(&args).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
+    let ran = blkqos::run_simulated(&exp).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
+    let t0_ms = EPOCH.parse::<u64>().expect("epoch") * 1000;
+    let mut docs = Vec::new();
+    for report in blkqos::fio_reports(&exp, &ran, t0_ms) {
+        for d in serde_json::Deserializer::from_str(&report).into_iter::<Value>() {
+            docs.push(d.unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}):\n{report}")));
+        }
+    }
+    assert!(!docs.is_empty(), "{args:?}: no JSON report");
+    InProcess {
+        docs,
+        io_stat: blkqos::io_stat_text(&ran),
+    }
+}
