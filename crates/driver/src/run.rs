@@ -626,6 +626,7 @@ impl<B: Backend> Loop<'_, B> {
     /// Job `j` issues `jio` at `now`: the IO gets an in-flight slot, and its
     /// submit call returns after `submit_ns` (or enters the block layer at
     /// once when that is 0).
+    #[inline(always)]
     fn issue(&mut self, j: usize, jio: JobIo, now: Instant) {
         if self.jobs[j].null {
             self.issue_null(j, jio, now);
@@ -701,6 +702,7 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// Enter the block layer: pass the stack, maybe block the submitter.
+    #[inline(always)]
     fn enter_block_layer(&mut self, j: usize, id: IoId, now: Instant) {
         let f = self.flights.get_mut(id).expect("flight exists");
         f.io.submitted_at = now;
@@ -884,6 +886,7 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// Let job `j` act until it waits.
+    #[inline(always)]
     fn step_job(&mut self, j: usize, now: Instant, stopping: bool) -> Result<(), RunError> {
         let stopping = stopping || self.jobs[j].terminated;
         if matches!(self.jobs[j].state, SlotState::Pending) && !self.try_start(j, now, stopping) {

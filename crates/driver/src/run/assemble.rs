@@ -18,6 +18,7 @@ use std::sync::PoisonError;
 impl<'a, B: Backend> Loop<'a, B> {
     /// The loop over `setups` on `backend` through `stack`, every job
     /// slot made at `t0` and nothing configured yet ([`Loop::configure`]).
+    #[inline(never)]
     pub(super) fn new(
         backend: &'a mut B,
         stack: &'a mut ControllerStack,
@@ -89,6 +90,7 @@ impl<'a, B: Backend> Loop<'a, B> {
     /// data checks against the medium, flows, submit batches and the page
     /// cache; the sink is told the run started at `t0`. True when a job
     /// has a steady-state rule.
+    #[inline(never)]
     pub(super) fn configure(&mut self, opts: &RunOptions, t0: Instant) -> bool {
         exit::link_waits(&mut self.jobs);
         self.exitall = self
@@ -144,6 +146,7 @@ impl<'a, B: Backend> Loop<'a, B> {
 impl Periodic {
     /// The schedule from `t0`: the sink's ticks, diskstats snapshots and
     /// status reports as `opts` asks, steady-state checks when `steady`.
+    #[inline(never)]
     pub(super) fn new(opts: &RunOptions, t0: Instant, steady: bool) -> Self {
         let status_every = opts.status_every.filter(|d| d.as_ns() > 0);
         Periodic {

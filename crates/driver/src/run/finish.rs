@@ -9,6 +9,7 @@ use blkqos_core::Instant;
 
 impl<B: Backend> Loop<'_, B> {
     /// The results of a run that started at `t0` and ended now.
+    #[inline(never)]
     pub(super) fn into_result(
         mut self,
         t0: Instant,
