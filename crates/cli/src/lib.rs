@@ -142,7 +142,7 @@ enum Cmd {
     #[command(long_about = calibrate::HELP)]
     Calibrate(calibrate::Args),
     /// Compare blkqos with real kernels' recorded runs (lab/, docs/fidelity.md).
-    #[command(long_about = LAB_HELP)]
+    #[command(long_about = lab::HELP)]
     Lab {
         /// `compare`, then options.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -262,26 +262,6 @@ Exit status (after every report is written):
            write-back buffer pages could not reach the target
   2        bad input
   130/143  interrupted by SIGINT/SIGTERM (128 + the first signal)";
-
-const LAB_HELP: &str = "\
-Compare blkqos with real kernels.
-
-  blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N]
-                     [--expect=FILE] [--markdown] [--real-engine]
-                     [--throttle=V] [--iocost=V] [--hz=N] [--summary]
-
-DIR (default: lab) holds matrix.toml, the scenarios in matrix/ and the real
-kernels' runs in fixtures/KVER/runN/JOB/ (lab/record.sh records them). Each
-job runs in the simulator under the kernel's profile (--kernel) with seeds
-1..N (default 5); every metric (IOPS, bandwidth, completion-latency
-percentiles and max, iocost device-time shares, %util) must fall in the
-real runs' range: rates +-3%, latencies +-max(10%, one jiffy), shares +-5
-points, %util +-2 points. --expect: the misses must be exactly those FILE
-lists ([[miss]] kernel, job, metric, why); exit 1 otherwise.
---real-engine compares blkqos's real engine in the lab with the kernel's
-own enforcement instead. --throttle, --iocost and --hz replace one choice of
-the kernel's profile (what-if comparisons). --summary: one line per kernel
-and job (matched metrics, and each miss with both ranges).";
 
 /// The `blkqos` command: parse the process's arguments, run the
 /// subcommand, print what failed; the exit status (0, 1 run failure,

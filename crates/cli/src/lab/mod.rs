@@ -643,6 +643,34 @@ struct Args {
     report: Option<PathBuf>,
 }
 
+/// `blkqos lab --help` and `blkqos lab compare --help`.
+pub const HELP: &str = "\
+Compare blkqos with real kernels.
+
+  blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N]
+                     [--expect=FILE] [--markdown] [--real-engine]
+                     [--throttle=V] [--iocost=V] [--hz=N] [--summary]
+                     [--traces [--summary] [--report=FILE.html]]
+  blkqos lab reduce-trace FILE
+
+DIR (default: lab) holds matrix.toml, the scenarios in matrix/ and the real
+kernels' runs in fixtures/KVER/runN/JOB/ (lab/record.sh records them). Each
+job runs in the simulator under the kernel's profile (--kernel) with seeds
+1..N (default 5); every metric (IOPS, bandwidth, completion-latency
+percentiles and max, iocost device-time shares, %util) must fall in the
+real runs' range: rates +-3%, latencies +-max(10%, one jiffy), shares +-5
+points, %util +-2 points. --expect: the misses must be exactly those FILE
+lists ([[miss]] kernel, job, metric, why); exit 1 otherwise.
+--real-engine compares blkqos's real engine in the lab with the kernel's
+own enforcement instead. --throttle, --iocost and --hz replace one choice of
+the kernel's profile (what-if comparisons). --summary: one line per kernel
+and job (matched metrics, and each miss with both ranges).
+--traces puts the numbers of the kernel's own traces (iocost's vrate and
+busy level, activations, request gaps, blk-throttle's rounds) beside those
+of blkqos's --ktrace, shown and not judged (close/differs); --report writes
+them as an HTML page with a vrate chart per kernel and job. reduce-trace
+prints one trace's numbers as JSON.";
+
 fn parse_args(args: &[String]) -> Result<Args> {
     let mut a = Args {
         lab: PathBuf::from("lab"),
@@ -695,6 +723,10 @@ fn parse_args(args: &[String]) -> Result<Args> {
 /// `blkqos lab compare ...`: prints the table; with `--expect`, fails on
 /// a miss the file does not list or a listed miss that now matches.
 pub fn run(args: &[String]) -> Result<bool> {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{HELP}");
+        return Ok(true);
+    }
     if args.first().map(String::as_str) == Some("reduce-trace") {
         return reduce_trace(&args[1..]);
     }

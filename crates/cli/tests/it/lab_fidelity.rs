@@ -81,3 +81,30 @@ fn a_wrong_profile_misses() {
         "the 20 ms slice's 12 ms tail is not 6.1's 60 ms one:\n{stdout}"
     );
 }
+
+/// `blkqos lab compare --help` is help, not an unknown option, and names
+/// every option the parser takes.
+#[test]
+fn lab_compare_help_names_every_option() {
+    let r = crate::common::blkqos(&["lab", "compare", "--help"], None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let out = r.stdout_str();
+    for o in [
+        "--lab=",
+        "--kernel=",
+        "--job=",
+        "--seeds=",
+        "--expect=",
+        "--markdown",
+        "--summary",
+        "--real-engine",
+        "--traces",
+        "--report=",
+        "--throttle=",
+        "--iocost=",
+        "--hz=",
+        "reduce-trace",
+    ] {
+        assert!(out.contains(o), "{o} missing from:\n{out}");
+    }
+}
