@@ -113,5 +113,5 @@ pub use lathist::{LatDist, LatHists};
 pub use pagecache::{PageCacheConfig, PageCacheReport, WritebackMode};
 pub use run::{
     run, HostModel, JobResult, RequestRecord, RunError, RunOptions, RunResult, RunSink, SharedSink,
-    MAX_DISKSTATS_SNAPSHOTS,
+    MAX_DISKSTATS_SNAPSHOTS, MAX_PASSES_PER_INSTANT,
 };

@@ -287,7 +287,22 @@ pub enum RunError {
     /// A controller's invariant or call protocol broke (a bug).
     #[error("internal: {0}")]
     Invariant(#[from] blkqos_core::controller::Violation),
+    /// The loop ran [`MAX_PASSES_PER_INSTANT`] passes without its clock
+    /// moving: something acts at the same instant forever (a bug).
+    #[error("internal: the driver loop ran {passes} passes at {at} without time moving")]
+    Spinning {
+        /// Passes at that instant.
+        passes: u64,
+        /// The instant.
+        at: Instant,
+    },
 }
+
+/// The most passes the driver loop makes at one instant of run time. Every
+/// pass either moves the clock or hands something on (a completion, an
+/// IO, a timer); a run that needs more at one instant loops forever, and
+/// [`run`] ends it with [`RunError::Spinning`].
+pub const MAX_PASSES_PER_INSTANT: u64 = 10_000_000;
 
 /// Driver-side state of one job clone.
 struct JobSlot {
@@ -1311,9 +1326,12 @@ pub fn run<B: Backend>(
         // holds
         next_job_timer: lp.jobs.iter().filter_map(|s| s.job.next_timer()).min(),
         count: 0,
+        instant: t0,
+        at_instant: 0,
     };
     loop {
         let now = lp.backend.now();
+        pass.bound(now)?;
         let stopping = flag_set(&opts.stop) || flag_set(&opts.abandon);
         pass.interrupted |= stopping;
         if stopping && flag_set(&opts.abandon) {
@@ -1366,6 +1384,28 @@ struct Passes {
     next_job_timer: Option<Instant>,
     /// Passes so far.
     count: u64,
+    /// The instant of the last pass, and how many passes ran at it.
+    instant: Instant,
+    at_instant: u64,
+}
+
+impl Passes {
+    /// A pass at `now`: at most [`MAX_PASSES_PER_INSTANT`] at one instant.
+    #[inline(always)]
+    fn bound(&mut self, now: Instant) -> Result<(), RunError> {
+        if now != self.instant {
+            self.instant = now;
+            self.at_instant = 0;
+        }
+        self.at_instant += 1;
+        if self.at_instant > MAX_PASSES_PER_INSTANT {
+            return Err(RunError::Spinning {
+                passes: self.at_instant,
+                at: now,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -1584,6 +1624,8 @@ mod finish;
 mod medium;
 mod start;
 mod steady;
+#[cfg(test)]
+mod tests;
 
 /// The earliest of some optional times: [`earliest`] folded over them.
 #[derive(Clone, Copy)]
