@@ -101,6 +101,15 @@ pub fn io_stat_text(ran: &Ran) -> String {
     output::format_io_stat(ran)
 }
 
+/// The writeback report of a run with a page cache, as
+/// `--pagecache-report=FILE.json` writes it; None without a page cache.
+pub fn pagecache_report_json(ran: &Ran) -> Option<String> {
+    let report = ran.result.pagecache.as_ref()?;
+    let mut out = Vec::new();
+    output::render_pagecache_report(report, ran, true, &mut out).ok()?;
+    String::from_utf8(out).ok()
+}
+
 #[derive(Parser)]
 #[command(name = "blkqos", version, about = "cgroup block IO controllers (io.max, io.weight, io.cost.*) and IO accounting, simulated or for real", long_about = None)]
 struct Cli {

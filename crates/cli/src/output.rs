@@ -373,6 +373,27 @@ fn write_pagecache_report(
     report: &blkqos_driver::PageCacheReport,
     ran: &Ran,
 ) -> Result<()> {
+    if let Some(sec) = report.series.truncated_at() {
+        eprintln!(
+            "blkqos: warning: {}: {}",
+            path.display(),
+            crate::pagecache::truncation_note(sec)
+        );
+    }
+    let mut out = crate::file_out::FileOut::create(path)?;
+    let json = path.extension().is_some_and(|e| e == "json");
+    out.write_with(|o| render_pagecache_report(report, ran, json, o));
+    out.finish()
+}
+
+/// The writeback report of `ran` as JSON (`json`) or text, groups and
+/// tasks named.
+pub fn render_pagecache_report(
+    report: &blkqos_driver::PageCacheReport,
+    ran: &Ran,
+    json: bool,
+    o: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let groups = |g| ran.tree.path(g).to_string();
     let tasks: Vec<crate::pagecache::TaskName> = ran
         .result
@@ -383,22 +404,11 @@ fn write_pagecache_report(
             group: ran.tree.path(j.group).to_string(),
         })
         .collect();
-    if let Some(sec) = report.series.truncated_at() {
-        eprintln!(
-            "blkqos: warning: {}: {}",
-            path.display(),
-            crate::pagecache::truncation_note(sec)
-        );
+    if json {
+        crate::pagecache::render_json(report, &groups, &tasks, o)
+    } else {
+        crate::pagecache::render_text(report, &groups, &tasks, o)
     }
-    let mut out = crate::file_out::FileOut::create(path)?;
-    out.write_with(|o| {
-        if path.extension().is_some_and(|e| e == "json") {
-            crate::pagecache::render_json(report, &groups, &tasks, o)
-        } else {
-            crate::pagecache::render_text(report, &groups, &tasks, o)
-        }
-    });
-    out.finish()
 }
 
 /// Every group's `io.stat` as the kernel prints it (`blkcg_print_one_stat`):

@@ -1,33 +1,30 @@
-//! Buffered writes and writeback end to end: seed 003's two `dd` writers
-//! under 4 MB/s and 2 MB/s write limits, through the simulated page cache.
+//! Buffered writes and writeback end to end, in-process through the
+//! library: seed 003's two `dd` writers under 4 MB/s and 2 MB/s write
+//! limits, through the simulated page cache.
 
 use crate::common;
 
 use common::*;
 use serde_json::Value;
 
-/// Run seed 003's example with `--writeback=mode` (and extra flags); return
-/// the writeback report (JSON) and both writers' fio JSON.
+/// Run seed 003's example with `--writeback=mode` (and extra flags)
+/// in-process; return the writeback report (JSON) and both writers' fio
+/// JSON.
 fn seed003(mode: &str, extra: &[&str]) -> (Value, Value, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        example("seed-003-writeback/scenario.toml"),
-        dir.path().join("scenario.toml"),
-    )
-    .unwrap();
     let mut args = vec![
-        "run".to_string(),
-        "scenario.toml".to_string(),
+        example("seed-003-writeback/scenario.toml")
+            .display()
+            .to_string(),
         format!("--writeback={mode}"),
-        "--pagecache-report=wb.json".to_string(),
         "--output-format=json".to_string(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
-    blkqos(&args, Some(dir.path())).ok();
-    let read = |f: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join(f)).unwrap()).unwrap()
+    let r = run_in_process(&args);
+    let [a, b] = &r.docs[..] else {
+        panic!("two writers' reports, got {}", r.docs.len());
     };
-    (read("wb.json"), read("dd-a.txt"), read("dd-b.txt"))
+    let wb = r.pagecache.clone().expect("a writeback report");
+    (wb, a.clone(), b.clone())
 }
 
 /// Device write MB/s for each whole second while both writers dirty pages.
@@ -41,40 +38,16 @@ fn disk_series(wb: &Value) -> Vec<f64> {
         .collect()
 }
 
-/// Run scenario `text` with JSON output and diskstats snapshots in `ds/`
-/// (plus `extra` flags); the fio JSON, the last diskstats line and its
-/// counters, and the run's directory.
-fn run_scenario(text: &str, extra: &[&str]) -> (Value, String, Vec<u64>, tempfile::TempDir) {
+/// Run scenario `text` in-process with JSON output (plus `extra` flags);
+/// the fio JSON, the disk's diskstats counters at the end and the
+/// writeback report, if any.
+fn run_scenario(text: &str, extra: &[&str]) -> (Value, Vec<u64>, Option<Value>) {
     let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "s.toml", text);
-    let mut args = vec![
-        "run",
-        "s.toml",
-        "--output-format=json",
-        "--diskstats-dir=ds",
-    ];
-    args.extend_from_slice(extra);
-    let r = blkqos(&args, Some(dir.path()));
-    r.ok();
-    let (line, f) = last_diskstats(&dir.path().join("ds"));
-    (r.json(), line, f, dir)
-}
-
-/// The last diskstats snapshot under `dir`: the line and its counters
-/// (the fields after the device name).
-fn last_diskstats(dir: &std::path::Path) -> (String, Vec<u64>) {
-    let last = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .max()
-        .unwrap();
-    let line = std::fs::read_to_string(last.join("diskstats")).unwrap();
-    let f = line
-        .split_whitespace()
-        .skip(3)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    (line, f)
+    let p = write_file(dir.path(), "s.toml", text);
+    let mut args = vec![p.display().to_string(), "--output-format=json".into()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let r = run_in_process(&args);
+    (r.json().clone(), r.diskstats.clone(), r.pagecache)
 }
 
 fn writer_mbps(fio: &Value) -> f64 {
@@ -169,10 +142,10 @@ fn buffered_reads_of_written_pages_hit_the_cache() {
         [pagecache]\nmemory = \"256m\"\n\
         [[fio]]\nargs = \"--filename=shared --name=w --rw=write --bs=64k --size=32m --direct=0 --end_fsync=1 \
         --name=r --stonewall --rw=read --bs=64k --size=32m --direct=0\"\n";
-    let (d, line, f, _dir) = run_scenario(text, &["--iostats=precise"]);
+    let (d, f, _) = run_scenario(text, &["--iostats=precise"]);
     assert_eq!(num(&d, "/jobs/1/read/io_bytes"), 32.0 * 1048576.0);
-    assert_eq!(f[0], 0, "reads completed by the device: {line}");
-    assert_eq!(f[6] * 512, 32 << 20, "sectors written: {line}");
+    assert_eq!(f[0], 0, "reads completed by the device: {f:?}");
+    assert_eq!(f[6] * 512, 32 << 20, "sectors written: {f:?}");
 }
 
 /// Writeback IOs longer than the device's max IO size are split like any
@@ -185,15 +158,13 @@ fn writeback_longer_than_max_io_is_split_and_charged_per_request() {
         [pagecache]\nmemory = \"256m\"\nwriteback_io = \"1m\"\nreport = \"wb.json\"\n\
         [[write]]\nfile = \"/sys/fs/cgroup/w/io.max\"\nvalue = \"259:0 wiops=200\"\n\
         [[fio]]\nargs = \"--name=w --cgroup=/w --rw=write --bs=64k --size=16m --direct=0 --end_fsync=1\"\n";
-    let (d, line, f, dir) = run_scenario(text, &[]);
+    let (d, f, wb) = run_scenario(text, &[]);
     assert_eq!(num(&d, "/jobs/0/write/io_bytes"), 16.0 * 1048576.0);
-    assert_eq!(f[6] * 512, 16 << 20, "sectors written: {line}");
+    assert_eq!(f[6] * 512, 16 << 20, "sectors written: {f:?}");
     // 128 pieces of 128 KiB (+ the fsync's flush, counted by diskstats
     // in its own fields, not as a write)
-    assert_eq!(f[4], 128, "write requests: {line}");
-    let wb: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("wb.json")).unwrap())
-            .unwrap();
+    assert_eq!(f[4], 128, "write requests: {f:?}");
+    let wb = wb.expect("the writeback report");
     assert_eq!(wb["dirtied_bytes"], wb["written_back_bytes"]);
     assert_eq!(wb["double_writebacks"], 0);
     // 128 requests at 200 per second: end_fsync waits ≈ 0.64 s of writeback
@@ -217,7 +188,7 @@ fn fsync_every_n_writes_syncs_and_is_reported_like_fio() {
             "[device]\nmodel = \"ssd\"\ndevid = \"259:0\"\n[pagecache]\nmemory = \"1g\"\n\
              [[fio]]\nargs = \"--name=w --rw=write --bs=4k --size=1m --ioengine=psync {extra}\"\n"
         );
-        let (d, _, f, _dir) = run_scenario(&text, &[]);
+        let (d, f, _) = run_scenario(&text, &[]);
         (d, f[6] * 512)
     };
     let (d, _) = run("--direct=1 --fsync=8");

@@ -190,11 +190,15 @@ pub fn io_stat_key(text: &str, cgroup: &str, key: &str) -> f64 {
 }
 
 /// A simulated run made in-process through the library, as `blkqos run`
-/// makes it: fio's JSON documents (one per report) and every cgroup's
-/// `io.stat`.
+/// makes it: fio's JSON documents (one per report), every cgroup's
+/// `io.stat`, the writeback report (with a page cache) and the disk's 17
+/// diskstats counters at the end of the run (what the last snapshot of
+/// `--diskstats-dir` holds).
 pub struct InProcess {
     pub docs: Vec<Value>,
     pub io_stat: String,
+    pub pagecache: Option<Value>,
+    pub diskstats: Vec<u64>,
 }
 
 impl InProcess {
@@ -224,5 +228,8 @@ pub fn run_in_process<S: AsRef<str>>(args: &[S]) -> InProcess {
     InProcess {
         docs,
         io_stat: blkqos::io_stat_text(&ran),
+        pagecache: blkqos::pagecache_report_json(&ran)
+            .map(|t| serde_json::from_str(&t).expect("the writeback report is JSON")),
+        diskstats: ran.result.disk.diskstats_fields().to_vec(),
     }
 }
