@@ -90,6 +90,59 @@ fn polled_ring(entries: u32, opts: &EngineOptions) -> io::Result<IoUring> {
     b.build(entries)
 }
 
+/// The run's ring, `opts.depth` slots rounded up to a power of two (at
+/// least 8): fio's polled ring when asked for, else a plain one
+/// (cooperative task running when the kernel has it); refused when
+/// `BLKQOS_NO_IO_URING` is set or the kernel lacks timed waits.
+fn open_ring(opts: &EngineOptions) -> Result<IoUring, EngineError> {
+    if std::env::var_os("BLKQOS_NO_IO_URING").is_some_and(|v| !v.is_empty() && v != "0") {
+        return Err(EngineError::UringUnavailable {
+            error: io::Error::other("disabled by BLKQOS_NO_IO_URING"),
+        });
+    }
+    let entries = opts.depth.next_power_of_two().max(8);
+    let unavailable = |error: io::Error| EngineError::UringUnavailable { error };
+    let ring = if opts.sqpoll.is_some() || opts.iopoll {
+        // fio's ring flags: no quiet fallback to a plain ring
+        polled_ring(entries, opts).map_err(|error| EngineError::RingSetup { error })?
+    } else {
+        IoUring::builder()
+            .setup_cqsize(entries * 2)
+            .setup_coop_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))
+            .map_err(unavailable)?
+    };
+    if !ring.params().is_feature_ext_arg() {
+        return Err(unavailable(io::Error::other(
+            "the kernel's io_uring lacks IORING_FEAT_EXT_ARG (timed waits, Linux 5.11+)",
+        )));
+    }
+    Ok(ring)
+}
+
+/// One aligned buffer of `opts.max_io` bytes per slot, filled with the
+/// run's pattern.
+fn slot_buffers(info: &TargetInfo, opts: &EngineOptions) -> Vec<AlignedBuf> {
+    let align = info.buffer_align();
+    let mut bufs: Vec<AlignedBuf> = (0..opts.depth)
+        .map(|_| AlignedBuf::zeroed(opts.max_io as usize, align))
+        .collect();
+    for (i, b) in bufs.iter_mut().enumerate() {
+        // not zeros (a device may compress or dedupe them), not a signature
+        crate::pattern::fill(b.as_mut_slice(), (i as u64) * opts.max_io);
+    }
+    bufs
+}
+
+/// A character device or FIFO (see [`UringBackend`]'s `char_like`).
+fn is_char_like(f: &File) -> bool {
+    f.metadata().is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_char_device() || m.file_type().is_fifo()
+    })
+}
+
 impl UringBackend {
     /// Count time from `epoch` ([`crate::RealBackend::set_epoch`]).
     pub(crate) fn set_epoch(&mut self, epoch: std::time::Instant) {
@@ -109,38 +162,9 @@ impl UringBackend {
         trim_enotty: Vec<bool>,
         opts: &EngineOptions,
     ) -> Result<Self, EngineError> {
-        if std::env::var_os("BLKQOS_NO_IO_URING").is_some_and(|v| !v.is_empty() && v != "0") {
-            return Err(EngineError::UringUnavailable {
-                error: io::Error::other("disabled by BLKQOS_NO_IO_URING"),
-            });
-        }
+        let ring = open_ring(opts)?;
         let depth = opts.depth;
-        let entries = depth.next_power_of_two().max(8);
-        let unavailable = |error: io::Error| EngineError::UringUnavailable { error };
-        let ring = if opts.sqpoll.is_some() || opts.iopoll {
-            // fio's ring flags: no quiet fallback to a plain ring
-            polled_ring(entries, opts).map_err(|error| EngineError::RingSetup { error })?
-        } else {
-            IoUring::builder()
-                .setup_cqsize(entries * 2)
-                .setup_coop_taskrun()
-                .build(entries)
-                .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))
-                .map_err(unavailable)?
-        };
-        if !ring.params().is_feature_ext_arg() {
-            return Err(unavailable(io::Error::other(
-                "the kernel's io_uring lacks IORING_FEAT_EXT_ARG (timed waits, Linux 5.11+)",
-            )));
-        }
-        let align = info.buffer_align();
-        let mut bufs: Vec<AlignedBuf> = (0..depth)
-            .map(|_| AlignedBuf::zeroed(opts.max_io as usize, align))
-            .collect();
-        for (i, b) in bufs.iter_mut().enumerate() {
-            // not zeros (a device may compress or dedupe them), not a signature
-            crate::pattern::fill(b.as_mut_slice(), (i as u64) * opts.max_io);
-        }
+        let mut bufs = slot_buffers(&info, opts);
         let mut fixed_bufs = false;
         if opts.register && depth <= u32::from(u16::MAX) {
             let iovecs: Vec<libc::iovec> = bufs
@@ -156,15 +180,7 @@ impl UringBackend {
             fixed_bufs = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         }
         let fds: Vec<_> = files.iter().map(AsRawFd::as_raw_fd).collect();
-        let char_like = files
-            .iter()
-            .map(|f| {
-                f.metadata().is_ok_and(|m| {
-                    use std::os::unix::fs::FileTypeExt;
-                    m.file_type().is_char_device() || m.file_type().is_fifo()
-                })
-            })
-            .collect();
+        let char_like = files.iter().map(is_char_like).collect();
         let fixed_file = opts.register && ring.submitter().register_files(&fds).is_ok();
         Ok(UringBackend {
             ring,

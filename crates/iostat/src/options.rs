@@ -85,119 +85,180 @@ pub fn parse_args_env<S: AsRef<str>>(
     args: &[S],
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Options, Error> {
-    let mut o = Options {
-        cpu: false,
-        disk: false,
-        extended: false,
-        short: false,
-        everything: false,
-        unfiltered: false,
-        all_devices: false,
-        zero_omit: false,
-        omit_since_boot: false,
-        timestamp: false,
-        iso: false,
-        json: false,
-        unit: Unit::Sectors,
-        decimals: None,
-        interval: 0,
-        count: Some(1),
-        devices: Vec::new(),
-    };
-    let (mut kilo, mut mega, mut report_set) = (false, false, false);
-    let mut list = DevList::default();
-    // 0: no number seen, 1: interval seen, -1: interval and count seen.
-    let mut it = 0;
+    let mut p = Parser::new();
     let mut opt = 0;
     while opt < args.len() {
-        let a = args[opt].as_ref();
+        let next = args.get(opt + 1).map(|s| s.as_ref());
+        opt += p.arg(args[opt].as_ref(), next)?;
+    }
+    Ok(p.finish(env))
+}
+
+/// What `main()` in iostat.c keeps while it walks the arguments.
+struct Parser {
+    /// The options so far.
+    o: Options,
+    /// `-k` seen.
+    kilo: bool,
+    /// `-m` seen.
+    mega: bool,
+    /// `-c` or `-d` seen.
+    report_set: bool,
+    /// The devices named, with or without `-p`.
+    list: DevList,
+    /// 0: no number seen, 1: interval seen, -1: interval and count seen.
+    it: i32,
+}
+
+impl Parser {
+    /// Nothing parsed yet: sysstat's defaults.
+    fn new() -> Parser {
+        let o = Options {
+            cpu: false,
+            disk: false,
+            extended: false,
+            short: false,
+            everything: false,
+            unfiltered: false,
+            all_devices: false,
+            zero_omit: false,
+            omit_since_boot: false,
+            timestamp: false,
+            iso: false,
+            json: false,
+            unit: Unit::Sectors,
+            decimals: None,
+            interval: 0,
+            count: Some(1),
+            devices: Vec::new(),
+        };
+        Parser {
+            o,
+            kilo: false,
+            mega: false,
+            report_set: false,
+            list: DevList::default(),
+            it: 0,
+        }
+    }
+
+    /// Parse argument `a` (`next` is the one after it); how many arguments
+    /// it took, 1 or 2.
+    fn arg(&mut self, a: &str, next: Option<&str>) -> Result<usize, Error> {
         if a == "-p" {
-            let next = args.get(opt + 1).map(|s| s.as_ref());
-            match next {
-                Some(n) if !all_digits(n) && !n.starts_with('-') => {
-                    o.unfiltered = true;
-                    for t in n.split(',').filter(|t| !t.is_empty()) {
-                        if t == "ALL" {
-                            o.everything = true;
-                        } else {
-                            list.add(&device_key(t), true, !o.everything, None);
-                        }
-                    }
-                    opt += 2;
-                }
-                _ => {
-                    o.everything = true;
-                    opt += 1;
-                }
-            }
+            Ok(self.partitions(next))
         } else if a == "-o" {
-            match args.get(opt + 1).map(|s| s.as_ref()) {
-                Some("JSON") => o.json = true,
+            match next {
+                Some("JSON") => self.o.json = true,
                 _ => return Err(usage("-o takes JSON")),
             }
-            opt += 2;
+            Ok(2)
         } else if let Some(d) = a.strip_prefix("--dec=") {
             match d {
-                "0" | "1" | "2" => o.decimals = Some(usize::from(d.as_bytes()[0] - b'0')),
+                "0" | "1" | "2" => self.o.decimals = Some(usize::from(d.as_bytes()[0] - b'0')),
                 _ => {
                     return Err(usage(format!(
                         "{a}: the number of decimal places is 0, 1 or 2"
                     )))
                 }
             }
-            opt += 1;
+            Ok(1)
         } else if matches!(
             a,
             "--human" | "--pretty" | "--compact" | "-g" | "-j" | "-f" | "+f"
         ) {
-            return Err(usage(format!(
+            Err(usage(format!(
                 "{a}: this option of sysstat's iostat is not supported"
-            )));
+            )))
         } else if let Some(flags) = a.strip_prefix('-') {
-            for c in flags.chars() {
-                match c {
-                    'c' => {
-                        o.cpu = true;
-                        report_set = true;
-                    }
-                    'd' => {
-                        o.disk = true;
-                        report_set = true;
-                    }
-                    'k' if mega => return Err(usage("-k and -m exclude each other")),
-                    'k' => kilo = true,
-                    'm' if kilo => return Err(usage("-k and -m exclude each other")),
-                    'm' => mega = true,
-                    'p' => o.everything = true,
-                    's' => o.short = true,
-                    't' => o.timestamp = true,
-                    'x' => o.extended = true,
-                    'y' => o.omit_since_boot = true,
-                    'z' => o.zero_omit = true,
-                    'H' | 'h' | 'N' | 'V' => {
-                        return Err(usage(format!(
-                            "-{c}: this option of sysstat's iostat is not supported"
-                        )))
-                    }
-                    _ => return Err(usage(format!("{a}: unknown option"))),
-                }
-            }
-            opt += 1;
+            self.flags(a, flags)?;
+            Ok(1)
         } else if !all_digits(a) {
-            // Devices named: show them even without IO.
-            o.unfiltered = true;
-            if a == "ALL" {
-                o.all_devices = true;
-            } else {
-                list.add(&device_key(a), false, !o.everything, None);
+            self.device(a);
+            Ok(1)
+        } else {
+            self.number(a)?;
+            Ok(1)
+        }
+    }
+
+    /// `-p` with its optional list (`next`, when it is neither a number nor
+    /// an option): how many arguments it took.
+    fn partitions(&mut self, next: Option<&str>) -> usize {
+        let o = &mut self.o;
+        match next {
+            Some(n) if !all_digits(n) && !n.starts_with('-') => {
+                o.unfiltered = true;
+                for t in n.split(',').filter(|t| !t.is_empty()) {
+                    if t == "ALL" {
+                        o.everything = true;
+                    } else {
+                        self.list.add(&device_key(t), true, !o.everything, None);
+                    }
+                }
+                2
             }
-            opt += 1;
-        } else if it == 0 {
+            _ => {
+                o.everything = true;
+                1
+            }
+        }
+    }
+
+    /// The one-letter options of argument `a` (`flags`: `a` without its
+    /// dash).
+    fn flags(&mut self, a: &str, flags: &str) -> Result<(), Error> {
+        let o = &mut self.o;
+        for c in flags.chars() {
+            match c {
+                'c' => {
+                    o.cpu = true;
+                    self.report_set = true;
+                }
+                'd' => {
+                    o.disk = true;
+                    self.report_set = true;
+                }
+                'k' if self.mega => return Err(usage("-k and -m exclude each other")),
+                'k' => self.kilo = true,
+                'm' if self.kilo => return Err(usage("-k and -m exclude each other")),
+                'm' => self.mega = true,
+                'p' => o.everything = true,
+                's' => o.short = true,
+                't' => o.timestamp = true,
+                'x' => o.extended = true,
+                'y' => o.omit_since_boot = true,
+                'z' => o.zero_omit = true,
+                'H' | 'h' | 'N' | 'V' => {
+                    return Err(usage(format!(
+                        "-{c}: this option of sysstat's iostat is not supported"
+                    )))
+                }
+                _ => return Err(usage(format!("{a}: unknown option"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// A device named (or `ALL`): shown even without IO.
+    fn device(&mut self, a: &str) {
+        self.o.unfiltered = true;
+        if a == "ALL" {
+            self.o.all_devices = true;
+        } else {
+            self.list
+                .add(&device_key(a), false, !self.o.everything, None);
+        }
+    }
+
+    /// A number: the interval, then the count.
+    fn number(&mut self, a: &str) -> Result<(), Error> {
+        let o = &mut self.o;
+        if self.it == 0 {
             o.interval = atol(a);
             o.count = None;
-            it = 1;
-            opt += 1;
-        } else if it > 0 {
+            self.it = 1;
+        } else if self.it > 0 {
             let count = atol(a);
             if o.interval == 0 {
                 return Err(usage(format!(
@@ -208,36 +269,42 @@ pub fn parse_args_env<S: AsRef<str>>(
                 return Err(usage(format!("bad count {a:?} (it must be 1 or more)")));
             }
             o.count = Some(count);
-            it = -1;
-            opt += 1;
+            self.it = -1;
         } else {
             return Err(usage(format!("unexpected argument {a:?}")));
         }
+        Ok(())
     }
-    if o.interval == 0 {
-        o.count = Some(1);
+
+    /// The options once every argument is read: the implied reports and
+    /// devices, the unit and the date format from `env`.
+    fn finish(self, env: impl Fn(&str) -> Option<String>) -> Options {
+        let mut o = self.o;
+        if o.interval == 0 {
+            o.count = Some(1);
+        }
+        if !self.report_set {
+            o.cpu = true;
+            o.disk = true;
+        }
+        if o.everything || o.extended || o.unfiltered {
+            o.disk = true;
+        }
+        if !o.unfiltered {
+            o.all_devices = true;
+        }
+        // set_disk_output_unit: kB unless POSIXLY_CORRECT is set.
+        o.unit = if self.mega {
+            Unit::Megabytes
+        } else if self.kilo || env("POSIXLY_CORRECT").is_none() {
+            Unit::Kilobytes
+        } else {
+            Unit::Sectors
+        };
+        o.iso = env("S_TIME_FORMAT").as_deref() == Some("ISO");
+        o.devices = self.list.into_args();
+        o
     }
-    if !report_set {
-        o.cpu = true;
-        o.disk = true;
-    }
-    if o.everything || o.extended || o.unfiltered {
-        o.disk = true;
-    }
-    if !o.unfiltered {
-        o.all_devices = true;
-    }
-    // set_disk_output_unit: kB unless POSIXLY_CORRECT is set.
-    o.unit = if mega {
-        Unit::Megabytes
-    } else if kilo || env("POSIXLY_CORRECT").is_none() {
-        Unit::Kilobytes
-    } else {
-        Unit::Sectors
-    };
-    o.iso = env("S_TIME_FORMAT").as_deref() == Some("ISO");
-    o.devices = list.into_args();
-    Ok(o)
 }
 
 /// [`parse_args_env`] with an empty environment (kB units, `%x` dates).

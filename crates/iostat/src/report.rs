@@ -2,6 +2,7 @@
 //! (iostat.c), fed with [`Sample`]s instead of reading `/proc` itself.
 
 use crate::devlist::DevList;
+use crate::diskstats::DiskCounters;
 use crate::error::Error;
 use crate::format;
 use crate::metrics::{basic_short_totals, basic_stats, cpu_pct, ext_stats, get_interval};
@@ -60,13 +61,7 @@ pub fn run<W: Write>(
     out: &mut W,
 ) -> Result<RunSummary, Error> {
     let mut summary = RunSummary::default();
-    let mut st = State {
-        o: opts,
-        list: DevList::from_args(&opts.devices),
-        uptime_cs: [0; 2],
-        cpu: [CpuTimes::default(); 2],
-        has_cpu: false,
-    };
+    let mut st = State::new(opts);
     let mut buf = String::new();
     write_banner(&mut buf, opts, banner);
     out.write_all(buf.as_bytes())?;
@@ -101,17 +96,13 @@ pub fn run<W: Write>(
             out.write_all(buf.as_bytes())?;
             out.flush()?;
             buf.clear();
-            match samples.next() {
-                None => {
-                    count = 0;
-                    summary.ran_out = true;
-                }
-                Some(Err(e)) => {
+            match next_sample(samples, &mut summary) {
+                Ok(None) => count = 0,
+                Err(e) => {
                     count = 0;
                     pending_err = Some(e);
                 }
-                Some(Ok(s)) => {
-                    summary.samples_used += 1;
+                Ok(Some(s)) => {
                     sample = s;
                     if opts.json && !skip {
                         buf.push(',');
@@ -137,6 +128,25 @@ pub fn run<W: Write>(
     out.write_all(buf.as_bytes())?;
     out.flush()?;
     Ok(summary)
+}
+
+/// The sample after a report, counted in `summary`; `None`, with
+/// `summary.ran_out` set, when the samples ended.
+fn next_sample(
+    samples: &mut dyn Iterator<Item = Result<Sample, Error>>,
+    summary: &mut RunSummary,
+) -> Result<Option<Sample>, Error> {
+    match samples.next() {
+        None => {
+            summary.ran_out = true;
+            Ok(None)
+        }
+        Some(Err(e)) => Err(e),
+        Some(Ok(s)) => {
+            summary.samples_used += 1;
+            Ok(Some(s))
+        }
+    }
 }
 
 /// [`run`] into a string, for tests and the simulator.
@@ -174,7 +184,18 @@ fn write_banner(out: &mut String, o: &Options, b: &Banner) {
     }
 }
 
-impl State<'_> {
+impl<'a> State<'a> {
+    /// The state before the first sample: every counter zero.
+    fn new(o: &'a Options) -> State<'a> {
+        State {
+            o,
+            list: DevList::from_args(&o.devices),
+            uptime_cs: [0; 2],
+            cpu: [CpuTimes::default(); 2],
+            has_cpu: false,
+        }
+    }
+
     /// The read phase of one loop iteration.
     fn read(&mut self, s: &Sample, curr: usize) {
         self.list.set_nonexistent();
@@ -198,108 +219,14 @@ impl State<'_> {
             out.push_str("{\n");
         }
         if o.timestamp && !skip {
-            let ts = CivilTime::from_unix(time).timestamp(o.iso);
-            if o.json {
-                format::tabs(out, 5);
-                out.push_str(&format!("\"timestamp\": \"{ts}\",\n"));
-            } else {
-                out.push_str(&ts);
-                out.push('\n');
-            }
+            write_timestamp(out, o, time);
         }
         if o.cpu && !skip && self.has_cpu {
-            let pct = cpu_pct(&self.cpu[prev], &self.cpu[curr]);
-            if o.json {
-                format::json_cpu(out, &pct);
-                if o.disk {
-                    out.push(',');
-                }
-                out.push('\n');
-            } else {
-                format::plain_cpu(out, o, &pct);
-            }
+            self.write_cpu(out, curr);
         }
         let itv = get_interval(self.uptime_cs[prev], self.uptime_cs[curr]);
         if o.disk {
-            if !skip {
-                if o.json {
-                    format::tabs(out, 5);
-                    out.push_str("\"disk\": [\n");
-                } else {
-                    format::plain_header(out, o);
-                }
-            }
-            let zero = Default::default();
-            let mut next = false;
-            for d in self.list.devs.iter().filter(|d| d.exist) {
-                let ioi = &d.stats[curr];
-                let mut ioj = &d.stats[prev];
-                // Flushes count as IO here.
-                if !o.unfiltered
-                    && ioi.rd_ios == 0
-                    && ioi.wr_ios == 0
-                    && ioi.dc_ios == 0
-                    && ioi.fl_ios == 0
-                {
-                    continue;
-                }
-                if o.zero_omit
-                    && ioi.rd_ios == ioj.rd_ios
-                    && ioi.wr_ios == ioj.wr_ios
-                    && ioi.dc_ios == ioj.dc_ios
-                    && ioi.fl_ios == ioj.fl_ios
-                {
-                    continue;
-                }
-                // "Try to detect if device has been removed then inserted again".
-                let sum = |c: &crate::DiskCounters| {
-                    c.rd_ios
-                        .wrapping_add(c.wr_ios)
-                        .wrapping_add(c.dc_ios)
-                        .wrapping_add(c.fl_ios)
-                };
-                if sum(ioi) < sum(ioj)
-                    && (ioj.rd_sectors == 0 || ioi.rd_sectors < ioj.rd_sectors)
-                    && (ioj.wr_sectors == 0 || ioi.wr_sectors < ioj.wr_sectors)
-                    && (ioj.dc_sectors == 0 || ioi.dc_sectors < ioj.dc_sectors)
-                {
-                    ioj = &zero;
-                }
-                if skip {
-                    continue;
-                }
-                if o.json && next {
-                    out.push_str(",\n");
-                }
-                next = true;
-                let name = d.display_name();
-                if o.extended {
-                    let x = ext_stats(ioj, ioi, itv, o.unit);
-                    if o.json {
-                        format::json_ext(out, o, &name, &x);
-                    } else {
-                        format::plain_ext(out, o, &name, &x);
-                    }
-                } else {
-                    let b = basic_stats(ioj, ioi, itv, o.unit);
-                    if o.json {
-                        format::json_basic(out, o, &name, &b);
-                    } else {
-                        format::plain_basic(
-                            out,
-                            o,
-                            &name,
-                            &b,
-                            basic_short_totals(ioj, ioi, o.unit),
-                        );
-                    }
-                }
-            }
-            if o.json && !skip {
-                out.push('\n');
-                format::tabs(out, 5);
-                out.push_str("]\n");
-            }
+            self.write_disks(out, curr, itv, skip);
         }
         if !skip {
             if o.json {
@@ -308,6 +235,136 @@ impl State<'_> {
             } else {
                 out.push('\n');
             }
+        }
+    }
+
+    /// `write_cpu_stat`: the `avg-cpu` block over the interval ending at
+    /// sample `curr`.
+    fn write_cpu(&self, out: &mut String, curr: usize) {
+        let o = self.o;
+        let pct = cpu_pct(&self.cpu[curr ^ 1], &self.cpu[curr]);
+        if o.json {
+            format::json_cpu(out, &pct);
+            if o.disk {
+                out.push(',');
+            }
+            out.push('\n');
+        } else {
+            format::plain_cpu(out, o, &pct);
+        }
+    }
+
+    /// The device block: its header, then one line per device shown, over
+    /// the interval `itv` ending at sample `curr` (with `skip`, only the
+    /// removed-and-inserted check runs, as in sysstat).
+    fn write_disks(&self, out: &mut String, curr: usize, itv: u64, skip: bool) {
+        let o = self.o;
+        if !skip {
+            if o.json {
+                format::tabs(out, 5);
+                out.push_str("\"disk\": [\n");
+            } else {
+                format::plain_header(out, o);
+            }
+        }
+        let zero = DiskCounters::default();
+        let mut next = false;
+        for d in self.list.devs.iter().filter(|d| d.exist) {
+            let ioi = &d.stats[curr];
+            let Some(ioj) = previous_counters(o, ioi, &d.stats[curr ^ 1], &zero) else {
+                continue;
+            };
+            if skip {
+                continue;
+            }
+            if o.json && next {
+                out.push_str(",\n");
+            }
+            next = true;
+            write_device(out, o, &d.display_name(), ioj, ioi, itv);
+        }
+        if o.json && !skip {
+            out.push('\n');
+            format::tabs(out, 5);
+            out.push_str("]\n");
+        }
+    }
+}
+
+/// The timestamp line of `-t` (a JSON field with `-o JSON`).
+fn write_timestamp(out: &mut String, o: &Options, time: i64) {
+    let ts = CivilTime::from_unix(time).timestamp(o.iso);
+    if o.json {
+        format::tabs(out, 5);
+        out.push_str(&format!("\"timestamp\": \"{ts}\",\n"));
+    } else {
+        out.push_str(&ts);
+        out.push('\n');
+    }
+}
+
+/// The counters a device's current ones `ioi` are diffed against: its
+/// previous ones `ioj`, or `zero` when it was removed and inserted again;
+/// `None` when it is left out (no IO at all, or none in the interval with
+/// `-z`).
+fn previous_counters<'c>(
+    o: &Options,
+    ioi: &DiskCounters,
+    ioj: &'c DiskCounters,
+    zero: &'c DiskCounters,
+) -> Option<&'c DiskCounters> {
+    // Flushes count as IO here.
+    if !o.unfiltered && ioi.rd_ios == 0 && ioi.wr_ios == 0 && ioi.dc_ios == 0 && ioi.fl_ios == 0 {
+        return None;
+    }
+    if o.zero_omit
+        && ioi.rd_ios == ioj.rd_ios
+        && ioi.wr_ios == ioj.wr_ios
+        && ioi.dc_ios == ioj.dc_ios
+        && ioi.fl_ios == ioj.fl_ios
+    {
+        return None;
+    }
+    // "Try to detect if device has been removed then inserted again".
+    let sum = |c: &DiskCounters| {
+        c.rd_ios
+            .wrapping_add(c.wr_ios)
+            .wrapping_add(c.dc_ios)
+            .wrapping_add(c.fl_ios)
+    };
+    if sum(ioi) < sum(ioj)
+        && (ioj.rd_sectors == 0 || ioi.rd_sectors < ioj.rd_sectors)
+        && (ioj.wr_sectors == 0 || ioi.wr_sectors < ioj.wr_sectors)
+        && (ioj.dc_sectors == 0 || ioi.dc_sectors < ioj.dc_sectors)
+    {
+        return Some(zero);
+    }
+    Some(ioj)
+}
+
+/// One device's line (`write_basic_stat` / `write_ext_stat`), from `ioj`
+/// to `ioi` over `itv`.
+fn write_device(
+    out: &mut String,
+    o: &Options,
+    name: &str,
+    ioj: &DiskCounters,
+    ioi: &DiskCounters,
+    itv: u64,
+) {
+    if o.extended {
+        let x = ext_stats(ioj, ioi, itv, o.unit);
+        if o.json {
+            format::json_ext(out, o, name, &x);
+        } else {
+            format::plain_ext(out, o, name, &x);
+        }
+    } else {
+        let b = basic_stats(ioj, ioi, itv, o.unit);
+        if o.json {
+            format::json_basic(out, o, name, &b);
+        } else {
+            format::plain_basic(out, o, name, &b, basic_short_totals(ioj, ioi, o.unit));
         }
     }
 }

@@ -285,7 +285,6 @@ impl ControllerStack {
         device: DeviceInfo,
         writes: &[KnobWrite],
     ) -> Result<ControllerStack, CgroupfsError> {
-        let dev = device.dev;
         let mut writes: Vec<&KnobWrite> = writes.iter().collect();
         writes.sort_by_key(|w| w.at_ns);
         let v1 = writes
@@ -295,83 +294,120 @@ impl ControllerStack {
         if v1 && v2 {
             return Err(CgroupfsError::MixedV1V2);
         }
-        let refused = |w: &KnobWrite| {
-            let origin = w.origin.clone();
-            move |err| CgroupfsError::Refused { origin, err }
-        };
-        let mut cost_writes: Vec<(u64, Reconfig, &KnobWrite)> = Vec::new();
-        // replay writes in time order to know each group's limits after each write
-        let mut current: BTreeMap<GroupId, Limits> = BTreeMap::new();
-        let mut changes: Vec<(u64, GroupId, Limits)> = Vec::new();
-        for w in &writes {
-            match w.knob {
-                KnobFile::IoMax => {
-                    let p = parse_io_max(&w.value).map_err(refused(w))?;
-                    check_dev(w, p.dev, dev)?;
-                    let g = group_of(tree, w)?;
-                    let l = current.entry(g).or_default();
-                    p.apply(l);
-                    changes.push((w.at_ns, g, *l));
-                }
-                KnobFile::V1Throttle { write, iops } => {
-                    let (d, v) = parse_v1(V1File { write, iops }, &w.value).map_err(refused(w))?;
-                    check_dev(w, d, dev)?;
-                    let g = group_of(tree, w)?;
-                    let l = current.entry(g).or_default();
-                    LimitWrite::V1 {
-                        write,
-                        iops,
-                        value: v,
-                    }
-                    .apply(l);
-                    changes.push((w.at_ns, g, *l));
-                }
-                KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
-                    cost_writes.push(parse_cost_write(w, dev, tree)?);
-                }
-            }
-        }
+        let Replayed {
+            changes,
+            cost_writes,
+        } = replay_writes(&writes, tree, device.dev)?;
         let mut stack = ControllerStack::new();
         if changes.is_empty() {
             stack.push(Box::new(PassThrough));
         } else {
-            match opts.throttle {
-                ThrottleChoice::Kernel(variant) => {
-                    let mut t = Throttle::new(
-                        ThrottleConfig {
-                            variant,
-                            hz: opts.hz,
-                            rotational: device.rotational,
-                            flat: v1,
-                            jiffies_at_start: opts.jiffies_at_start,
-                            tick_phase_ns: opts.tick_phase_ns,
-                        },
-                        tree,
-                    );
-                    for (at, g, l) in changes {
-                        if at == 0 {
-                            t.set_limits(g, l, Instant::ZERO);
-                        } else {
-                            t.schedule_limits(Instant(at), g, l);
-                        }
-                    }
-                    stack.push(Box::new(t));
-                }
-                ThrottleChoice::Paced(cfg) => {
-                    let mut p = Paced::new(cfg, tree, v1);
-                    for (at, g, l) in changes {
-                        if at == 0 {
-                            p.set_limits(g, l, Instant::ZERO);
-                        } else {
-                            p.schedule_limits(Instant(at), g, l);
-                        }
-                    }
-                    stack.push(Box::new(p));
-                }
-            }
+            push_throttle(&mut stack, opts, tree, device, v1, changes);
         }
         push_iocost(&mut stack, opts, tree, device, cost_writes)?;
         Ok(stack)
+    }
+}
+
+/// The knob writes of [`ControllerStack::from_writes`], replayed.
+struct Replayed<'w> {
+    /// `(at_ns, group, limits after the write)` per limit-file write.
+    changes: Vec<(u64, GroupId, Limits)>,
+    /// The io.weight / io.cost.* writes, parsed.
+    cost_writes: Vec<(u64, Reconfig, &'w KnobWrite)>,
+}
+
+/// Replay `writes` (sorted by time) to know each group's limits after each
+/// limit write, parsing and checking every line; the first refusal stops.
+fn replay_writes<'w>(
+    writes: &[&'w KnobWrite],
+    tree: &CgroupTree,
+    dev: DevId,
+) -> Result<Replayed<'w>, CgroupfsError> {
+    let refused = |w: &KnobWrite| {
+        let origin = w.origin.clone();
+        move |err| CgroupfsError::Refused { origin, err }
+    };
+    let mut cost_writes: Vec<(u64, Reconfig, &KnobWrite)> = Vec::new();
+    let mut current: BTreeMap<GroupId, Limits> = BTreeMap::new();
+    let mut changes: Vec<(u64, GroupId, Limits)> = Vec::new();
+    for &w in writes {
+        match w.knob {
+            KnobFile::IoMax => {
+                let p = parse_io_max(&w.value).map_err(refused(w))?;
+                check_dev(w, p.dev, dev)?;
+                let g = group_of(tree, w)?;
+                let l = current.entry(g).or_default();
+                p.apply(l);
+                changes.push((w.at_ns, g, *l));
+            }
+            KnobFile::V1Throttle { write, iops } => {
+                let (d, v) = parse_v1(V1File { write, iops }, &w.value).map_err(refused(w))?;
+                check_dev(w, d, dev)?;
+                let g = group_of(tree, w)?;
+                let l = current.entry(g).or_default();
+                LimitWrite::V1 {
+                    write,
+                    iops,
+                    value: v,
+                }
+                .apply(l);
+                changes.push((w.at_ns, g, *l));
+            }
+            KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos => {
+                cost_writes.push(parse_cost_write(w, dev, tree)?);
+            }
+        }
+    }
+    Ok(Replayed {
+        changes,
+        cost_writes,
+    })
+}
+
+/// Add blk-throttle (or `paced`, by `opts`) with the replayed limit
+/// `changes`: those at time 0 set before the run, later ones scheduled.
+fn push_throttle(
+    stack: &mut ControllerStack,
+    opts: &ControllerOptions,
+    tree: &CgroupTree,
+    device: DeviceInfo,
+    v1: bool,
+    changes: Vec<(u64, GroupId, Limits)>,
+) {
+    match opts.throttle {
+        ThrottleChoice::Kernel(variant) => {
+            let mut t = Throttle::new(
+                ThrottleConfig {
+                    variant,
+                    hz: opts.hz,
+                    rotational: device.rotational,
+                    flat: v1,
+                    jiffies_at_start: opts.jiffies_at_start,
+                    tick_phase_ns: opts.tick_phase_ns,
+                },
+                tree,
+            );
+            for (at, g, l) in changes {
+                if at == 0 {
+                    t.set_limits(g, l, Instant::ZERO);
+                } else {
+                    t.schedule_limits(Instant(at), g, l);
+                }
+            }
+            stack.push(Box::new(t));
+        }
+        ThrottleChoice::Paced(cfg) => {
+            let mut p = Paced::new(cfg, tree, v1);
+            for (at, g, l) in changes {
+                if at == 0 {
+                    p.set_limits(g, l, Instant::ZERO);
+                } else {
+                    p.schedule_limits(Instant(at), g, l);
+                }
+            }
+            stack.push(Box::new(p));
+        }
     }
 }
 

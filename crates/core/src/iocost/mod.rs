@@ -738,21 +738,9 @@ impl IoCost {
 
     /// Check the invariants of section 4; the first violation, described.
     pub fn invariants(&self) -> Result<(), String> {
-        let n = self.groups.len();
-        let (mut act, mut inu) = (vec![0u64; n], vec![0u64; n]);
-        for grp in &self.groups {
-            if let Some(p) = grp.parent() {
-                act[p] += grp.active as u64;
-                inu[p] += grp.inuse as u64;
-            }
-        }
+        let (act, inu) = self.children_sums();
+        let listed = self.active_list_counts();
         let mut waiters = 0;
-        let mut listed = vec![0usize; n];
-        for &g in &self.active_list {
-            if let Some(x) = listed.get_mut(g) {
-                *x += 1;
-            }
-        }
         for (g, grp) in self.groups.iter().enumerate() {
             let p = &self.paths[g];
             if grp.child_active_sum != act[g] || grp.child_inuse_sum != inu[g] {
@@ -761,67 +749,117 @@ impl IoCost {
                     grp.child_active_sum, grp.child_inuse_sum, act[g], inu[g]
                 ));
             }
-            let listed = listed[g];
-            if listed != usize::from(grp.on_active_list) || (grp.on_active_list && grp.level == 0) {
-                return Err(format!(
-                    "2: {p}: listed {listed} times, flag {}",
-                    grp.on_active_list
-                ));
-            }
-            if grp.on_active_list {
-                let anc_active = grp
-                    .ancestors
-                    .get(1..grp.level)
-                    .unwrap_or(&[])
-                    .iter()
-                    .any(|&a| self.groups[a].on_active_list);
-                if anc_active || grp.child_active_sum != 0 {
-                    return Err(format!(
-                        "2: {p}: active group is not a leaf of the active tree"
-                    ));
-                }
-                if grp.active != grp.weight || grp.inuse < 1 || grp.inuse > grp.active {
-                    return Err(format!(
-                        "2: {p}: weight {} active {} inuse {}",
-                        grp.weight, grp.active, grp.inuse
-                    ));
-                }
-            } else if grp.level > 0 && grp.child_active_sum != 0 {
-                let want = weights::ceil_div(
-                    (grp.weight as u64).wrapping_mul(grp.child_inuse_sum),
-                    grp.child_active_sum,
-                );
-                if grp.active != grp.weight || grp.inuse as u64 != want {
-                    return Err(format!(
-                        "3: {p}: inner active {} inuse {} want {}/{want}",
-                        grp.active, grp.inuse, grp.weight
-                    ));
-                }
-            } else if grp.active != 0 || grp.inuse != 0 {
-                return Err(format!(
-                    "3: {p}: idle but active {} inuse {}",
-                    grp.active, grp.inuse
-                ));
-            }
-            let has_state = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay_us != 0;
-            if has_state && !grp.on_active_list {
-                return Err(format!("4: {p}: waiters/debt/delay on an inactive group"));
-            }
-            if grp.abs_vdebt != 0 && grp.inuse != 1 {
-                return Err(format!("4: {p}: debtor with inuse {}", grp.inuse));
-            }
-            if !grp.waitq.is_empty() && self.waitq_timers.get(g).is_none() {
-                return Err(format!("4: {p}: waiters without a wake-up timer"));
-            }
-            if grp.vtime.since(grp.done_vtime) as u64 != grp.inflight_cost {
-                return Err(format!(
-                    "5: {p}: vtime − done_vtime = {} but in flight {}",
-                    grp.vtime.since(grp.done_vtime),
-                    grp.inflight_cost,
-                ));
-            }
+            self.check_activity(g, listed[g])?;
+            self.check_waiters_debt_inflight(g)?;
             waiters += grp.waitq.len();
         }
+        self.check_wait_count_and_timers(waiters)?;
+        self.check_cached_hweights()
+    }
+
+    /// Invariant 1's reference: per node, the sums of its children's
+    /// `active` and `inuse`.
+    fn children_sums(&self) -> (Vec<u64>, Vec<u64>) {
+        let n = self.groups.len();
+        let (mut act, mut inu) = (vec![0u64; n], vec![0u64; n]);
+        for grp in &self.groups {
+            if let Some(p) = grp.parent() {
+                act[p] += grp.active as u64;
+                inu[p] += grp.inuse as u64;
+            }
+        }
+        (act, inu)
+    }
+
+    /// Invariant 2's reference: how many times each group is on the
+    /// active list.
+    fn active_list_counts(&self) -> Vec<usize> {
+        let mut listed = vec![0usize; self.groups.len()];
+        for &g in &self.active_list {
+            if let Some(x) = listed.get_mut(g) {
+                *x += 1;
+            }
+        }
+        listed
+    }
+
+    /// Invariants 2 and 3 for group `g`, listed `listed` times: an active
+    /// group is a leaf of the active tree with sane weights, an inner node
+    /// has the inuse its children give, an idle one has none.
+    fn check_activity(&self, g: usize, listed: usize) -> Result<(), String> {
+        let (grp, p) = (&self.groups[g], &self.paths[g]);
+        if listed != usize::from(grp.on_active_list) || (grp.on_active_list && grp.level == 0) {
+            return Err(format!(
+                "2: {p}: listed {listed} times, flag {}",
+                grp.on_active_list
+            ));
+        }
+        if grp.on_active_list {
+            let anc_active = grp
+                .ancestors
+                .get(1..grp.level)
+                .unwrap_or(&[])
+                .iter()
+                .any(|&a| self.groups[a].on_active_list);
+            if anc_active || grp.child_active_sum != 0 {
+                return Err(format!(
+                    "2: {p}: active group is not a leaf of the active tree"
+                ));
+            }
+            if grp.active != grp.weight || grp.inuse < 1 || grp.inuse > grp.active {
+                return Err(format!(
+                    "2: {p}: weight {} active {} inuse {}",
+                    grp.weight, grp.active, grp.inuse
+                ));
+            }
+        } else if grp.level > 0 && grp.child_active_sum != 0 {
+            let want = weights::ceil_div(
+                (grp.weight as u64).wrapping_mul(grp.child_inuse_sum),
+                grp.child_active_sum,
+            );
+            if grp.active != grp.weight || grp.inuse as u64 != want {
+                return Err(format!(
+                    "3: {p}: inner active {} inuse {} want {}/{want}",
+                    grp.active, grp.inuse, grp.weight
+                ));
+            }
+        } else if grp.active != 0 || grp.inuse != 0 {
+            return Err(format!(
+                "3: {p}: idle but active {} inuse {}",
+                grp.active, grp.inuse
+            ));
+        }
+        Ok(())
+    }
+
+    /// Invariants 4 and 5 for group `g`: waiters, debt and delay only when
+    /// active, a debtor at inuse 1, a wake-up timer for waiters, and
+    /// `vtime − done_vtime` equal to the cost in flight.
+    fn check_waiters_debt_inflight(&self, g: usize) -> Result<(), String> {
+        let (grp, p) = (&self.groups[g], &self.paths[g]);
+        let has_state = !grp.waitq.is_empty() || grp.abs_vdebt != 0 || grp.delay_us != 0;
+        if has_state && !grp.on_active_list {
+            return Err(format!("4: {p}: waiters/debt/delay on an inactive group"));
+        }
+        if grp.abs_vdebt != 0 && grp.inuse != 1 {
+            return Err(format!("4: {p}: debtor with inuse {}", grp.inuse));
+        }
+        if !grp.waitq.is_empty() && self.waitq_timers.get(g).is_none() {
+            return Err(format!("4: {p}: waiters without a wake-up timer"));
+        }
+        if grp.vtime.since(grp.done_vtime) as u64 != grp.inflight_cost {
+            return Err(format!(
+                "5: {p}: vtime − done_vtime = {} but in flight {}",
+                grp.vtime.since(grp.done_vtime),
+                grp.inflight_cost,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Invariants 7 and 6: the wait-queue timer heap, the waiter count
+    /// (`waiters` counted in the queues) and the period timer.
+    fn check_wait_count_and_timers(&self, waiters: usize) -> Result<(), String> {
         if let Err(e) = self.waitq_timers.check() {
             return Err(format!("7: wait-queue timers: {e}"));
         }
@@ -832,6 +870,12 @@ impl IoCost {
         if !self.active_list.is_empty() && !timer_armed {
             return Err("6: active groups but the period timer is not running".into());
         }
+        Ok(())
+    }
+
+    /// Invariant 8: the active groups' current-generation cached hweights
+    /// are those a walk of the tree gives.
+    fn check_cached_hweights(&self) -> Result<(), String> {
         for &g in &self.active_list {
             let grp = &self.groups[g];
             let cached = (grp.hweight_active, grp.hweight_inuse);

@@ -253,9 +253,9 @@ fn parse_float2_matches_cgroup_parse_float() {
 // ---- observability ------------------------------------------------------------
 
 #[test]
-fn iostat_suffix_and_trace_format() {
+fn iostat_suffix_and_keys() {
     let t = tree(&["/a/b"]);
-    let [a, b] = ["/a", "/a/b"].map(|p| t.get(p).unwrap());
+    let b = t.get("/a/b").unwrap();
     let mut off = IoCost::new(IoCostConfig::default(), &t);
     assert_eq!(off.iostat_suffix(GroupId::ROOT), "");
     off.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
@@ -285,8 +285,13 @@ fn iostat_suffix_and_trace_format() {
         off.iostat_suffix_debug(b),
         " cost.usage=0 cost.wait=0 cost.indebt=0 cost.indelay=0"
     );
-    let mut c = off;
-    // 100 4 KiB reads ≈ 11.7 ms of device time, then one period
+}
+
+/// iocost enabled on `t`, 100 4 KiB reads of `b` (≈ 11.7 ms of device
+/// time) submitted and completed, then one period.
+fn one_period_of_reads(t: &CgroupTree, b: GroupId) -> IoCost {
+    let mut c = IoCost::new(IoCostConfig::default(), t);
+    c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
     let mut rel = Vec::new();
     let now = Instant::from_ms(1);
     let mut ios: Vec<Io> = (0..100).map(|i| io(i, b, IoOp::Read, 1)).collect();
@@ -299,6 +304,14 @@ fn iostat_suffix_and_trace_format() {
     // the period timer (after the completions: time only goes forward)
     let d = c.next_deadline().unwrap().max(now + Duration::from_us(50));
     c.on_timer(d, &mut rel);
+    c
+}
+
+#[test]
+fn iostat_usage_is_flushed_up_the_tree() {
+    let t = tree(&["/a/b"]);
+    let [a, b] = ["/a", "/a/b"].map(|p| t.get(p).unwrap());
+    let c = one_period_of_reads(&t, b);
     // the first IO has no cursor yet: sequential
     let usage = (15_387_255 + 99 * 16_135_121) / VTIME_PER_USEC;
     assert_eq!(usage, 11_734);
@@ -307,6 +320,13 @@ fn iostat_suffix_and_trace_format() {
         assert_eq!(c.stats(g).usage_us, usage, "{g}");
     }
     assert!(c.iostat_suffix(a).ends_with("cost.usage=11734"));
+}
+
+#[test]
+fn trace_text_and_json_format() {
+    let t = tree(&["/a/b"]);
+    let b = t.get("/a/b").unwrap();
+    let mut c = one_period_of_reads(&t, b);
     let mut tr = Vec::new();
     c.take_trace(&mut tr);
     let p = &tr[0];
@@ -341,10 +361,19 @@ fn iostat_suffix_and_trace_format() {
     );
     assert!(jl[1].starts_with("{\"cgroup\": \"/a/b\"") && jl[1].ends_with('}'));
     assert!(jl[1].contains("\"usage_pct\": 23.4680"), "{}", jl[1]);
+}
+
+#[test]
+fn trace_names_user_params() {
+    let t = tree(&["/a/b"]);
+    let b = t.get("/a/b").unwrap();
+    let mut c = one_period_of_reads(&t, b);
+    let mut tr = Vec::new();
+    c.take_trace(&mut tr);
     // user params show in the monitor name
     c.apply_model(&parse_model("8:0 rbps=1").unwrap());
     let d = c.next_deadline().unwrap();
-    c.on_timer(d, &mut rel);
+    c.on_timer(d, &mut Vec::new());
     tr.clear();
     c.take_trace(&mut tr);
     assert!(tr[0]

@@ -537,6 +537,7 @@ impl Model {
         self.now = self.now.max(until);
     }
 
+    /// One operation of a property-test run, applied to the controller.
     fn apply(&mut self, op: &Op) {
         match *op {
             Op::Submit {
@@ -545,82 +546,13 @@ impl Model {
                 pages,
                 seq,
                 meta,
-            } => {
-                self.id += 1;
-                let g = self.groups[group];
-                let offset = if seq { self.id * 4096 } else { self.id << 32 };
-                let mut io = Io {
-                    ioprio: 0,
-                    id: IoId(self.id),
-                    submitter: crate::Submitter(0),
-                    group: g,
-                    op: if write { IoOp::Write } else { IoOp::Read },
-                    flags: if meta {
-                        IoFlags::META
-                    } else {
-                        IoFlags::default()
-                    },
-                    offset,
-                    len: pages * 4096,
-                    submitted_at: self.now,
-                    cost_vtime: 0,
-                };
-                if self.c.on_submit(&mut io, self.now) == Verdict::Dispatch {
-                    self.inflight.push((io, self.now));
-                }
-            }
+            } => self.submit(group, write, pages, seq, meta),
             Op::Complete {
                 pick,
                 lat_us,
                 wait_us,
-            } => {
-                if self.inflight.is_empty() {
-                    return;
-                }
-                let (io, alloc) = self.inflight.swap_remove(pick % self.inflight.len());
-                let done = self.now.max(alloc + Duration::from_us(lat_us));
-                self.advance(done);
-                let start = (alloc + Duration::from_us(wait_us)).min(done);
-                self.c.on_complete(&io, alloc, start, done);
-            }
-            Op::Merge { pick, pages, back } => {
-                if self.inflight.is_empty() {
-                    return;
-                }
-                let k = pick % self.inflight.len();
-                let rq = self.inflight[k].0;
-                // The driver merges job IO into a request its own submit
-                // call just issued, so the group is active. A request that
-                // was not charged (an inner node's IO while a child is
-                // active: iocg_activate treats it as root IO) or issued as
-                // debt (META) can be in flight while its group is idle;
-                // ioc_rqos_merge then commits the bio to the idle group,
-                // vtime ahead of vnow as in the kernel. No run does that.
-                if !self.c.is_active(rq.group) {
-                    return;
-                }
-                let len = pages * 4096;
-                let offset = if back {
-                    rq.offset + rq.len
-                } else {
-                    rq.offset.saturating_sub(len)
-                };
-                self.id += 1;
-                let bio = Io {
-                    id: IoId(self.id),
-                    offset,
-                    len,
-                    flags: IoFlags::default(),
-                    submitted_at: self.now,
-                    cost_vtime: 0,
-                    ..rq
-                };
-                // a merge never waits: the delay is for the submitter
-                let _ = self.c.on_merge(&bio, &mut self.inflight[k].0, self.now);
-                let grown = &mut self.inflight[k].0;
-                grown.offset = grown.offset.min(offset);
-                grown.len += len;
-            }
+            } => self.complete(pick, lat_us, wait_us),
+            Op::Merge { pick, pages, back } => self.merge(pick, pages, back),
             Op::Advance { us } => self.advance(self.now + Duration::from_us(us)),
             Op::Weight { group, weight } => {
                 self.c
@@ -628,6 +560,86 @@ impl Model {
                     .unwrap();
             }
         }
+    }
+
+    /// [`Op::Submit`]: a new IO of `PATHS[group]`, in flight if dispatched.
+    fn submit(&mut self, group: usize, write: bool, pages: u64, seq: bool, meta: bool) {
+        self.id += 1;
+        let g = self.groups[group];
+        let offset = if seq { self.id * 4096 } else { self.id << 32 };
+        let mut io = Io {
+            ioprio: 0,
+            id: IoId(self.id),
+            submitter: crate::Submitter(0),
+            group: g,
+            op: if write { IoOp::Write } else { IoOp::Read },
+            flags: if meta {
+                IoFlags::META
+            } else {
+                IoFlags::default()
+            },
+            offset,
+            len: pages * 4096,
+            submitted_at: self.now,
+            cost_vtime: 0,
+        };
+        if self.c.on_submit(&mut io, self.now) == Verdict::Dispatch {
+            self.inflight.push((io, self.now));
+        }
+    }
+
+    /// [`Op::Complete`]: complete an in-flight IO after running the timers
+    /// up to its completion.
+    fn complete(&mut self, pick: usize, lat_us: u64, wait_us: u64) {
+        if self.inflight.is_empty() {
+            return;
+        }
+        let (io, alloc) = self.inflight.swap_remove(pick % self.inflight.len());
+        let done = self.now.max(alloc + Duration::from_us(lat_us));
+        self.advance(done);
+        let start = (alloc + Duration::from_us(wait_us)).min(done);
+        self.c.on_complete(&io, alloc, start, done);
+    }
+
+    /// [`Op::Merge`]: a bio merges into an in-flight request of an active
+    /// group, which grows by it.
+    fn merge(&mut self, pick: usize, pages: u64, back: bool) {
+        if self.inflight.is_empty() {
+            return;
+        }
+        let k = pick % self.inflight.len();
+        let rq = self.inflight[k].0;
+        // The driver merges job IO into a request its own submit
+        // call just issued, so the group is active. A request that
+        // was not charged (an inner node's IO while a child is
+        // active: iocg_activate treats it as root IO) or issued as
+        // debt (META) can be in flight while its group is idle;
+        // ioc_rqos_merge then commits the bio to the idle group,
+        // vtime ahead of vnow as in the kernel. No run does that.
+        if !self.c.is_active(rq.group) {
+            return;
+        }
+        let len = pages * 4096;
+        let offset = if back {
+            rq.offset + rq.len
+        } else {
+            rq.offset.saturating_sub(len)
+        };
+        self.id += 1;
+        let bio = Io {
+            id: IoId(self.id),
+            offset,
+            len,
+            flags: IoFlags::default(),
+            submitted_at: self.now,
+            cost_vtime: 0,
+            ..rq
+        };
+        // a merge never waits: the delay is for the submitter
+        let _ = self.c.on_merge(&bio, &mut self.inflight[k].0, self.now);
+        let grown = &mut self.inflight[k].0;
+        grown.offset = grown.offset.min(offset);
+        grown.len += len;
     }
 
     /// Stop submitting, complete everything, run timers: every waiter must

@@ -180,78 +180,102 @@ impl DirBudget {
         }
         self.set_slice_end(now + slice, slice);
         match rule {
-            TrimRule::WholeSlices => {
-                let n = (since(now, self.slice_start_jiffy)) / slice;
-                if n == 0 {
-                    return false;
-                }
-                let t = slice * n;
-                let bytes_trim = if bps == BPS_MAX {
-                    u64::MAX
-                } else {
-                    bytes_allowed(bps, t, hz)
-                };
-                let io_trim = if iops >= IOPS_MAX {
-                    IOPS_MAX
-                } else {
-                    io_allowed(iops, t, hz)
-                };
-                if bytes_trim == 0 && io_trim == 0 {
-                    return false;
-                }
-                self.bytes_disp = if self.bytes_disp as i128 >= bytes_trim as i128 {
-                    self.bytes_disp - bytes_trim as i64
-                } else {
-                    0
-                };
-                self.io_disp = if self.io_disp >= io_trim as i64 {
-                    self.io_disp - io_trim as i64
-                } else {
-                    0
-                };
-                self.slice_start_jiffy += t;
-            }
-            TrimRule::KeepOneSlice => {
-                let mut t = rounddown(since(now, self.slice_start_jiffy), slice);
-                if t < 2 * slice {
-                    return false;
-                }
-                t -= slice;
-                // throtl_trim_bps / throtl_trim_iops: an unlimited
-                // dimension trims nothing and keeps its counter
-                let bytes_trim = if bps == BPS_MAX {
-                    0
-                } else {
-                    let t = bytes_allowed(bps, t, hz) as i128;
-                    if t <= 0 || (self.bytes_disp as i128) < t {
-                        let all = self.bytes_disp as i128;
-                        self.bytes_disp = 0;
-                        all
-                    } else {
-                        self.bytes_disp -= t as i64;
-                        t
-                    }
-                };
-                let io_trim = if iops >= IOPS_MAX {
-                    0
-                } else {
-                    let t = io_allowed(iops, t, hz) as i64;
-                    if t <= 0 || self.io_disp < t {
-                        let all = self.io_disp;
-                        self.io_disp = 0;
-                        all
-                    } else {
-                        self.io_disp -= t;
-                        t
-                    }
-                };
-                if bytes_trim == 0 && io_trim == 0 {
-                    return false;
-                }
-                self.slice_start_jiffy += t;
-            }
+            TrimRule::WholeSlices => self.trim_whole_slices(bps, iops, now, slice, hz),
+            TrimRule::KeepOneSlice => self.trim_keep_one_slice(bps, iops, now, slice, hz),
         }
+    }
+
+    /// The body of `throtl_trim_slice` before 2025: trim every whole
+    /// elapsed slice from both counters (floored at 0) and move the start.
+    #[inline]
+    fn trim_whole_slices(&mut self, bps: u64, iops: u64, now: u64, slice: u64, hz: u64) -> bool {
+        let n = (since(now, self.slice_start_jiffy)) / slice;
+        if n == 0 {
+            return false;
+        }
+        let t = slice * n;
+        let bytes_trim = if bps == BPS_MAX {
+            u64::MAX
+        } else {
+            bytes_allowed(bps, t, hz)
+        };
+        let io_trim = if iops >= IOPS_MAX {
+            IOPS_MAX
+        } else {
+            io_allowed(iops, t, hz)
+        };
+        if bytes_trim == 0 && io_trim == 0 {
+            return false;
+        }
+        self.bytes_disp = if self.bytes_disp as i128 >= bytes_trim as i128 {
+            self.bytes_disp - bytes_trim as i64
+        } else {
+            0
+        };
+        self.io_disp = if self.io_disp >= io_trim as i64 {
+            self.io_disp - io_trim as i64
+        } else {
+            0
+        };
+        self.slice_start_jiffy += t;
         true
+    }
+
+    /// The body of `throtl_trim_slice` since 2025 (29cb95593430): keep one
+    /// extra slice, trim the rest through `throtl_trim_bps` and
+    /// `throtl_trim_iops`, and move the start.
+    #[inline]
+    fn trim_keep_one_slice(&mut self, bps: u64, iops: u64, now: u64, slice: u64, hz: u64) -> bool {
+        let mut t = rounddown(since(now, self.slice_start_jiffy), slice);
+        if t < 2 * slice {
+            return false;
+        }
+        t -= slice;
+        let bytes_trim = self.trim_bps(bps, t, hz);
+        let io_trim = self.trim_iops(iops, t, hz);
+        if bytes_trim == 0 && io_trim == 0 {
+            return false;
+        }
+        self.slice_start_jiffy += t;
+        true
+    }
+
+    /// `throtl_trim_bps`: the bytes trimmed for `t` jiffies at `bps` (all of
+    /// `bytes_disp` when that is less); an unlimited bps trims nothing and
+    /// keeps its counter.
+    #[inline]
+    fn trim_bps(&mut self, bps: u64, t: u64, hz: u64) -> i128 {
+        if bps == BPS_MAX {
+            return 0;
+        }
+        let t = bytes_allowed(bps, t, hz) as i128;
+        if t <= 0 || (self.bytes_disp as i128) < t {
+            let all = self.bytes_disp as i128;
+            self.bytes_disp = 0;
+            all
+        } else {
+            self.bytes_disp -= t as i64;
+            t
+        }
+    }
+
+    /// `throtl_trim_iops`: the IOs trimmed for `t` jiffies at `iops` (all of
+    /// `io_disp` when that is less); an unlimited iops trims nothing and
+    /// keeps its counter.
+    #[inline]
+    fn trim_iops(&mut self, iops: u64, t: u64, hz: u64) -> i64 {
+        if iops >= IOPS_MAX {
+            return 0;
+        }
+        let t = io_allowed(iops, t, hz) as i64;
+        if t <= 0 || self.io_disp < t {
+            let all = self.io_disp;
+            self.io_disp = 0;
+            all
+        } else {
+            self.io_disp -= t;
+            t
+        }
     }
 
     /// Carryover on a limit change (`__tg_update_carryover`), computed

@@ -55,78 +55,19 @@ pub fn check_io(fmt: &Format, buf: &[u8], rc: &ReadCheck<'_>) -> Result<(), Fail
         if fail.eilseq && rc.fatal {
             break;
         }
-        let mut block = chunk.to_vec();
-        let conf_size = fmt.hdr_size();
-        if fmt.offset > 0 && conf_size > 0 {
-            swap_header(&mut block, fmt.offset, conf_size);
-        }
-        let hdr = Header::parse(&block);
+        let iv = Interval::new(fmt, chunk, k, inc, buf.len());
+        let hdr = Header::parse(&iv.block);
         if fmt.vtype != VerifyType::PatternNoHdr {
-            if let Err(why) = check_header(&hdr, &block, k, inc, rc) {
-                let at = rc.offset + (k * inc) as u64;
-                fail.lines += &format!(
-                    "{why} at file {} offset {at}, length {inc} (requested block: offset={}, \
-                     length={})\n",
-                    rc.file_name,
-                    rc.offset,
-                    buf.len()
-                );
-                dump(rc, &block, at, "hdr_fail", &mut fail);
+            if let Err(why) = check_header(&hdr, &iv.block, k, inc, rc) {
+                log_header_failure(rc, &iv, &why, &mut fail);
                 fail.eilseq = true;
                 return Err(fail);
             }
         }
-        let media = VerifyType::from_u16(hdr.verify_type);
-        let bad = match fmt.vtype {
-            VerifyType::HdrOnly if fmt.pattern.is_none() => None,
-            VerifyType::HdrOnly | VerifyType::Pattern | VerifyType::PatternNoHdr => {
-                check_pattern(fmt, &block, k, inc)
-            }
-            t => check_sum(t, media.unwrap_or(t), &block, hdr.len as usize),
-        };
+        let bad = check_data(fmt, &iv, &hdr);
         fail.eilseq = bad.is_some();
         if let Some(b) = bad {
-            // fio prints `hdr->len` even without a header (the data's
-            // bytes 4..8 then)
-            let hdr_len = hdr.len as usize;
-            let at = rc.offset + (k * hdr_len) as u64;
-            fail.lines += &b.pre;
-            fail.lines += &format!(
-                "{:.8}: verify failed at file {} offset {at}, length {hdr_len} (requested \
-                 block: offset={}, length={}, flags={:x})\n",
-                b.name,
-                rc.file_name,
-                rc.offset,
-                buf.len(),
-                rc.flags
-            );
-            if let Some((good, got)) = &b.sums {
-                fail.lines += &format!("       Expected CRC: {}\n", hex(good));
-                fail.lines += &format!("       Received CRC: {}\n", hex(got));
-            }
-            if rc.dump_dir.is_some() {
-                dump(rc, &block, at, "received", &mut fail);
-                let seed = if fmt.pattern.is_none() {
-                    hdr.rand_seed
-                } else {
-                    0
-                };
-                let mut want = vec![0u8; buf.len()];
-                let meta = WriteMeta {
-                    rand_seed: seed,
-                    time_sec: hdr.time_sec,
-                    time_nsec: hdr.time_nsec,
-                    thread: hdr.thread,
-                    numberio: hdr.numberio,
-                };
-                fill_io(fmt, &mut want, rc.offset, &meta);
-                let s = k * inc;
-                let mut exp = want[s..(s + inc).min(want.len())].to_vec();
-                if fmt.offset > 0 && conf_size > 0 {
-                    swap_header(&mut exp, fmt.offset, conf_size);
-                }
-                dump(rc, &exp, at, "expected", &mut fail);
-            }
+            log_verify_failure(fmt, rc, &iv, &hdr, &b, &mut fail);
             if hdr.verify_type != fmt.vtype as u16 {
                 fail.lines += &format!(
                     "fio: verify type mismatch ({} media, {} given)\n",
@@ -140,6 +81,124 @@ pub fn check_io(fmt: &Format, buf: &[u8], rc: &ReadCheck<'_>) -> Result<(), Fail
     } else {
         Err(fail)
     }
+}
+
+/// One verify interval of a read (a header and the data it covers).
+struct Interval {
+    /// Its index in the read.
+    k: usize,
+    /// Its size (fio `hdr_inc`).
+    inc: usize,
+    /// The read's length.
+    read_len: usize,
+    /// Its bytes, the header moved back to the start (`verify_offset`).
+    block: Vec<u8>,
+}
+
+impl Interval {
+    /// Interval `k` of `inc` bytes, `chunk`, of a read of `read_len` bytes.
+    fn new(fmt: &Format, chunk: &[u8], k: usize, inc: usize, read_len: usize) -> Interval {
+        let mut block = chunk.to_vec();
+        let conf_size = fmt.hdr_size();
+        if fmt.offset > 0 && conf_size > 0 {
+            swap_header(&mut block, fmt.offset, conf_size);
+        }
+        Interval {
+            k,
+            inc,
+            read_len,
+            block,
+        }
+    }
+}
+
+/// `verify_header`'s failure line (with the interval's place) and its
+/// `hdr_fail` dump.
+fn log_header_failure(rc: &ReadCheck<'_>, iv: &Interval, why: &str, fail: &mut Failure) {
+    let (k, inc) = (iv.k, iv.inc);
+    let at = rc.offset + (k * inc) as u64;
+    fail.lines += &format!(
+        "{why} at file {} offset {at}, length {inc} (requested block: offset={}, \
+         length={})\n",
+        rc.file_name, rc.offset, iv.read_len
+    );
+    dump(rc, &iv.block, at, "hdr_fail", fail);
+}
+
+/// The data check of the configured type (fio `verify_io_u_<type>`): the
+/// pattern, or the checksum of the type on the media.
+fn check_data(fmt: &Format, iv: &Interval, hdr: &Header) -> Option<Bad> {
+    let media = VerifyType::from_u16(hdr.verify_type);
+    match fmt.vtype {
+        VerifyType::HdrOnly if fmt.pattern.is_none() => None,
+        VerifyType::HdrOnly | VerifyType::Pattern | VerifyType::PatternNoHdr => {
+            check_pattern(fmt, &iv.block, iv.k, iv.inc)
+        }
+        t => check_sum(t, media.unwrap_or(t), &iv.block, hdr.len as usize),
+    }
+}
+
+/// fio `log_verify_failure`: the failure line and the checksums, then
+/// `dump_verify_buffers` with `verify_dump`.
+fn log_verify_failure(
+    fmt: &Format,
+    rc: &ReadCheck<'_>,
+    iv: &Interval,
+    hdr: &Header,
+    b: &Bad,
+    fail: &mut Failure,
+) {
+    // fio prints `hdr->len` even without a header (the data's
+    // bytes 4..8 then)
+    let hdr_len = hdr.len as usize;
+    let at = rc.offset + (iv.k * hdr_len) as u64;
+    fail.lines += &b.pre;
+    fail.lines += &format!(
+        "{:.8}: verify failed at file {} offset {at}, length {hdr_len} (requested \
+         block: offset={}, length={}, flags={:x})\n",
+        b.name, rc.file_name, rc.offset, iv.read_len, rc.flags
+    );
+    if let Some((good, got)) = &b.sums {
+        fail.lines += &format!("       Expected CRC: {}\n", hex(good));
+        fail.lines += &format!("       Received CRC: {}\n", hex(got));
+    }
+    if rc.dump_dir.is_some() {
+        dump_verify_buffers(fmt, rc, iv, hdr, at, fail);
+    }
+}
+
+/// fio `dump_verify_buffers`: the interval as received, and as the write
+/// described by its header would have filled it.
+fn dump_verify_buffers(
+    fmt: &Format,
+    rc: &ReadCheck<'_>,
+    iv: &Interval,
+    hdr: &Header,
+    at: u64,
+    fail: &mut Failure,
+) {
+    dump(rc, &iv.block, at, "received", fail);
+    let seed = if fmt.pattern.is_none() {
+        hdr.rand_seed
+    } else {
+        0
+    };
+    let mut want = vec![0u8; iv.read_len];
+    let meta = WriteMeta {
+        rand_seed: seed,
+        time_sec: hdr.time_sec,
+        time_nsec: hdr.time_nsec,
+        thread: hdr.thread,
+        numberio: hdr.numberio,
+    };
+    fill_io(fmt, &mut want, rc.offset, &meta);
+    let s = iv.k * iv.inc;
+    let mut exp = want[s..(s + iv.inc).min(want.len())].to_vec();
+    let conf_size = fmt.hdr_size();
+    if fmt.offset > 0 && conf_size > 0 {
+        swap_header(&mut exp, fmt.offset, conf_size);
+    }
+    dump(rc, &exp, at, "expected", fail);
 }
 
 /// The fields of `struct verify_header` as read.

@@ -17,6 +17,19 @@ pub enum ModelKind {
 }
 
 impl ModelKind {
+    /// The model named `model` (`null_blk`, `nullb` and `nvme` are
+    /// aliases).
+    fn from_name(model: &str) -> Result<ModelKind, SpecError> {
+        Ok(match model.trim() {
+            "null" | "null_blk" | "nullb" => ModelKind::Null,
+            "ssd" | "nvme" => ModelKind::Ssd,
+            "cloud" => ModelKind::Cloud,
+            "hdd" => ModelKind::Hdd,
+            "fes" => ModelKind::Fes,
+            other => return Err(SpecError::UnknownModel(other.to_string())),
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             ModelKind::Null => "null",
@@ -344,20 +357,22 @@ impl DeviceSpec {
         model: &str,
         kv: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, SpecError> {
-        let kind = match model.trim() {
-            "null" | "null_blk" | "nullb" => ModelKind::Null,
-            "ssd" | "nvme" => ModelKind::Ssd,
-            "cloud" => ModelKind::Cloud,
-            "hdd" => ModelKind::Hdd,
-            "fes" => ModelKind::Fes,
-            other => return Err(SpecError::UnknownModel(other.to_string())),
-        };
-        let mname = kind.name();
+        let kind = ModelKind::from_name(model)?;
+        let mut spec = DeviceSpec::defaults(kind);
+        for (k, v) in kv {
+            spec.set(k, v)?;
+        }
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Every key at its default for `kind`.
+    fn defaults(kind: ModelKind) -> DeviceSpec {
         let mut params: BTreeMap<&'static str, u64> = BTreeMap::new();
         for (k, d, _) in kind.params() {
             params.insert(k, d.parse().expect("defaults are numbers"));
         }
-        let mut spec = DeviceSpec {
+        DeviceSpec {
             kind,
             devid: DevId::new(253, 0),
             name: match kind {
@@ -373,70 +388,81 @@ impl DeviceSpec {
             max_sectors: kind.default_max_sectors(),
             max_segments: 128,
             params,
-        };
-        for (k, v) in kv {
-            let bad = |why| SpecError::BadValue {
-                model: mname,
-                key: k.to_string(),
-                value: v.to_string(),
-                why,
-            };
-            match k {
-                "devid" => {
-                    spec.devid = v.parse().map_err(|_| bad("expected MAJ:MIN, e.g. 253:1"))?
-                }
-                "name" => {
-                    if v.is_empty() || v.contains(char::is_whitespace) || v.contains('/') {
-                        return Err(bad("a device name has no blanks or slashes"));
-                    }
-                    spec.name = v.to_string();
-                }
-                "size" => {
-                    spec.capacity = parse_size(v)
-                        .filter(|&s| s >= 4096)
-                        .ok_or_else(|| bad("expected a size of at least 4k, e.g. 4g"))?
-                }
-                "seed" => spec.seed = v.parse().map_err(|_| bad("expected an unsigned integer"))?,
-                "max_sectors_kb" => {
-                    let kb = v
-                        .parse::<u64>()
-                        .ok()
-                        .filter(|kb| MAX_SECTORS_KB.contains(kb))
-                        .ok_or_else(|| bad("expected KiB from 4 to 1048576, e.g. 128"))?;
-                    spec.max_sectors = (kb * 2) as u32;
-                }
-                "max_segments" => {
-                    spec.max_segments = v
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|n| (1..=65535).contains(n))
-                        .ok_or_else(|| bad("expected a count from 1 to 65535, e.g. 128"))?
-                }
-                _ => {
-                    let Some((key, _, _)) = kind.params().iter().find(|(n, _, _)| *n == k) else {
-                        let known: Vec<&str> = COMMON
-                            .iter()
-                            .chain(kind.params().iter())
-                            .map(|(n, _, _)| *n)
-                            .collect();
-                        return Err(SpecError::UnknownKey {
-                            model: mname,
-                            key: k.to_string(),
-                            known: known.join(", "),
-                        });
-                    };
-                    let n = if k == "io_unit" {
-                        parse_size(v)
-                    } else {
-                        v.parse::<u64>().ok()
-                    }
-                    .ok_or_else(|| bad("expected an unsigned integer"))?;
-                    spec.params.insert(key, n);
-                }
-            }
         }
-        spec.validate()?;
-        Ok(spec)
+    }
+
+    /// Set key `k` to `v`: a common key or one of the model's parameters.
+    fn set(&mut self, k: &str, v: &str) -> Result<(), SpecError> {
+        let model = self.kind.name();
+        let bad = |why| SpecError::BadValue {
+            model,
+            key: k.to_string(),
+            value: v.to_string(),
+            why,
+        };
+        match k {
+            "devid" => self.devid = v.parse().map_err(|_| bad("expected MAJ:MIN, e.g. 253:1"))?,
+            "name" => {
+                if v.is_empty() || v.contains(char::is_whitespace) || v.contains('/') {
+                    return Err(bad("a device name has no blanks or slashes"));
+                }
+                self.name = v.to_string();
+            }
+            "size" => {
+                self.capacity = parse_size(v)
+                    .filter(|&s| s >= 4096)
+                    .ok_or_else(|| bad("expected a size of at least 4k, e.g. 4g"))?
+            }
+            "seed" => self.seed = v.parse().map_err(|_| bad("expected an unsigned integer"))?,
+            "max_sectors_kb" => {
+                let kb = v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|kb| MAX_SECTORS_KB.contains(kb))
+                    .ok_or_else(|| bad("expected KiB from 4 to 1048576, e.g. 128"))?;
+                self.max_sectors = (kb * 2) as u32;
+            }
+            "max_segments" => {
+                self.max_segments = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=65535).contains(n))
+                    .ok_or_else(|| bad("expected a count from 1 to 65535, e.g. 128"))?
+            }
+            _ => self.set_model_param(k, v)?,
+        }
+        Ok(())
+    }
+
+    /// Set the model's parameter `k` to `v` (`io_unit` takes a size); an
+    /// unknown key's error lists the known ones.
+    fn set_model_param(&mut self, k: &str, v: &str) -> Result<(), SpecError> {
+        let kind = self.kind;
+        let Some((key, _, _)) = kind.params().iter().find(|(n, _, _)| *n == k) else {
+            let known: Vec<&str> = COMMON
+                .iter()
+                .chain(kind.params().iter())
+                .map(|(n, _, _)| *n)
+                .collect();
+            return Err(SpecError::UnknownKey {
+                model: kind.name(),
+                key: k.to_string(),
+                known: known.join(", "),
+            });
+        };
+        let n = if k == "io_unit" {
+            parse_size(v)
+        } else {
+            v.parse::<u64>().ok()
+        }
+        .ok_or_else(|| SpecError::BadValue {
+            model: kind.name(),
+            key: k.to_string(),
+            value: v.to_string(),
+            why: "expected an unsigned integer",
+        })?;
+        self.params.insert(key, n);
+        Ok(())
     }
 
     /// Parse `model[,key=value...]`.
@@ -468,28 +494,42 @@ impl DeviceSpec {
         })
     }
 
+    /// Check the parameters together: the zones, the counts that must be
+    /// positive, then the models' bounds; the first bad one is the error.
     fn validate(&self) -> Result<(), SpecError> {
         if self.kind == ModelKind::Null {
-            let bad = |key: &str, why| SpecError::BadValue {
-                model: self.kind.name(),
-                key: key.into(),
-                value: self.get(key).to_string(),
-                why,
-            };
-            if self.get("zoned") > 1 {
-                return Err(bad("zoned", "must be 0 or 1"));
-            }
-            if let Some(p) = self.zoned_params() {
-                p.check(self.capacity).map_err(|why| {
-                    let key = if why.starts_with("zone_capacity") {
-                        "zone_capacity"
-                    } else {
-                        "zone_size"
-                    };
-                    bad(key, why)
-                })?;
-            }
+            self.validate_zoned()?;
         }
+        self.validate_positive()?;
+        self.validate_bounds()
+    }
+
+    /// A `null` device's `zoned` flag and, when set, its zone geometry.
+    fn validate_zoned(&self) -> Result<(), SpecError> {
+        let bad = |key: &str, why| SpecError::BadValue {
+            model: self.kind.name(),
+            key: key.into(),
+            value: self.get(key).to_string(),
+            why,
+        };
+        if self.get("zoned") > 1 {
+            return Err(bad("zoned", "must be 0 or 1"));
+        }
+        if let Some(p) = self.zoned_params() {
+            p.check(self.capacity).map_err(|why| {
+                let key = if why.starts_with("zone_capacity") {
+                    "zone_capacity"
+                } else {
+                    "zone_size"
+                };
+                bad(key, why)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The model's counts and rates that must be greater than 0.
+    fn validate_positive(&self) -> Result<(), SpecError> {
         let must_be_positive: &[&str] = match self.kind {
             ModelKind::Null => &["hw_queues", "queue_depth"],
             ModelKind::Ssd => &["channels", "read_mbps", "write_mbps", "nr_requests"],
@@ -523,48 +563,52 @@ impl DeviceSpec {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// The models' other bounds: hdd seeks in order, cloud jitter and fes
+    /// spreads as percentages, fes flags 0 or 1, a fes spread run ≥ 1.
+    fn validate_bounds(&self) -> Result<(), SpecError> {
+        let bad = |key: &str, value: String, why| SpecError::BadValue {
+            model: self.kind.name(),
+            key: key.into(),
+            value,
+            why,
+        };
         if self.kind == ModelKind::Hdd && self.get("seek_min_us") > self.get("seek_max_us") {
-            return Err(SpecError::BadValue {
-                model: self.kind.name(),
-                key: "seek_min_us".into(),
-                value: self.get("seek_min_us").to_string(),
-                why: "must not exceed seek_max_us (a full-stroke seek is the longest)",
-            });
+            return Err(bad(
+                "seek_min_us",
+                self.get("seek_min_us").to_string(),
+                "must not exceed seek_max_us (a full-stroke seek is the longest)",
+            ));
         }
         if self.kind == ModelKind::Cloud && self.get("grant_jitter_pct") > 100 {
-            return Err(SpecError::BadValue {
-                model: self.kind.name(),
-                key: "grant_jitter_pct".into(),
-                value: self.get("grant_jitter_pct").to_string(),
-                why: "must be at most 100",
-            });
+            return Err(bad(
+                "grant_jitter_pct",
+                self.get("grant_jitter_pct").to_string(),
+                "must be at most 100",
+            ));
         }
         if self.kind == ModelKind::Fes && self.get("spread_run") == 0 {
-            return Err(SpecError::BadValue {
-                model: self.kind.name(),
-                key: "spread_run".into(),
-                value: "0".into(),
-                why: "a number of requests: at least 1",
-            });
+            return Err(bad(
+                "spread_run",
+                "0".into(),
+                "a number of requests: at least 1",
+            ));
         }
         for key in ["read_shared_queue", "write_shared_queue"] {
             if self.kind == ModelKind::Fes && self.get(key) > 1 {
-                return Err(SpecError::BadValue {
-                    model: self.kind.name(),
-                    key: key.into(),
-                    value: self.get(key).to_string(),
-                    why: "0 (a floor) or 1 (a queue)",
-                });
+                return Err(bad(
+                    key,
+                    self.get(key).to_string(),
+                    "0 (a floor) or 1 (a queue)",
+                ));
             }
         }
         for key in ["spread_pct", "shared_spread_pct"] {
             if self.kind == ModelKind::Fes && self.get(key) > 100 {
-                return Err(SpecError::BadValue {
-                    model: self.kind.name(),
-                    key: key.into(),
-                    value: self.get(key).to_string(),
-                    why: "a share of the service time: at most 100",
-                });
+                let why = "a share of the service time: at most 100";
+                return Err(bad(key, self.get(key).to_string(), why));
             }
         }
         Ok(())
@@ -592,42 +636,8 @@ impl DeviceSpec {
     pub fn build(&self) -> Box<dyn DeviceModel> {
         let g = |k| self.get(k);
         match self.kind {
-            ModelKind::Null => {
-                let d = NullBlk::new(
-                    g("completion_ns"),
-                    g("hw_queues") as u32,
-                    g("queue_depth") as u32,
-                    (g("mbps") > 0).then(|| g("mbps") as u32),
-                    self.capacity,
-                    self.seed,
-                );
-                Box::new(match self.zoned_params() {
-                    Some(p) => d.with_zones(super::Zones::new(p, self.capacity)),
-                    None => d,
-                })
-            }
-            ModelKind::Ssd => Box::new({
-                let mut d = Ssd::new(
-                    g("channels") as u32,
-                    g("read_ns"),
-                    g("write_ns"),
-                    match g("read_bps") {
-                        0 => g("read_mbps") * 1_000_000,
-                        bps => bps,
-                    },
-                    match g("write_bps") {
-                        0 => g("write_mbps") * 1_000_000,
-                        bps => bps,
-                    },
-                    g("nr_requests") as u32,
-                    self.capacity,
-                    g("jitter_pct") as u32,
-                    self.seed,
-                );
-                d.delay_ns = [g("read_delay_ns"), g("write_delay_ns")];
-                d.tail_ns = [g("read_tail_ns"), g("write_tail_ns")];
-                d
-            }),
+            ModelKind::Null => self.build_null(),
+            ModelKind::Ssd => Box::new(self.build_ssd()),
             ModelKind::Cloud => Box::new(Cloud::new(
                 g("iops"),
                 g("mbps") * 1_000_000,
@@ -649,31 +659,72 @@ impl DeviceSpec {
                 self.capacity,
                 self.seed,
             )),
-            ModelKind::Fes => {
-                let dir = |d: &str| FesDir {
-                    ns_4k: super::FES_DEPTHS.map(|q| self.get(&format!("{d}_ns_q{q}"))),
-                    ps_per_byte: [1, 16, 64].map(|q| self.get(&format!("{d}_ps_per_byte_q{q}"))),
-                    shared_ns: self.get(&format!("{d}_shared_ns")),
-                    max_bps: self.get(&format!("{d}_max_bps")),
-                    shared_queue: self.get(&format!("{d}_shared_queue")) == 1,
-                };
-                Box::new(
-                    Fes::new(
-                        dir("read"),
-                        dir("write"),
-                        g("spread_pct") as u32,
-                        g("spread_run") as u32,
-                        g("nr_requests") as u32,
-                        self.capacity,
-                        self.seed,
-                    )
-                    .with_shared_spread(
-                        g("shared_spread_pct") as u32,
-                        g("shared_spread_run") as u32,
-                    ),
-                )
-            }
+            ModelKind::Fes => Box::new(self.build_fes()),
         }
+    }
+
+    /// The `null` model, zoned when `zoned=1`.
+    fn build_null(&self) -> Box<dyn DeviceModel> {
+        let g = |k| self.get(k);
+        let d = NullBlk::new(
+            g("completion_ns"),
+            g("hw_queues") as u32,
+            g("queue_depth") as u32,
+            (g("mbps") > 0).then(|| g("mbps") as u32),
+            self.capacity,
+            self.seed,
+        );
+        Box::new(match self.zoned_params() {
+            Some(p) => d.with_zones(super::Zones::new(p, self.capacity)),
+            None => d,
+        })
+    }
+
+    /// The `ssd` model: `*_bps` win over `*_mbps` when set.
+    fn build_ssd(&self) -> Ssd {
+        let g = |k| self.get(k);
+        let mut d = Ssd::new(
+            g("channels") as u32,
+            g("read_ns"),
+            g("write_ns"),
+            match g("read_bps") {
+                0 => g("read_mbps") * 1_000_000,
+                bps => bps,
+            },
+            match g("write_bps") {
+                0 => g("write_mbps") * 1_000_000,
+                bps => bps,
+            },
+            g("nr_requests") as u32,
+            self.capacity,
+            g("jitter_pct") as u32,
+            self.seed,
+        );
+        d.delay_ns = [g("read_delay_ns"), g("write_delay_ns")];
+        d.tail_ns = [g("read_tail_ns"), g("write_tail_ns")];
+        d
+    }
+
+    /// The `fes` model: each direction's `{read,write}_*` keys.
+    fn build_fes(&self) -> Fes {
+        let g = |k| self.get(k);
+        let dir = |d: &str| FesDir {
+            ns_4k: super::FES_DEPTHS.map(|q| self.get(&format!("{d}_ns_q{q}"))),
+            ps_per_byte: [1, 16, 64].map(|q| self.get(&format!("{d}_ps_per_byte_q{q}"))),
+            shared_ns: self.get(&format!("{d}_shared_ns")),
+            max_bps: self.get(&format!("{d}_max_bps")),
+            shared_queue: self.get(&format!("{d}_shared_queue")) == 1,
+        };
+        Fes::new(
+            dir("read"),
+            dir("write"),
+            g("spread_pct") as u32,
+            g("spread_run") as u32,
+            g("nr_requests") as u32,
+            self.capacity,
+            self.seed,
+        )
+        .with_shared_spread(g("shared_spread_pct") as u32, g("shared_spread_run") as u32)
     }
 
     /// Help text listing every model's parameters and defaults.
