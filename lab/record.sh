@@ -35,13 +35,15 @@ ALONE=$(grep -v '^#' "$here/kernels" | awk '/iocost-alone/{print $1}')
 for rep in $RUNS; do
   for kver in $KERNELS; do
    case " $ALONE " in
-     *" $kver "*) boots=${BOOTS:-'^t0 ^c01 ^c02 ^c03 ^c04 ^c05 ^c06 ^c07 ^c08 ^c09 ^[ah] ^w'} ;;
-     *) boots=${BOOTS:-'^t0 ^c0 ^[ah] ^w'} ;;
+     *" $kver "*) boots=${BOOTS:-'^t0 ^c01 ^c02 ^c03 ^c04 ^c05 ^c06 ^c07 ^c08 ^c09 ^c10 ^[ah] ^w'} ;;
+     *) boots=${BOOTS:-'^t0 ^c0 ^c1 ^[ah] ^w'} ;;
    esac
    for boot in $boots; do
     # the boot's jobs, narrowed by JOBS when given
     n=$(python3 -c 'import re,sys,tomllib; m=tomllib.load(open(sys.argv[1],"rb")); print(sum(1 for j in m["job"] if re.search(sys.argv[2], j["name"]) and re.search(sys.argv[3], j["name"])))' "$here/matrix.toml" "$boot" "${JOBS:-.}")
     [ "$n" -gt 0 ] || continue
+    # the boot's vCPUs: a job's `smp = N` (every job of a boot agrees), else klab's default
+    smp=$(python3 -c 'import re,sys,tomllib; m=tomllib.load(open(sys.argv[1],"rb")); s={j.get("smp") for j in m["job"] if re.search(sys.argv[2], j["name"]) and re.search(sys.argv[3], j["name"])}; assert len(s) == 1, f"jobs of boot {sys.argv[2]} differ in smp: {s}"; v=s.pop(); print(v if v else "")' "$here/matrix.toml" "$boot" "${JOBS:-.}")
     work=$(mktemp -d /tmp/blkqos-lab.XXXXXX)
     # the guest runs a copy: rebuilding blkqos during a recording cannot change it
     cp "$BLKQOS" "$work/blkqos"
@@ -53,7 +55,7 @@ python3 "$here/guest_run.py" --matrix "$here/matrix.toml" --out /mnt/out --jobs 
 EOF
     echo "== $kver run $rep: $boot"
     # a failed boot keeps what it recorded; the console shows why
-    "$KLAB" run "$kver" "$work/guest.sh" "$work" || echo "== $kver run $rep: exit $? (see $work/.klab-console)"
+    KLAB_SMP=${smp:-${KLAB_SMP:-2}} "$KLAB" run "$kver" "$work/guest.sh" "$work" || echo "== $kver run $rep: exit $? (see $work/.klab-console)"
     # each job's kernel trace, reduced to the numbers lab compare --traces
     # puts beside blkqos's (the whole trace is kept with KEEP_TRACES=1)
     for t in "$work"/out/*/ktrace.txt; do
