@@ -1,7 +1,8 @@
 //! blkqos-core: the vocabulary every other blkqos crate speaks.
 //!
-//! * [`time`]: nanosecond [`Instant`] / [`Duration`] newtypes. Nothing in this
-//!   crate reads a clock: time is always an argument.
+//! * [`time`]: nanosecond [`Instant`] / [`Duration`] newtypes and the
+//!   kernel's tick counter, [`Jiffies`]. Nothing in this crate reads a
+//!   clock: time is always an argument.
 //! * [`io`]: what an IO is ([`Io`], [`IoOp`], [`Dir`], [`GroupId`], [`DevId`]).
 //! * [`controller`]: the sans-IO controller contract and the [`ControllerStack`]
 //!   that chains controllers in the kernel's order (blk-throttle, then rq-qos).
@@ -84,6 +85,6 @@ pub use controller::{
 };
 pub use hist::LatHist;
 pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp, Submitter};
-pub use time::{Duration, Instant};
+pub use time::{Duration, Instant, Jiffies};
 pub mod iocost;
 pub mod throttle;

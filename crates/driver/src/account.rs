@@ -32,7 +32,7 @@
 //! every request (start and completion), so it adds one subtraction and two
 //! additions per event, no clock read.
 
-use blkqos_core::{Instant, IoOp};
+use blkqos_core::{Instant, IoOp, Jiffies};
 
 /// How busy time is accounted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -132,7 +132,7 @@ pub struct DiskStats {
     /// `round-stats`: in-flight integral in request·jiffies.
     time_in_queue_jiffies: u64,
     /// `bd_stamp` in jiffies.
-    stamp_jiffies: u64,
+    stamp_jiffies: Jiffies,
     /// Exact-time stamp (ns) for the precise integrals.
     stamp: Instant,
 }
@@ -147,7 +147,7 @@ impl DiskStats {
     /// Jiffies count from a run start `phase_ns` into its jiffy.
     pub fn with_tick_phase(mut self, phase_ns: u64) -> Self {
         self.tick_phase_ns = phase_ns;
-        self.stamp_jiffies = Instant(phase_ns).jiffies(self.hz);
+        self.stamp_jiffies = Instant(phase_ns).to_jiffies(self.hz);
         self
     }
 
@@ -169,7 +169,7 @@ impl DiskStats {
             tick_phase_ns: 0,
             io_ticks_jiffies: 0,
             time_in_queue_jiffies: 0,
-            stamp_jiffies: 0,
+            stamp_jiffies: Jiffies::ZERO,
             stamp: Instant::ZERO,
         }
     }
@@ -212,7 +212,7 @@ impl DiskStats {
     /// of line: the default precise mode never comes here).
     #[inline(never)]
     fn update_jiffy_ticks(&mut self, now: Instant, end: bool) {
-        let j = Instant(now.as_ns() + self.tick_phase_ns).jiffies(self.hz);
+        let j = Instant(now.as_ns() + self.tick_phase_ns).to_jiffies(self.hz);
         let stamp = self.stamp_jiffies;
         match self.mode {
             TicksMode::Precise | TicksMode::Off => {}
@@ -220,8 +220,8 @@ impl DiskStats {
                 // part_round_stats: charge the elapsed jiffies if busy
                 let n = self.inflight();
                 if n > 0 && j > stamp {
-                    self.io_ticks_jiffies += j - stamp;
-                    self.time_in_queue_jiffies += n * (j - stamp);
+                    self.io_ticks_jiffies += j.since(stamp);
+                    self.time_in_queue_jiffies += n * j.since(stamp);
                 }
                 self.stamp_jiffies = j;
             }
@@ -234,14 +234,14 @@ impl DiskStats {
             TicksMode::SamplingV2 => {
                 if j > stamp {
                     self.stamp_jiffies = j;
-                    self.io_ticks_jiffies += if end { j - stamp } else { 1 };
+                    self.io_ticks_jiffies += if end { j.since(stamp) } else { 1 };
                 }
             }
             TicksMode::Inflight => {
                 if j > stamp {
                     self.stamp_jiffies = j;
                     if end || self.inflight() > 0 {
-                        self.io_ticks_jiffies += j - stamp;
+                        self.io_ticks_jiffies += j.since(stamp);
                     }
                 }
             }

@@ -25,7 +25,7 @@ use anyhow::{bail, Result};
 use blkqos_core::throttle::knob::{parse_io_max, Limits};
 use blkqos_core::throttle::{Throttle, ThrottleConfig, Variant};
 use blkqos_core::{
-    CgroupTree, Controller, ControllerStack, GroupId, Instant, Io, IoFlags, IoId, IoOp,
+    CgroupTree, Controller, ControllerStack, GroupId, Instant, Io, IoFlags, IoId, IoOp, Jiffies,
 };
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{HostModel, RunOptions};
@@ -134,7 +134,7 @@ fn throttle_cost(
             hz: 1000,
             rotational: false,
             flat: false,
-            jiffies_at_start: 0,
+            jiffies_at_start: Jiffies::ZERO,
             tick_phase_ns: 0,
         },
         &tree,

@@ -13,7 +13,7 @@ use crate::iocost::{IoCost, IoCostConfig, Reconfig, WeightWrite};
 use crate::throttle::knob::{parse_io_max, parse_v1, LimitWrite, Limits, V1File};
 use crate::throttle::paced::{Paced, PacedConfig};
 use crate::throttle::{Throttle, ThrottleConfig, Variant};
-use crate::{CgroupTree, ControllerStack, DevId, GroupId, Instant, PassThrough};
+use crate::{CgroupTree, ControllerStack, DevId, GroupId, Instant, Jiffies, PassThrough};
 use std::any::Any;
 use std::collections::BTreeMap;
 
@@ -383,7 +383,7 @@ fn push_throttle(
                     hz: opts.hz,
                     rotational: device.rotational,
                     flat: v1,
-                    jiffies_at_start: opts.jiffies_at_start,
+                    jiffies_at_start: Jiffies(opts.jiffies_at_start),
                     tick_phase_ns: opts.tick_phase_ns,
                 },
                 tree,

@@ -136,9 +136,12 @@
 //!   at once; waiters ahead of it woken by the same kick come out of the
 //!   next `on_timer` at the same instant (next_deadline = now).
 //! * The period timer runs where the kernel's timer wheel runs it: at the
-//!   start of the jiffy after its expiry (HZ is a parameter; `calc_index()`,
-//!   [`crate::time::timer_wheel_expiry`]); wait-queue hrtimers fire at
-//!   their soft expiry (the kernel may run
+//!   start of the jiffy after its expiry, coarser for expiries 63 jiffies
+//!   or more ahead (HZ is a parameter; `calc_index()`,
+//!   [`crate::time::timer_wheel_expiry`]). Its [`crate::time::Jiffies`]
+//!   read 0 at the run's first tick (blk-throttle's start at
+//!   `jiffies_at_start`), which only moves where the coarser levels round
+//!   to. Wait-queue hrtimers fire at their soft expiry (the kernel may run
 //!   them up to the 1% slack later). Due timers run in the order: knob
 //!   writes, period timer, wait-queue timers by expiry, then group index.
 //! * Divisors the kernel guarantees non-zero are clamped to ≥ 1, and a few

@@ -14,6 +14,7 @@ use super::vtime::{
 use super::weights::ceil_div;
 use super::IoCost;
 use crate::math::mul_div_floor;
+use crate::time::Jiffies;
 
 /// Completion samples since the last period (the kernel's per-CPU
 /// `ioc_pcpu_stat`, summed).
@@ -207,12 +208,13 @@ impl IoCost {
         self.period_at_us = now.now_us;
         self.period_at_vtime = now.vnow;
         let hz = self.cfg.hz.max(1);
+        // the clamped tick, not `Instant::to_jiffies`: no HZ panics here
         let tick = self.tick_ns();
         let phase = self.cfg.tick_phase_ns % tick;
-        let j = (now.now_ns + phase) / tick;
+        let j = Jiffies((now.now_ns + phase) / tick);
         let expires = j + usecs_to_jiffies(self.period_us, hz).max(1);
         let runs = crate::time::timer_wheel_expiry(expires, j);
-        self.period_timer_ns = Some(runs.saturating_mul(tick) - phase);
+        self.period_timer_ns = Some(runs.0.saturating_mul(tick) - phase);
     }
 
     /// linux block/blk-iocost.c: ioc_refresh_vrate().

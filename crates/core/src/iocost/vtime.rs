@@ -276,7 +276,9 @@ pub fn delay_for_overage_pct(vover_pct: i64) -> u64 {
     }
 }
 
-/// `usecs_to_jiffies`: round up to whole jiffies.
+/// `usecs_to_jiffies`: `us` microseconds as a count of jiffies at `hz`,
+/// rounded up to whole jiffies (add it to a [`crate::time::Jiffies`]).
+#[must_use]
 pub fn usecs_to_jiffies(us: u64, hz: u64) -> u64 {
     mul_div_ceil(us, hz, 1_000_000)
 }

@@ -14,6 +14,9 @@
 //! Worked example (tg_within_iops_limit): HZ=1000, slice=100, iops=1000 →
 //! 100 IOs per slice; IO #101 arriving 5 jiffies in waits 97 jiffies with the
 //! pre-2018 rule, 95 (the rest of the slice) after it.
+//! Points in time (`jiffies`, a slice's start and end, a dispatch time, a
+//! timer's expiry) are [`Jiffies`]; a slice length, an elapsed time and a
+//! wait are counts of jiffies (`u64`).
 //!
 //! # 3. Control
 //! An IO that fits the budget at its own group and every ancestor passes
@@ -95,7 +98,7 @@ pub mod variant;
 use crate::cgroup::{CgroupTree, GroupId};
 use crate::controller::{Clock, Controller, Verdict};
 use crate::io::{Io, IoFlags, IoOp};
-use crate::time::Instant;
+use crate::time::{Instant, Jiffies};
 use knob::{Limits, BPS_MAX, IOPS_MAX};
 use slice::DirBudget;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -121,7 +124,7 @@ pub struct ThrottleConfig {
     /// Value of `jiffies` when the run starts. A real machine's jiffies are
     /// arbitrary (boot time, `INITIAL_JIFFIES`), and slice ends are rounded
     /// to absolute multiples of the slice, so the phase matters.
-    pub jiffies_at_start: u64,
+    pub jiffies_at_start: Jiffies,
     /// Where in its jiffy the run starts, in ns (`0 .. 1e9/hz`): the
     /// jiffy boundaries fall at `k · tick − tick_phase_ns` of run time.
     /// A real run starts at an arbitrary point of a jiffy; the simulator
@@ -153,9 +156,9 @@ struct ServiceQueue {
     nr_queued_bps: [u32; 2],
     nr_queued_iops: [u32; 2],
     /// Pending children: (disptime_jiffy, insertion seq, group).
-    pending: BTreeSet<(u64, u64, usize)>,
+    pending: BTreeSet<(Jiffies, u64, usize)>,
     /// Armed timer: jiffy at which it fires.
-    timer_jiffy: Option<u64>,
+    timer_jiffy: Option<Jiffies>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -164,9 +167,9 @@ struct Tg {
     has_rules_bps: [bool; 2],
     has_rules_iops: [bool; 2],
     budget: [DirBudget; 2],
-    disptime_jiffy: u64,
+    disptime_jiffy: Jiffies,
     /// Key in the parent's pending set when pending.
-    pending_key: Option<(u64, u64)>,
+    pending_key: Option<(Jiffies, u64)>,
     was_empty: bool,
     iops_was_empty: bool,
     /// `THROTL_TG_CANCELING`: the group was removed; its queued bios
@@ -181,6 +184,7 @@ pub struct Throttle {
     clock: Clock,
     fault: crate::controller::Fault,
     cfg: ThrottleConfig,
+    /// Slice length (`td->throtl_slice`), a count of jiffies.
     slice_jiffies: u64,
     /// Index of the device-level service queue (after all groups).
     td: usize,
@@ -198,7 +202,7 @@ pub struct Throttle {
     /// Bios released to the device, waiting for `on_timer` to hand them out.
     out: Vec<Io>,
     /// Armed service-queue timers: (jiffy, deepest sq first on ties).
-    timers: BTreeSet<(u64, std::cmp::Reverse<usize>)>,
+    timers: BTreeSet<(Jiffies, std::cmp::Reverse<usize>)>,
     /// `throtl_log` messages since the last drain, while tracing is on.
     notes: Vec<trace::ThrotlNote>,
     trace_on: bool,
@@ -257,7 +261,8 @@ impl Throttle {
     pub fn config(&self) -> &ThrottleConfig {
         &self.cfg
     }
-    /// Slice length in jiffies.
+    /// Slice length (`td->throtl_slice`), a count of jiffies.
+    #[must_use]
     pub fn slice_jiffies(&self) -> u64 {
         self.slice_jiffies
     }
@@ -268,10 +273,11 @@ impl Throttle {
 
     /// The kernel's `jiffies` at `now`: the run starts at
     /// `cfg.jiffies_at_start`, which matters because slice ends are rounded
-    /// to absolute multiples of the slice (`roundup(jiffy_end, slice)`).
-    fn jiffies(&self, now: Instant) -> u64 {
-        self.cfg.jiffies_at_start
-            + Instant(now.as_ns() + self.cfg.tick_phase_ns).jiffies(self.cfg.hz)
+    /// to absolute multiples of the slice (`roundup(jiffy_end, slice)`);
+    /// the ticks since the run's epoch (`now` plus the phase) are added.
+    fn jiffies(&self, now: Instant) -> Jiffies {
+        let ticks = Instant(now.as_ns() + self.cfg.tick_phase_ns).to_jiffies(self.cfg.hz);
+        self.cfg.jiffies_at_start + ticks.since(Jiffies::ZERO)
     }
     fn self_qn(g: usize, d: usize) -> usize {
         g * 4 + d * 2
@@ -514,7 +520,7 @@ impl Throttle {
     }
 
     /// `tg_dispatch_bps_time`.
-    fn bps_time(&mut self, g: usize, bio: &Qio, j: u64) -> u64 {
+    fn bps_time(&mut self, g: usize, bio: &Qio, j: Jiffies) -> u64 {
         let d = bio.io.dir().idx();
         let bps = self.tgs[g].limits.bps[d];
         if bps == BPS_MAX || self.tgs[g].canceling || bio.bps_throttled || bio.tg_bps_charged {
@@ -533,7 +539,7 @@ impl Throttle {
     }
 
     /// `tg_dispatch_iops_time`.
-    fn iops_time(&mut self, g: usize, d: usize, j: u64) -> u64 {
+    fn iops_time(&mut self, g: usize, d: usize, j: Jiffies) -> u64 {
         let iops = self.tgs[g].limits.iops[d];
         if iops >= IOPS_MAX || self.tgs[g].canceling {
             return 0;
@@ -577,7 +583,7 @@ impl Throttle {
     /// `tg_dispatch_time` (mainline) or `tg_may_dispatch` (one queue):
     /// 0 if the head bio may leave `g` now, else the wait in jiffies.
     /// `Some(0)` vs `None` distinguishes the 2018 zero-wait refusal.
-    fn dispatch_time(&mut self, g: usize, bio: &mut Qio, j: u64) -> Result<(), u64> {
+    fn dispatch_time(&mut self, g: usize, bio: &mut Qio, j: Jiffies) -> Result<(), u64> {
         let d = bio.io.dir().idx();
         if self.cfg.variant.split_queues {
             let w = self.bps_time(g, bio, j);
@@ -596,7 +602,7 @@ impl Throttle {
 
     /// Legacy `tg_may_dispatch`: bytes and IO checked together (a split
     /// remainder's bytes are not checked again: `BIO_BPS_THROTTLED`).
-    fn may_dispatch(&mut self, g: usize, bio: &Qio, j: u64) -> Result<(), u64> {
+    fn may_dispatch(&mut self, g: usize, bio: &Qio, j: Jiffies) -> Result<(), u64> {
         let d = bio.io.dir().idx();
         let l = self.tgs[g].limits;
         if l.bps[d] == BPS_MAX && l.iops[d] >= IOPS_MAX || self.tgs[g].canceling {
@@ -628,7 +634,7 @@ impl Throttle {
     }
 
     /// `tg_within_limit` (split queues) or the legacy FIFO + may-dispatch.
-    fn within_limit(&mut self, g: usize, bio: &mut Qio, j: u64) -> bool {
+    fn within_limit(&mut self, g: usize, bio: &mut Qio, j: Jiffies) -> bool {
         let d = bio.io.dir().idx();
         if !self.cfg.variant.split_queues {
             return self.queued(g, d) == 0 && self.may_dispatch(g, bio, j).is_ok();
@@ -661,7 +667,7 @@ impl Throttle {
         }
     }
 
-    fn trim(&mut self, g: usize, d: usize, j: u64) {
+    fn trim(&mut self, g: usize, d: usize, j: Jiffies) {
         let l = self.tgs[g].limits;
         let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.trim);
         if self.tgs[g].budget[d].trim(l.bps[d], l.iops[d], rule, j, slice, hz) && self.trace_on {
@@ -670,7 +676,7 @@ impl Throttle {
     }
 
     /// `throtl_log(sq, "[%c] WHAT start=%lu end=%lu jiffies=%lu")`.
-    fn note_slice(&mut self, g: usize, d: usize, what: &str, j: u64) {
+    fn note_slice(&mut self, g: usize, d: usize, what: &str, j: Jiffies) {
         let b = &self.tgs[g].budget[d];
         let (start, end) = (b.slice_start_jiffy, b.slice_end_jiffy);
         let rw = if d == 0 { 'R' } else { 'W' };
@@ -678,10 +684,11 @@ impl Throttle {
     }
 
     /// `tg_update_disptime`.
-    fn update_disptime(&mut self, g: usize, j: u64) {
+    fn update_disptime(&mut self, g: usize, j: Jiffies) {
         if self.tgs[g].canceling {
             // the kernel skips the waits and adds its initial -1: the
-            // group is due since the jiffy before
+            // group is due since the jiffy before (floored at jiffy 0,
+            // where it is due all the same)
             self.dequeue_tg(g);
             self.tgs[g].disptime_jiffy = j.saturating_sub(1);
             self.enqueue_tg(g);
@@ -702,6 +709,10 @@ impl Throttle {
                 min_wait = min_wait.min(w);
             }
         }
+        // `disptime = jiffies + min_wait`; `min_wait` keeps its initial -1
+        // (u64::MAX) only if neither direction has a head bio, where the
+        // kernel's sum wraps to `jiffies - 1` and this one saturates (not
+        // reached: a group is updated with bios queued)
         let disptime_jiffy = j.saturating_add(min_wait);
         self.dequeue_tg(g);
         self.tgs[g].disptime_jiffy = disptime_jiffy;
@@ -713,7 +724,7 @@ impl Throttle {
     /// `mod_timer` on a service queue's pending timer at jiffy `j`: the
     /// timer wheel runs it a tick after `expires` (further out, at its
     /// level's granularity: [`crate::time::timer_wheel_expiry`]).
-    fn arm_timer(&mut self, sq: usize, expires: u64, j: u64) {
+    fn arm_timer(&mut self, sq: usize, expires: Jiffies, j: Jiffies) {
         let runs = crate::time::timer_wheel_expiry(expires, j);
         if let Some(old) = self.sqs[sq].timer_jiffy.replace(runs) {
             self.timers.remove(&(old, std::cmp::Reverse(sq)));
@@ -722,7 +733,7 @@ impl Throttle {
     }
 
     /// `throtl_schedule_next_dispatch`: `true` if nothing more is due now.
-    fn schedule_next_dispatch(&mut self, sq: usize, force: bool, j: u64) -> bool {
+    fn schedule_next_dispatch(&mut self, sq: usize, force: bool, j: Jiffies) -> bool {
         let Some(&(first, _, _)) = self.sqs[sq].pending.first() else {
             return true;
         };
@@ -731,7 +742,7 @@ impl Throttle {
             self.arm_timer(sq, expires, j);
             if self.trace_on {
                 // throtl_schedule_pending_timer
-                self.note(|| format!("schedule timer. delay={} jiffies={j}", expires - j));
+                self.note(|| format!("schedule timer. delay={} jiffies={j}", expires.since(j)));
             }
             return true;
         }
@@ -739,7 +750,7 @@ impl Throttle {
     }
 
     /// `tg_dispatch_one_bio`.
-    fn dispatch_one(&mut self, g: usize, d: usize, j: u64) {
+    fn dispatch_one(&mut self, g: usize, d: usize, j: Jiffies) {
         let Some(mut bio) = self.pop(g, d) else {
             return;
         };
@@ -762,7 +773,7 @@ impl Throttle {
     }
 
     /// `throtl_dispatch_tg`: up to 6 reads then 2 writes.
-    fn dispatch_tg(&mut self, g: usize, j: u64) -> u32 {
+    fn dispatch_tg(&mut self, g: usize, j: Jiffies) -> u32 {
         let max_reads = GRP_QUANTUM * 3 / 4;
         let max_writes = GRP_QUANTUM - max_reads;
         let mut n = 0;
@@ -788,7 +799,7 @@ impl Throttle {
     }
 
     /// `throtl_select_dispatch`.
-    fn select_dispatch(&mut self, sq: usize, j: u64) -> u32 {
+    fn select_dispatch(&mut self, sq: usize, j: Jiffies) -> u32 {
         let mut nr = 0;
         while let Some(&(t, _, g)) = self.sqs[sq].pending.first() {
             if j < t {
@@ -814,7 +825,7 @@ impl Throttle {
     }
 
     /// `throtl_pending_timer_fn` for service queue `sq`.
-    fn pending_timer(&mut self, mut sq: usize, j: u64) {
+    fn pending_timer(&mut self, mut sq: usize, j: Jiffies) {
         loop {
             let mut dispatched = false;
             loop {
@@ -968,8 +979,11 @@ impl Throttle {
     /// Earliest armed timer or scheduled limit change.
     pub fn deadline(&self) -> Option<Instant> {
         let t = self.timers.first().map(|&(j, _)| {
+            // the inverse of `jiffies()`: timers are armed at or after the
+            // current jiffy, never before the run's first
+            let ticks = Jiffies(j.since(self.cfg.jiffies_at_start));
             Instant(
-                Instant::from_jiffies(j.saturating_sub(self.cfg.jiffies_at_start), self.cfg.hz)
+                Instant::from_jiffies(ticks, self.cfg.hz)
                     .as_ns()
                     .saturating_sub(self.cfg.tick_phase_ns),
             )

@@ -1,13 +1,16 @@
 //! One group's budget in one direction: the slice and the wait rules
 //! (`tg_within_bps_limit`, `tg_within_iops_limit`, `throtl_start_new_slice`,
 //! `throtl_extend_slice`, `throtl_trim_slice`, `throtl_slice_used`).
-//! All times are jiffies; all math is the kernel's truncating integer math.
+//! Points in time are [`Jiffies`] (`now`, a slice's start and end); slice
+//! lengths, elapsed times and waits are counts of jiffies (`u64`); all math
+//! is the kernel's truncating integer math.
 
 use super::knob::{BPS_MAX, IOPS_MAX};
 use super::variant::{IopsWait, TrimRule};
 use crate::math::{rounddown, roundup};
+use crate::time::Jiffies;
 
-/// `calculate_bytes_allowed`: `bps · t / HZ`, or "unlimited" when the
+/// `calculate_bytes_allowed`: `bps · t / HZ` for `t` jiffies, or "unlimited" when the
 /// product could overflow (`ilog2(bps) + ilog2(t) − ilog2(HZ) > 62`).
 pub fn bytes_allowed(bps: u64, t: u64, hz: u64) -> u64 {
     if bps == BPS_MAX || t == 0 {
@@ -22,7 +25,7 @@ pub fn bytes_allowed(bps: u64, t: u64, hz: u64) -> u64 {
     }
 }
 
-/// `calculate_io_allowed`: `min(iops · t / HZ, UINT_MAX)`.
+/// `calculate_io_allowed`: `min(iops · t / HZ, UINT_MAX)` for `t` jiffies.
 pub fn io_allowed(iops: u64, t: u64, hz: u64) -> u64 {
     if iops >= IOPS_MAX {
         return IOPS_MAX;
@@ -41,9 +44,9 @@ pub struct DirBudget {
     /// IOs charged in the current slice.
     pub io_disp: i64,
     /// First jiffy of the current slice (`tg->slice_start[rw]`).
-    pub slice_start_jiffy: u64,
+    pub slice_start_jiffy: Jiffies,
     /// Last jiffy of the current slice (`tg->slice_end[rw]`).
-    pub slice_end_jiffy: u64,
+    pub slice_end_jiffy: Jiffies,
     /// IOs of split bios not yet taken into `io_disp` (`io_split_cnt`,
     /// 5.15 – 5.17 only; dropped when a new slice starts).
     pub io_split: i64,
@@ -51,12 +54,12 @@ pub struct DirBudget {
 
 impl DirBudget {
     /// `throtl_slice_used`: true unless `start ≤ now ≤ end`.
-    pub fn slice_used(&self, now: u64) -> bool {
+    pub fn slice_used(&self, now: Jiffies) -> bool {
         !(self.slice_start_jiffy <= now && now <= self.slice_end_jiffy)
     }
 
     /// `throtl_start_new_slice`.
-    pub fn start_new_slice(&mut self, now: u64, slice: u64, clear: bool) {
+    pub fn start_new_slice(&mut self, now: Jiffies, slice: u64, clear: bool) {
         if clear {
             self.bytes_disp = 0;
             self.io_disp = 0;
@@ -68,7 +71,7 @@ impl DirBudget {
 
     /// `throtl_start_new_slice_with_credit`: a parent whose slice is used
     /// restarts it no later than the child's slice start.
-    pub fn start_new_slice_with_credit(&mut self, now: u64, slice: u64, start: u64) {
+    pub fn start_new_slice_with_credit(&mut self, now: Jiffies, slice: u64, start: Jiffies) {
         self.bytes_disp = 0;
         self.io_disp = 0;
         self.io_split = 0;
@@ -78,13 +81,13 @@ impl DirBudget {
         self.slice_end_jiffy = now + slice;
     }
 
-    /// `throtl_set_slice_end`.
-    pub fn set_slice_end(&mut self, end: u64, slice: u64) {
-        self.slice_end_jiffy = roundup(end, slice);
+    /// `throtl_set_slice_end`: `roundup(jiffy_end, throtl_slice)`.
+    pub fn set_slice_end(&mut self, end: Jiffies, slice: u64) {
+        self.slice_end_jiffy = end.roundup(slice);
     }
 
     /// `throtl_extend_slice`: only ever lengthens.
-    pub fn extend_slice(&mut self, end: u64, slice: u64) {
+    pub fn extend_slice(&mut self, end: Jiffies, slice: u64) {
         if self.slice_end_jiffy < end {
             self.set_slice_end(end, slice);
         }
@@ -92,7 +95,7 @@ impl DirBudget {
 
     /// `tg_update_slice` (mainline) / the head of `tg_may_dispatch`
     /// (legacy): `true` when a new slice started.
-    pub fn update_slice(&mut self, now: u64, slice: u64, queued: bool) -> bool {
+    pub fn update_slice(&mut self, now: Jiffies, slice: u64, queued: bool) -> bool {
         if self.slice_used(now) && !queued {
             self.start_new_slice(now, slice, true);
             true
@@ -104,11 +107,11 @@ impl DirBudget {
 
     /// `tg_within_bps_limit`: 0 if `size` bytes may go now, else the wait
     /// in jiffies.
-    pub fn bps_wait(&self, bps: u64, size: u64, now: u64, slice: u64, hz: u64) -> u64 {
+    pub fn bps_wait(&self, bps: u64, size: u64, now: Jiffies, slice: u64, hz: u64) -> u64 {
         if bps == BPS_MAX {
             return 0;
         }
-        let elapsed = since(now, self.slice_start_jiffy);
+        let elapsed = self.elapsed(now);
         let rnd = roundup(if elapsed == 0 { slice } else { elapsed }, slice);
         let allowed = bytes_allowed(bps, rnd, hz);
         let need = self.bytes_disp as i128 + size as i128;
@@ -130,14 +133,14 @@ impl DirBudget {
         &self,
         iops: u64,
         rule: IopsWait,
-        now: u64,
+        now: Jiffies,
         slice: u64,
         hz: u64,
     ) -> Option<u64> {
         if iops >= IOPS_MAX {
             return None;
         }
-        let elapsed = since(now, self.slice_start_jiffy);
+        let elapsed = self.elapsed(now);
         let rnd = match rule {
             IopsWait::Legacy | IopsWait::SliceRemainder => {
                 roundup(if elapsed == 0 { slice } else { elapsed }, slice)
@@ -171,7 +174,7 @@ impl DirBudget {
         bps: u64,
         iops: u64,
         rule: TrimRule,
-        now: u64,
+        now: Jiffies,
         slice: u64,
         hz: u64,
     ) -> bool {
@@ -188,8 +191,15 @@ impl DirBudget {
     /// The body of `throtl_trim_slice` before 2025: trim every whole
     /// elapsed slice from both counters (floored at 0) and move the start.
     #[inline]
-    fn trim_whole_slices(&mut self, bps: u64, iops: u64, now: u64, slice: u64, hz: u64) -> bool {
-        let n = (since(now, self.slice_start_jiffy)) / slice;
+    fn trim_whole_slices(
+        &mut self,
+        bps: u64,
+        iops: u64,
+        now: Jiffies,
+        slice: u64,
+        hz: u64,
+    ) -> bool {
+        let n = self.elapsed(now) / slice;
         if n == 0 {
             return false;
         }
@@ -225,8 +235,15 @@ impl DirBudget {
     /// extra slice, trim the rest through `throtl_trim_bps` and
     /// `throtl_trim_iops`, and move the start.
     #[inline]
-    fn trim_keep_one_slice(&mut self, bps: u64, iops: u64, now: u64, slice: u64, hz: u64) -> bool {
-        let mut t = rounddown(since(now, self.slice_start_jiffy), slice);
+    fn trim_keep_one_slice(
+        &mut self,
+        bps: u64,
+        iops: u64,
+        now: Jiffies,
+        slice: u64,
+        hz: u64,
+    ) -> bool {
+        let mut t = rounddown(self.elapsed(now), slice);
         if t < 2 * slice {
             return false;
         }
@@ -284,13 +301,13 @@ impl DirBudget {
     /// -(allowed(elapsed) - disp)`), and an unlimited one starts from 0;
     /// with nothing queued both start from 0. (6.1 – 6.14 keep the carry
     /// in `carryover_*` beside a zeroed disp; the sums are the same.)
-    pub fn carryover(&mut self, bps: u64, iops: u64, queued: bool, now: u64, hz: u64) {
+    pub fn carryover(&mut self, bps: u64, iops: u64, queued: bool, now: Jiffies, hz: u64) {
         if !queued {
             self.bytes_disp = 0;
             self.io_disp = 0;
             return;
         }
-        let elapsed = since(now, self.slice_start_jiffy);
+        let elapsed = self.elapsed(now);
         // the carry is taken only when the old limit allowed something
         // (the kernel's overflow guard), else the counter starts from 0
         let bytes_carry = match bytes_allowed(bps, elapsed, hz) {
@@ -307,16 +324,16 @@ impl DirBudget {
         self.bytes_disp = -bytes_carry;
         self.io_disp = -io_carry;
     }
-}
 
-/// Jiffies from a slice's start to `now`. A slice never starts after the
-/// jiffy it is read at (`throtl_start_new_slice*` sets the start to now or
-/// earlier): checked in debug builds; a release build saturates at 0
-/// rather than wrap.
-#[inline]
-fn since(now: u64, start: u64) -> u64 {
-    debug_assert!(now >= start, "slice starts at jiffy {start}, after {now}");
-    now.saturating_sub(start)
+    /// Jiffies from the slice's start to `now` (the kernel's `jiffies -
+    /// tg->slice_start[rw]`). A slice never starts after the jiffy it is
+    /// read at (`throtl_start_new_slice*` sets the start to now or earlier,
+    /// a trim moves it by whole slices that have passed): [`Jiffies::since`]
+    /// checks it in debug builds.
+    #[inline]
+    fn elapsed(&self, now: Jiffies) -> u64 {
+        now.since(self.slice_start_jiffy)
+    }
 }
 
 #[cfg(test)]
@@ -324,6 +341,7 @@ mod tests {
     use super::*;
 
     fn budget(io_disp: i64, start: u64) -> DirBudget {
+        let start = Jiffies(start);
         DirBudget {
             bytes_disp: 0,
             io_disp,
@@ -337,18 +355,21 @@ mod tests {
     #[test]
     fn b11_iops_1000() {
         let b = budget(100, 0);
-        assert_eq!(b.iops_wait(1000, IopsWait::Legacy, 5, 100, 1000), Some(97));
         assert_eq!(
-            b.iops_wait(1000, IopsWait::SliceRemainder, 5, 100, 1000),
+            b.iops_wait(1000, IopsWait::Legacy, Jiffies(5), 100, 1000),
+            Some(97)
+        );
+        assert_eq!(
+            b.iops_wait(1000, IopsWait::SliceRemainder, Jiffies(5), 100, 1000),
             Some(95)
         );
         assert_eq!(
-            b.iops_wait(1000, IopsWait::SliceRemainderFixed, 5, 100, 1000),
+            b.iops_wait(1000, IopsWait::SliceRemainderFixed, Jiffies(5), 100, 1000),
             Some(95)
         );
         // at elapsed = 100 the fixed rule rounds to 200: 200 allowed
         assert_eq!(
-            b.iops_wait(1000, IopsWait::SliceRemainderFixed, 100, 100, 1000),
+            b.iops_wait(1000, IopsWait::SliceRemainderFixed, Jiffies(100), 100, 1000),
             None
         );
     }
@@ -357,12 +378,18 @@ mod tests {
     #[test]
     fn b11_iops_10() {
         let b = budget(1, 0);
-        assert_eq!(b.iops_wait(10, IopsWait::Legacy, 0, 100, 1000), Some(201));
         assert_eq!(
-            b.iops_wait(10, IopsWait::SliceRemainderFixed, 0, 100, 1000),
+            b.iops_wait(10, IopsWait::Legacy, Jiffies(0), 100, 1000),
+            Some(201)
+        );
+        assert_eq!(
+            b.iops_wait(10, IopsWait::SliceRemainderFixed, Jiffies(0), 100, 1000),
             Some(100)
         );
-        assert_eq!(b.iops_wait(10, IopsWait::Mainline, 0, 100, 1000), Some(101));
+        assert_eq!(
+            b.iops_wait(10, IopsWait::Mainline, Jiffies(0), 100, 1000),
+            Some(101)
+        );
     }
 
     /// The 2019 bug: an exact slice multiple gives a zero wait.
@@ -371,16 +398,16 @@ mod tests {
         let b = budget(20, 0);
         // iops 100, slice 100: 10 allowed per slice; at elapsed 200, 20 allowed
         assert_eq!(
-            b.iops_wait(100, IopsWait::SliceRemainder, 200, 100, 1000),
+            b.iops_wait(100, IopsWait::SliceRemainder, Jiffies(200), 100, 1000),
             Some(0)
         );
         assert_eq!(
-            b.iops_wait(100, IopsWait::SliceRemainderFixed, 200, 100, 1000),
+            b.iops_wait(100, IopsWait::SliceRemainderFixed, Jiffies(200), 100, 1000),
             None
         );
         let b = budget(30, 0);
         assert_eq!(
-            b.iops_wait(100, IopsWait::SliceRemainderFixed, 200, 100, 1000),
+            b.iops_wait(100, IopsWait::SliceRemainderFixed, Jiffies(200), 100, 1000),
             Some(100)
         );
     }
@@ -391,11 +418,17 @@ mod tests {
         let b = budget(0, 0);
         // io_allowed(20) = 0 -> must wait; mainline guarantees HZ/iops + 1
         assert_eq!(
-            b.iops_wait(5, IopsWait::SliceRemainderFixed, 0, 20, 1000),
+            b.iops_wait(5, IopsWait::SliceRemainderFixed, Jiffies(0), 20, 1000),
             Some(20)
         );
-        assert_eq!(b.iops_wait(5, IopsWait::Mainline, 0, 20, 1000), Some(201));
-        assert_eq!(b.iops_wait(5, IopsWait::Mainline, 199, 20, 1000), None);
+        assert_eq!(
+            b.iops_wait(5, IopsWait::Mainline, Jiffies(0), 20, 1000),
+            Some(201)
+        );
+        assert_eq!(
+            b.iops_wait(5, IopsWait::Mainline, Jiffies(199), 20, 1000),
+            None
+        );
     }
 
     /// The seed experiment's numbers: riops=100, slice 20, IO #3 at 8 ms.
@@ -404,13 +437,16 @@ mod tests {
         let b = DirBudget {
             bytes_disp: 0,
             io_disp: 2,
-            slice_start_jiffy: 0,
-            slice_end_jiffy: 20,
+            slice_start_jiffy: Jiffies(0),
+            slice_end_jiffy: Jiffies(20),
             io_split: 0,
         };
-        assert_eq!(b.iops_wait(100, IopsWait::Legacy, 8, 20, 1000), Some(23));
         assert_eq!(
-            b.iops_wait(100, IopsWait::SliceRemainderFixed, 8, 20, 1000),
+            b.iops_wait(100, IopsWait::Legacy, Jiffies(8), 20, 1000),
+            Some(23)
+        );
+        assert_eq!(
+            b.iops_wait(100, IopsWait::SliceRemainderFixed, Jiffies(8), 20, 1000),
             Some(12)
         );
     }
@@ -422,12 +458,12 @@ mod tests {
             bytes_disp: 104_857,
             ..budget(0, 0)
         };
-        assert_eq!(b.bps_wait(1 << 20, 4096, 10, 100, 1000), 3 + 90);
-        assert_eq!(b.bps_wait(1 << 20, 0, 10, 100, 1000), 0);
-        assert_eq!(b.bps_wait(BPS_MAX, 1 << 30, 10, 100, 1000), 0);
+        assert_eq!(b.bps_wait(1 << 20, 4096, Jiffies(10), 100, 1000), 3 + 90);
+        assert_eq!(b.bps_wait(1 << 20, 0, Jiffies(10), 100, 1000), 0);
+        assert_eq!(b.bps_wait(BPS_MAX, 1 << 30, Jiffies(10), 100, 1000), 0);
         // elapsed 0 considers one whole slice
         let b = budget(0, 50);
-        assert_eq!(b.bps_wait(1 << 20, 4096, 50, 100, 1000), 0);
+        assert_eq!(b.bps_wait(1 << 20, 4096, Jiffies(50), 100, 1000), 0);
     }
 
     #[test]
@@ -444,24 +480,31 @@ mod tests {
         let mut b = DirBudget {
             bytes_disp: 0,
             io_disp: 30,
-            slice_start_jiffy: 0,
-            slice_end_jiffy: 300,
+            slice_start_jiffy: Jiffies(0),
+            slice_end_jiffy: Jiffies(300),
             io_split: 0,
         };
-        b.trim(BPS_MAX, 100, TrimRule::KeepOneSlice, 250, 100, 1000);
+        b.trim(
+            BPS_MAX,
+            100,
+            TrimRule::KeepOneSlice,
+            Jiffies(250),
+            100,
+            1000,
+        );
         // rounddown(250) = 200 >= 2 slices; trim 100 jiffies = 10 IOs
-        assert_eq!(b.slice_start_jiffy, 100);
+        assert_eq!(b.slice_start_jiffy, Jiffies(100));
         assert_eq!(b.io_disp, 20);
-        assert_eq!(b.slice_end_jiffy, 400);
+        assert_eq!(b.slice_end_jiffy, Jiffies(400));
         let mut c = DirBudget {
             bytes_disp: 0,
             io_disp: 30,
-            slice_start_jiffy: 0,
-            slice_end_jiffy: 300,
+            slice_start_jiffy: Jiffies(0),
+            slice_end_jiffy: Jiffies(300),
             io_split: 0,
         };
-        c.trim(BPS_MAX, 100, TrimRule::WholeSlices, 250, 100, 1000);
-        assert_eq!(c.slice_start_jiffy, 200);
+        c.trim(BPS_MAX, 100, TrimRule::WholeSlices, Jiffies(250), 100, 1000);
+        assert_eq!(c.slice_start_jiffy, Jiffies(200));
         assert_eq!(c.io_disp, 10);
     }
 
@@ -473,11 +516,11 @@ mod tests {
         let mut b = DirBudget {
             bytes_disp: 40 << 20,
             io_disp: 3,
-            slice_start_jiffy: 0,
-            slice_end_jiffy: 100,
+            slice_start_jiffy: Jiffies(0),
+            slice_end_jiffy: Jiffies(100),
             io_split: 0,
         };
-        b.carryover(BPS_MAX, 100, true, 50, 1000);
+        b.carryover(BPS_MAX, 100, true, Jiffies(50), 1000);
         assert_eq!(b.bytes_disp, 0);
         assert_eq!(b.io_disp, -2);
         // both old limits max: both counters restart
@@ -486,14 +529,14 @@ mod tests {
             io_disp: 9,
             ..b
         };
-        c.carryover(BPS_MAX, IOPS_MAX, true, 50, 1000);
+        c.carryover(BPS_MAX, IOPS_MAX, true, Jiffies(50), 1000);
         assert_eq!((c.bytes_disp, c.io_disp), (0, 0));
         // nothing allowed yet (same jiffy as the slice start): no carry
         let mut d = DirBudget {
             io_disp: 4,
             ..budget(0, 50)
         };
-        d.carryover(BPS_MAX, 100, true, 50, 1000);
+        d.carryover(BPS_MAX, 100, true, Jiffies(50), 1000);
         assert_eq!(d.io_disp, 0);
     }
 
@@ -505,35 +548,52 @@ mod tests {
         let mut b = DirBudget {
             bytes_disp: 12345,
             io_disp: 30,
-            slice_start_jiffy: 0,
-            slice_end_jiffy: 300,
+            slice_start_jiffy: Jiffies(0),
+            slice_end_jiffy: Jiffies(300),
             io_split: 0,
         };
-        b.trim(BPS_MAX, 100, TrimRule::KeepOneSlice, 250, 100, 1000);
+        b.trim(
+            BPS_MAX,
+            100,
+            TrimRule::KeepOneSlice,
+            Jiffies(250),
+            100,
+            1000,
+        );
         assert_eq!(b.bytes_disp, 12345);
-        assert_eq!((b.io_disp, b.slice_start_jiffy), (20, 100));
+        assert_eq!((b.io_disp, b.slice_start_jiffy), (20, Jiffies(100)));
         let mut c = DirBudget {
             bytes_disp: 12345,
             io_disp: 30,
-            slice_start_jiffy: 0,
-            slice_end_jiffy: 300,
+            slice_start_jiffy: Jiffies(0),
+            slice_end_jiffy: Jiffies(300),
             io_split: 0,
         };
-        c.trim(BPS_MAX, IOPS_MAX, TrimRule::KeepOneSlice, 250, 100, 1000);
+        c.trim(
+            BPS_MAX,
+            IOPS_MAX,
+            TrimRule::KeepOneSlice,
+            Jiffies(250),
+            100,
+            1000,
+        );
         assert_eq!(
             (c.bytes_disp, c.io_disp, c.slice_start_jiffy),
-            (12345, 30, 0)
+            (12345, 30, Jiffies(0))
         );
         // whole-slice trim (6.1 - 6.14) trims a max dimension to 0
         let mut w = DirBudget {
             bytes_disp: 12345,
             io_disp: 30,
-            slice_start_jiffy: 0,
-            slice_end_jiffy: 300,
+            slice_start_jiffy: Jiffies(0),
+            slice_end_jiffy: Jiffies(300),
             io_split: 0,
         };
-        w.trim(BPS_MAX, 100, TrimRule::WholeSlices, 250, 100, 1000);
-        assert_eq!((w.bytes_disp, w.io_disp, w.slice_start_jiffy), (0, 10, 200));
+        w.trim(BPS_MAX, 100, TrimRule::WholeSlices, Jiffies(250), 100, 1000);
+        assert_eq!(
+            (w.bytes_disp, w.io_disp, w.slice_start_jiffy),
+            (0, 10, Jiffies(200))
+        );
     }
 
     #[test]
@@ -541,15 +601,15 @@ mod tests {
         let mut b = DirBudget {
             bytes_disp: 0,
             io_disp: 3,
-            slice_start_jiffy: 0,
-            slice_end_jiffy: 100,
+            slice_start_jiffy: Jiffies(0),
+            slice_end_jiffy: Jiffies(100),
             io_split: 0,
         };
         // 50 jiffies at 100 iops allowed 5, used 3 -> 2 IOs of credit
-        b.carryover(BPS_MAX, 100, true, 50, 1000);
+        b.carryover(BPS_MAX, 100, true, Jiffies(50), 1000);
         assert_eq!(b.io_disp, -2);
         let mut c = b;
-        c.carryover(BPS_MAX, 100, false, 50, 1000);
+        c.carryover(BPS_MAX, 100, false, Jiffies(50), 1000);
         assert_eq!(c.io_disp, 0);
     }
 }

@@ -19,7 +19,7 @@ pub(super) fn cfg(name: &str) -> ThrottleConfig {
         hz: 1000,
         rotational: false,
         flat: false,
-        jiffies_at_start: 0,
+        jiffies_at_start: Jiffies::ZERO,
         tick_phase_ns: 0,
     }
 }

@@ -228,7 +228,8 @@ impl Variant {
         })
     }
 
-    /// Slice length in jiffies for a device.
+    /// Slice length for a device (`throtl_slice`), a count of jiffies.
+    #[must_use]
     pub fn slice_jiffies(&self, hz: u64, rotational: bool) -> u64 {
         match (self.slice, rotational) {
             (SliceRule::SsdHz50, false) => (hz / 50).max(1),

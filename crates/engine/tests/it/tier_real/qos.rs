@@ -12,7 +12,7 @@ use crate::util;
 
 use blkqos_core::throttle::knob::Limits;
 use blkqos_core::throttle::{variant, Throttle, ThrottleConfig};
-use blkqos_core::{CgroupTree, ControllerStack, Duration, Instant, Io};
+use blkqos_core::{CgroupTree, ControllerStack, Duration, Instant, Io, Jiffies};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{Backend, Completion, HostModel, RunOptions};
 use blkqos_engine::{host_model, BackendKind, EngineOptions};
@@ -65,7 +65,7 @@ fn io_max_dispatch_windows<B: Backend>(what: &str, backend: &mut B, host: HostMo
             hz: 1000,
             rotational: false,
             flat: false,
-            jiffies_at_start: 0,
+            jiffies_at_start: Jiffies::ZERO,
             tick_phase_ns: 0,
         },
         &tree,
