@@ -104,8 +104,9 @@
 //!    node off the list has `active == inuse == 0`.
 //! 4. Waiters, debt and delay exist only on active groups; a debtor has
 //!    `inuse == 1`; a group with waiters has its wake-up timer armed.
-//! 5. `vtime − done_vtime` equals the cost of the group's committed IOs in
-//!    flight, and the per-IO records add up to it.
+//! 5. `vtime − done_vtime` equals the summed cost of the group's committed
+//!    IOs in flight (`inflight_cost`; each IO carries its own share in
+//!    [`Io::cost_vtime`]).
 //! 6. The waiter count matches the queues; an active group means the
 //!    period timer is running and armed.
 //! 7. The wait-queue timer queue is a heap of exactly the armed timers.
