@@ -326,7 +326,7 @@ struct JobSlot {
     /// requests, a polled submission queue, sg's write commands.
     engine: start::EngineIo,
     /// `flow=`: the clone's flow group membership ([`start`]).
-    flow: Option<start::FlowSlot>,
+    flow: Option<flow::FlowSlot>,
     /// `wait_for=`: the clones that must end before this one starts ([`exit`]).
     waits_for: Vec<usize>,
     /// Another job's end stopped this one (`exitall`, [`exit`]).
@@ -537,8 +537,8 @@ struct Loop<'a, B: Backend> {
     max_segments: u32,
     /// The drain was given up: nothing more goes to the backend.
     abandoned: bool,
-    /// `flow_id` groups: (shared IO counter, total weight) (fio flow.c).
-    flows: std::collections::BTreeMap<u32, (u64, u64)>,
+    /// `flow_id` groups (fio flow.c).
+    flows: flow::Flows,
     /// Some job writes fio logs ([`Loop::drain_job_logs`]).
     job_logs: bool,
     /// The fio processes (scenario invocations) with `exitall` (fio's
@@ -1621,6 +1621,7 @@ mod assemble;
 mod buffered;
 mod exit;
 mod finish;
+mod flow;
 mod medium;
 mod start;
 mod steady;

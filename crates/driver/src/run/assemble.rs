@@ -78,7 +78,7 @@ impl<'a, B: Backend> Loop<'a, B> {
             merged: std::collections::BTreeMap::new(),
             max_segments: u32::MAX,
             abandoned: false,
-            flows: std::collections::BTreeMap::new(),
+            flows: super::flow::Flows::default(),
             job_logs: false,
             exitall: std::collections::BTreeSet::new(),
             exit_rules: false,

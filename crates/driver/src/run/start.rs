@@ -121,16 +121,6 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
     }
 }
 
-/// A clone in a `flow_id` group: its weight and the IOs it issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct FlowSlot {
-    id: u32,
-    weight: u64,
-    count: u64,
-    /// Still counted in its group (it leaves when it ends).
-    member: bool,
-}
-
 impl<B: Backend> Loop<'_, B> {
     /// A pending clone starts at `now` if its gate is open; a stop ends
     /// it unstarted (fio does not start jobs after it is told to stop).
@@ -164,34 +154,21 @@ impl<B: Backend> Loop<'_, B> {
         true
     }
 
-    /// fio `flow_init_job`: a starting clone with `flow=` adds its weight
-    /// to its group (a new group's counter starts at 1).
+    /// fio `flow_init_job`: a starting clone with `flow=` joins its group.
     pub(super) fn join_flow(&mut self, j: usize) {
         let f = self.jobs[j].job.spec().flow;
-        if f.weight <= 0 {
-            return;
+        if let Some(slot) = self.flows.join(f.id, f.weight) {
+            self.jobs[j].flow = Some(slot);
         }
-        let weight = f.weight as u64;
-        let g = self.flows.entry(f.id).or_insert((1, 0));
-        g.1 += weight;
-        self.jobs[j].flow = Some(FlowSlot {
-            id: f.id,
-            weight,
-            count: 0,
-            member: true,
-        });
     }
 
-    /// fio `flow_threshold_exceeded`: the clone is over its share when its
-    /// part of the group's IOs exceeds its part of the group's weight.
+    /// Whether the clone is over its flow share ([`Flows::over_share`]).
     #[inline(never)]
     pub(super) fn update_flow(&mut self, j: usize) {
         let Some(f) = self.jobs[j].flow else {
             return;
         };
-        let (counter, total) = self.flows.get(&f.id).copied().unwrap_or((1, 1));
-        let blocked = f.member
-            && (f.count as f64 / counter.max(1) as f64) > (f.weight as f64 / total.max(1) as f64);
+        let blocked = self.flows.over_share(&f);
         self.jobs[j].job.set_flow_blocked(blocked);
     }
 
@@ -199,10 +176,7 @@ impl<B: Backend> Loop<'_, B> {
     #[inline(never)]
     pub(super) fn count_flow_issue(&mut self, j: usize) {
         if let Some(f) = &mut self.jobs[j].flow {
-            f.count += 1;
-            if let Some(g) = self.flows.get_mut(&f.id) {
-                g.0 += 1;
-            }
+            self.flows.count_issue(f);
         }
         self.update_flow(j);
     }
@@ -210,16 +184,8 @@ impl<B: Backend> Loop<'_, B> {
     /// fio `flow_exit_job`: an ended clone takes its IOs and weight out.
     #[inline(never)]
     pub(super) fn leave_flow(&mut self, j: usize) {
-        let Some(f) = &mut self.jobs[j].flow else {
-            return;
-        };
-        if !f.member {
-            return;
-        }
-        f.member = false;
-        if let Some(g) = self.flows.get_mut(&f.id) {
-            g.0 = g.0.saturating_sub(f.count).max(1);
-            g.1 = g.1.saturating_sub(f.weight);
+        if let Some(f) = &mut self.jobs[j].flow {
+            self.flows.leave(f);
         }
     }
 
