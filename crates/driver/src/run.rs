@@ -541,11 +541,8 @@ struct Loop<'a, B: Backend> {
     flows: flow::Flows,
     /// Some job writes fio logs ([`Loop::drain_job_logs`]).
     job_logs: bool,
-    /// The fio processes (scenario invocations) with `exitall` (fio's
-    /// global `exitall_on_terminate`).
-    exitall: std::collections::BTreeSet<u32>,
-    /// Some job ends others (`exitall`, `exitall_on_error`): check ends.
-    exit_rules: bool,
+    /// The exit rules (`exitall`, `exitall_on_error`; [`exit`]).
+    exits: exit::Exits,
     /// The medium's contents and each clone's buffer contents, when a job
     /// compares data with it ([`medium`]).
     medium: Option<(medium::Medium, Vec<medium::Contents>)>,
@@ -1224,11 +1221,11 @@ impl<B: Backend> Loop<'_, B> {
         }
         // fio eta.c calc_thread_status: with exitall the first job to end
         // ends the run, so the run's ETA is the shortest job's
-        let all_exitall = !self.exitall.is_empty()
+        let all_exitall = self.exits.any_exitall()
             && self
                 .jobs
                 .iter()
-                .all(|s| self.exitall.contains(&s.job.spec().control.invocation));
+                .all(|s| self.exits.exitall(s.job.spec().control.invocation));
         if all_exitall {
             return self
                 .jobs
@@ -1452,7 +1449,7 @@ impl<B: Backend> Loop<'_, B> {
             }
         }
         // a job that ended stopped others: step them again at once
-        Ok((self.exit_rules && self.check_exits()) || steady_stopped)
+        Ok((self.exits.any && self.check_exits()) || steady_stopped)
     }
 
     /// When the loop must look again: the controllers' next deadline, the

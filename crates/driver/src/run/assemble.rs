@@ -80,8 +80,7 @@ impl<'a, B: Backend> Loop<'a, B> {
             abandoned: false,
             flows: super::flow::Flows::default(),
             job_logs: false,
-            exitall: std::collections::BTreeSet::new(),
-            exit_rules: false,
+            exits: exit::Exits::default(),
             medium: None,
         }
     }
@@ -93,18 +92,7 @@ impl<'a, B: Backend> Loop<'a, B> {
     #[inline(never)]
     pub(super) fn configure(&mut self, opts: &RunOptions, t0: Instant) -> bool {
         exit::link_waits(&mut self.jobs);
-        self.exitall = self
-            .jobs
-            .iter()
-            .map(|s| &s.job.spec().control)
-            .filter(|c| c.exitall)
-            .map(|c| c.invocation)
-            .collect();
-        self.exit_rules = !self.exitall.is_empty()
-            || self
-                .jobs
-                .iter()
-                .any(|s| s.job.spec().control.exitall_on_error);
+        self.exits = exit::Exits::of(&self.jobs);
         self.job_logs = self.jobs.iter().any(|s| s.job.spec().logs.any());
         let steady = steady::setup(&mut self.jobs);
         if medium::Medium::needed(self.jobs.iter().map(|s| s.job.spec())) {

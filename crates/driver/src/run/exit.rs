@@ -6,6 +6,42 @@
 use super::{start::Gate, JobSlot, Loop, SlotState};
 use crate::backend::Backend;
 use blkqos_workload::spec_run::ExitWhat;
+use std::collections::BTreeSet;
+
+/// The run's exit rules.
+#[derive(Debug, Default)]
+pub(super) struct Exits {
+    /// The fio processes (scenario invocations) with `exitall` (fio's
+    /// global `exitall_on_terminate`).
+    exitall: BTreeSet<u32>,
+    /// Some job ends others (`exitall`, `exitall_on_error`): the loop
+    /// checks the jobs' ends.
+    pub(super) any: bool,
+}
+
+impl Exits {
+    /// The exit rules of the clones `jobs`.
+    pub(super) fn of(jobs: &[JobSlot]) -> Self {
+        let exitall: BTreeSet<u32> = jobs
+            .iter()
+            .map(|s| &s.job.spec().control)
+            .filter(|c| c.exitall)
+            .map(|c| c.invocation)
+            .collect();
+        let any = !exitall.is_empty() || jobs.iter().any(|s| s.job.spec().control.exitall_on_error);
+        Exits { exitall, any }
+    }
+
+    /// Does fio process `invocation` have `exitall`?
+    pub(super) fn exitall(&self, invocation: u32) -> bool {
+        self.exitall.contains(&invocation)
+    }
+
+    /// Does any fio process have `exitall`?
+    pub(super) fn any_exitall(&self) -> bool {
+        !self.exitall.is_empty()
+    }
+}
 
 /// For each clone, the clones it waits for (`wait_for=NAME`: every clone
 /// of every job named `NAME`, its own name's clones aside). A clone that
@@ -60,7 +96,7 @@ impl<B: Backend> Loop<'_, B> {
             slot.exit_seen = true;
             let c = &slot.job.spec().control;
             let inv = c.invocation;
-            let exitall = self.exitall.contains(&inv);
+            let exitall = self.exits.exitall(inv);
             if exitall || (c.exitall_on_error && slot.job.error() != 0) {
                 let (what, group) = (c.exit_what, slot.job.spec().group_id);
                 stopped |= self.terminate(inv, group, what);
