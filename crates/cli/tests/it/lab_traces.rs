@@ -396,3 +396,57 @@ fn c05_blkqos_matches_the_one_vcpu_kernel() {
         15.0,
     );
 }
+
+/// iocost's `iocg_inuse_update` tracepoints from blkqos, in the kernel's
+/// format (`[dev:cgroup] now=US inuse=OLD->NEW hw_inuse=OLD->NEW`): in c03
+/// the weight-400 group at `rate_iops=200` donates, so `transfer_surpluses()`
+/// lowers its inuse from its whole weight (400 × `WEIGHT_ONE`) and its
+/// hierarchical share with it; a group with nothing to donate gets
+/// `iocost_inuse_shortage` (inuse back to active).
+#[test]
+fn c03_ktrace_has_iocosts_inuse_tracepoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = lab().join("matrix/c03-donation.toml");
+    blkqos(
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--kernel=6.12",
+            "--ktrace=k.txt",
+        ],
+        Some(dir.path()),
+    )
+    .ok();
+    let text = std::fs::read_to_string(dir.path().join("k.txt")).unwrap();
+    // (event, cgroup, old inuse, new inuse, old hw_inuse, new hw_inuse)
+    let events: Vec<(String, String, u64, u64, u64, u64)> = text
+        .lines()
+        .filter_map(|l| {
+            let (_, tail) = l.split_once(": iocost_inuse_")?;
+            let (kind, rest) = tail.split_once(": [")?;
+            let (dev_cg, fields) = rest.split_once("] ")?;
+            let cg = dev_cg.split_once(':')?.1.to_string();
+            let pair = |k: &str| -> Option<(u64, u64)> {
+                let v = fields.split_whitespace().find_map(|w| w.strip_prefix(k))?;
+                let (a, b) = v.split_once("->")?;
+                Some((a.parse().ok()?, b.parse().ok()?))
+            };
+            let (i0, i1) = pair("inuse=")?;
+            let (h0, h1) = pair("hw_inuse=")?;
+            Some((kind.to_string(), cg, i0, i1, h0, h1))
+        })
+        .collect();
+    let transfers: Vec<_> = events.iter().filter(|e| e.0 == "transfer").collect();
+    assert!(
+        !transfers.is_empty(),
+        "no iocost_inuse_transfer in:\n{text}"
+    );
+    let first = transfers[0];
+    assert_eq!(first.1, "/b", "the donor: {first:?}");
+    assert_eq!(first.2, 400 * 65536, "from its whole weight: {first:?}");
+    assert!(first.3 < first.2 && first.5 < first.4, "{first:?}");
+    assert!(
+        events.iter().any(|e| e.0 == "shortage" && e.3 >= e.2),
+        "a shortage puts inuse back to active: {events:?}"
+    );
+}

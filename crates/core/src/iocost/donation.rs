@@ -200,6 +200,17 @@ impl IoCost {
                 self.groups[p].hweight_inuse as u64,
             ) as u32;
             let active = self.groups[g].active;
+            if self.trace_on {
+                let grp = &self.groups[g];
+                let hwi = (grp.hweight_inuse, grp.hweight_after_donation);
+                self.record_inuse(
+                    g,
+                    super::trace::InuseKind::Transfer,
+                    now,
+                    (grp.inuse, inuse),
+                    hwi,
+                );
+            }
             self.propagate_weights_nocommit(g, active, inuse, true, now);
         }
     }

@@ -104,6 +104,7 @@ impl IoCost {
         let active = grp.active;
         // u32 × int in the kernel: wraps for large weights (reproduced)
         let adj_step = ceil_div(active.wrapping_mul(INUSE_ADJ_STEP_PCT as u32) as u64, 100) as u32;
+        let (old_inuse, old_hwi) = (grp.inuse, hwi);
         let mut new_inuse = grp.inuse;
         for _ in 0..MAX_INUSE_STEPS {
             new_inuse = new_inuse.saturating_add(adj_step);
@@ -114,6 +115,16 @@ impl IoCost {
             if !vtime.plus(cost).after(now.vnow) || grp.inuse == grp.active {
                 break;
             }
+        }
+        if self.trace_on {
+            let inuse = (old_inuse, self.groups[g].inuse);
+            self.record_inuse(
+                g,
+                super::trace::InuseKind::Adjust,
+                now,
+                inuse,
+                (old_hwi, hwi),
+            );
         }
         cost
     }

@@ -169,8 +169,9 @@
 //! ([`PeriodTrace::format_text`], [`PeriodTrace::format_json`]) or as the
 //! kernel's `iocost_ioc_vrate_adj` tracepoint, printed only in the periods
 //! `ioc_adjust_base_vrate()` traces ([`PeriodTrace::format_ftrace`]);
-//! `iocost_iocg_activate`/`_idle` as [`trace::IocgEvent`] (the `inuse_*`
-//! and `iocg_forgive_debt` tracepoints are not made); `io.stat`
+//! `iocost_iocg_activate`/`_idle` as [`trace::IocgEvent`],
+//! `iocost_inuse_shortage`/`_transfer`/`_adjust` as [`trace::InuseEvent`]
+//! (the `iocg_forgive_debt` tracepoint is not made); `io.stat`
 //! keys via [`IoCost::iostat_keys_with`] (typed) and [`IoCost::iostat_suffix`].
 //!
 //! # 7. Source map (ours ↔ `block/blk-iocost.c`)
@@ -335,6 +336,8 @@ pub struct IoCost {
     trace: Vec<PeriodTrace>,
     /// Groups activated and gone idle since the last drain, while tracing.
     iocg_events: Vec<trace::IocgEvent>,
+    /// `iocost_inuse_*` tracepoints recorded since the last drain.
+    inuse_events: Vec<trace::InuseEvent>,
     trace_dropped: u64,
     /// Record [`PeriodTrace`]s (default on; [`Controller::set_trace`]).
     trace_on: bool,
@@ -390,6 +393,7 @@ impl IoCost {
             rejected: Vec::new(),
             trace: Vec::new(),
             iocg_events: Vec::new(),
+            inuse_events: Vec::new(),
             trace_dropped: 0,
             trace_on: true,
             debug_stats: false,
@@ -966,6 +970,11 @@ impl Controller for IoCost {
         );
         out.extend(
             self.iocg_events
+                .drain(..)
+                .map(|t| Box::new(t) as Box<dyn crate::controller::TraceRecord>),
+        );
+        out.extend(
+            self.inuse_events
                 .drain(..)
                 .map(|t| Box::new(t) as Box<dyn crate::controller::TraceRecord>),
         );

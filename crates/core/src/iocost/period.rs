@@ -533,6 +533,11 @@ impl IoCost {
                     surpluses.push(g);
                 } else if self.groups[g].abs_vdebt == 0 {
                     let active = self.groups[g].active;
+                    if self.trace_on {
+                        let grp = &self.groups[g];
+                        let (inuse, hwi) = ((grp.inuse, active), (grp.hweight_inuse, new_hwi));
+                        self.record_inuse(g, super::trace::InuseKind::Shortage, now, inuse, hwi);
+                    }
                     self.propagate_weights_nocommit(g, active, active, true, now);
                     sig.nr_shortages += 1;
                 }

@@ -249,6 +249,100 @@ impl crate::controller::TraceRecord for IocgEvent {
     }
 }
 
+/// Which `iocg_inuse_update` tracepoint an [`InuseEvent`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InuseKind {
+    /// `iocost_inuse_shortage` (`ioc_timer_fn()`): a group with nothing to
+    /// donate gets its inuse back to active.
+    Shortage,
+    /// `iocost_inuse_transfer` (`transfer_surpluses()`): a donor's inuse
+    /// set to what it keeps.
+    Transfer,
+    /// `iocost_inuse_adjust` (`adjust_inuse_and_calc_cost()`): a donor
+    /// that ran short raises its inuse on the issue path.
+    Adjust,
+}
+
+/// A group's inuse weight changed: the kernel's `iocg_inuse_update`
+/// tracepoints, with their fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InuseEvent {
+    /// When it happened (run time).
+    pub at: Instant,
+    /// Which tracepoint.
+    pub kind: InuseKind,
+    /// The group's cgroup path.
+    pub path: String,
+    /// `now->now`, µs.
+    pub now_us: u64,
+    /// Inuse before (configured units × `WEIGHT_ONE`).
+    pub old_inuse: u32,
+    /// Inuse after.
+    pub new_inuse: u32,
+    /// Hierarchical inuse share before, as the call site gives it
+    /// (`WEIGHT_ONE` = all).
+    pub old_hweight_inuse: u32,
+    /// Hierarchical inuse share after, as the call site gives it.
+    pub new_hweight_inuse: u32,
+}
+
+impl crate::controller::TraceRecord for InuseEvent {
+    /// The tracepoint's line in the kernel's trace format; nothing in the
+    /// monitor and JSON forms.
+    fn format(&self, dev: &str, format: TraceFormat, out: &mut String) {
+        if !matches!(format, TraceFormat::Ftrace(_)) {
+            return;
+        }
+        let name = match self.kind {
+            InuseKind::Shortage => "iocost_inuse_shortage",
+            InuseKind::Transfer => "iocost_inuse_transfer",
+            InuseKind::Adjust => "iocost_inuse_adjust",
+        };
+        ftrace_prefix(self.at, out);
+        let _ = writeln!(
+            out,
+            " {name}: [{dev}:{}] now={} inuse={}->{} hw_inuse={}->{}",
+            self.path,
+            self.now_us,
+            self.old_inuse,
+            self.new_inuse,
+            self.old_hweight_inuse,
+            self.new_hweight_inuse
+        );
+    }
+}
+
+impl IoCost {
+    /// Record an `iocg_inuse_update` tracepoint for group `g`: inuse
+    /// `inuse` (old, new) and hweight_inuse `hwi` (old, new), as the
+    /// kernel's call site passes them (while tracing, within
+    /// [`TRACE_CAPACITY`] between drains).
+    #[cold]
+    pub(super) fn record_inuse(
+        &mut self,
+        g: usize,
+        kind: InuseKind,
+        now: &super::vtime::Now,
+        inuse: (u32, u32),
+        hwi: (u32, u32),
+    ) {
+        if self.inuse_events.len() >= TRACE_CAPACITY {
+            self.trace_dropped += 1;
+            return;
+        }
+        self.inuse_events.push(InuseEvent {
+            at: Instant(now.now_ns),
+            kind,
+            path: self.paths[g].clone(),
+            now_us: now.now_us,
+            old_inuse: inuse.0,
+            new_inuse: inuse.1,
+            old_hweight_inuse: hwi.0,
+            new_hweight_inuse: hwi.1,
+        });
+    }
+}
+
 impl IoCost {
     /// Record `iocost_iocg_activate` / `iocost_iocg_idle` for group `g`
     /// (while tracing, within [`TRACE_CAPACITY`] between drains).
