@@ -203,13 +203,7 @@ impl IoCost {
             if self.trace_on {
                 let grp = &self.groups[g];
                 let hwi = (grp.hweight_inuse, grp.hweight_after_donation);
-                self.record_inuse(
-                    g,
-                    super::trace::InuseKind::Transfer,
-                    now,
-                    (grp.inuse, inuse),
-                    hwi,
-                );
+                self.record_inuse_transfer(g, now, (grp.inuse, inuse), hwi);
             }
             self.propagate_weights_nocommit(g, active, inuse, true, now);
         }

@@ -118,13 +118,7 @@ impl IoCost {
         }
         if self.trace_on {
             let inuse = (old_inuse, self.groups[g].inuse);
-            self.record_inuse(
-                g,
-                super::trace::InuseKind::Adjust,
-                now,
-                inuse,
-                (old_hwi, hwi),
-            );
+            self.record_inuse_adjust(g, now, inuse, (old_hwi, hwi));
         }
         cost
     }

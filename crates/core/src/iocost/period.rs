@@ -536,7 +536,7 @@ impl IoCost {
                     if self.trace_on {
                         let grp = &self.groups[g];
                         let (inuse, hwi) = ((grp.inuse, active), (grp.hweight_inuse, new_hwi));
-                        self.record_inuse(g, super::trace::InuseKind::Shortage, now, inuse, hwi);
+                        self.record_inuse_shortage(g, now, inuse, hwi);
                     }
                     self.propagate_weights_nocommit(g, active, active, true, now);
                     sig.nr_shortages += 1;

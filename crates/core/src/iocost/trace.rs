@@ -313,12 +313,48 @@ impl crate::controller::TraceRecord for InuseEvent {
 }
 
 impl IoCost {
+    /// `iocost_inuse_shortage` for group `g` ([`IoCost::record_inuse`]).
+    #[cold]
+    pub(super) fn record_inuse_shortage(
+        &mut self,
+        g: usize,
+        now: &super::vtime::Now,
+        inuse: (u32, u32),
+        hwi: (u32, u32),
+    ) {
+        self.record_inuse(g, InuseKind::Shortage, now, inuse, hwi);
+    }
+
+    /// `iocost_inuse_transfer` for group `g` ([`IoCost::record_inuse`]).
+    #[cold]
+    pub(super) fn record_inuse_transfer(
+        &mut self,
+        g: usize,
+        now: &super::vtime::Now,
+        inuse: (u32, u32),
+        hwi: (u32, u32),
+    ) {
+        self.record_inuse(g, InuseKind::Transfer, now, inuse, hwi);
+    }
+
+    /// `iocost_inuse_adjust` for group `g` ([`IoCost::record_inuse`]).
+    #[cold]
+    pub(super) fn record_inuse_adjust(
+        &mut self,
+        g: usize,
+        now: &super::vtime::Now,
+        inuse: (u32, u32),
+        hwi: (u32, u32),
+    ) {
+        self.record_inuse(g, InuseKind::Adjust, now, inuse, hwi);
+    }
+
     /// Record an `iocg_inuse_update` tracepoint for group `g`: inuse
     /// `inuse` (old, new) and hweight_inuse `hwi` (old, new), as the
     /// kernel's call site passes them (while tracing, within
     /// [`TRACE_CAPACITY`] between drains).
     #[cold]
-    pub(super) fn record_inuse(
+    fn record_inuse(
         &mut self,
         g: usize,
         kind: InuseKind,
