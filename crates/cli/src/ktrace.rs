@@ -13,10 +13,10 @@
 //! * `iocost_ioc_vrate_adj` (include/trace/events/iocost.h), one per
 //!   period timer run that the kernel's `ioc_adjust_base_vrate()` would
 //!   trace ([`blkqos_core::iocost::trace::PeriodTrace::format_ftrace`]);
-//! * `iocost_iocg_activate`/`_idle` and `iocost_inuse_shortage`/`_transfer`/
-//!   `_adjust` where `iocg_activate()`, `ioc_check_iocgs()`, `ioc_timer_fn()`,
-//!   `transfer_surpluses()` and `adjust_inuse_and_calc_cost()` fire them
-//!   (`iocost_iocg_forgive_debt` is not made);
+//! * `iocost_iocg_activate`/`_idle`, `iocost_inuse_shortage`/`_transfer`/
+//!   `_adjust` and `iocost_iocg_forgive_debt` where `iocg_activate()`,
+//!   `ioc_check_iocgs()`, `ioc_timer_fn()`, `transfer_surpluses()`,
+//!   `adjust_inuse_and_calc_cost()` and `ioc_forgive_debts()` fire them;
 //! * `block_rq_issue` when a request starts on the device and
 //!   `block_rq_complete` when it completes (include/trace/events/block.h,
 //!   in 6.1's form: no ioprio column);

@@ -170,8 +170,8 @@
 //! kernel's `iocost_ioc_vrate_adj` tracepoint, printed only in the periods
 //! `ioc_adjust_base_vrate()` traces ([`PeriodTrace::format_ftrace`]);
 //! `iocost_iocg_activate`/`_idle` as [`trace::IocgEvent`],
-//! `iocost_inuse_shortage`/`_transfer`/`_adjust` as [`trace::InuseEvent`]
-//! (the `iocg_forgive_debt` tracepoint is not made); `io.stat`
+//! `iocost_inuse_shortage`/`_transfer`/`_adjust` as [`trace::InuseEvent`],
+//! `iocost_iocg_forgive_debt` as [`trace::ForgiveEvent`]; `io.stat`
 //! keys via [`IoCost::iostat_keys_with`] (typed) and [`IoCost::iostat_suffix`].
 //!
 //! # 7. Source map (ours ↔ `block/blk-iocost.c`)
@@ -338,6 +338,8 @@ pub struct IoCost {
     iocg_events: Vec<trace::IocgEvent>,
     /// `iocost_inuse_*` tracepoints recorded since the last drain.
     inuse_events: Vec<trace::InuseEvent>,
+    /// `iocost_iocg_forgive_debt` tracepoints recorded since the last drain.
+    forgive_events: Vec<trace::ForgiveEvent>,
     trace_dropped: u64,
     /// Record [`PeriodTrace`]s (default on; [`Controller::set_trace`]).
     trace_on: bool,
@@ -394,6 +396,7 @@ impl IoCost {
             trace: Vec::new(),
             iocg_events: Vec::new(),
             inuse_events: Vec::new(),
+            forgive_events: Vec::new(),
             trace_dropped: 0,
             trace_on: true,
             debug_stats: false,
@@ -975,6 +978,11 @@ impl Controller for IoCost {
         );
         out.extend(
             self.inuse_events
+                .drain(..)
+                .map(|t| Box::new(t) as Box<dyn crate::controller::TraceRecord>),
+        );
+        out.extend(
+            self.forgive_events
                 .drain(..)
                 .map(|t| Box::new(t) as Box<dyn crate::controller::TraceRecord>),
         );

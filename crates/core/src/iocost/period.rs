@@ -399,6 +399,7 @@ impl IoCost {
             if grp.abs_vdebt == 0 && grp.delay_us == 0 {
                 continue;
             }
+            let (old_debt, old_delay) = (grp.abs_vdebt, grp.delay_us);
             if grp.abs_vdebt != 0 {
                 grp.abs_vdebt = (grp.abs_vdebt >> shift).max(1);
             }
@@ -406,6 +407,11 @@ impl IoCost {
                 grp.delay_us = (grp.delay_us >> shift).max(1);
             }
             self.kick_waitq(g, true, now);
+            if self.trace_on {
+                let grp = &self.groups[g];
+                let (debt, delay) = ((old_debt, grp.abs_vdebt), (old_delay, grp.delay_us));
+                self.record_forgive_debt(g, now, usage_pct as u32, debt, delay);
+            }
         }
     }
 

@@ -493,6 +493,44 @@ fn debt_delay_and_forgiveness() {
         "{st:?}"
     );
     c.invariants().unwrap();
+    // the kernel's iocost_iocg_forgive_debt line for each forgiveness:
+    // the debt shrinks (halved per 100 ms, then paid by the kick)
+    let (debts, text) = forgiven_debts(&mut c, "/a");
+    assert!(!debts.is_empty(), "no forgiveness traced:\n{text}");
+    for (old, new) in &debts {
+        assert!(new <= &(old / 2).max(1), "debt {old} -> {new}");
+    }
+}
+
+/// (old, new) debt of each `iocost_iocg_forgive_debt` line for `group` in
+/// `c`'s drained trace, as the kernel's trace buffer prints it, and the
+/// whole trace.
+fn forgiven_debts(c: &mut IoCost, group: &str) -> (Vec<(u64, u64)>, String) {
+    let mut recs: Vec<Box<dyn crate::controller::TraceRecord>> = Vec::new();
+    crate::controller::Controller::drain_trace(c, &mut recs);
+    let dev = crate::io::DevId {
+        major: 254,
+        minor: 0,
+    };
+    let mut text = String::new();
+    for r in &recs {
+        r.format(
+            "nullb0",
+            crate::controller::TraceFormat::Ftrace(dev),
+            &mut text,
+        );
+    }
+    let key = format!(" iocost_iocg_forgive_debt: [nullb0:{group}] now=");
+    let debts = text
+        .lines()
+        .filter_map(|l| l.split_once(key.as_str()))
+        .filter_map(|(_, f)| {
+            let d = f.split_whitespace().find_map(|w| w.strip_prefix("debt="))?;
+            let (old, new) = d.split_once("->")?;
+            Some((old.parse().ok()?, new.parse().ok()?))
+        })
+        .collect();
+    (debts, text)
 }
 
 // ---- issue path ---------------------------------------------------------------

@@ -249,6 +249,53 @@ impl crate::controller::TraceRecord for IocgEvent {
     }
 }
 
+/// A group's debt and delay forgiven: the kernel's
+/// `iocost_iocg_forgive_debt` (`ioc_forgive_debts()`), with its fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForgiveEvent {
+    /// When it happened (run time).
+    pub at: Instant,
+    /// The group's cgroup path.
+    pub path: String,
+    /// `now->now`, µs.
+    pub now_us: u64,
+    /// `now->vnow`: device vtime.
+    pub vnow: u64,
+    /// The device's usage over the forgiveness period, %.
+    pub usage_pct: u32,
+    /// `abs_vdebt` before and after (after the wait queue was kicked).
+    pub old_debt: u64,
+    /// `abs_vdebt` after.
+    pub new_debt: u64,
+    /// `delay` (µs) before.
+    pub old_delay: u64,
+    /// `delay` (µs) after.
+    pub new_delay: u64,
+}
+
+impl crate::controller::TraceRecord for ForgiveEvent {
+    /// The tracepoint's line in the kernel's trace format; nothing in the
+    /// monitor and JSON forms.
+    fn format(&self, dev: &str, format: TraceFormat, out: &mut String) {
+        if !matches!(format, TraceFormat::Ftrace(_)) {
+            return;
+        }
+        ftrace_prefix(self.at, out);
+        let _ = writeln!(
+            out,
+            " iocost_iocg_forgive_debt: [{dev}:{}] now={}:{} usage={} debt={}->{} delay={}->{}",
+            self.path,
+            self.now_us,
+            self.vnow,
+            self.usage_pct,
+            self.old_debt,
+            self.new_debt,
+            self.old_delay,
+            self.new_delay
+        );
+    }
+}
+
 /// Which `iocg_inuse_update` tracepoint an [`InuseEvent`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InuseKind {
@@ -313,6 +360,35 @@ impl crate::controller::TraceRecord for InuseEvent {
 }
 
 impl IoCost {
+    /// `iocost_iocg_forgive_debt` for group `g`: its debt and delay
+    /// (old, new) with the period's usage (while tracing, within
+    /// [`TRACE_CAPACITY`] between drains).
+    #[cold]
+    pub(super) fn record_forgive_debt(
+        &mut self,
+        g: usize,
+        now: &super::vtime::Now,
+        usage_pct: u32,
+        debt: (u64, u64),
+        delay: (u64, u64),
+    ) {
+        if self.forgive_events.len() >= TRACE_CAPACITY {
+            self.trace_dropped += 1;
+            return;
+        }
+        self.forgive_events.push(ForgiveEvent {
+            at: Instant(now.now_ns),
+            path: self.paths[g].clone(),
+            now_us: now.now_us,
+            vnow: now.vnow.0,
+            usage_pct,
+            old_debt: debt.0,
+            new_debt: debt.1,
+            old_delay: delay.0,
+            new_delay: delay.1,
+        });
+    }
+
     /// `iocost_inuse_shortage` for group `g` ([`IoCost::record_inuse`]).
     #[cold]
     pub(super) fn record_inuse_shortage(
