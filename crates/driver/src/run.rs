@@ -341,6 +341,21 @@ struct JobSlot {
     copy_free_at: Instant,
 }
 
+impl JobSlot {
+    /// The clone's result with statistics `stats`.
+    fn result(&self, stats: JobStats) -> JobResult {
+        JobResult {
+            error: self.job.error(),
+            failure: self.job.failure(),
+            failed_ios: self.job.failed_ios(),
+            clone: self.job.clone_index(),
+            spec: self.job.spec().clone(),
+            group: self.group,
+            stats,
+        }
+    }
+}
+
 /// What a job clone is doing, as the driver sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SlotState {
@@ -1192,15 +1207,7 @@ impl<B: Backend> Loop<'_, B> {
                 };
                 stats.elapsed_s = elapsed_s;
                 stats.eta_s = eta_s;
-                JobResult {
-                    error: s.job.error(),
-                    failure: s.job.failure(),
-                    failed_ios: s.job.failed_ios(),
-                    clone: s.job.clone_index(),
-                    spec: s.job.spec().clone(),
-                    group: s.group,
-                    stats,
-                }
+                s.result(stats)
             })
             .collect();
         let mut disk = self.disk.clone();

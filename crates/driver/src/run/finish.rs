@@ -4,7 +4,6 @@
 
 use super::{Loop, Passes, Periodic, RunError, RunOptions, RunResult};
 use crate::backend::Backend;
-use crate::JobResult;
 use blkqos_core::Instant;
 
 impl<B: Backend> Loop<'_, B> {
@@ -47,15 +46,7 @@ impl<B: Backend> Loop<'_, B> {
             .map(|s| {
                 let mut stats = s.job.stats.clone();
                 stats.elapsed_s = elapsed_s;
-                JobResult {
-                    error: s.job.error(),
-                    failure: s.job.failure(),
-                    failed_ios: s.job.failed_ios(),
-                    clone: s.job.clone_index(),
-                    spec: s.job.spec().clone(),
-                    group: s.group,
-                    stats,
-                }
+                s.result(stats)
             })
             .collect();
         Ok(RunResult {
