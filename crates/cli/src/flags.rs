@@ -410,6 +410,7 @@ pub fn apply(e: &mut Experiment, p: &mut Pending, name: &str, value: &str) -> Re
         "kernel" => {
             let (prof, low) = crate::kernel::KernelProfile::parse(v).map_err(m)?;
             prof.apply_build(&mut e.controllers, &mut e.accounting, low);
+            prof.apply_pagecache(&mut e.pagecache.cfg);
         }
         "throttle" | "hz" | "iocost" | "blkcg-debug-stats" => {
             e.controllers.set(name, v).map_err(m)?

@@ -26,6 +26,11 @@ pub struct KernelProfile {
     pub iostats: &'static str,
     /// `CONFIG_HZ`.
     pub hz: u64,
+    /// Buffered writes dirty whole large folios, so a task calls into
+    /// `balance_dirty_pages` once per folio (ext4's regular files from
+    /// Linux 6.16, "ext4: enable large folio for regular file"; the
+    /// simulated files are taken as ext4's).
+    pub large_folios: bool,
 }
 
 /// The releases blkqos has profiles for (and the lab records).
@@ -37,6 +42,7 @@ pub const PROFILES: &[KernelProfile] = &[
         iocost: "reset",
         iostats: "inflight",
         hz: 250,
+        large_folios: false,
     },
     KernelProfile {
         name: "6.12",
@@ -45,6 +51,7 @@ pub const PROFILES: &[KernelProfile] = &[
         iocost: "reset",
         iostats: "inflight",
         hz: 250,
+        large_folios: false,
     },
     KernelProfile {
         name: "7.2",
@@ -53,6 +60,7 @@ pub const PROFILES: &[KernelProfile] = &[
         iocost: "hold",
         iostats: "inflight",
         hz: 250,
+        large_folios: true,
     },
 ];
 
@@ -124,6 +132,11 @@ impl KernelProfile {
     /// Set the controllers and the accounting to this kernel.
     pub fn apply(&self, c: &mut ControllerOptions, a: &mut AccountingOptions) {
         self.apply_build(c, a, false)
+    }
+
+    /// The page cache's behaviour of this release.
+    pub fn apply_pagecache(&self, p: &mut blkqos_driver::pagecache::PageCacheConfig) {
+        p.large_folios = self.large_folios;
     }
 
     /// As [`apply`](Self::apply), for a build with or without THROTTLING_LOW.

@@ -25,7 +25,7 @@ pub struct PageCacheOptions {
 }
 
 pub const KEYS: &str = "enable, memory, dirty_ratio, dirty_background_ratio, dirty_bytes, \
-dirty_background_bytes, dirty_expire, writeback_interval, writeback_io, chunk, writeback, report";
+dirty_background_bytes, dirty_expire, writeback_interval, writeback_io, chunk, writeback, copy_rate, report";
 
 impl PageCacheOptions {
     /// Set one option by name; the error says what is accepted.
@@ -80,6 +80,9 @@ impl PageCacheOptions {
                     format!("{key} `{value}`: use async (Linux cgroup writeback, io-throttle's kiothrottled), sync or root")
                 })?
             }
+            // bytes per second a buffered IO copies between the user
+            // buffer and the cache (a slower host, an emulated guest)
+            "copy_rate" => c.copy_bytes_per_s = size(value)?,
             "report" => self.report = Some(PathBuf::from(value)),
             _ => return Err(format!("unknown pagecache option `{key}`: use {KEYS}")),
         }
@@ -346,7 +349,10 @@ mod tests {
         let mut pc = PageCache::new(PageCacheConfig::default(), s(0), 1);
         let ino = pc.inode(0, GroupId(1));
         for (sec, off) in [(0, 0), (3, 1 << 20), (7, 2 << 20)] {
-            pc.write(0, ino, off, 1 << 20, s(sec));
+            let mut at = pc.start_write(0, ino, off, 1 << 20, s(sec));
+            while let Some(next) = pc.step_write(0, at) {
+                at = next;
+            }
             pc.fsync(ino);
             let mut out = Vec::new();
             pc.poll(s(sec), &mut out);

@@ -178,6 +178,12 @@ impl RunSink for Streams {
         }
     }
 
+    fn kernel_events(&mut self, recs: &[Box<dyn TraceRecord>]) {
+        if let Some(k) = &mut self.ktrace {
+            k.controllers(recs);
+        }
+    }
+
     fn job_log(&mut self, job: usize, samples: &[LogSample]) {
         if let Some(l) = &mut self.job_logs {
             l.record(job, samples);

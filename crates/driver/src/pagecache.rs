@@ -17,22 +17,16 @@
 //! * **Thresholds**: `dirty_ratio`/`dirty_background_ratio` of the
 //!   configured memory (or the `_bytes` variants), as
 //!   `domain_dirty_limits` computes them.
-//! * **Writers** are throttled as `balance_dirty_pages` does: free below
-//!   the freerun point `(thresh + bg_thresh) / 2`; above it a task may dirty
-//!   at `dirty_ratelimit × pos_ratio`, where `dirty_ratelimit` is its
-//!   writeback domain's measured write bandwidth shared by its dirtiers and
-//!   `pos_ratio` is the global cubic control line around the setpoint
-//!   `(freerun + thresh) / 2` (`pos_ratio_polynom`) times a linear per-wb
-//!   line around the wb's share of the setpoint (`wb_position_ratio`,
-//!   simplified). Pauses are capped at 200 ms (`MAX_PAUSE`); at or above
-//!   `thresh` the writer waits in 200 ms steps until the dirty count falls
-//!   under it. Write bandwidth is estimated per wb from writeback
-//!   completions every 200 ms with a 3 s moving average
-//!   (`wb_update_write_bandwidth`), starting at 100 MiB/s (`INIT_BW`).
+//! * **Writers** are throttled by `balance_dirty_pages` as the kernel runs
+//!   it ([`dirty`]): a write dirties its pages as it copies them, calls in
+//!   every `nr_dirtied_pause` pages and may sleep there, so a write's
+//!   latency is its copy plus its pauses. Rates and limits follow the
+//!   wb's measured write bandwidth and its share of writeback completions,
+//!   in the global domain and in its memory cgroup's.
 //! * **Flushers** write back, per inode in page order from a cursor
 //!   (`write_cache_pages` with `writeback_index`), runs of contiguous dirty
-//!   pages of at most `writeback_io_bytes` per IO and `chunk_bytes` per inode
-//!   per turn (`MAX_WRITEBACK_PAGES`), inodes oldest-dirtied first
+//!   pages of at most `writeback_io_bytes` per IO and a chunk per inode
+//!   per turn (`writeback_chunk_size`), inodes oldest-dirtied first
 //!   (`b_dirty`). Background writeback runs while the dirty pages (not
 //!   counting those under writeback) exceed `bg_thresh`
 //!   (`wb_over_bg_thresh`); periodic writeback every `writeback_interval`
@@ -58,7 +52,9 @@
 //!   writes.
 
 use blkqos_core::{Duration, GroupId, Instant};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
+
+pub mod dirty;
 
 /// The page cache's maps: keyed by page index, inode key or group, hashed
 /// with foldhash (a page write looks up every page it touches; SipHash
@@ -68,16 +64,6 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>
 
 /// Bytes per page.
 pub const PAGE_BYTES: u64 = 4096;
-/// `MAX_PAUSE`: the longest single balance_dirty_pages pause.
-const MAX_PAUSE_NS: u64 = 200_000_000;
-/// `INIT_BW`: write bandwidth assumed before any writeback completed.
-const INIT_BW_BYTES_PER_S: f64 = 100.0 * 1024.0 * 1024.0;
-/// Bandwidth estimate update interval (`BANDWIDTH_INTERVAL`, 200 ms).
-const BW_INTERVAL_NS: u64 = 200_000_000;
-/// Averaging period of the write bandwidth (3 s rounded as the kernel does
-/// to a power of two of jiffies at HZ=1000: 4.096 s).
-const BW_PERIOD_NS: u64 = 4_096_000_000;
-
 /// How writeback IO reaches the controllers (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum WritebackMode {
@@ -152,7 +138,10 @@ pub struct PageCacheConfig {
     /// Largest writeback IO (a full bio: 1 MiB; lower it to the device's
     /// `max_sectors_kb` to model split requests).
     pub writeback_io_bytes: u64,
-    /// Pages written from one inode before moving to the next (4 MiB).
+    /// Bytes written from one inode before moving to the next; 0 (the
+    /// default): the kernel's `writeback_chunk_size`, from the wb's write
+    /// bandwidth (4 MiB at tens of MB/s, up to 1/8 of the dirty limit
+    /// plus 4 MiB while the estimate is high).
     pub chunk_bytes: u64,
     /// How writeback IO reaches the controllers.
     pub mode: WritebackMode,
@@ -176,6 +165,20 @@ pub struct PageCacheConfig {
     /// nothing acknowledged is left behind). The simulator leaves dirty
     /// pages in memory, as a kernel would.
     pub drain_at_end: bool,
+    /// `CONFIG_HZ` of the kernel whose dirty throttle runs: its pauses,
+    /// periods and bandwidth intervals are jiffies (0 is taken as 1000).
+    pub hz: u64,
+    /// Where in its jiffy the run starts (ns), as the driver's other
+    /// jiffy clocks.
+    pub tick_phase_ns: u64,
+    /// Keep the `balance_dirty_pages` and `bdi_dirty_ratelimit`
+    /// tracepoints ([`PageCache::drain_trace`]).
+    pub trace: bool,
+    /// A buffered write dirties whole large folios (the largest aligned
+    /// power of two of pages the write covers, up to 2 MiB, the PMD
+    /// order `__filemap_get_folio` is capped at) and its task calls into
+    /// `balance_dirty_pages` after each folio; false: 4 KiB folios.
+    pub large_folios: bool,
 }
 
 impl PageCacheConfig {
@@ -195,7 +198,7 @@ impl Default for PageCacheConfig {
             dirty_expire: Duration::from_ms(30_000),
             writeback_interval: Duration::from_ms(5_000),
             writeback_io_bytes: 1 << 20,
-            chunk_bytes: 4 << 20,
+            chunk_bytes: 0,
             mode: WritebackMode::Async,
             // measured: fio `rw=write direct=0 ioengine=psync size=1g` into
             // tmpfs on a 2-vCPU Xeon VM (2026-11-28), 3 runs per size: mean
@@ -206,6 +209,10 @@ impl Default for PageCacheConfig {
             cache_reads: true,
             drain_at_end: false,
             series: true,
+            hz: 1000,
+            tick_phase_ns: 0,
+            trace: false,
+            large_folios: false,
         }
     }
 }
@@ -251,11 +258,26 @@ struct Wb {
     writeback_pages: u64,
     /// Inodes with dirty pages, oldest first (`b_dirty`).
     b_dirty: VecDeque<usize>,
-    write_bw: f64,
-    bw_stamp: Instant,
-    bw_bytes: u64,
-    /// Jobs that dirtied pages here (`dirtiers`).
-    dirtiers: BTreeSet<usize>,
+    /// Bandwidth, rate limits and completions ([`dirty`]).
+    st: dirty::WbState,
+    /// It submitted writeback in the current poll.
+    flushed: bool,
+}
+
+/// A buffered write in progress ([`PageCache::start_write`]).
+#[derive(Clone, Copy, Debug)]
+struct BufferedWrite {
+    inode: usize,
+    /// The next page to dirty and the end of the write's pages.
+    next: u64,
+    end: u64,
+    /// Copy time per page (ns).
+    page_ns: u64,
+    /// Pages being copied now (dirtied at the next step).
+    chunk: u64,
+    /// Asleep in `balance_dirty_pages`: (pages it was called with, pass
+    /// again on waking: the hard-limit loop, the jiffy the loop began).
+    sleeping: Option<(u64, bool, u64)>,
 }
 
 /// One writeback IO for the driver to submit.
@@ -367,6 +389,16 @@ pub struct PageCache {
     /// Pages whose writeback completed and that were not dirtied since.
     written_clean: pageset::PageSet,
     double_writebacks: u64,
+    hz: dirty::Hz,
+    /// The global writeback domain (`global_wb_domain`).
+    global: dirty::Domain,
+    /// Per task: its dirty throttle state and its write in progress.
+    throttle: Vec<dirty::TaskState>,
+    writes: Vec<Option<BufferedWrite>>,
+    /// The jiffy of the current poll (writeback-side bandwidth updates).
+    poll_j: u64,
+    /// Tracepoint records not yet drained ([`PageCacheConfig::trace`]).
+    trace: Vec<Box<dyn blkqos_core::controller::TraceRecord>>,
 }
 
 impl PageCache {
@@ -381,7 +413,15 @@ impl PageCache {
             bg if bg >= thresh => thresh / 2,
             bg => bg,
         };
+        let hz = dirty::Hz(if cfg.hz == 0 { 1000 } else { cfg.hz });
+        let j0 = (t0.0 + cfg.tick_phase_ns) / (1_000_000_000 / hz.0);
         PageCache {
+            hz,
+            global: dirty::Domain::global(thresh, j0),
+            throttle: vec![dirty::TaskState::default(); nr_tasks],
+            writes: vec![None; nr_tasks],
+            poll_j: j0,
+            trace: Vec::new(),
             next_periodic: t0 + cfg.writeback_interval,
             cfg,
             t0,
@@ -451,10 +491,8 @@ impl PageCache {
             dirty_pages: 0,
             writeback_pages: 0,
             b_dirty: VecDeque::new(),
-            write_bw: INIT_BW_BYTES_PER_S,
-            bw_stamp: self.t0,
-            bw_bytes: 0,
-            dirtiers: BTreeSet::new(),
+            st: dirty::WbState::new(self.jiffies(self.t0), group != GroupId::ROOT),
+            flushed: false,
         });
         self.wb_by_group.insert(group, self.wbs.len() - 1);
         self.wbs.len() - 1
@@ -529,31 +567,248 @@ impl PageCache {
         }
     }
 
-    /// Task `task` wrote `[offset, offset+len)` of `inode` at `now`: dirty
-    /// the pages and return how long `balance_dirty_pages` pauses it.
-    pub fn write(
+    /// The jiffies counter at `now` (the run's tick phase applied).
+    fn jiffies(&self, now: Instant) -> u64 {
+        (now.0 + self.cfg.tick_phase_ns) / (1_000_000_000 / self.hz.0)
+    }
+
+    /// The instant jiffy `j` begins.
+    fn instant_of(&self, j: u64) -> Instant {
+        Instant((j * (1_000_000_000 / self.hz.0)).saturating_sub(self.cfg.tick_phase_ns))
+    }
+
+    /// Task `task` starts a buffered write of `[offset, offset+len)` of
+    /// `inode`; its copy starts at `start`. The write goes page by page
+    /// as `generic_perform_write` does: copy, dirty, and every
+    /// `nr_dirtied_pause` pages a call into `balance_dirty_pages`, which
+    /// may sleep. Returns when the page cache next acts on it: call
+    /// [`PageCache::step_write`] then.
+    pub fn start_write(
         &mut self,
         task: usize,
         inode: usize,
         offset: u64,
         len: u64,
+        start: Instant,
+    ) -> Instant {
+        let pages = Self::pages_of(offset, len);
+        let npages = (pages.end - pages.start).max(1);
+        let copy_ns = self.cfg.copy_time(len).as_ns() - self.cfg.syscall_ns;
+        let w = BufferedWrite {
+            inode,
+            next: pages.start,
+            end: pages.end,
+            page_ns: copy_ns / npages,
+            chunk: 0,
+            sleeping: None,
+        };
+        self.grow_tasks(task);
+        self.writes[task] = Some(w);
+        let first = self.next_chunk(task, start + Duration(self.cfg.syscall_ns));
+        first.unwrap_or(start)
+    }
+
+    fn grow_tasks(&mut self, task: usize) {
+        if self.writes.len() <= task {
+            self.writes.resize(task + 1, None);
+            self.throttle.resize(task + 1, dirty::TaskState::default());
+        }
+        if self.tasks.len() <= task {
+            self.tasks.resize(task + 1, TaskStats::default());
+        }
+    }
+
+    /// The write of `task` goes on at `now` (the time
+    /// [`PageCache::start_write`] or the last step returned): the pages
+    /// copied since are dirtied, and the task may be paused. Returns the
+    /// next time to call, or None when the write is done (at `now`).
+    pub fn step_write(&mut self, task: usize, now: Instant) -> Option<Instant> {
+        let w = self.writes.get_mut(task)?.as_mut()?;
+        if let Some((pages_dirtied, again, start_j)) = w.sleeping.take() {
+            if again {
+                if let Some(t) = self.balance(task, pages_dirtied, start_j, now) {
+                    return Some(t);
+                }
+            }
+            return self.next_chunk(task, now);
+        }
+        let (inode, first, n) = (w.inode, w.next, w.chunk);
+        w.next += n;
+        let wb = self.inodes[inode].wb;
+        let group = self.wbs[wb].group;
+        for p in first..first + n {
+            self.dirty_page(inode, p, now);
+        }
+        *self.dirtied_by_group.entry(group).or_default() += n * PAGE_BYTES;
+        self.tasks[task].dirtied_bytes += n * PAGE_BYTES;
+        self.wbs[wb].st.dirtied += n;
+        let t = &mut self.throttle[task];
+        t.nr_dirtied += n;
+        if t.nr_dirtied >= t.ratelimit(self.wbs[wb].st.dirty_exceeded) {
+            let pages_dirtied = t.nr_dirtied;
+            let start_j = self.jiffies(now);
+            if let Some(t) = self.balance(task, pages_dirtied, start_j, now) {
+                return Some(t);
+            }
+        }
+        self.next_chunk(task, now)
+    }
+
+    /// The next run of pages of `task`'s write to copy from `now`: up to
+    /// its next call into `balance_dirty_pages`. None when all are done.
+    fn next_chunk(&mut self, task: usize, now: Instant) -> Option<Instant> {
+        let w = self.writes[task].as_ref()?;
+        if w.next >= w.end {
+            self.writes[task] = None;
+            return None;
+        }
+        let wb = self.inodes[w.inode].wb;
+        let t = &self.throttle[task];
+        let left = t
+            .ratelimit(self.wbs[wb].st.dirty_exceeded)
+            .saturating_sub(t.nr_dirtied);
+        let mut n = left.clamp(1, w.end - w.next);
+        if self.cfg.large_folios {
+            // generic_perform_write calls in after each folio: whole folios
+            // (the largest aligned power of two left, at most 512 pages)
+            let mut p = w.next;
+            while p - w.next < n {
+                let mut folio = 512u64;
+                while folio > 1 && (p % folio != 0 || p + folio > w.end) {
+                    folio /= 2;
+                }
+                p += folio;
+            }
+            n = p - w.next;
+        }
+        let at = now + Duration(n * w.page_ns);
+        if let Some(w) = self.writes[task].as_mut() {
+            w.chunk = n;
+        }
+        Some(at)
+    }
+
+    /// One pass of `balance_dirty_pages` for `task` at `now`
+    /// ([`dirty::balance_pass`]), its loop started at jiffy `start_j`: the
+    /// instant its sleep ends, if it sleeps.
+    fn balance(
+        &mut self,
+        task: usize,
+        pages_dirtied: u64,
+        start_j: u64,
         now: Instant,
-    ) -> Duration {
+    ) -> Option<Instant> {
+        let inode = self.writes[task].as_ref()?.inode;
+        let wb = self.inodes[inode].wb;
+        let counts = self.counts(wb);
+        let j = self.jiffies(now);
+        let hz = self.hz;
+        let before = self.throttle[task];
+        let pass = dirty::balance_pass(
+            &mut self.throttle[task],
+            &mut self.wbs[wb].st,
+            &mut self.global,
+            &counts,
+            pages_dirtied,
+            j,
+            hz,
+        );
+        if self.cfg.trace {
+            self.record_pass(&pass, &before, wb, pages_dirtied, j - start_j, now);
+        }
+        match pass.decision {
+            dirty::Decision::Proceed => None,
+            dirty::Decision::Sleep { pause, again } => {
+                // io_schedule_timeout: a timer_list timer
+                let wake = blkqos_core::time::timer_wheel_expiry(
+                    blkqos_core::Jiffies(j + pause),
+                    blkqos_core::Jiffies(j),
+                );
+                let at = self.instant_of(wake.0).max(now);
+                self.note_pause(task, at - now);
+                if let Some(w) = self.writes[task].as_mut() {
+                    w.sleeping = Some((pages_dirtied, again, start_j));
+                }
+                Some(at)
+            }
+        }
+    }
+
+    /// Keep a pass's tracepoints (`balance_dirty_pages` when it
+    /// throttled, `bdi_dirty_ratelimit` per update) for the run's trace.
+    fn record_pass(
+        &mut self,
+        pass: &dirty::Pass,
+        before: &dirty::TaskState,
+        wb: usize,
+        pages_dirtied: u64,
+        paused: u64,
+        now: Instant,
+    ) {
+        let j = self.jiffies(now) as i64;
+        let group = self.wbs[wb].group.0;
+        for u in &pass.updates {
+            self.trace.push(Box::new(dirty::RatelimitEvent {
+                at: now,
+                u: *u,
+                group,
+            }));
+        }
+        if let Some(t) = pass.throttled {
+            self.trace.push(Box::new(dirty::BdpEvent {
+                at: now,
+                t,
+                global_limit: self.global.dirty_limit(),
+                dirtied: pages_dirtied,
+                dirtied_pause: before.nr_dirtied_pause,
+                paused,
+                think: before.dirty_paused_when.map_or(0, |w| j - w),
+                group,
+                hz: self.hz.0,
+            }));
+        }
+    }
+
+    /// Move the tracepoint records kept since the last call to `out`.
+    pub fn drain_trace(&mut self, out: &mut Vec<Box<dyn blkqos_core::controller::TraceRecord>>) {
+        out.append(&mut self.trace);
+    }
+
+    /// The page counts `balance_dirty_pages` reads for `wb`.
+    fn counts(&self, wb: usize) -> dirty::Counts {
+        let (dirty_bytes, dirty_ratio) = match self.cfg.dirty {
+            DirtyLimit::Bytes(b) => (b, 0),
+            DirtyLimit::Percent(p) => (0, u64::from(p)),
+        };
+        let (bg_bytes, bg_ratio) = match self.cfg.dirty_background {
+            DirtyLimit::Bytes(b) => (b, 0),
+            DirtyLimit::Percent(p) => (0, u64::from(p)),
+        };
+        let w = &self.wbs[wb];
+        dirty::Counts {
+            avail: self.cfg.memory_bytes / PAGE_BYTES,
+            dirty: self.nr_dirty + self.nr_writeback,
+            thresh: self.thresh,
+            bg_thresh: self.bg_thresh,
+            dirty_bytes,
+            bg_bytes,
+            dirty_ratio,
+            bg_ratio,
+            wb_dirty: w.dirty_pages + w.writeback_pages,
+        }
+    }
+
+    /// Dirty `[offset, offset+len)` of `inode` at once, with no throttle
+    /// (tests of the writeback side).
+    #[cfg(test)]
+    pub fn dirty_now(&mut self, task: usize, inode: usize, offset: u64, len: u64, now: Instant) {
+        self.grow_tasks(task);
         let wb = self.inodes[inode].wb;
         for p in Self::pages_of(offset, len) {
             self.dirty_page(inode, p, now);
         }
-        let group = self.wbs[wb].group;
-        *self.dirtied_by_group.entry(group).or_default() += len;
-        self.wbs[wb].dirtiers.insert(task);
-        if let Some(t) = self.tasks.get_mut(task) {
-            t.dirtied_bytes += len;
-        }
-        let pause = self.pause(wb, len);
-        if pause.as_ns() > 0 {
-            self.note_pause(task, pause);
-        }
-        pause
+        *self.dirtied_by_group.entry(self.wbs[wb].group).or_default() += len;
+        self.tasks[task].dirtied_bytes += len;
     }
 
     fn note_pause(&mut self, task: usize, pause: Duration) {
@@ -614,74 +869,6 @@ impl PageCache {
         }
     }
 
-    /// The wb's share of the dirty limit: its share of the write
-    /// bandwidth (`__wb_calc_thresh`, by writeback completions).
-    fn wb_share(&self, wb: usize) -> f64 {
-        let total_bw: f64 = self.wbs.iter().map(|w| w.write_bw).sum();
-        if total_bw > 0.0 {
-            self.wbs[wb].write_bw / total_bw
-        } else {
-            1.0
-        }
-    }
-
-    /// Over a hard limit: the global `thresh`, or (above freerun) the wb's
-    /// share of it (`dirty_exceeded`).
-    fn over_limit(&self, wb: usize) -> bool {
-        let dirty = self.nr_dirty + self.nr_writeback;
-        if dirty >= self.thresh {
-            return true;
-        }
-        let freerun = (self.thresh + self.bg_thresh) / 2;
-        let w = &self.wbs[wb];
-        dirty > freerun
-            && (w.dirty_pages + w.writeback_pages) as f64 >= self.thresh as f64 * self.wb_share(wb)
-    }
-
-    /// The balance_dirty_pages pause for `bytes` just dirtied in `wb`.
-    fn pause(&self, wb: usize, bytes: u64) -> Duration {
-        let dirty = self.nr_dirty + self.nr_writeback;
-        let freerun = (self.thresh + self.bg_thresh) / 2;
-        if dirty <= freerun {
-            return Duration::ZERO;
-        }
-        if self.over_limit(wb) {
-            return Duration(MAX_PAUSE_NS);
-        }
-        // pos_ratio_polynom: 1 + ((setpoint - dirty) / (limit - setpoint))^3
-        let setpoint = (freerun + self.thresh) as f64 / 2.0;
-        let x = (setpoint - dirty as f64) / (self.thresh as f64 - setpoint).max(1.0);
-        let mut pos = (1.0 + x * x * x).clamp(0.0, 2.0);
-        // wb_position_ratio (simplified): the wb's share of the limits by
-        // its share of the write bandwidth, a linear line around its
-        // share of the setpoint
-        let w = &self.wbs[wb];
-        let share = self.wb_share(wb);
-        let wb_thresh = (self.thresh as f64 * share).max(1.0);
-        let wb_setpoint = setpoint * share;
-        let wb_dirty = (w.dirty_pages + w.writeback_pages) as f64;
-        pos *= (1.0 - (wb_dirty - wb_setpoint) / wb_thresh).clamp(0.25, 2.0);
-        let dirtiers = w.dirtiers.len().max(1) as f64;
-        let rate = w.write_bw / dirtiers * pos;
-        if rate <= 0.0 {
-            return Duration(MAX_PAUSE_NS);
-        }
-        let ns = (bytes as f64 / rate * 1e9) as u64;
-        Duration(ns.min(MAX_PAUSE_NS))
-    }
-
-    /// A paused task wakes at `now`: still at or over the hard limit? Then
-    /// it pauses again (`balance_dirty_pages` loops).
-    pub fn repause(&mut self, task: usize, inode: usize, now: Instant) -> Option<Instant> {
-        if self.over_limit(self.inodes[inode].wb) {
-            let pause = Duration(MAX_PAUSE_NS);
-            self.note_pause(task, pause);
-            Some(now + pause)
-        } else {
-            None
-        }
-    }
-
     /// Start an fsync of `inode`: every dirty page goes to writeback at the
     /// next poll. True when the inode is already clean.
     pub fn fsync(&mut self, inode: usize) -> bool {
@@ -726,6 +913,18 @@ impl PageCache {
     /// Generate the writeback IO due at `now` (fsyncs, background,
     /// periodic) into `out`.
     pub fn poll(&mut self, now: Instant, out: &mut Vec<WritebackIo>) {
+        self.poll_j = self.jiffies(now);
+        self.poll_writeback(now, out);
+        // do_writepages: a wb that submitted writeback updates its
+        // bandwidth estimate when the last one is older than the interval
+        for w in &mut self.wbs {
+            if std::mem::take(&mut w.flushed) && dirty::bandwidth_due(&w.st, self.poll_j, self.hz) {
+                dirty::update_bandwidth(&mut w.st, &mut self.global, None, self.poll_j, self.hz);
+            }
+        }
+    }
+
+    fn poll_writeback(&mut self, now: Instant, out: &mut Vec<WritebackIo>) {
         // fsync: the caller writes its inode's pages itself, never blocked
         self.sync_pending = false;
         for i in 0..self.inodes.len() {
@@ -805,7 +1004,7 @@ impl PageCache {
                     continue;
                 }
             }
-            let mut left = self.cfg.chunk_bytes;
+            let mut left = self.chunk_bytes(w);
             while left > 0 {
                 let before = out.len();
                 if !self.write_some(inode, left, out) {
@@ -826,6 +1025,23 @@ impl PageCache {
             return true;
         }
         false
+    }
+
+    /// Bytes of one inode wb `w` writes per turn: `chunk_bytes`, or the
+    /// kernel's `writeback_chunk_size` (fs/fs-writeback.c) for
+    /// background and periodic writeback: half a second of the wb's
+    /// write bandwidth, at most 1/8 (`DIRTY_SCOPE`) of the global dirty
+    /// limit, plus `MIN_WRITEBACK_PAGES` (4 MiB), rounded down to a
+    /// multiple of it.
+    fn chunk_bytes(&self, w: usize) -> u64 {
+        if self.cfg.chunk_bytes > 0 {
+            return self.cfg.chunk_bytes;
+        }
+        const MIN_WRITEBACK_PAGES: u64 = 4096 >> (12 - 10);
+        const DIRTY_SCOPE: u64 = 8;
+        let pages =
+            (self.wbs[w].st.avg_write_bandwidth / 2).min(self.global.dirty_limit() / DIRTY_SCOPE);
+        (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES * PAGE_BYTES
     }
 
     /// The flusher is done with `inode`'s chunk: requeue it at the tail of
@@ -865,6 +1081,7 @@ impl PageCache {
         }
         ino.cursor = last + 1;
         let npages = last + 1 - first;
+        let inode_was_idle = ino.writeback_pages == 0;
         ino.writeback_pages += npages;
         if ino.dirty.is_empty() {
             ino.dirtied_when = None;
@@ -878,6 +1095,16 @@ impl PageCache {
         self.nr_dirty -= npages;
         self.nr_writeback += npages;
         let w = &mut self.wbs[wb];
+        if inode_was_idle {
+            // wb_inode_writeback_start
+            dirty::bandwidth_estimate_start(
+                &mut w.st,
+                w.writeback_pages == 0,
+                self.poll_j,
+                self.hz,
+            );
+        }
+        w.flushed = true;
         w.dirty_pages -= npages;
         w.writeback_pages += npages;
         let group = match self.cfg.mode {
@@ -948,36 +1175,20 @@ impl PageCache {
                 PageState::Clean | PageState::Dirty => {}
             }
         }
+        if let Some(wb) = wb_of_io {
+            // __folio_end_writeback → __wb_writeout_add, error or not
+            let j = self.jiffies(now);
+            let npages = Self::pages_of(offset, len).count() as u64;
+            dirty::writeout_add(&mut self.wbs[wb].st, &mut self.global, npages, j, self.hz);
+        }
         if let Some(wb) = wb_of_io.filter(|_| errno == 0) {
             let group = self.wbs[wb].group;
             *self.written_by_group.entry(group).or_default() += len;
             if let Some(s) = self.sample(now) {
                 s.writeback_bytes_add(group, len);
             }
-            self.update_bw(wb, len, now);
         }
         self.evict();
-    }
-
-    /// `wb_update_write_bandwidth`: every 200 ms, fold the bytes completed
-    /// since the last update into a moving average over ~4 s.
-    fn update_bw(&mut self, wb: usize, bytes: u64, now: Instant) {
-        let w = &mut self.wbs[wb];
-        w.bw_bytes += bytes;
-        let elapsed = now.0.saturating_sub(w.bw_stamp.0);
-        if elapsed < BW_INTERVAL_NS {
-            return;
-        }
-        let bw = w.bw_bytes as f64 * 1e9 / elapsed as f64;
-        if elapsed >= BW_PERIOD_NS {
-            w.write_bw = bw;
-        } else {
-            let e = elapsed as f64;
-            let period = BW_PERIOD_NS as f64;
-            w.write_bw = (w.write_bw * (period - e) + bw * e) / period;
-        }
-        w.bw_stamp = now;
-        w.bw_bytes = 0;
     }
 
     /// The device completed a write of `bytes` at `now` (any write).

@@ -39,6 +39,11 @@ pub trait RunSink {
     /// and once at the end: take what the controllers recorded since the
     /// last call ([`ControllerStack::drain_trace`]).
     fn controllers(&mut self, _stack: &mut ControllerStack) {}
+    /// Called with each [`RunSink::controllers`] call: the tracepoint
+    /// records of the kernel code the run models beside the controllers
+    /// (the page cache's `balance_dirty_pages` and `bdi_dirty_ratelimit`)
+    /// since the last call.
+    fn kernel_events(&mut self, _recs: &[Box<dyn blkqos_core::controller::TraceRecord>]) {}
     /// The run starts at `at` (before any other call).
     fn started(&mut self, _at: Instant) {}
     /// Called just before each [`RunSink::controllers`] call, before that
@@ -339,6 +344,11 @@ struct JobSlot {
     /// pause) ends: one thread copies a job's buffered IO, in order
     /// ([`Loop::issue_buffered`]).
     copy_free_at: Instant,
+    /// Buffered IOs issued and waiting for the job's copier, with their
+    /// issue time.
+    copy_queue: std::collections::VecDeque<(JobIo, Instant)>,
+    /// The copier is in a buffered write (its end is not known yet).
+    copy_writing: bool,
 }
 
 impl JobSlot {
@@ -1083,7 +1093,8 @@ impl<B: Backend> Loop<'_, B> {
             }
             s.job.abandon(now);
         }
-        (self.flights.len() + self.pc_pending.len()) as u64
+        let queued: usize = self.jobs.iter().map(|s| s.copy_queue.len()).sum();
+        (self.flights.len() + self.pc_pending.len() + queued) as u64
     }
 
     #[inline(always)]
@@ -1260,6 +1271,13 @@ impl<B: Backend> Loop<'_, B> {
     fn feed_sink(&mut self, now: Instant) -> Instant {
         if let Some(s) = &mut self.sink {
             s.controllers(self.stack);
+            if let Some(pc) = &mut self.pc {
+                let mut recs = Vec::new();
+                pc.drain_trace(&mut recs);
+                if !recs.is_empty() {
+                    s.kernel_events(&recs);
+                }
+            }
         }
         now + SINK_EVERY
     }

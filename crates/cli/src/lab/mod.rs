@@ -91,6 +91,14 @@ pub struct LabJob {
 ///   `h02-qd1-roundtrip` measures that round trip alone). The simulated
 ///   sleep wakes up late by a uniform `[0, 2 × that]` (`wake_jitter_ns`),
 ///   which has that mean.
+/// * `h04-buffered-copy`: one sync writer puts 1 MiB buffered writes into
+///   ext4 below the dirty limits, so nothing waits for writeback: a
+///   cycle (1/IOPS) less the submit call and the copy's fixed syscall
+///   cost is the time to copy 1 MiB into the page cache
+///   (`copy_bytes_per_s`). The emulated guest copies at tens of MB/s, a
+///   hundred times slower than a host: how long the writers of a
+///   buffered job run free before `balance_dirty_pages` throttles them,
+///   and their think time between pauses, follow from it.
 ///
 /// Means over the kernel's recorded runs. Nothing here looks at a
 /// controller's result.
@@ -98,6 +106,8 @@ pub struct LabJob {
 pub struct LabHost {
     pub submit_ns: u64,
     pub wake_jitter_ns: u64,
+    /// From `h04-buffered-copy`, when recorded.
+    pub copy_bytes_per_s: Option<u64>,
 }
 
 /// Seconds of steady writeback a writeback job's rates are taken over.
@@ -108,7 +118,14 @@ const CALIBRATION_COMPLETION_NS: f64 = 20_000.0;
 /// `thinktime` of `h01-qd1-thinktime`.
 const CALIBRATION_THINK_NS: f64 = 4_000_000.0;
 
+/// The bytes of one write of `h04-buffered-copy`.
+const CALIBRATION_COPY_BYTES: f64 = 1048576.0;
+
 fn mean_iops(lab: &Path, kernel: &str, job: &str) -> Result<Option<f64>> {
+    mean_of(lab, kernel, job, "r.read.iops")
+}
+
+fn mean_of(lab: &Path, kernel: &str, job: &str, metric: &str) -> Result<Option<f64>> {
     let j = LabJob {
         name: job.to_string(),
         scenario: PathBuf::new(),
@@ -118,7 +135,7 @@ fn mean_iops(lab: &Path, kernel: &str, job: &str) -> Result<Option<f64>> {
         vrate: None,
     };
     let (s, n) = real_spreads(lab, kernel, &j, false)?;
-    Ok(s.get("r.read.iops")
+    Ok(s.get(metric)
         .filter(|_| n > 0)
         .map(|x| x.values.iter().sum::<f64>() / x.values.len() as f64))
 }
@@ -137,9 +154,15 @@ impl LabHost {
             None => (1e9 / rt - CALIBRATION_COMPLETION_NS).max(0.0),
         };
         let late = (1e9 / tt - CALIBRATION_THINK_NS - submit - CALIBRATION_COMPLETION_NS).max(0.0);
+        let syscall_ns = blkqos_driver::pagecache::PageCacheConfig::default().syscall_ns as f64;
+        let copy_bytes_per_s = mean_of(lab, kernel, "h04-buffered-copy", "r.write.iops")?
+            .map(|iops| 1e9 / iops - submit - syscall_ns)
+            .filter(|ns| *ns > 0.0)
+            .map(|ns| (CALIBRATION_COPY_BYTES * 1e9 / ns).round() as u64);
         Ok(Some(LabHost {
             submit_ns: submit.round() as u64,
             wake_jitter_ns: (2.0 * late).round() as u64,
+            copy_bytes_per_s,
         }))
     }
 }
@@ -324,9 +347,13 @@ fn sim_experiment(
     if let Some(h) = host {
         exp.host.submit_ns = h.submit_ns;
         exp.host.wake_jitter_ns = h.wake_jitter_ns;
+        if let Some(rate) = h.copy_bytes_per_s {
+            exp.pagecache.cfg.copy_bytes_per_s = rate;
+        }
     }
     exp.host.seed = seed;
     profile.apply(&mut exp.controllers, &mut exp.accounting);
+    profile.apply_pagecache(&mut exp.pagecache.cfg);
     for (k, v) in overrides {
         exp.controllers
             .set(k, v)
@@ -746,9 +773,12 @@ pub fn run(args: &[String]) -> Result<bool> {
     for k in &kernels {
         match LabHost::measure(&a.lab, k)? {
             Some(h) => eprintln!(
-                "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]",
+                "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]{}",
                 h.submit_ns as f64 / 1e3,
-                h.wake_jitter_ns as f64 / 1e3
+                h.wake_jitter_ns as f64 / 1e3,
+                h.copy_bytes_per_s
+                    .map(|r| format!(", page cache copies at {:.1} MB/s", r as f64 / 1e6))
+                    .unwrap_or_default()
             ),
             None => eprintln!("lab: {k}: no calibration runs: the scenarios' own host model"),
         }

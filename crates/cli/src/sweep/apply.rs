@@ -48,6 +48,7 @@ impl Base {
             let (p, low) =
                 crate::kernel::KernelProfile::parse(k).map_err(|m| anyhow::anyhow!("--{m}"))?;
             p.apply_build(&mut exp.controllers, &mut exp.accounting, low);
+            p.apply_pagecache(&mut exp.pagecache.cfg);
         }
         quiet(&mut exp);
         let text = std::fs::read_to_string(path)

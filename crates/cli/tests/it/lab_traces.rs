@@ -450,3 +450,139 @@ fn c03_ktrace_has_iocosts_inuse_tracepoints() {
         "a shortage puts inuse back to active: {events:?}"
     );
 }
+
+/// Per group (`cgroup_ino`) of a `writeback:balance_dirty_pages` trace:
+/// (passes, passes at the hard limit (`task_ratelimit=0`), longest
+/// `paused` ms, sum of `pause` ms, last `dirty_ratelimit` KB/s, passes
+/// called in with a whole 1 MiB write's pages (`dirtied>=256`)).
+type BdpGroup = (u64, u64, u64, i64, u64, u64);
+
+fn bdp_by_group(text: &str) -> Vec<BdpGroup> {
+    let mut by: std::collections::BTreeMap<u64, BdpGroup> = Default::default();
+    for l in text.lines() {
+        let Some((_, tail)) = l.split_once("balance_dirty_pages: ") else {
+            continue;
+        };
+        let field = |k: &str| -> i64 {
+            tail.split_whitespace()
+                .find_map(|w| w.strip_prefix(k))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{k} in {l}"))
+        };
+        let e = by.entry(field("cgroup_ino=") as u64).or_default();
+        e.0 += 1;
+        if field("task_ratelimit=") == 0 {
+            e.1 += 1;
+        }
+        e.2 = e.2.max(field("paused=") as u64);
+        e.3 += field("pause=").max(0);
+        e.4 = field("dirty_ratelimit=") as u64;
+        if field("dirtied=") >= 256 {
+            e.5 += 1;
+        }
+    }
+    // the faster group first: the kernel's cgroup inode numbers and
+    // blkqos's group numbers do not sort alike
+    let mut v: Vec<_> = by.into_values().collect();
+    v.sort_by_key(|g| std::cmp::Reverse(g.4));
+    v
+}
+
+/// w01 (seed 003: buffered writers at `wbps` 4 and 2 MiB/s, ext4, 128 MiB
+/// dirty limit) on `kernel` with the writeback tracepoints
+/// (`lab/traces/w01-KERNEL`): blkqos's `--ktrace` of the same scenario,
+/// with the guest's page cache copy speed measured by
+/// `h04-buffered-copy`, throttles each writer as often, for as long in
+/// sum, with stalls at the hard limit as long, and ends with the same
+/// `dirty_ratelimit` (the kernel's estimate falls from 100 MiB/s over the
+/// whole run). Returns (blkqos, kernel) per group.
+fn w01_follows_the_trace(kernel: &str, release: &str) -> Option<(Vec<BdpGroup>, Vec<BdpGroup>)> {
+    let theirs = bdp_by_group(&xz_text(
+        lab().join(format!("traces/w01-{kernel}/bdp.txt.xz")),
+    )?);
+    // the guest's copy: 1 MiB times h04's mean IOPS on this kernel
+    let mut iops = Vec::new();
+    for run in std::fs::read_dir(lab().join("fixtures").join(release)).unwrap() {
+        let p = run.unwrap().path().join("h04-buffered-copy/fio0.json");
+        if let Ok(t) = std::fs::read_to_string(&p) {
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            iops.push(num(&v, "/jobs/0/write/iops"));
+        }
+    }
+    assert!(!iops.is_empty(), "no h04 runs on {kernel}");
+    let rate_kib = (1024.0 * iops.iter().sum::<f64>() / iops.len() as f64).round() as u64;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = std::fs::read_to_string(lab().join("matrix/w01-seed003-writeback.toml"))
+        .unwrap()
+        .replace(
+            "[pagecache]\n",
+            &format!("[pagecache]\ncopy_rate = \"{rate_kib}k\"\n"),
+        );
+    std::fs::write(dir.path().join("w01.toml"), scenario).unwrap();
+    blkqos(
+        &[
+            "run",
+            "w01.toml",
+            &format!("--kernel={kernel}"),
+            "--ktrace=k.txt",
+        ],
+        Some(dir.path()),
+    )
+    .ok();
+    let ours = bdp_by_group(&std::fs::read_to_string(dir.path().join("k.txt")).unwrap());
+    assert_eq!((ours.len(), theirs.len()), (2, 2), "{ours:?} {theirs:?}");
+    for (o, k) in ours.iter().zip(&theirs) {
+        let what = format!("blkqos {o:?}, kernel {k:?}");
+        assert_within(&format!("passes: {what}"), o.0 as f64, k.0 as f64, 20.0);
+        assert_within(
+            &format!("longest stall: {what}"),
+            o.2 as f64,
+            k.2 as f64,
+            30.0,
+        );
+        assert_within(
+            &format!("sum of pauses: {what}"),
+            o.3 as f64,
+            k.3 as f64,
+            15.0,
+        );
+        assert_within(
+            &format!("last dirty_ratelimit: {what}"),
+            o.4 as f64,
+            k.4 as f64,
+            30.0,
+        );
+        // the hard-limit loops exist in both, as many within a factor 1.5
+        assert!(
+            o.1 * 2 >= k.1 && o.1 * 2 <= 3 * k.1,
+            "hard-limit passes: {what}"
+        );
+    }
+    Some((ours, theirs))
+}
+
+/// On 6.12 ext4 dirties 4 KiB folios: a writer calls in every 32 pages or
+/// so, and almost never with a whole 1 MiB write's 256.
+#[test]
+fn w01_writers_are_throttled_as_in_the_6_12_trace() {
+    let Some((ours, theirs)) = w01_follows_the_trace("6.12", "6.12.117+deb13-amd64") else {
+        return;
+    };
+    for g in ours.iter().chain(&theirs) {
+        assert!(g.5 * 10 < g.0, "few passes with 256 pages: {g:?}");
+    }
+}
+
+/// On 7.2 ext4 writes large folios: a 1 MiB write is one folio, dirtied
+/// at once, and its writer calls in once per write with 256 pages
+/// (`dirtied=256` in every pass of the trace); blkqos's 7.2 profile does
+/// the same.
+#[test]
+fn w01_writers_are_throttled_as_in_the_7_2_trace() {
+    let Some((ours, theirs)) = w01_follows_the_trace("7.2", "7.2.13+deb14-amd64") else {
+        return;
+    };
+    for g in ours.iter().chain(&theirs) {
+        assert_eq!(g.5, g.0, "every pass with a whole write's pages: {g:?}");
+    }
+}

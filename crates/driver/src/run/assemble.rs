@@ -10,7 +10,7 @@ use crate::account::DiskStats;
 use crate::backend::Backend;
 use crate::blk::RequestQueue;
 use crate::lathist::LatHists;
-use crate::pagecache::PageCache;
+use crate::pagecache::{PageCache, PageCacheConfig};
 use crate::slab::Slab;
 use blkqos_core::{ControllerStack, Instant};
 use std::sync::PoisonError;
@@ -123,10 +123,16 @@ impl<'a, B: Backend> Loop<'a, B> {
             }
         }
         self.batched = self.jobs.iter().any(|s| s.batch.is_some());
-        self.pc = opts
-            .pagecache
-            .clone()
-            .map(|cfg| PageCache::new(cfg, t0, self.jobs.len()));
+        self.pc = opts.pagecache.clone().map(|cfg| {
+            // the dirty throttle counts the same jiffies as the accounting
+            let cfg = PageCacheConfig {
+                hz: if opts.hz == 0 { 1000 } else { opts.hz },
+                tick_phase_ns: opts.tick_phase_ns,
+                trace: opts.sink.is_some(),
+                ..cfg
+            };
+            PageCache::new(cfg, t0, self.jobs.len())
+        });
         steady
     }
 }

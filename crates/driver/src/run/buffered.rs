@@ -20,44 +20,59 @@ impl<B: Backend> Loop<'_, B> {
         let Some(pc) = self.pc.as_mut() else {
             return false;
         };
-        let slot = &self.jobs[j];
-        // The copy runs in one thread per job, in submission order: libaio's
-        // io_submit copies a buffered IO before it returns
-        // (`aio_write` → `generic_perform_write` in the submitter), and
-        // io_uring copies inline or, when that would block, in an io-wq
-        // worker that serializes writes to one inode (`io_wq_hash_work`).
-        // So a job's buffered IOs take turns whatever its iodepth: the next
-        // copy starts after the previous one and its pause end.
-        let starts_at = (now + Duration(self.host.submit_ns)).max(slot.copy_free_at);
-        let returns_at = starts_at + pc.copy_time(jio.len);
-        let done_at = match jio.ddir {
-            Ddir::Write => {
-                let inode = pc.inode(slot.file_key, slot.group);
-                let pause = pc.write(j, inode, jio.offset, jio.len, now);
-                // acknowledged: a backend that keeps data copies it now
-                self.backend.buffer_write(jio.offset, jio.len);
-                returns_at + pause
-            }
-            Ddir::Read if pc.read_hit(jio.offset, jio.len) => returns_at,
+        match jio.ddir {
+            Ddir::Write => {}
+            Ddir::Read if pc.read_hit(jio.offset, jio.len) => {}
             _ => return false,
-        };
-        self.jobs[j].copy_free_at = done_at;
+        }
         self.jobs[j].job.submitted(now);
-        self.pc_pending.push((
-            done_at,
-            j,
-            Reaped {
-                io: jio,
-                issue_time: now,
-                error: 0,
-                bytes_done: jio.len,
-            },
-        ));
+        self.jobs[j].copy_queue.push_back((jio, now));
+        self.pump_copier(j);
         true
     }
 
-    /// Page cache work at `now`: deliver buffered completions whose pause
-    /// ended, and submit the writeback IO the flushers produce.
+    /// Start job `j`'s queued copies while its copier is free. The copy
+    /// runs in one thread per job, in submission order: libaio's
+    /// io_submit copies a buffered IO before it returns (`aio_write` →
+    /// `generic_perform_write` in the submitter), and io_uring copies
+    /// inline or, when that would block, in an io-wq worker that
+    /// serializes writes to one inode (`io_wq_hash_work`). So a job's
+    /// buffered IOs take turns whatever its iodepth: the next copy starts
+    /// after the previous one and its `balance_dirty_pages` pauses end.
+    fn pump_copier(&mut self, j: usize) {
+        let Some(pc) = self.pc.as_mut() else {
+            return;
+        };
+        while !self.jobs[j].copy_writing {
+            let slot = &mut self.jobs[j];
+            let Some((jio, issued)) = slot.copy_queue.pop_front() else {
+                return;
+            };
+            let starts_at = (issued + Duration(self.host.submit_ns)).max(slot.copy_free_at);
+            let at = if jio.ddir == Ddir::Write {
+                let inode = pc.inode(slot.file_key, slot.group);
+                slot.copy_writing = true;
+                // acknowledged: a backend that keeps data copies it now
+                self.backend.buffer_write(jio.offset, jio.len);
+                pc.start_write(j, inode, jio.offset, jio.len, starts_at)
+            } else {
+                let done = starts_at + pc.copy_time(jio.len);
+                slot.copy_free_at = done;
+                done
+            };
+            let reaped = Reaped {
+                io: jio,
+                issue_time: issued,
+                error: 0,
+                bytes_done: jio.len,
+            };
+            self.pc_pending.push((at, j, reaped));
+        }
+    }
+
+    /// Page cache work at `now`: step buffered writes (page copies and
+    /// `balance_dirty_pages` sleeps), deliver the buffered IOs that are
+    /// done, and submit the writeback IO the flushers produce.
     #[inline(never)]
     pub(super) fn run_pagecache(&mut self, now: Instant) {
         let mut i = 0;
@@ -68,25 +83,20 @@ impl<B: Backend> Loop<'_, B> {
             }
             let j = self.pc_pending[i].1;
             let is_write = self.pc_pending[i].2.io.ddir == Ddir::Write;
-            // balance_dirty_pages loops while over the hard limit
-            let again = match (&mut self.pc, is_write) {
-                (Some(pc), true) => {
-                    let inode = pc.inode(self.jobs[j].file_key, self.jobs[j].group);
-                    pc.repause(j, inode, now)
+            if is_write {
+                if let Some(t) = self.pc.as_mut().and_then(|pc| pc.step_write(j, now)) {
+                    self.pc_pending[i].0 = t;
+                    i += 1;
+                    continue;
                 }
-                _ => None,
-            };
-            if let Some(t) = again {
-                self.pc_pending[i].0 = t;
-                // the copying thread sleeps in balance_dirty_pages: the
-                // job's next copy waits for it
-                let free = &mut self.jobs[j].copy_free_at;
-                *free = (*free).max(t);
-                i += 1;
-                continue;
+                self.jobs[j].copy_writing = false;
+                self.jobs[j].copy_free_at = now;
             }
             let (_, j, r) = self.pc_pending.swap_remove(i);
             self.jobs[j].deliver(r, now);
+            if is_write {
+                self.pump_copier(j);
+            }
         }
         let mut wb = std::mem::take(&mut self.wb_ios);
         wb.clear();

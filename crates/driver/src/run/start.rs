@@ -118,6 +118,8 @@ pub(super) fn slot(j: usize, s: JobSetup, t0: Instant, wall: usize) -> JobSlot {
         exit_seen: false,
         offload,
         copy_free_at: t0,
+        copy_queue: std::collections::VecDeque::new(),
+        copy_writing: false,
     }
 }
 
