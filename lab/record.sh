@@ -35,8 +35,8 @@ ALONE=$(grep -v '^#' "$here/kernels" | awk '/iocost-alone/{print $1}')
 for rep in $RUNS; do
   for kver in $KERNELS; do
    case " $ALONE " in
-     *" $kver "*) boots=${BOOTS:-'^t0 ^c01 ^c02 ^c03 ^c04 ^c05 ^c06 ^c07 ^c08 ^c09 ^c10 ^[ah] ^w'} ;;
-     *) boots=${BOOTS:-'^t0 ^c0 ^c1 ^[ah] ^w'} ;;
+     *" $kver "*) boots=${BOOTS:-'^t ^c01 ^c02 ^c03 ^c04 ^c05 ^c06 ^c07 ^c08 ^c09 ^c10 ^[ah] ^w'} ;;
+     *) boots=${BOOTS:-'^t ^c0 ^c1 ^[ah] ^w'} ;;
    esac
    for boot in $boots; do
     # the boot's jobs, narrowed by JOBS when given

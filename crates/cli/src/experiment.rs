@@ -721,6 +721,14 @@ impl Experiment {
         opts.stop = stop;
         opts.abandon = abandon;
         opts.pagecache = self.pagecache.config();
+        if let Some(pc) = opts.pagecache.as_mut() {
+            pc.memory_max = self
+                .pagecache
+                .memory_max
+                .iter()
+                .filter_map(|(path, bytes)| tree.get(path).map(|g| (g, *bytes)))
+                .collect();
+        }
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
         let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();

@@ -31,6 +31,11 @@ pub struct KernelProfile {
     /// Linux 6.16, "ext4: enable large folio for regular file"; the
     /// simulated files are taken as ext4's).
     pub large_folios: bool,
+    /// `balance_dirty_pages` reads memory cgroups' page counts as the
+    /// periodic 2 s statistics flush left them (Linux 6.8 on: "mm:
+    /// memcg: use ratelimited stats flush in mem_cgroup_wb_stats"); 6.1
+    /// flushes them at the read.
+    pub memcg_stats_ratelimited: bool,
 }
 
 /// The releases blkqos has profiles for (and the lab records).
@@ -43,6 +48,7 @@ pub const PROFILES: &[KernelProfile] = &[
         iostats: "inflight",
         hz: 250,
         large_folios: false,
+        memcg_stats_ratelimited: false,
     },
     KernelProfile {
         name: "6.12",
@@ -52,6 +58,7 @@ pub const PROFILES: &[KernelProfile] = &[
         iostats: "inflight",
         hz: 250,
         large_folios: false,
+        memcg_stats_ratelimited: true,
     },
     KernelProfile {
         name: "7.2",
@@ -61,6 +68,7 @@ pub const PROFILES: &[KernelProfile] = &[
         iostats: "inflight",
         hz: 250,
         large_folios: true,
+        memcg_stats_ratelimited: true,
     },
 ];
 
@@ -137,6 +145,7 @@ impl KernelProfile {
     /// The page cache's behaviour of this release.
     pub fn apply_pagecache(&self, p: &mut blkqos_driver::pagecache::PageCacheConfig) {
         p.large_folios = self.large_folios;
+        p.memcg_stats_ratelimited = self.memcg_stats_ratelimited;
     }
 
     /// As [`apply`](Self::apply), for a build with or without THROTTLING_LOW.

@@ -22,6 +22,9 @@ pub struct PageCacheOptions {
     pub report: Option<PathBuf>,
     /// Keep the per-second series without a report (lab compare reads it).
     pub keep_series: bool,
+    /// `memory.max` writes of the scenario: (cgroup path, bytes), resolved
+    /// to groups when the run's cgroup tree is built.
+    pub memory_max: Vec<(String, u64)>,
 }
 
 pub const KEYS: &str = "enable, memory, dirty_ratio, dirty_background_ratio, dirty_bytes, \

@@ -40,7 +40,7 @@ pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
     options(&src, sc.pagecache.as_ref(), "pagecache", |k, v| {
         pagecache.set(k, v)
     })?;
-    let writes = writes(&src, &sc)?;
+    let writes = writes(&src, &sc, &mut pagecache)?;
     let (invocations, status_every_ms) =
         invocations(&src, &sc, &known_cgroups(&src, &sc, &writes)?)?;
     Ok(Experiment {
@@ -145,10 +145,19 @@ fn options(
     Ok(())
 }
 
-/// `[[write]]`: the knob writes, with their times.
-fn writes(src: &Source, sc: &ScenarioFile) -> Result<Vec<KnobWrite>> {
+/// `[[write]]`: the knob writes, with their times; `memory.max` writes
+/// go to the page cache ([`memory_max`]).
+fn writes(
+    src: &Source,
+    sc: &ScenarioFile,
+    pagecache: &mut crate::pagecache::PageCacheOptions,
+) -> Result<Vec<KnobWrite>> {
     let mut writes = Vec::new();
     for w in &sc.write {
+        if let Some(dir) = w.file.get_ref().trim().strip_suffix("/memory.max") {
+            pagecache.memory_max.push(memory_max(src, w, dir)?);
+            continue;
+        }
         let (cgroup, knob) =
             split_target(w.file.get_ref()).map_err(|m| src.err(w.file.span().start, m))?;
         let at_ns = match &w.at {
@@ -176,6 +185,43 @@ fn writes(src: &Source, sc: &ScenarioFile) -> Result<Vec<KnobWrite>> {
         });
     }
     Ok(writes)
+}
+
+/// A `memory.max` write: the group's page cache limit (bytes, or `max`),
+/// before the run only.
+fn memory_max(src: &Source, w: &crate::scenario::WriteTable, dir: &str) -> Result<(String, u64)> {
+    let at = |m: String| anyhow::Error::from(src.err(w.value.span().start, m));
+    if w.at
+        .as_ref()
+        .is_some_and(|a| parse_at(a.get_ref()) != Some(0))
+    {
+        return Err(at(format!(
+            "{}: memory.max is set before the run only (at = \"0\")",
+            w.file.get_ref()
+        )));
+    }
+    let dir = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .iter()
+        .find_map(|p| dir.strip_prefix(p))
+        .unwrap_or(dir);
+    let path = blkqos_core::CgroupTree::normalize(if dir.is_empty() { "/" } else { dir })
+        .map_err(|e| at(format!("{}: {e}", w.file.get_ref())))?;
+    if path == "/" {
+        return Err(at("memory.max does not exist in the root cgroup".into()));
+    }
+    let v = w.value.get_ref().trim();
+    let bytes = if v == "max" {
+        u64::MAX
+    } else {
+        blkqos_sim::device::parse_size(v)
+            .filter(|&b| b > 0)
+            .ok_or_else(|| {
+                at(format!(
+                    "memory.max `{v}`: expected bytes (like 268435456 or 256m) or max"
+                ))
+            })?
+    };
+    Ok((path, bytes))
 }
 
 /// The cgroups a `[[fio]]` may run in: those written to, and `cgroups`.

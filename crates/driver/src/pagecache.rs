@@ -64,6 +64,9 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>
 
 /// Bytes per page.
 pub const PAGE_BYTES: u64 = 4096;
+/// Pending memcg statistics updates above which a reclaim flushes them
+/// (`MEMCG_CHARGE_BATCH` × the lab guest's two CPUs).
+const MEMCG_FLUSH_UPDATES: u64 = 64 * 2;
 /// How writeback IO reaches the controllers (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum WritebackMode {
@@ -179,6 +182,17 @@ pub struct PageCacheConfig {
     /// order `__filemap_get_folio` is capped at) and its task calls into
     /// `balance_dirty_pages` after each folio; false: 4 KiB folios.
     pub large_folios: bool,
+    /// `balance_dirty_pages` reads a memory cgroup's page counts as the
+    /// periodic 2 s flush left them (`mem_cgroup_flush_stats_ratelimited`
+    /// in `mem_cgroup_wb_stats`, Linux 6.8 on); false: flushed at the
+    /// read once more than 128 updates are pending (6.1's
+    /// `mem_cgroup_flush_stats`).
+    pub memcg_stats_ratelimited: bool,
+    /// `memory.max` of groups that have one (bytes): the group's page
+    /// cache pages are charged to it, it reclaims its own clean pages
+    /// beyond it, and its dirty limits shrink with its headroom
+    /// (`mem_cgroup_wb_stats`).
+    pub memory_max: Vec<(GroupId, u64)>,
 }
 
 impl PageCacheConfig {
@@ -213,6 +227,8 @@ impl Default for PageCacheConfig {
             tick_phase_ns: 0,
             trace: false,
             large_folios: false,
+            memory_max: Vec::new(),
+            memcg_stats_ratelimited: true,
         }
     }
 }
@@ -260,6 +276,14 @@ struct Wb {
     b_dirty: VecDeque<usize>,
     /// Bandwidth, rate limits and completions ([`dirty`]).
     st: dirty::WbState,
+    /// Its clean pages, and their places in the eviction order.
+    clean_pages: u64,
+    clean_fifo: VecDeque<(u64, u64)>,
+    /// The group's `memory.max` in pages (None: `max`).
+    max_pages: Option<u64>,
+    /// Its memory cgroup's statistics as last flushed: (file pages, dirty
+    /// and writeback pages).
+    memcg_stat: (u64, u64),
     /// It submitted writeback in the current poll.
     flushed: bool,
 }
@@ -360,9 +384,10 @@ pub struct PageCache {
     thresh: u64,
     bg_thresh: u64,
     pages: HashMap<u64, Page>,
-    /// Pages in the order they first became clean: the eviction order
-    /// (see `evict`).
-    clean_fifo: VecDeque<u64>,
+    /// Pages in the order they first became clean, per wb, numbered
+    /// from `clean_seq`: the eviction order is the numbering's (see
+    /// `evict`), a memory cgroup's reclaim takes its own wb's first.
+    clean_seq: u64,
     nr_clean: u64,
     nr_dirty: u64,
     nr_writeback: u64,
@@ -399,6 +424,10 @@ pub struct PageCache {
     poll_j: u64,
     /// Tracepoint records not yet drained ([`PageCacheConfig::trace`]).
     trace: Vec<Box<dyn blkqos_core::controller::TraceRecord>>,
+    /// When the periodic memcg statistics flush runs next, and the page
+    /// state changes of memory cgroups since the last flush.
+    next_memcg_flush: Instant,
+    memcg_pending: u64,
 }
 
 impl PageCache {
@@ -422,13 +451,15 @@ impl PageCache {
             writes: vec![None; nr_tasks],
             poll_j: j0,
             trace: Vec::new(),
+            next_memcg_flush: t0 + Duration::from_ms(2000),
+            memcg_pending: 0,
             next_periodic: t0 + cfg.writeback_interval,
             cfg,
             t0,
             thresh,
             bg_thresh,
             pages: HashMap::default(),
-            clean_fifo: VecDeque::new(),
+            clean_seq: 0,
             nr_clean: 0,
             nr_dirty: 0,
             nr_writeback: 0,
@@ -493,6 +524,15 @@ impl PageCache {
             b_dirty: VecDeque::new(),
             st: dirty::WbState::new(self.jiffies(self.t0), group != GroupId::ROOT),
             flushed: false,
+            clean_pages: 0,
+            clean_fifo: VecDeque::new(),
+            memcg_stat: (0, 0),
+            max_pages: self
+                .cfg
+                .memory_max
+                .iter()
+                .find(|(g, _)| *g == group)
+                .map(|&(_, b)| b / PAGE_BYTES),
         });
         self.wb_by_group.insert(group, self.wbs.len() - 1);
         self.wbs.len() - 1
@@ -518,8 +558,11 @@ impl PageCache {
         let dropped = (before - self.pages.len()) as u64;
         if dropped > 0 {
             self.nr_clean -= dropped;
+            let wb = self.inodes[inode].wb;
             let pages = &self.pages;
-            self.clean_fifo.retain(|p| pages.contains_key(p));
+            let w = &mut self.wbs[wb];
+            w.clean_pages -= dropped;
+            w.clean_fifo.retain(|(_, p)| pages.contains_key(p));
         }
         dropped
     }
@@ -534,10 +577,85 @@ impl PageCache {
                     in_fifo: true,
                 });
                 self.nr_clean += 1;
-                self.clean_fifo.push_back(p);
+                let wb = self.inodes[inode].wb;
+                self.wbs[wb].clean_pages += 1;
+                self.push_clean(wb, p);
+                self.charge(wb);
             }
         }
         self.evict();
+    }
+
+    /// Page `p` of wb `wb` takes its place in the eviction order.
+    fn push_clean(&mut self, wb: usize, p: u64) {
+        self.wbs[wb].clean_fifo.push_back((self.clean_seq, p));
+        self.clean_seq += 1;
+    }
+
+    /// The wb's memory cgroup charged a page: over its `memory.max`, it
+    /// reclaims its own clean pages, oldest first (`try_charge` →
+    /// `try_to_free_mem_cgroup_pages`; dirty and writeback pages stay).
+    /// Reclaim flushes the memcg's statistics when enough updates are
+    /// pending (`mem_cgroup_flush_stats`: more than `MEMCG_CHARGE_BATCH`
+    /// per CPU, two CPUs).
+    fn charge(&mut self, wb: usize) {
+        let Some(max) = self.wbs[wb].max_pages else {
+            return;
+        };
+        if self.memcg_pages(wb) > max && self.memcg_pending > MEMCG_FLUSH_UPDATES {
+            self.flush_memcg_stats();
+        }
+        while self.memcg_pages(wb) > max {
+            if !self.evict_one(wb) {
+                return;
+            }
+        }
+    }
+
+    /// `do_flush_stats`: every memory cgroup's statistics become current.
+    fn flush_memcg_stats(&mut self) {
+        for w in &mut self.wbs {
+            w.memcg_stat = (
+                w.clean_pages + w.dirty_pages + w.writeback_pages,
+                w.dirty_pages + w.writeback_pages,
+            );
+        }
+        self.memcg_pending = 0;
+    }
+
+    /// The periodic flusher (`flush_memcg_stats_dwork`, every
+    /// `FLUSH_TIME`, 2 s) ran at every multiple of it up to `now`.
+    fn periodic_memcg_flush(&mut self, now: Instant) {
+        if now >= self.next_memcg_flush {
+            self.flush_memcg_stats();
+            while self.next_memcg_flush <= now {
+                self.next_memcg_flush += Duration::from_ms(2000);
+            }
+        }
+    }
+
+    /// The pages a wb's memory cgroup holds in the cache.
+    fn memcg_pages(&self, wb: usize) -> u64 {
+        let w = &self.wbs[wb];
+        w.clean_pages + w.dirty_pages + w.writeback_pages
+    }
+
+    /// Drop the first clean page of wb `w`'s eviction order; false when it
+    /// has none (a page found dirty or under writeback loses its place).
+    fn evict_one(&mut self, w: usize) -> bool {
+        while let Some((_, p)) = self.wbs[w].clean_fifo.pop_front() {
+            let Some(pg) = self.pages.get_mut(&p) else {
+                continue;
+            };
+            if pg.state == PageState::Clean {
+                self.pages.remove(&p);
+                self.nr_clean -= 1;
+                self.wbs[w].clean_pages -= 1;
+                return true;
+            }
+            pg.in_fifo = false;
+        }
+        false
     }
 
     /// Drop clean pages, oldest first, while the cache exceeds memory.
@@ -552,15 +670,21 @@ impl PageCache {
     fn evict(&mut self) {
         let limit = self.cfg.memory_bytes / PAGE_BYTES;
         while self.nr_clean + self.nr_dirty + self.nr_writeback > limit {
-            let Some(p) = self.clean_fifo.pop_front() else {
+            // the wb whose first place is the oldest
+            let oldest = (0..self.wbs.len())
+                .filter_map(|w| self.wbs[w].clean_fifo.front().map(|&(seq, _)| (seq, w)))
+                .min();
+            let Some((_, w)) = oldest else {
                 return;
             };
+            let (_, p) = self.wbs[w].clean_fifo.pop_front().expect("front seen");
             let Some(pg) = self.pages.get_mut(&p) else {
                 continue;
             };
             if pg.state == PageState::Clean {
                 self.pages.remove(&p);
                 self.nr_clean -= 1;
+                self.wbs[w].clean_pages -= 1;
             } else {
                 pg.in_fifo = false;
             }
@@ -700,6 +824,11 @@ impl PageCache {
     ) -> Option<Instant> {
         let inode = self.writes[task].as_ref()?.inode;
         let wb = self.inodes[inode].wb;
+        self.periodic_memcg_flush(now);
+        if !self.cfg.memcg_stats_ratelimited && self.memcg_pending > MEMCG_FLUSH_UPDATES {
+            // mem_cgroup_wb_stats → mem_cgroup_flush_stats (before 6.8)
+            self.flush_memcg_stats();
+        }
         let counts = self.counts(wb);
         let j = self.jiffies(now);
         let hz = self.hz;
@@ -774,6 +903,20 @@ impl PageCache {
         out.append(&mut self.trace);
     }
 
+    /// Wb `w`'s memory cgroup (one under a `memory.max`) has more dirty
+    /// pages than its background threshold (`domain_over_bg_thresh` of
+    /// its `mdtc`, writeback excluded).
+    fn memcg_over_bg(&self, w: usize) -> bool {
+        let Some(dom) = self.wbs[w].max_pages.and(self.wbs[w].st.memcg.as_ref()) else {
+            return false;
+        };
+        let mut c = self.counts(w);
+        c.dirty = self.nr_dirty;
+        c.wb_dirty = self.wbs[w].dirty_pages;
+        let g = dirty::Dtc::global(&c, &self.global);
+        dirty::Dtc::memcg(&c, &g, dom).dirty > dirty::Dtc::memcg(&c, &g, dom).bg_thresh
+    }
+
     /// The page counts `balance_dirty_pages` reads for `wb`.
     fn counts(&self, wb: usize) -> dirty::Counts {
         let (dirty_bytes, dirty_ratio) = match self.cfg.dirty {
@@ -795,6 +938,12 @@ impl PageCache {
             dirty_ratio,
             bg_ratio,
             wb_dirty: w.dirty_pages + w.writeback_pages,
+            memcg_filepages: w.memcg_stat.0,
+            memcg_dirty: w.memcg_stat.1,
+            // the page counter itself is exact
+            memcg_headroom: w
+                .max_pages
+                .map_or(u64::MAX, |max| max.saturating_sub(self.memcg_pages(wb))),
         }
     }
 
@@ -823,6 +972,7 @@ impl PageCache {
     /// inode on its wb's dirty list (`__mark_inode_dirty`).
     fn count_dirty(&mut self, inode: usize, wb: usize, p: u64, now: Instant) {
         self.nr_dirty += 1;
+        self.memcg_pending += u64::from(self.wbs[wb].st.memcg.is_some());
         self.wbs[wb].dirty_pages += 1;
         let ino = &mut self.inodes[inode];
         ino.dirty.insert(p);
@@ -838,6 +988,7 @@ impl PageCache {
     fn dirty_page(&mut self, inode: usize, p: u64, now: Instant) {
         let wb = self.inodes[inode].wb;
         self.written_clean.remove(p);
+        let mut allocated = false;
         let newly_dirty = match self.pages.get_mut(&p) {
             None => {
                 self.pages.insert(
@@ -848,13 +999,16 @@ impl PageCache {
                         in_fifo: false,
                     },
                 );
+                allocated = true;
                 true
             }
             Some(pg) => match pg.state {
                 PageState::Clean => {
+                    let old_wb = self.inodes[pg.inode as usize].wb;
                     pg.state = PageState::Dirty;
                     pg.inode = inode as u32;
                     self.nr_clean -= 1;
+                    self.wbs[old_wb].clean_pages -= 1;
                     true
                 }
                 PageState::Writeback => {
@@ -866,6 +1020,9 @@ impl PageCache {
         };
         if newly_dirty {
             self.count_dirty(inode, wb, p, now);
+        }
+        if allocated {
+            self.charge(wb);
         }
     }
 
@@ -907,13 +1064,21 @@ impl PageCache {
             // due now (the caller clamps to its clock)
             return Some(Instant(0));
         }
-        (self.nr_dirty > 0).then_some(self.next_periodic)
+        let periodic = (self.nr_dirty > 0).then_some(self.next_periodic);
+        // the memcg statistics flush, while some memcg has pages
+        let memcg = self
+            .wbs
+            .iter()
+            .any(|w| w.st.memcg.is_some() && (w.dirty_pages + w.writeback_pages) > 0)
+            .then_some(self.next_memcg_flush);
+        periodic.into_iter().chain(memcg).min()
     }
 
     /// Generate the writeback IO due at `now` (fsyncs, background,
     /// periodic) into `out`.
     pub fn poll(&mut self, now: Instant, out: &mut Vec<WritebackIo>) {
         self.poll_j = self.jiffies(now);
+        self.periodic_memcg_flush(now);
         self.poll_writeback(now, out);
         // do_writepages: a wb that submitted writeback updates its
         // bandwidth estimate when the last one is older than the interval
@@ -952,6 +1117,19 @@ impl PageCache {
             if one_at_a_time && !out.is_empty() {
                 self.flusher_blocked = true;
                 return;
+            }
+        }
+        // and for a wb whose memory cgroup is over its own background
+        // threshold (wb_over_bg_thresh's memcg domain)
+        for w in 0..self.wbs.len() {
+            while self.memcg_over_bg(w) {
+                if !self.flush_wb(w, out, None, one_at_a_time) {
+                    break;
+                }
+                if one_at_a_time && !out.is_empty() {
+                    self.flusher_blocked = true;
+                    return;
+                }
             }
         }
         // periodic writeback of expired inodes
@@ -994,14 +1172,25 @@ impl PageCache {
             self.end_chunk(w, inode);
         }
         let n = self.wbs.len();
-        for k in 0..n {
-            let w = (self.rr + k) % n;
+        (0..n).any(|k| self.flush_wb((self.rr + k) % n, out, expired_before, one_at_a_time))
+    }
+
+    /// Wb `w` writes a chunk of its first eligible inode (or one IO when
+    /// `one_at_a_time`); false if it has none.
+    fn flush_wb(
+        &mut self,
+        w: usize,
+        out: &mut Vec<WritebackIo>,
+        expired_before: Option<Instant>,
+        one_at_a_time: bool,
+    ) -> bool {
+        {
             let Some(&inode) = self.wbs[w].b_dirty.front() else {
-                continue;
+                return false;
             };
             if let Some(t) = expired_before {
                 if self.inodes[inode].dirtied_when.is_none_or(|d| d > t) {
-                    continue;
+                    return false;
                 }
             }
             let mut left = self.chunk_bytes(w);
@@ -1022,9 +1211,8 @@ impl PageCache {
                 }
             }
             self.end_chunk(w, inode);
-            return true;
+            true
         }
-        false
     }
 
     /// Bytes of one inode wb `w` writes per turn: `chunk_bytes`, or the
@@ -1105,6 +1293,9 @@ impl PageCache {
             );
         }
         w.flushed = true;
+        if w.st.memcg.is_some() {
+            self.memcg_pending += npages;
+        }
         w.dirty_pages -= npages;
         w.writeback_pages += npages;
         let group = match self.cfg.mode {
@@ -1160,9 +1351,10 @@ impl PageCache {
                 PageState::Writeback => {
                     pg.state = PageState::Clean;
                     self.nr_clean += 1;
+                    self.wbs[wb].clean_pages += 1;
                     if !pg.in_fifo {
                         pg.in_fifo = true;
-                        self.clean_fifo.push_back(p);
+                        self.push_clean(wb, p);
                     }
                     if errno == 0 && !self.written_clean.insert(p) {
                         self.double_writebacks += 1;
@@ -1179,6 +1371,9 @@ impl PageCache {
             // __folio_end_writeback → __wb_writeout_add, error or not
             let j = self.jiffies(now);
             let npages = Self::pages_of(offset, len).count() as u64;
+            if self.wbs[wb].st.memcg.is_some() {
+                self.memcg_pending += npages;
+            }
             dirty::writeout_add(&mut self.wbs[wb].st, &mut self.global, npages, j, self.hz);
         }
         if let Some(wb) = wb_of_io.filter(|_| errno == 0) {

@@ -540,6 +540,8 @@ struct Loop<'a, B: Backend> {
     /// Buffered IO served by the page cache: (completes at, job, result).
     pc_pending: Vec<(Instant, usize, Reaped)>,
     wb_ios: Vec<crate::pagecache::WritebackIo>,
+    /// Each owner's flusher's writeback IO not yet submitted.
+    flushers: buffered::Flushers,
     /// `drain_at_end`: the final flush was submitted / completed.
     final_flush_sent: bool,
     final_flush_done: bool,
@@ -1367,6 +1369,7 @@ pub fn run<B: Backend>(
         };
         if lp.flights.is_empty()
             && lp.pc_pending.is_empty()
+            && lp.flushers.queued() == 0
             && lp.jobs.iter().all(|s| s.job.is_done())
             && !lp.drain_pagecache(now)
         {

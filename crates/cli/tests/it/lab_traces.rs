@@ -586,3 +586,85 @@ fn w01_writers_are_throttled_as_in_the_7_2_trace() {
         assert_eq!(g.5, g.0, "every pass with a whole write's pages: {g:?}");
     }
 }
+
+/// The memcg-domain passes of a `balance_dirty_pages` trace (those whose
+/// `setpoint` is not the global domain's 28672): (`dirty`, `bdi_dirty`,
+/// `paused`) in order.
+fn memcg_passes(text: &str) -> Vec<(u64, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (_, tail) = l.split_once("balance_dirty_pages: ")?;
+            let field = |k: &str| -> Option<u64> {
+                tail.split_whitespace()
+                    .find_map(|w| w.strip_prefix(k))?
+                    .parse()
+                    .ok()
+            };
+            (field("setpoint=")? != 28672).then_some((
+                field("dirty=")?,
+                field("bdi_dirty=")?,
+                field("paused=")?,
+            ))
+        })
+        .collect()
+}
+
+/// w02 (a writer under `memory.max=128m` beside a free one, 20 MB/s
+/// device) on 6.12 (lab/traces/w02-6.12): the memcg domain reads the
+/// memcg's dirty pages as the periodic 2 s statistics flush left them
+/// (`mem_cgroup_flush_stats_ratelimited` in `mem_cgroup_wb_stats`), so a
+/// writer stopped at its memcg's hard limit keeps seeing a stale count
+/// while its wb's own (`bdi_dirty`) drains, and stays stopped for
+/// seconds. blkqos's `--kernel=6.12` run shows the same stale passes and
+/// multi-second stalls; its 6.1 profile, which flushes at the read as
+/// 6.1 does, shows neither.
+#[test]
+fn w02_memcg_stats_are_stale_as_in_the_6_12_trace() {
+    let Some(kernel) = xz_text(lab().join("traces/w02-6.12/bdp.txt.xz")) else {
+        return;
+    };
+    // the kernel: passes where the memcg's count exceeds its wb's by
+    // more than a thousand pages, and a stall of seconds
+    let stale = |p: &[(u64, u64, u64)]| p.iter().filter(|e| e.0 > e.1 + 1000).count();
+    let longest = |p: &[(u64, u64, u64)]| p.iter().map(|e| e.2).max().unwrap_or(0);
+    let k = memcg_passes(&kernel);
+    assert!(stale(&k) >= 10, "kernel stale passes: {}", stale(&k));
+    assert!(
+        longest(&k) >= 2000,
+        "kernel longest stall {} ms",
+        longest(&k)
+    );
+    let ours = |profile: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = lab().join("matrix/w02-memcg-limit.toml");
+        blkqos(
+            &[
+                "run",
+                scenario.to_str().unwrap(),
+                &format!("--kernel={profile}"),
+                "--ktrace=k.txt",
+            ],
+            Some(dir.path()),
+        )
+        .ok();
+        memcg_passes(&std::fs::read_to_string(dir.path().join("k.txt")).unwrap())
+    };
+    let b612 = ours("6.12");
+    assert!(
+        stale(&b612) >= 10,
+        "blkqos 6.12 stale passes: {}",
+        stale(&b612)
+    );
+    assert!(
+        longest(&b612) >= 2000,
+        "blkqos 6.12 longest stall {} ms",
+        longest(&b612)
+    );
+    let b61 = ours("6.1");
+    assert!(stale(&b61) < 10, "blkqos 6.1 stale passes: {}", stale(&b61));
+    assert!(
+        longest(&b61) < 2000,
+        "blkqos 6.1 longest stall {} ms",
+        longest(&b61)
+    );
+}

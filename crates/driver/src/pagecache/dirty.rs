@@ -14,13 +14,20 @@
 //!    `VM_COMPLETIONS_PERIOD_LEN` by the deferrable `writeout_period`
 //!    timer). A wb's share of a domain's threshold is its share of those
 //!    completions (`__wb_calc_thresh`).
-//! 2. **The memcg domain's size.** With no `memory.max` the memcg's
-//!    headroom is unbounded, so its available memory is the global one
-//!    less the other groups' dirty and writeback pages (`mdtc_calc_avail`);
+//! 2. **The memcg domain's size** (`mdtc_calc_avail`): the memcg's file
+//!    pages plus what it may still take of the other groups' clean memory,
+//!    at most its headroom under `memory.max` (unbounded without one: the
+//!    global memory less the other groups' dirty and writeback pages).
 //!    `dirty_bytes`/`dirty_background_bytes` become ratios of the global
-//!    available memory first (`domain_dirty_limits`). The global available
-//!    memory is the configured memory (the kernel's free plus file pages
-//!    less reserves: within a few % of it on an idle guest).
+//!    available memory first (`domain_dirty_limits`), so a group near its
+//!    `memory.max` gets dirty limits of a few % of its own page cache. The
+//!    global available memory is the configured memory (the kernel's free
+//!    plus file pages less reserves: within a few % of it on an idle
+//!    guest). The memcg's page counts are its statistics as last flushed
+//!    (`mem_cgroup_flush_stats_ratelimited` does not flush while the
+//!    periodic 2 s flusher is on time), while the wb's own counts are
+//!    current: a writer stopped at its memcg's hard limit waits for the
+//!    next flush to see its dirty pages drained.
 //! 3. **Position control** (`wb_position_ratio`): a cubic line around the
 //!    domain's setpoint `(freerun + limit) / 2` times a linear line around
 //!    the wb's share of it, with the wb reserve area below `wb_thresh / 2`.
@@ -329,6 +336,15 @@ pub struct Counts {
     pub bg_ratio: u64,
     /// The wb's dirty and writeback pages (also its memcg's).
     pub wb_dirty: u64,
+    /// Its memcg's file pages (clean, dirty and under writeback) and its
+    /// dirty and writeback pages, as the memcg's statistics last flushed
+    /// show them (`mem_cgroup_wb_stats` reads rstat counters that the
+    /// periodic flush refreshes every 2 s).
+    pub memcg_filepages: u64,
+    /// (the memcg's dirty and writeback pages)
+    pub memcg_dirty: u64,
+    /// Its memcg's headroom under `memory.max` (pages; `u64::MAX`: none).
+    pub memcg_headroom: u64,
 }
 
 /// `struct dirty_throttle_control`: one domain seen from one wb.
@@ -416,10 +432,14 @@ impl Dtc {
         } else {
             c.bg_ratio * page / 100
         };
-        let dirty = c.wb_dirty;
-        // filepages + min(headroom, other_clean) with the memcg's clean
-        // file pages cancelling out
-        let avail = g.avail.saturating_sub(g.dirty) + dirty;
+        let dirty = c.memcg_dirty;
+        // mdtc_calc_avail: the memcg's file pages, and what it may still
+        // take of the other groups' clean memory
+        let filepages = c.memcg_filepages;
+        let clean = filepages - filepages.min(dirty);
+        let global_clean = g.avail - g.avail.min(g.dirty);
+        let other_clean = global_clean - global_clean.min(clean);
+        let avail = filepages + c.memcg_headroom.min(other_clean);
         let thresh = ratio * avail / page;
         let mut bg_thresh = bg_ratio * avail / page;
         if bg_thresh >= thresh {

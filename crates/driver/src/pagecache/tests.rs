@@ -218,6 +218,9 @@ fn throttle_matches_a_traced_kernel_pass() {
         dirty_ratio: 0,
         bg_ratio: 0,
         wb_dirty: 18288,
+        memcg_filepages: 18288,
+        memcg_dirty: 18288,
+        memcg_headroom: u64::MAX,
     };
     // the wb's bandwidth estimate was updated 10 jiffies ago: not due
     let now: u64 = 10_000;
@@ -377,7 +380,7 @@ fn clean_fifo_stays_bounded_by_the_cache() {
         drain(&mut pc, &[ino], t(round));
     }
     assert_eq!(pc.nr_clean, 256);
-    assert_eq!(pc.clean_fifo.len(), 256, "one entry per clean page");
+    assert_eq!(pc.wbs[0].clean_fifo.len(), 256, "one entry per clean page");
 }
 
 /// A page keeps its place in the eviction order when it is written again
@@ -397,7 +400,7 @@ fn rewritten_pages_keep_their_place_until_passed_over() {
     pc.insert_clean(ino, 0, 4 * PAGE_BYTES);
     pc.dirty_now(0, ino, 0, PAGE_BYTES, t(1));
     drain(&mut pc, &[ino], t(1));
-    assert_eq!(pc.clean_fifo.len(), 4, "one place per page");
+    assert_eq!(pc.wbs[0].clean_fifo.len(), 4, "one place per page");
     // a fifth page evicts the first in line: page 0
     pc.insert_clean(ino, 4 * PAGE_BYTES, PAGE_BYTES);
     assert!(!pc.read_hit(0, PAGE_BYTES));
@@ -409,5 +412,36 @@ fn rewritten_pages_keep_their_place_until_passed_over() {
     assert!(!pc.read_hit(2 * PAGE_BYTES, PAGE_BYTES));
     // cleaned again, page 1 is now behind pages 3, 4 and 5
     drain(&mut pc, &[ino], t(3));
-    assert_eq!(pc.clean_fifo.back(), Some(&1));
+    assert_eq!(pc.wbs[0].clean_fifo.back().map(|e| e.1), Some(1));
+}
+
+/// `memory.max`: a group's page cache is charged to it, so past its limit
+/// it reclaims its own clean pages, oldest first, and leaves another
+/// group's alone (`try_charge` reclaims in the memory cgroup that charges).
+#[test]
+fn a_group_over_memory_max_reclaims_its_own_clean_pages() {
+    let mut pc = PageCache::new(
+        PageCacheConfig {
+            memory_max: vec![(GroupId(1), 64 * PAGE_BYTES)],
+            ..cfg(WritebackMode::Async)
+        },
+        t(0),
+        2,
+    );
+    let limited = pc.inode(0, GroupId(1));
+    let other = pc.inode(1 << 30, GroupId(2));
+    pc.insert_clean(other, 1 << 30, 100 * PAGE_BYTES);
+    pc.insert_clean(limited, 0, 64 * PAGE_BYTES);
+    assert!(pc.read_hit(0, 64 * PAGE_BYTES));
+    // 16 more pages: the limited group's 16 oldest go, the other's stay
+    pc.insert_clean(limited, 64 * PAGE_BYTES, 16 * PAGE_BYTES);
+    assert!(!pc.read_hit(0, PAGE_BYTES));
+    assert!(!pc.read_hit(15 * PAGE_BYTES, PAGE_BYTES));
+    assert!(pc.read_hit(16 * PAGE_BYTES, 64 * PAGE_BYTES));
+    assert!(pc.read_hit(1 << 30, 100 * PAGE_BYTES));
+    assert_eq!(pc.memcg_pages(pc.inodes[limited].wb), 64);
+    // dirtying new pages charges too: clean ones make room
+    pc.dirty_now(0, limited, 80 * PAGE_BYTES, 8 * PAGE_BYTES, t(1));
+    assert_eq!(pc.memcg_pages(pc.inodes[limited].wb), 64);
+    assert!(!pc.read_hit(16 * PAGE_BYTES, 8 * PAGE_BYTES));
 }

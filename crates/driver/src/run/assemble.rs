@@ -66,6 +66,7 @@ impl<'a, B: Backend> Loop<'a, B> {
             pc: None,
             pc_pending: Vec::new(),
             wb_ios: Vec::new(),
+            flushers: Default::default(),
             final_flush_sent: false,
             final_flush_done: false,
             lat: opts.lat_hist.then(|| LatHists::new(nr_groups)),

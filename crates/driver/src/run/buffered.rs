@@ -104,26 +104,54 @@ impl<B: Backend> Loop<'_, B> {
             pc.poll(now, &mut wb);
         }
         for w in &wb {
-            let io = Io {
-                ioprio: 0,
-                id: IoId::default(),
-                submitter: blkqos_core::Submitter(NO_JOB),
-                group: w.group,
-                op: IoOp::Write,
-                flags: IoFlags::WRITEBACK,
-                offset: w.offset,
-                len: w.len,
-                submitted_at: now,
-                cost_vtime: 0,
-            };
-            self.submit_internal(FlightKind::Writeback, NO_JOB, io, now);
+            self.flushers.queue(*w);
         }
         self.wb_ios = wb;
+        self.pump_flushers(now);
+    }
+
+    /// Each owner's flusher submits its writeback IO one bio at a time: a
+    /// bio whose request (or a split piece's) finds no tag puts the
+    /// flusher to sleep in `blk_mq_get_tag` with the rest of its bio on
+    /// `current->bio_list`, so its next bio waits; the flushers of other
+    /// owners go on (one `wb_workfn` per wb). An IO a controller holds
+    /// does not stop it (cgroup writeback's bios wait in the owner's
+    /// throttle queue).
+    fn pump_flushers(&mut self, now: Instant) {
+        for q in 0..self.flushers.queues.len() {
+            loop {
+                let (last, front) = {
+                    let f = &self.flushers.queues[q];
+                    (f.last, f.pending.front().copied())
+                };
+                let Some(w) = front else {
+                    break;
+                };
+                if last.is_some_and(|id| self.submission_pending(id)) {
+                    break;
+                }
+                self.flushers.queues[q].pending.pop_front();
+                let io = Io {
+                    ioprio: 0,
+                    id: IoId::default(),
+                    submitter: blkqos_core::Submitter(NO_JOB),
+                    group: w.group,
+                    op: IoOp::Write,
+                    flags: IoFlags::WRITEBACK,
+                    offset: w.offset,
+                    len: w.len,
+                    submitted_at: now,
+                    cost_vtime: 0,
+                };
+                let id = self.submit_internal(FlightKind::Writeback, NO_JOB, io, now);
+                self.flushers.queues[q].last = Some(id);
+            }
+        }
     }
 
     /// Submit an IO the kernel issues itself (writeback, flush) through the
-    /// controllers; nobody blocks on it.
-    fn submit_internal(&mut self, kind: FlightKind, job: u32, io: Io, now: Instant) {
+    /// controllers; no job blocks on it. Returns its flight.
+    fn submit_internal(&mut self, kind: FlightKind, job: u32, io: Io, now: Instant) -> IoId {
         let id = self.flights.insert_with(|id| Flight {
             kind,
             job,
@@ -153,6 +181,7 @@ impl<B: Backend> Loop<'_, B> {
             }
             StackVerdict::Queued | StackVerdict::Blocked => {}
         }
+        id
     }
 
     /// Job `j` reached `end_fsync`: write back its file, then flush.
@@ -338,5 +367,42 @@ impl<B: Backend> Loop<'_, B> {
                 self.issue_flush(j, now);
             }
         }
+    }
+}
+
+/// The writeback IO each owner's flusher has yet to submit.
+#[derive(Debug, Default)]
+pub(super) struct Flushers {
+    queues: Vec<FlusherQueue>,
+}
+
+#[derive(Debug)]
+struct FlusherQueue {
+    group: blkqos_core::GroupId,
+    pending: std::collections::VecDeque<crate::pagecache::WritebackIo>,
+    /// The flight of the last bio it submitted.
+    last: Option<IoId>,
+}
+
+impl Flushers {
+    /// `w` joins its owner's flusher's queue.
+    fn queue(&mut self, w: crate::pagecache::WritebackIo) {
+        let q = match self.queues.iter().position(|q| q.group == w.group) {
+            Some(q) => q,
+            None => {
+                self.queues.push(FlusherQueue {
+                    group: w.group,
+                    pending: std::collections::VecDeque::new(),
+                    last: None,
+                });
+                self.queues.len() - 1
+            }
+        };
+        self.queues[q].pending.push_back(w);
+    }
+
+    /// Writeback IO not submitted yet.
+    pub(super) fn queued(&self) -> usize {
+        self.queues.iter().map(|q| q.pending.len()).sum()
     }
 }

@@ -126,6 +126,24 @@ impl<B: Backend> Loop<'_, B> {
         }
     }
 
+    /// Is the submission of IO `id` unfinished: it (or a piece of it)
+    /// waits for a tag, or the rest of it waits on the submitter's
+    /// `bio_list` behind such a piece? A submitter that is not a job (a
+    /// flusher) sleeps until it is not.
+    pub(super) fn submission_pending(&self, id: IoId) -> bool {
+        if self.waits_for_tag(id) {
+            return true;
+        }
+        self.splits.jobs.get(&id).is_some_and(|st| {
+            st.waiting.is_some()
+                || self
+                    .splits
+                    .pieces
+                    .iter()
+                    .any(|(&piece, &parent)| parent == id && self.waits_for_tag(piece))
+        })
+    }
+
     /// The front `cut` bytes of `io` (the split IO `pid`, whose flight is
     /// `of`: kind, job, job IO) as a piece with a flight of its own,
     /// counted as pending for `pid`.
