@@ -123,7 +123,8 @@ TRACE_EVENTS = ["iocost/iocost_ioc_vrate_adj", "iocost/iocost_iocg_activate",
                 "iocost/iocost_iocg_idle", "iocost/iocost_inuse_shortage",
                 "iocost/iocost_inuse_transfer", "iocost/iocost_inuse_adjust",
                 "iocost/iocost_iocg_forgive_debt", "block/block_rq_insert",
-                "block/block_rq_issue", "block/block_rq_complete"]
+                "block/block_rq_issue", "block/block_rq_complete",
+                "writeback/balance_dirty_pages", "writeback/bdi_dirty_ratelimit"]
 
 
 def trace_start(throttle):

@@ -20,6 +20,10 @@
 //! * `block_rq_issue` when a request starts on the device and
 //!   `block_rq_complete` when it completes (include/trace/events/block.h,
 //!   in 6.1's form: no ioprio column);
+//! * `writeback:balance_dirty_pages` for each pass of the page cache's
+//!   dirty throttle that throttled, and `writeback:bdi_dirty_ratelimit`
+//!   for each rate update (`cgroup_ino` is blkqos's group number), from
+//!   [`blkqos_driver::pagecache::dirty`];
 //! * blk-throttle's `throtl_log` messages as the blk tracer prints them
 //!   (`254,0   1,0  m   N throtl [W] trim slice ...`): new slices, trims,
 //!   dispatch rounds (`bios disp=N`) and the pending timer armed
@@ -216,8 +220,20 @@ pub enum Event<'a> {
     Iocg { activate: bool, path: &'a str },
     /// A blk tracer message (`m N ...`): blk-throttle's `throtl ...`.
     Note(&'a str),
+    /// `writeback:balance_dirty_pages`: a pass of the dirty throttle that
+    /// throttled.
+    Bdp(Bdp),
     /// Another tracepoint, by name.
     Other(&'a str),
+}
+
+/// `balance_dirty_pages`' fields the lab reduces (pages, KB/s, ms).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bdp {
+    pub dirtied: u64,
+    pub task_ratelimit: u64,
+    pub paused_ms: u64,
+    pub pause_ms: i64,
 }
 
 /// Which request event.
@@ -288,6 +304,7 @@ fn event<'a>(name: &'a str, fields: &'a str) -> Event<'a> {
     let rq = |kind| rq(kind, fields).unwrap_or(Event::Other(name));
     match name {
         "iocost_ioc_vrate_adj" => vrate_adj(fields).map_or(Event::Other(name), Event::VrateAdj),
+        "balance_dirty_pages" => bdp(fields).map_or(Event::Other(name), Event::Bdp),
         "block_rq_issue" => rq(RqKind::Issue),
         "block_rq_insert" => rq(RqKind::Insert),
         "block_rq_complete" => rq(RqKind::Complete),
@@ -299,6 +316,24 @@ fn event<'a>(name: &'a str, fields: &'a str) -> Event<'a> {
         }
         _ => Event::Other(name),
     }
+}
+
+/// `bdi 254:0: limit=... dirtied=N ... task_ratelimit=N ... paused=N
+/// pause=N ...`.
+fn bdp(fields: &str) -> Option<Bdp> {
+    let field = |k: &str| -> Option<i64> {
+        fields
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(k))?
+            .parse()
+            .ok()
+    };
+    Some(Bdp {
+        dirtied: field("dirtied=")? as u64,
+        task_ratelimit: field("task_ratelimit=")? as u64,
+        paused_ms: field("paused=")? as u64,
+        pause_ms: field("pause=")?,
+    })
 }
 
 /// The cgroup of `[dev:/path] now=...`.

@@ -15,6 +15,7 @@
 //! | `d2c.p50`, `d2c.p99` | issue to completion per request, ms (matched by sector) |
 //! | `issue_gap.p50`, `issue_gap.p90`, `complete_gap.p90` | time between consecutive issues / completions, µs |
 //! | `throtl.slices_per_s`, `throtl.trims_per_s`, `throtl.dispatches_per_s`, `throtl.timer_delay.p50` | blk-throttle's messages: `new slice`, `trim slice`, `bios disp=` rounds, `schedule timer. delay=` (jiffies) |
+//! | `bdp.passes_per_s`, `bdp.hardlimit_pct`, `bdp.paused.max`, `bdp.pause_sum_per_s`, `bdp.dirtied.p50` | `writeback:balance_dirty_pages`: throttled passes per second (from the first pass to the last); % at the hard limit (`task_ratelimit=0`); the longest loop (`paused`, ms); pauses slept per second (ms); pages a task called in with |
 
 use super::metrics::{Kind, RunMetrics};
 use crate::ktrace::{parse_line, Event, RqKind};
@@ -56,6 +57,8 @@ struct Reduction {
     issue_cpus: std::collections::BTreeSet<u32>,
     /// Per cgroup: (activations, times gone idle).
     iocg: std::collections::BTreeMap<String, (u64, u64)>,
+    /// `balance_dirty_pages` passes, with their times.
+    bdp: Vec<(u64, crate::ktrace::Bdp)>,
 }
 
 impl Reduction {
@@ -91,6 +94,7 @@ impl Reduction {
                 }
             }
             Event::Note(text) => self.note(text),
+            Event::Bdp(b) => self.bdp.push((t, b)),
             _ => {}
         }
     }
@@ -110,6 +114,36 @@ impl Reduction {
                 self.timer_delay.push(d);
             }
         }
+    }
+
+    /// The dirty throttle's numbers, per second of the throttled span
+    /// (first to last pass: a trace's own span differs between the guest,
+    /// which stops tracing when fio ends, and blkqos, whose run goes on
+    /// while held writeback completes).
+    fn bdp_metrics(&self, put: &mut impl FnMut(&str, f64)) {
+        let (Some(first), Some(last)) = (
+            self.bdp.iter().map(|b| b.0).min(),
+            self.bdp.iter().map(|b| b.0).max(),
+        ) else {
+            return;
+        };
+        let secs = (last - first) as f64 / 1e9;
+        if secs <= 0.0 {
+            return;
+        }
+        let n = self.bdp.len() as f64;
+        put("bdp.passes_per_s", n / secs);
+        let hard = self.bdp.iter().filter(|b| b.1.task_ratelimit == 0).count();
+        put("bdp.hardlimit_pct", 100.0 * hard as f64 / n);
+        put(
+            "bdp.paused.max",
+            self.bdp.iter().map(|b| b.1.paused_ms).max().unwrap_or(0) as f64,
+        );
+        let slept: i64 = self.bdp.iter().map(|b| b.1.pause_ms.max(0)).sum();
+        put("bdp.pause_sum_per_s", slept as f64 / secs);
+        let mut dirtied: Vec<u64> = self.bdp.iter().map(|b| b.1.dirtied).collect();
+        dirtied.sort_unstable();
+        put("bdp.dirtied.p50", dirtied[dirtied.len() / 2] as f64);
     }
 
     /// iocost's numbers: the `iocost_ioc_vrate_adj` events from `t0` on.
@@ -169,6 +203,7 @@ impl Reduction {
             m.insert(format!("trace.{k}"), (Kind::Trace, v));
         };
         self.iocost_metrics(t0, secs, &mut put);
+        self.bdp_metrics(&mut put);
         for (path, (act, idle)) in &self.iocg {
             put(
                 &format!("iocg.{path}.activations_per_s"),
@@ -257,6 +292,10 @@ mod tests {
         )
     }
 
+    fn get_of(m: &RunMetrics, k: &str) -> f64 {
+        m[&format!("trace.{k}")].1
+    }
+
     #[test]
     fn reduces_requests_vrate_and_throttle_messages() {
         let mut t = vec!["# tracer: blk".to_string()];
@@ -282,7 +321,24 @@ mod tests {
             "254,0   1,0  m   N throtl schedule timer. delay=22 jiffies=5",
         ));
         t.push(line(10, "iocost_iocg_activate: [nullb1:/cgB] now=1:2 vrate=137438 period=0->0 vtime=1 weight=6553600/6553600 hweight=65536/65536"));
+        // the kernel's writeback:balance_dirty_pages (6.12's format)
+        for (at, trl, paused, pause, dirtied) in [
+            (200_000, 0, 400, 200, 32),
+            (900_000, 4984, 0, 20, 32),
+            (1_000_000, 3000, 0, -8, 256),
+        ] {
+            t.push(line(at, &format!("balance_dirty_pages: bdi 254:0: limit=32768 setpoint=28672 dirty=30647 bdi_setpoint=18963 bdi_dirty=17648 dirty_ratelimit=5640 task_ratelimit={trl} dirtied={dirtied} dirtied_pause=32 paused={paused} pause={pause} period=24 think=4 cgroup_ino=28")));
+        }
         let m = reduce(&t.join("\n"));
+        // three passes over 0.8 s
+        assert!(
+            (get_of(&m, "bdp.hardlimit_pct") - 100.0 / 3.0).abs() < 1e-9,
+            "{m:?}"
+        );
+        assert_eq!(get_of(&m, "bdp.paused.max"), 400.0);
+        assert_eq!(get_of(&m, "bdp.dirtied.p50"), 32.0);
+        assert!((get_of(&m, "bdp.pause_sum_per_s") - 220.0 / 0.8).abs() < 1e-6);
+        assert!((get_of(&m, "bdp.passes_per_s") - 3.0 / 0.8).abs() < 1e-9);
         let get = |k: &str| m[&format!("trace.{k}")].1;
         assert!((get("d2c.p50") - 2.0).abs() < 1e-9, "{m:?}");
         assert!((get("issue_gap.p50") - 100_000.0).abs() < 1e-9);
