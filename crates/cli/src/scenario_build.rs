@@ -41,8 +41,9 @@ pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
         pagecache.set(k, v)
     })?;
     let writes = writes(&src, &sc, &mut pagecache)?;
-    let (invocations, status_every_ms) =
-        invocations(&src, &sc, &known_cgroups(&src, &sc, &writes)?)?;
+    let known = known_cgroups(&src, &sc, &writes)?;
+    memory_max_groups_known(&src, &sc, &pagecache, &known)?;
+    let (invocations, status_every_ms) = invocations(&src, &sc, &known)?;
     Ok(Experiment {
         parse_only: false,
         check_invariants: false,
@@ -222,6 +223,31 @@ fn memory_max(src: &Source, w: &crate::scenario::WriteTable, dir: &str) -> Resul
             })?
     };
     Ok((path, bytes))
+}
+
+/// A `memory.max` must name a cgroup the scenario has (in `cgroups` or
+/// written to): a mistyped path would leave the intended group unlimited.
+fn memory_max_groups_known(
+    src: &Source,
+    sc: &ScenarioFile,
+    pagecache: &crate::pagecache::PageCacheOptions,
+    known: &BTreeSet<String>,
+) -> Result<()> {
+    for (path, _) in &pagecache.memory_max {
+        if known.contains(path) {
+            continue;
+        }
+        let w = sc
+            .write
+            .iter()
+            .find(|w| w.file.get_ref().contains(&format!("{path}/memory.max")));
+        let at = w.map_or(0, |w| w.file.span().start);
+        bail!(src.err(
+            at,
+            format!("memory.max of `{path}`: no such cgroup; list it in `cgroups = [...]`")
+        ));
+    }
+    Ok(())
 }
 
 /// The cgroups a `[[fio]]` may run in: those written to, and `cgroups`.

@@ -643,19 +643,31 @@ impl PageCache {
     /// Drop the first clean page of wb `w`'s eviction order; false when it
     /// has none (a page found dirty or under writeback loses its place).
     fn evict_one(&mut self, w: usize) -> bool {
-        while let Some((_, p)) = self.wbs[w].clean_fifo.pop_front() {
-            let Some(pg) = self.pages.get_mut(&p) else {
-                continue;
-            };
-            if pg.state == PageState::Clean {
-                self.pages.remove(&p);
-                self.nr_clean -= 1;
-                self.wbs[w].clean_pages -= 1;
-                return true;
+        loop {
+            match self.pop_clean(w) {
+                Some(true) => return true,
+                Some(false) => continue,
+                None => return false,
             }
-            pg.in_fifo = false;
         }
-        false
+    }
+
+    /// Take the first place of wb `w`'s eviction order: Some(true) when
+    /// its page was clean and is dropped, Some(false) when the page is
+    /// gone or dirty (it loses its place), None when `w` has no place.
+    fn pop_clean(&mut self, w: usize) -> Option<bool> {
+        let (_, p) = self.wbs[w].clean_fifo.pop_front()?;
+        let Some(pg) = self.pages.get_mut(&p) else {
+            return Some(false);
+        };
+        if pg.state != PageState::Clean {
+            pg.in_fifo = false;
+            return Some(false);
+        }
+        self.pages.remove(&p);
+        self.nr_clean -= 1;
+        self.wbs[w].clean_pages -= 1;
+        Some(true)
     }
 
     /// Drop clean pages, oldest first, while the cache exceeds memory.
@@ -677,17 +689,7 @@ impl PageCache {
             let Some((_, w)) = oldest else {
                 return;
             };
-            let (_, p) = self.wbs[w].clean_fifo.pop_front().expect("front seen");
-            let Some(pg) = self.pages.get_mut(&p) else {
-                continue;
-            };
-            if pg.state == PageState::Clean {
-                self.pages.remove(&p);
-                self.nr_clean -= 1;
-                self.wbs[w].clean_pages -= 1;
-            } else {
-                pg.in_fifo = false;
-            }
+            self.pop_clean(w);
         }
     }
 
@@ -914,7 +916,8 @@ impl PageCache {
         c.dirty = self.nr_dirty;
         c.wb_dirty = self.wbs[w].dirty_pages;
         let g = dirty::Dtc::global(&c, &self.global);
-        dirty::Dtc::memcg(&c, &g, dom).dirty > dirty::Dtc::memcg(&c, &g, dom).bg_thresh
+        let m = dirty::Dtc::memcg(&c, &g, dom);
+        m.dirty > m.bg_thresh
     }
 
     /// The page counts `balance_dirty_pages` reads for `wb`.

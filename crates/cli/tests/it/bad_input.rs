@@ -811,3 +811,35 @@ fn bad_values_of_file_and_distribution_options() {
     bad_job_line("ioengine=rbd", &["ioengine", "rbd", "network", "libaio"]);
     bad_job_line("flow=-2", &["flow", "-2", "negative"]);
 }
+
+/// `memory.max` in a scenario: a value that is no size, a cgroup the
+/// scenario does not have, a write during the run; each named with its
+/// file and line.
+#[test]
+fn bad_memory_max_in_scenario() {
+    let base = |file: &str, value: &str, at: &str| {
+        format!(
+            "cgroups = [\"/a\"]\n[device]\nmodel = \"null\"\n\n[[write]]\nfile = \"{file}\"\nvalue = \"{value}\"\n{at}\n[[fio]]\ncgroup = \"/a\"\nargs = \"--name=a --rw=write --bs=1m --size=4m --direct=0\"\n"
+        )
+    };
+    for (text, tokens) in [
+        (
+            base("/sys/fs/cgroup/a/memory.max", "lots", ""),
+            vec!["memory.max", "`lots`"],
+        ),
+        (
+            base("/sys/fs/cgroup/aa/memory.max", "64m", ""),
+            vec!["memory.max", "`/aa`"],
+        ),
+        (
+            base("/sys/fs/cgroup/a/memory.max", "64m", "at = \"1s\""),
+            vec!["memory.max", "before the run"],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write_file(dir.path(), "s.toml", &text);
+        let err = bad(dir.path(), &["s.toml"]);
+        assert_mentions(&err, &["s.toml:"]);
+        assert_mentions(&err, &tokens);
+    }
+}
