@@ -92,12 +92,18 @@ pub struct LabJob {
 ///   sleep wakes up late by a uniform `[0, 2 × that]` (`wake_jitter_ns`),
 ///   which has that mean.
 ///
+/// * the guest's vCPUs (`nproc` in the runs' `meta.json`): the CPUs fio's
+///   processes submit from, each with its blk-mq software queue; the
+///   simulated null_blk stages a stopped queue's requests that way
+///   (`cpus`).
+///
 /// Means over the kernel's recorded runs. Nothing here looks at a
 /// controller's result.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LabHost {
     pub submit_ns: u64,
     pub wake_jitter_ns: u64,
+    pub cpus: u32,
 }
 
 /// Seconds of steady writeback a writeback job's rates are taken over.
@@ -140,6 +146,7 @@ impl LabHost {
         Ok(Some(LabHost {
             submit_ns: submit.round() as u64,
             wake_jitter_ns: (2.0 * late).round() as u64,
+            cpus: guest_cpus(lab, kernel).unwrap_or(1),
         }))
     }
 }
@@ -264,6 +271,21 @@ fn max_sectors(dir: &Path) -> Option<u64> {
     vrate::max_sectors_of_meta(&serde_json::from_str(&text).ok()?)
 }
 
+/// The guest's vCPU count (`nproc`) in the kernel's first recorded
+/// calibration run.
+fn guest_cpus(lab: &Path, kernel: &str) -> Option<u32> {
+    let kdir = lab.join("fixtures").join(kernel);
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&kdir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("h02-qd1-roundtrip/meta.json")))
+        .collect();
+    runs.sort();
+    runs.iter().find_map(|m| {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(m).ok()?).ok()?;
+        u32::try_from(v.get("nproc")?.as_u64()?).ok()
+    })
+}
+
 /// The device's `max_sectors_kb` (in sectors) in the kernel's first
 /// recorded run of `job`: the simulated side's vrate recovery splits IO
 /// the same way.
@@ -324,6 +346,11 @@ fn sim_experiment(
     if let Some(h) = host {
         exp.host.submit_ns = h.submit_ns;
         exp.host.wake_jitter_ns = h.wake_jitter_ns;
+        if exp.device.kind == blkqos_sim::device::ModelKind::Null {
+            exp.device
+                .set_param("cpus", &h.cpus.to_string())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
     }
     exp.host.seed = seed;
     profile.apply(&mut exp.controllers, &mut exp.accounting);

@@ -6,8 +6,8 @@
 use blkqos_core::throttle::knob::{parse_io_max, Limits};
 use blkqos_core::throttle::{Throttle, ThrottleConfig, Variant};
 use blkqos_core::{
-    CgroupTree, Controller, ControllerStack, Duration, GroupId, Instant, Io, IoFlags, PassThrough,
-    Verdict,
+    CgroupTree, Controller, ControllerStack, Duration, GroupId, Instant, Io, IoFlags, Jiffies,
+    PassThrough, Verdict,
 };
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{RunOptions, RunResult};
@@ -89,7 +89,7 @@ fn throttled(variant: &str, line: &str) -> (ControllerStack, GroupId) {
         hz: 1000,
         rotational: false,
         flat: false,
-        jiffies_at_start: 0,
+        jiffies_at_start: Jiffies::ZERO,
         tick_phase_ns: 0,
     };
     let mut th = Throttle::new(cfg, &tree);

@@ -12,7 +12,7 @@
 
 use blkqos_core::throttle::knob::{parse_io_max, Limits};
 use blkqos_core::throttle::{Throttle, ThrottleConfig, Variant};
-use blkqos_core::{CgroupTree, ControllerStack, Duration, GroupId, Instant, Io};
+use blkqos_core::{CgroupTree, ControllerStack, Duration, GroupId, Instant, Io, Jiffies};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::{Backend, Completion, RunOptions, RunResult};
 use blkqos_sim::DeviceSpec;
@@ -79,7 +79,7 @@ fn throttled(line: &str) -> (ControllerStack, GroupId) {
         hz: 1000,
         rotational: false,
         flat: false,
-        jiffies_at_start: 0,
+        jiffies_at_start: Jiffies::ZERO,
         tick_phase_ns: 0,
     };
     let mut th = Throttle::new(cfg, &tree);
