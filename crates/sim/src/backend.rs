@@ -1,6 +1,6 @@
 //! The simulator as a driver backend.
 
-use crate::device::DeviceModel;
+use crate::device::{DeviceModel, Released, HELD};
 use crate::queue::EventQueue;
 use blkqos_core::{Instant, Io, IoId};
 use blkqos_driver::{Backend, Completion};
@@ -18,6 +18,10 @@ pub struct SimBackend {
     max_io_bytes: u64,
     /// `queue/max_segments`.
     max_segments: u32,
+    /// Requests the device holds ([`HELD`]), and when it releases some.
+    held: usize,
+    release_at: Option<Instant>,
+    released: Vec<Released>,
 }
 
 /// A pending completion, ordered by (completion time, sequence number): ties
@@ -69,6 +73,9 @@ impl SimBackend {
             events_processed: 0,
             max_io_bytes,
             max_segments: 128,
+            held: 0,
+            release_at: None,
+            released: Vec::new(),
         }
     }
     /// Set the max IO size (`queue/max_sectors_kb` × 2) in sectors.
@@ -87,6 +94,37 @@ impl SimBackend {
     /// Number of completion events processed so far.
     pub fn events_processed(&self) -> u64 {
         self.events_processed
+    }
+}
+
+impl SimBackend {
+    /// The device held the request it was given: wait for its release.
+    #[cold]
+    fn hold(&mut self) {
+        self.held += 1;
+        self.release_at = self.device.next_release();
+    }
+
+    /// The device's release due at `now`: its requests become completion
+    /// events.
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self, now: Instant) {
+        let mut released = std::mem::take(&mut self.released);
+        self.device.release(now, &mut released);
+        for r in released.drain(..) {
+            self.held -= 1;
+            self.seq += 1;
+            self.events.push(Event {
+                at: r.at.max(now),
+                seq: self.seq,
+                id: r.id,
+                bytes: r.bytes,
+                error: r.error,
+            });
+        }
+        self.released = released;
+        self.release_at = self.device.next_release();
     }
 }
 
@@ -113,6 +151,10 @@ impl Backend for SimBackend {
     }
     fn submit(&mut self, io: &Io, now: Instant) {
         let (at, error) = self.device.service(io, now);
+        if at == HELD {
+            self.hold();
+            return;
+        }
         let bytes = if error == 0 { io.len } else { 0 };
         self.seq += 1;
         self.events.push(Event {
@@ -125,7 +167,10 @@ impl Backend for SimBackend {
     }
     #[inline(always)]
     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
-        let next = self.events.peek().map(|e| e.at);
+        let mut next = self.events.peek().map(|e| e.at);
+        if let Some(r) = self.release_at {
+            next = Some(next.map_or(r, |n| n.min(r)));
+        }
         let target = match (next, deadline) {
             (Some(n), Some(d)) => n.min(d),
             (Some(n), None) => n,
@@ -134,6 +179,10 @@ impl Backend for SimBackend {
         };
         self.now = self.now.max(target);
         let now = self.now;
+        if self.release_at.is_some_and(|r| r <= now) {
+            self.release(now);
+        }
+        let next = self.events.peek().map(|e| e.at);
         if next.is_none_or(|n| n > now) {
             // woken by the deadline: nothing completes
             return;
@@ -151,7 +200,7 @@ impl Backend for SimBackend {
     }
     #[inline]
     fn in_flight(&self) -> usize {
-        self.events.len()
+        self.events.len() + self.held
     }
 }
 

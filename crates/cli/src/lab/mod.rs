@@ -72,6 +72,8 @@ pub struct LabJob {
     /// An iocost job whose base vrate is recovered second by second
     /// ([`vrate`]).
     pub vrate: Option<vrate::Probe>,
+    /// The guest's vCPUs for this job (`smp = N`; else the host's).
+    pub smp: Option<u32>,
 }
 
 /// The guest host's timing, measured on each kernel by the calibration
@@ -100,6 +102,11 @@ pub struct LabJob {
 ///   buffered job run free before `balance_dirty_pages` throttles them,
 ///   and their think time between pauses, follow from it.
 ///
+/// * the guest's vCPUs (`nproc` in the runs' `meta.json`): the CPUs fio's
+///   processes submit from, each with its blk-mq software queue; the
+///   simulated null_blk stages a stopped queue's requests that way
+///   (`cpus`).
+///
 /// Means over the kernel's recorded runs. Nothing here looks at a
 /// controller's result.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -108,6 +115,7 @@ pub struct LabHost {
     pub wake_jitter_ns: u64,
     /// From `h04-buffered-copy`, when recorded.
     pub copy_bytes_per_s: Option<u64>,
+    pub cpus: u32,
 }
 
 /// Seconds of steady writeback a writeback job's rates are taken over.
@@ -133,6 +141,7 @@ fn mean_of(lab: &Path, kernel: &str, job: &str, metric: &str) -> Result<Option<f
         calibration: true,
         writeback: false,
         vrate: None,
+        smp: None,
     };
     let (s, n) = real_spreads(lab, kernel, &j, false)?;
     Ok(s.get(metric)
@@ -163,6 +172,7 @@ impl LabHost {
             submit_ns: submit.round() as u64,
             wake_jitter_ns: (2.0 * late).round() as u64,
             copy_bytes_per_s,
+            cpus: guest_cpus(lab, kernel).unwrap_or(1),
         }))
     }
 }
@@ -216,6 +226,10 @@ pub fn load_matrix(lab: &Path) -> Result<Vec<LabJob>> {
             calibration,
             writeback,
             vrate: vrate::Probe::of_scenario(&sv),
+            smp: j
+                .get("smp")
+                .and_then(|c| c.as_integer())
+                .and_then(|n| u32::try_from(n).ok()),
         });
     }
     Ok(jobs)
@@ -287,6 +301,21 @@ fn max_sectors(dir: &Path) -> Option<u64> {
     vrate::max_sectors_of_meta(&serde_json::from_str(&text).ok()?)
 }
 
+/// The guest's vCPU count (`nproc`) in the kernel's first recorded
+/// calibration run.
+fn guest_cpus(lab: &Path, kernel: &str) -> Option<u32> {
+    let kdir = lab.join("fixtures").join(kernel);
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&kdir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("h02-qd1-roundtrip/meta.json")))
+        .collect();
+    runs.sort();
+    runs.iter().find_map(|m| {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(m).ok()?).ok()?;
+        u32::try_from(v.get("nproc")?.as_u64()?).ok()
+    })
+}
+
 /// The device's `max_sectors_kb` (in sectors) in the kernel's first
 /// recorded run of `job`: the simulated side's vrate recovery splits IO
 /// the same way.
@@ -349,6 +378,11 @@ fn sim_experiment(
         exp.host.wake_jitter_ns = h.wake_jitter_ns;
         if let Some(rate) = h.copy_bytes_per_s {
             exp.pagecache.cfg.copy_bytes_per_s = rate;
+        }
+        if exp.device.kind == blkqos_sim::device::ModelKind::Null {
+            exp.device
+                .set_param("cpus", &job.smp.unwrap_or(h.cpus).to_string())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
     }
     exp.host.seed = seed;

@@ -28,7 +28,7 @@ pub use spec::{parse_size, DeviceSpec, ModelKind, SpecError};
 pub use ssd::Ssd;
 pub use zoned::{ZoneCond, ZonedParams, Zones};
 
-use blkqos_core::{Instant, Io};
+use blkqos_core::{Instant, Io, IoId};
 
 /// A simulated device.
 pub trait DeviceModel {
@@ -44,10 +44,35 @@ pub trait DeviceModel {
     /// [`crate::SimBackend`] (which may be given another).
     fn default_max_sectors(&self) -> u32;
     /// `io` starts being served at `now`: when does it complete, with which
-    /// error (0 = success, else a positive errno)?
+    /// error (0 = success, else a positive errno)? [`HELD`]: the device
+    /// holds it and gives its completion later ([`DeviceModel::release`]).
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32);
+    /// When the device next releases requests it holds (None: it holds
+    /// none).
+    fn next_release(&self) -> Option<Instant> {
+        None
+    }
+    /// Release what is due at `now` (at or after [`DeviceModel::next_release`]):
+    /// each released request's completion goes to `out`.
+    fn release(&mut self, _now: Instant, _out: &mut Vec<Released>) {}
     /// One line describing the model and its parameters.
     fn describe(&self) -> String;
+}
+
+/// What [`DeviceModel::service`] returns (as the completion time) for a
+/// request the device holds rather than serves.
+pub const HELD: Instant = Instant::MAX;
+
+/// A held request the device serves now: its completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Released {
+    pub id: IoId,
+    /// When it completes.
+    pub at: Instant,
+    /// Bytes it moved (0 on error).
+    pub bytes: u64,
+    /// 0 = success, else a positive errno.
+    pub error: i32,
 }
 
 /// Errno for IO beyond the end of the device.

@@ -18,6 +18,18 @@
 //! lands after that request took its bytes, so the first request after an
 //! idle tick is free.
 //!
+//! `cpus` ≥ 2 (the CPUs that submit): a request that finds the budget
+//! spent stops the queue (`null_stop_queue`) and waits, with those that
+//! come after it, in blk-mq's staging ([`MqStage`]) until the next tick
+//! restarts the queue; the restart dispatches them in blk-mq's order
+//! (`__blk_mq_sched_dispatch_requests` with no I/O scheduler): first the
+//! requests the driver refused (`hctx->dispatch`), then the per-CPU
+//! software queues, drained one CPU's queue after another
+//! (`blk_mq_flush_busy_ctxs`) or, while the queue has been busy, one
+//! request per CPU in turn (`blk_mq_do_dispatch_ctx`). Requests of a
+//! clone go to CPU `clone mod cpus` (a fio process stays on its CPU). With
+//! one CPU the order is the arrival order, and the FIFO above serves it.
+//!
 //! `zoned=1`: null_blk's zoned mode ([`super::zoned`]): a request the
 //! zone rules fail completes after `completion_ns` with their errno.
 //!
@@ -25,7 +37,9 @@
 
 use super::zoned::Zones;
 use super::{DeviceModel, EIO};
-use blkqos_core::{Duration, Instant, Io};
+use super::{Released, HELD};
+use blkqos_core::{Duration, Instant, Io, IoId};
+use std::collections::VecDeque;
 
 const TICKS_PER_SEC: u64 = 50;
 const TICK_NS: u64 = 1_000_000_000 / TICKS_PER_SEC;
@@ -50,7 +64,40 @@ pub struct NullBlk {
     active_until: Option<u64>,
     /// `zoned=1`: the zones and their write pointers.
     zones: Option<Zones>,
+    /// `cpus` ≥ 2 with `mbps`: blk-mq's staging of a stopped queue.
+    mq: Option<Box<MqStage>>,
 }
+
+/// blk-mq's staging of null_blk's stopped queue when several CPUs submit
+/// (one hardware queue, no I/O scheduler).
+#[derive(Debug, Clone)]
+struct MqStage {
+    /// The per-CPU software queues (`blk_mq_ctx`), each in arrival order.
+    ctx: Vec<VecDeque<Waiting>>,
+    /// `hctx->dispatch`: requests dispatched that the driver refused
+    /// (`BLK_STS_DEV_RESOURCE`), in order.
+    dispatch: VecDeque<Waiting>,
+    /// The queue is stopped until the tick `restart_tick` restarts it.
+    stopped: bool,
+    restart_tick: u64,
+    /// `hctx->dispatch_from`: the software queue the next round-robin
+    /// dispatch starts at.
+    dispatch_from: usize,
+    /// `hctx->dispatch_busy`: an EWMA of dispatches that ended with the
+    /// driver busy (`blk_mq_update_dispatch_busy`).
+    dispatch_busy: u32,
+}
+
+/// A request waiting in blk-mq's staging.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    id: IoId,
+    len: u64,
+}
+
+/// `BLK_MQ_DISPATCH_BUSY_EWMA_WEIGHT` and `_FACTOR` (block/blk-mq.c).
+const DISPATCH_BUSY_EWMA_WEIGHT: u32 = 8;
+const DISPATCH_BUSY_EWMA_FACTOR: u32 = 4;
 
 impl NullBlk {
     pub fn new(
@@ -78,7 +125,75 @@ impl NullBlk {
             budget: 0,
             next_free_tick: 0,
             zones: None,
+            mq: None,
         }
+    }
+
+    /// `cpus` CPUs submit (blk-mq's software queues; 1: arrival order).
+    pub fn with_cpus(mut self, cpus: u32) -> Self {
+        self.mq = (cpus > 1 && self.mbps.is_some()).then(|| {
+            Box::new(MqStage {
+                ctx: vec![VecDeque::new(); cpus as usize],
+                dispatch: VecDeque::new(),
+                stopped: false,
+                restart_tick: 0,
+                dispatch_from: 0,
+                dispatch_busy: 0,
+            })
+        });
+        self
+    }
+
+    /// Start of tick `tick` on the run's clock.
+    fn tick_start(&self, tick: u64) -> Instant {
+        Instant((tick * TICK_NS).saturating_sub(self.phase_ns))
+    }
+
+    /// [`DeviceModel::service`] with blk-mq's staging: a request is served
+    /// now when the queue runs and the tick's budget has room, else it
+    /// waits for the tick that restarts the queue ([`HELD`]).
+    fn service_staged(&mut self, io: &Io, now: Instant, per_tick: i64) -> (Instant, i32) {
+        let lat = Duration(self.completion_ns);
+        let arrival_tick = (now.as_ns() + self.phase_ns) / TICK_NS;
+        let Some(mq) = self.mq.as_deref_mut() else {
+            unreachable!("service_staged without a staging");
+        };
+        let w = Waiting {
+            id: io.id,
+            len: io.len,
+        };
+        if mq.stopped {
+            // blk_mq_insert_request: the submitting CPU's software queue
+            let n = mq.ctx.len();
+            mq.ctx[io.submitter.0 as usize % n].push_back(w);
+            return (HELD, 0);
+        }
+        if self.active_until.is_none_or(|a| arrival_tick > a) {
+            // timer stopped with a full budget: this request restarts it
+            // and the immediate refill makes it free
+            self.tick = arrival_tick;
+            self.budget = per_tick;
+            self.active_until = Some(arrival_tick);
+            return (now + lat, 0);
+        }
+        if arrival_tick != self.tick {
+            self.tick = arrival_tick;
+            self.budget = per_tick;
+        }
+        if self.budget - io.len as i64 >= 0 || self.budget == per_tick {
+            self.budget -= io.len as i64;
+            self.active_until = Some(
+                self.active_until
+                    .map_or(arrival_tick + 1, |a| a.max(arrival_tick + 1)),
+            );
+            return (now + lat, 0);
+        }
+        // null_handle_throttled: the budget is spent; the queue stops and
+        // the refused request waits on hctx->dispatch
+        mq.stopped = true;
+        mq.restart_tick = arrival_tick + 1;
+        mq.dispatch.push_back(w);
+        (HELD, 0)
     }
 
     /// null_blk's zoned mode over the whole device.
@@ -94,6 +209,100 @@ impl NullBlk {
     fn per_tick(mbps: u32) -> i64 {
         ((1u64 << 20) / TICKS_PER_SEC * u64::from(mbps)) as i64
     }
+}
+
+impl NullBlk {
+    /// `__blk_mq_sched_dispatch_requests` with no I/O scheduler, for a
+    /// queue the tick restarted: the refused requests first, then the
+    /// software queues; what is served completes at `at`.
+    fn run_hw_queue(
+        &mut self,
+        mq: &mut MqStage,
+        at: Instant,
+        per_tick: i64,
+        out: &mut Vec<Released>,
+    ) {
+        let need_dispatch = if mq.dispatch.is_empty() {
+            mq.dispatch_busy != 0
+        } else {
+            let list = std::mem::take(&mut mq.dispatch);
+            if !self.dispatch_list(mq, list, at, per_tick, out) {
+                return;
+            }
+            true
+        };
+        if need_dispatch {
+            // blk_mq_do_dispatch_ctx: one request per software queue in
+            // turn, from hctx->dispatch_from
+            let n = mq.ctx.len();
+            while let Some(i) = (0..n)
+                .map(|k| (mq.dispatch_from + k) % n)
+                .find(|&i| !mq.ctx[i].is_empty())
+            {
+                let w = mq.ctx[i].pop_front().expect("a non-empty queue");
+                mq.dispatch_from = (i + 1) % n;
+                if !self.dispatch_list(mq, VecDeque::from([w]), at, per_tick, out) {
+                    return;
+                }
+            }
+        } else {
+            // blk_mq_flush_busy_ctxs: every software queue, one CPU's
+            // after another
+            let mut list = VecDeque::new();
+            for q in &mut mq.ctx {
+                list.append(q);
+            }
+            if !list.is_empty() {
+                self.dispatch_list(mq, list, at, per_tick, out);
+            }
+        }
+    }
+
+    /// `blk_mq_dispatch_rq_list`: serve `list` in order while the tick's
+    /// budget has room; the first refused request and those after it go
+    /// to hctx->dispatch and stop the queue. True when all were served.
+    fn dispatch_list(
+        &mut self,
+        mq: &mut MqStage,
+        mut list: VecDeque<Waiting>,
+        at: Instant,
+        per_tick: i64,
+        out: &mut Vec<Released>,
+    ) -> bool {
+        while let Some(w) = list.front().copied() {
+            if self.budget - w.len as i64 >= 0 || self.budget == per_tick {
+                self.budget -= w.len as i64;
+                list.pop_front();
+                out.push(Released {
+                    id: w.id,
+                    at,
+                    bytes: w.len,
+                    error: 0,
+                });
+            } else {
+                mq.dispatch = list;
+                mq.stopped = true;
+                update_dispatch_busy(mq, true);
+                return false;
+            }
+        }
+        update_dispatch_busy(mq, false);
+        true
+    }
+}
+
+/// `blk_mq_update_dispatch_busy`: the EWMA of dispatches that ended with
+/// the driver busy.
+fn update_dispatch_busy(mq: &mut MqStage, busy: bool) {
+    let mut ewma = mq.dispatch_busy;
+    if ewma == 0 && !busy {
+        return;
+    }
+    ewma *= DISPATCH_BUSY_EWMA_WEIGHT - 1;
+    if busy {
+        ewma += 1 << DISPATCH_BUSY_EWMA_FACTOR;
+    }
+    mq.dispatch_busy = ewma / DISPATCH_BUSY_EWMA_WEIGHT;
 }
 
 impl DeviceModel for NullBlk {
@@ -125,6 +334,9 @@ impl DeviceModel for NullBlk {
             return (now + lat, 0);
         };
         let per_tick = Self::per_tick(mbps);
+        if self.mq.is_some() {
+            return self.service_staged(io, now, per_tick);
+        }
         let arrival_tick = (now.as_ns() + self.phase_ns) / TICK_NS;
         if arrival_tick >= self.next_free_tick && self.active_until.is_none_or(|a| arrival_tick > a)
         {
@@ -152,6 +364,29 @@ impl DeviceModel for NullBlk {
             }
             tick += 1;
         }
+    }
+    fn next_release(&self) -> Option<Instant> {
+        let mq = self.mq.as_deref()?;
+        mq.stopped.then(|| self.tick_start(mq.restart_tick))
+    }
+    fn release(&mut self, now: Instant, out: &mut Vec<Released>) {
+        let Some(mbps) = self.mbps else { return };
+        let per_tick = Self::per_tick(mbps);
+        let Some(mut mq) = self.mq.take() else { return };
+        if mq.stopped && self.tick_start(mq.restart_tick) <= now {
+            // nullb_bwtimer_fn: a full budget, and the queue restarted
+            let t = mq.restart_tick;
+            self.tick = t;
+            self.budget = per_tick;
+            self.active_until = Some(self.active_until.map_or(t + 1, |a| a.max(t + 1)));
+            mq.stopped = false;
+            let at = self.tick_start(t) + Duration(self.completion_ns);
+            self.run_hw_queue(&mut mq, at, per_tick, out);
+            if mq.stopped {
+                mq.restart_tick = t + 1;
+            }
+        }
+        self.mq = Some(mq);
     }
     fn describe(&self) -> String {
         format!(

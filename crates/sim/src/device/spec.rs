@@ -71,6 +71,11 @@ impl ModelKind {
                     "bandwidth cap in MiB/s as null_blk applies it (0 = none)",
                 ),
                 (
+                    "cpus",
+                    "1",
+                    "CPUs submitting: blk-mq software queues a stopped queue stages requests in (2+: drained one CPU's queue after another, not in arrival order)",
+                ),
+                (
                     "zoned",
                     "0",
                     "1: null_blk's zoned mode (writes at each sequential zone's write pointer)",
@@ -391,6 +396,12 @@ impl DeviceSpec {
         }
     }
 
+    /// Set key `k` to `v` as the `--device` string and a scenario's
+    /// `[device]` table do.
+    pub fn set_param(&mut self, k: &str, v: &str) -> Result<(), SpecError> {
+        self.set(k, v)
+    }
+
     /// Set key `k` to `v`: a common key or one of the model's parameters.
     fn set(&mut self, k: &str, v: &str) -> Result<(), SpecError> {
         let model = self.kind.name();
@@ -531,7 +542,7 @@ impl DeviceSpec {
     /// The model's counts and rates that must be greater than 0.
     fn validate_positive(&self) -> Result<(), SpecError> {
         let must_be_positive: &[&str] = match self.kind {
-            ModelKind::Null => &["hw_queues", "queue_depth"],
+            ModelKind::Null => &["hw_queues", "queue_depth", "cpus"],
             ModelKind::Ssd => &["channels", "read_mbps", "write_mbps", "nr_requests"],
             ModelKind::Cloud => &["iops", "mbps", "io_unit", "nr_requests"],
             ModelKind::Hdd => &["rpm", "mbps", "nr_requests"],
@@ -673,7 +684,8 @@ impl DeviceSpec {
             (g("mbps") > 0).then(|| g("mbps") as u32),
             self.capacity,
             self.seed,
-        );
+        )
+        .with_cpus(g("cpus") as u32);
         Box::new(match self.zoned_params() {
             Some(p) => d.with_zones(super::Zones::new(p, self.capacity)),
             None => d,
