@@ -16,6 +16,7 @@ mod cloud;
 mod fes;
 mod hdd;
 mod null;
+mod placement;
 mod spec;
 mod ssd;
 mod zoned;

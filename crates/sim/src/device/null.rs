@@ -26,15 +26,17 @@
 //! requests the driver refused (`hctx->dispatch`), then the per-CPU
 //! software queues, drained one CPU's queue after another
 //! (`blk_mq_flush_busy_ctxs`) or, while the queue has been busy, one
-//! request per CPU in turn (`blk_mq_do_dispatch_ctx`). Requests of a
-//! clone go to CPU `clone mod cpus` (a fio process stays on its CPU). With
-//! one CPU the order is the arrival order, and the FIFO above serves it.
+//! request per CPU in turn (`blk_mq_do_dispatch_ctx`). A request goes to
+//! the queue of the CPU its submitter runs on ([`super::placement`]: the
+//! scheduler moves processes between CPUs when they wake). With one CPU
+//! the order is the arrival order, and the FIFO above serves it.
 //!
 //! `zoned=1`: null_blk's zoned mode ([`super::zoned`]): a request the
 //! zone rules fail completes after `completion_ns` with their errno.
 //!
 //! Ignores: CPU cost, memory-backed mode, bad blocks, fault injection.
 
+use super::placement::Placement;
 use super::zoned::Zones;
 use super::{DeviceModel, EIO};
 use super::{Released, HELD};
@@ -86,6 +88,8 @@ struct MqStage {
     /// `hctx->dispatch_busy`: an EWMA of dispatches that ended with the
     /// driver busy (`blk_mq_update_dispatch_busy`).
     dispatch_busy: u32,
+    /// The CPU each submitter runs on.
+    placement: Placement,
 }
 
 /// A request waiting in blk-mq's staging.
@@ -130,7 +134,7 @@ impl NullBlk {
     }
 
     /// `cpus` CPUs submit (blk-mq's software queues; 1: arrival order).
-    pub fn with_cpus(mut self, cpus: u32) -> Self {
+    pub fn with_cpus(mut self, cpus: u32, seed: u64) -> Self {
         self.mq = (cpus > 1 && self.mbps.is_some()).then(|| {
             Box::new(MqStage {
                 ctx: vec![VecDeque::new(); cpus as usize],
@@ -139,6 +143,7 @@ impl NullBlk {
                 restart_tick: 0,
                 dispatch_from: 0,
                 dispatch_busy: 0,
+                placement: Placement::new(cpus, seed),
             })
         });
         self
@@ -162,10 +167,10 @@ impl NullBlk {
             id: io.id,
             len: io.len,
         };
+        let cpu = mq.placement.cpu_of(io.submitter, now) as usize;
         if mq.stopped {
             // blk_mq_insert_request: the submitting CPU's software queue
-            let n = mq.ctx.len();
-            mq.ctx[io.submitter.0 as usize % n].push_back(w);
+            mq.ctx[cpu].push_back(w);
             return (HELD, 0);
         }
         if self.active_until.is_none_or(|a| arrival_tick > a) {

@@ -685,7 +685,7 @@ impl DeviceSpec {
             self.capacity,
             self.seed,
         )
-        .with_cpus(g("cpus") as u32);
+        .with_cpus(g("cpus") as u32, self.seed);
         Box::new(match self.zoned_params() {
             Some(p) => d.with_zones(super::Zones::new(p, self.capacity)),
             None => d,
