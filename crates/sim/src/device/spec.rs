@@ -73,7 +73,7 @@ impl ModelKind {
                 (
                     "cpus",
                     "1",
-                    "CPUs submitting: blk-mq software queues a stopped queue stages requests in (2+: drained one CPU's queue after another, not in arrival order)",
+                    "CPUs the submitters run on (with mbps): a stopped queue stages requests in per-CPU blk-mq software queues and the tick serves them in blk-mq's order, not arrival order; processes move between CPUs when they wake",
                 ),
                 (
                     "zoned",
