@@ -98,6 +98,44 @@ impl SimBackend {
 }
 
 impl SimBackend {
+    /// [`Backend::wait`] while the device holds requests: its release is
+    /// one more event to wake for.
+    #[cold]
+    #[inline(never)]
+    fn wait_for_release(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+        let mut next = self.events.peek().map(|e| e.at);
+        if let Some(r) = self.release_at {
+            next = Some(next.map_or(r, |n| n.min(r)));
+        }
+        let target = match (next, deadline) {
+            (Some(n), Some(d)) => n.min(d),
+            (Some(n), None) => n,
+            (None, Some(d)) => d,
+            (None, None) => return,
+        };
+        self.now = self.now.max(target);
+        let now = self.now;
+        if self.release_at.is_some_and(|r| r <= now) {
+            self.release(now);
+        }
+        self.complete_until(now, out);
+    }
+
+    /// Every completion event due by `now`, in order.
+    #[inline(always)]
+    fn complete_until(&mut self, now: Instant, out: &mut Vec<Completion>) {
+        while let Some(e) = self.events.pop_if(|e| e.at <= now) {
+            self.events_processed += 1;
+            out.push(Completion {
+                id: e.id,
+                error: e.error,
+                bytes: e.bytes,
+                at: e.at,
+                issued: None,
+            });
+        }
+    }
+
     /// The device held the request it was given: wait for its release.
     #[cold]
     fn hold(&mut self) {
@@ -167,10 +205,10 @@ impl Backend for SimBackend {
     }
     #[inline(always)]
     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
-        let mut next = self.events.peek().map(|e| e.at);
-        if let Some(r) = self.release_at {
-            next = Some(next.map_or(r, |n| n.min(r)));
+        if self.release_at.is_some() {
+            return self.wait_for_release(deadline, out);
         }
+        let next = self.events.peek().map(|e| e.at);
         let target = match (next, deadline) {
             (Some(n), Some(d)) => n.min(d),
             (Some(n), None) => n,
@@ -179,24 +217,11 @@ impl Backend for SimBackend {
         };
         self.now = self.now.max(target);
         let now = self.now;
-        if self.release_at.is_some_and(|r| r <= now) {
-            self.release(now);
-        }
-        let next = self.events.peek().map(|e| e.at);
         if next.is_none_or(|n| n > now) {
             // woken by the deadline: nothing completes
             return;
         }
-        while let Some(e) = self.events.pop_if(|e| e.at <= now) {
-            self.events_processed += 1;
-            out.push(Completion {
-                id: e.id,
-                error: e.error,
-                bytes: e.bytes,
-                at: e.at,
-                issued: None,
-            });
-        }
+        self.complete_until(now, out);
     }
     #[inline]
     fn in_flight(&self) -> usize {
