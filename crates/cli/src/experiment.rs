@@ -12,6 +12,7 @@ use blkqos_driver::{HostModel, RunOptions, RunResult};
 use blkqos_engine::StopOnSignal;
 use blkqos_fio::parse::OutputFormat;
 use blkqos_sim::{DeviceSpec, SimBackend};
+use blkqos_workload::spec::RwMode;
 use blkqos_workload::{JobSpec, SizeSpec};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -698,6 +699,13 @@ impl Experiment {
         let mut controllers = self.controllers;
         controllers.tick_phase_ns = self.tick_phase_ns() % (1_000_000_000 / controllers.hz);
         controllers.jiffies_at_start = self.jiffies_at_start();
+        // blk-wbt throttles buffered writeback and discards: built when a
+        // job writes through the page cache or trims (it passes the rest)
+        controllers.wbt = setups.iter().any(|s| {
+            let rw = s.spec.rw;
+            (rw.has_write() && !s.spec.direct && !self.pagecache.disabled)
+                || matches!(rw, RwMode::Trim | RwMode::RandTrim)
+        });
         let mut stack = ControllerStack::from_writes(
             &controllers,
             &tree,

@@ -40,7 +40,7 @@ pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
     options(&src, sc.pagecache.as_ref(), "pagecache", |k, v| {
         pagecache.set(k, v)
     })?;
-    let writes = writes(&src, &sc, &mut pagecache)?;
+    let writes = writes(&src, &sc, &mut pagecache, &mut controllers, &device.name)?;
     let known = known_cgroups(&src, &sc, &writes)?;
     memory_max_groups_known(&src, &sc, &pagecache, &known)?;
     let (invocations, status_every_ms) = invocations(&src, &sc, &known)?;
@@ -147,16 +147,23 @@ fn options(
 }
 
 /// `[[write]]`: the knob writes, with their times; `memory.max` writes
-/// go to the page cache ([`memory_max`]).
+/// go to the page cache ([`memory_max`]), `queue/wbt_lat_usec` to the
+/// controllers ([`wbt_lat_usec`]).
 fn writes(
     src: &Source,
     sc: &ScenarioFile,
     pagecache: &mut crate::pagecache::PageCacheOptions,
+    controllers: &mut ControllerOptions,
+    device_name: &str,
 ) -> Result<Vec<KnobWrite>> {
     let mut writes = Vec::new();
     for w in &sc.write {
         if let Some(dir) = w.file.get_ref().trim().strip_suffix("/memory.max") {
             pagecache.memory_max.push(memory_max(src, w, dir)?);
+            continue;
+        }
+        if let Some(dir) = w.file.get_ref().trim().strip_suffix("/queue/wbt_lat_usec") {
+            controllers.wbt_lat_usec = Some(wbt_lat_usec(src, w, dir, device_name)?);
             continue;
         }
         let (cgroup, knob) =
@@ -186,6 +193,41 @@ fn writes(
         });
     }
     Ok(writes)
+}
+
+/// A `/sys/block/NAME/queue/wbt_lat_usec` write: blk-wbt's latency
+/// target in µs (0 turns it off) for the scenario's device, before the
+/// run only.
+fn wbt_lat_usec(
+    src: &Source,
+    w: &crate::scenario::WriteTable,
+    dir: &str,
+    device_name: &str,
+) -> Result<u64> {
+    let at = |m: String| anyhow::Error::from(src.err(w.value.span().start, m));
+    if w.at
+        .as_ref()
+        .is_some_and(|a| parse_at(a.get_ref()) != Some(0))
+    {
+        return Err(at(
+            "queue/wbt_lat_usec is set before the run only (at = \"0\")".into(),
+        ));
+    }
+    if dir != format!("/sys/block/{device_name}") {
+        return Err(anyhow::Error::from(src.err(
+            w.file.span().start,
+            format!(
+                "`{}`: the scenario's device is /sys/block/{device_name}",
+                w.file.get_ref()
+            ),
+        )));
+    }
+    let v = w.value.get_ref().trim();
+    v.parse().map_err(|_| {
+        at(format!(
+            "wbt_lat_usec `{v}`: expected microseconds (0 turns blk-wbt off)"
+        ))
+    })
 }
 
 /// A `memory.max` write: the group's page cache limit (bytes, or `max`),

@@ -5,10 +5,12 @@
 //! allocates per IO on the fast path.
 //!
 //! ```text
-//!   submit ──> [stage 0: blk-throttle] ──> [stage 1: iocost] ──> device queue
+//!   submit ──> [stage 0: blk-throttle] ──> [stage 1: iocost or blk-wbt] ──> device queue
 //!                 │ Held (async)              │ Held (blocks submitter)
 //!                 └─ on_timer releases ─>     └─ on_timer releases ─>
 //! ```
+//!
+//! (iocost turns blk-wbt off on its device, so one of the two is stage 1.)
 //!
 //! The stack mirrors Linux's order: blk-throttle sees a bio at submission,
 //! rq-qos policies (iocost) see it before a request is allocated. Between
@@ -377,6 +379,9 @@ pub trait Controller: std::any::Any {
     fn blocked_submitters(&self, _group: crate::GroupId) -> u32 {
         0
     }
+    /// A task of `group` went to sleep in `balance_dirty_pages` at `now`
+    /// (the kernel's `wb->dirty_sleep` / `bdi->last_bdp_sleep`).
+    fn on_dirty_sleep(&mut self, _group: crate::GroupId, _now: Instant) {}
 }
 
 /// The controller that never holds anything: the whole pipeline runs with it
@@ -514,6 +519,14 @@ impl ControllerStack {
         let mut s = Self::new();
         s.push(Box::new(PassThrough));
         s
+    }
+    /// A task of `group` slept in `balance_dirty_pages` at `now`: every
+    /// stage that watches dirty throttling hears of it (blk-wbt's
+    /// `wb_recent_wait`).
+    pub fn note_dirty_sleep(&mut self, group: crate::GroupId, now: Instant) {
+        for s in &mut self.stages {
+            s.on_dirty_sleep(group, now);
+        }
     }
     /// Append controller `c` as the next stage (stage 0 is blk-throttle's
     /// place, later stages are rq-qos policies).

@@ -93,6 +93,10 @@ impl IoFlags {
     /// `BLKRESETZONE`) of the zones in `[offset, offset + len)`, or of the
     /// zone at `offset` when `len` is 0; no data moves.
     pub const ZONE_RESET: IoFlags = IoFlags(256);
+    /// REQ_BACKGROUND: writeback for the background threshold or for
+    /// expired inodes (`wbc->for_background`, `wbc->for_kupdate`), as
+    /// opposed to a sync's (`WB_SYNC_ALL`, [`IoFlags::SYNC`]).
+    pub const BACKGROUND: IoFlags = IoFlags(512);
 
     /// Are all of `other`'s flags set?
     #[inline]

@@ -88,3 +88,4 @@ pub use io::{DevId, Dir, Io, IoFlags, IoId, IoOp, Submitter};
 pub use time::{Duration, Instant, Jiffies};
 pub mod iocost;
 pub mod throttle;
+pub mod wbt;

@@ -39,6 +39,12 @@ pub const fn mul_div_ceil(a: u64, b: u64, c: u64) -> u64 {
     }
 }
 
+/// `int_sqrt(x)`: the integer square root, rounded down (lib/math/int_sqrt.c).
+#[inline]
+pub const fn int_sqrt(x: u64) -> u64 {
+    x.isqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -314,6 +314,9 @@ pub struct WritebackIo {
     pub offset: u64,
     /// Length in bytes.
     pub len: u64,
+    /// A sync's writeback (`WB_SYNC_ALL`: `REQ_SYNC`), not the flusher's
+    /// background or periodic writeback (`REQ_BACKGROUND`).
+    pub sync: bool,
 }
 
 /// Per task statistics (what io-throttle exported per task).
@@ -424,6 +427,9 @@ pub struct PageCache {
     poll_j: u64,
     /// Tracepoint records not yet drained ([`PageCacheConfig::trace`]).
     trace: Vec<Box<dyn blkqos_core::controller::TraceRecord>>,
+    /// Pauses taken since the last [`PageCache::take_dirty_sleeps`]: the
+    /// sleeping task's group and when it went to sleep.
+    dirty_sleeps: Vec<(GroupId, Instant)>,
     /// When the periodic memcg statistics flush runs next, and the page
     /// state changes of memory cgroups since the last flush.
     next_memcg_flush: Instant,
@@ -451,6 +457,7 @@ impl PageCache {
             writes: vec![None; nr_tasks],
             poll_j: j0,
             trace: Vec::new(),
+            dirty_sleeps: Vec::new(),
             next_memcg_flush: t0 + Duration::from_ms(2000),
             memcg_pending: 0,
             next_periodic: t0 + cfg.writeback_interval,
@@ -857,6 +864,8 @@ impl PageCache {
                 );
                 let at = self.instant_of(wake.0).max(now);
                 self.note_pause(task, at - now);
+                // wb->dirty_sleep, bdi->last_bdp_sleep
+                self.dirty_sleeps.push((self.wbs[wb].group, now));
                 if let Some(w) = self.writes[task].as_mut() {
                     w.sleeping = Some((pages_dirtied, again, start_j));
                 }
@@ -1098,7 +1107,11 @@ impl PageCache {
         for i in 0..self.inodes.len() {
             if self.inodes[i].sync_all {
                 self.inodes[i].sync_all = false;
+                let before = out.len();
                 while self.write_some(i, u64::MAX, out) {}
+                for w in &mut out[before..] {
+                    w.sync = true;
+                }
             }
         }
         if now >= self.next_periodic {
@@ -1309,8 +1322,16 @@ impl PageCache {
             group,
             offset: first * PAGE_BYTES,
             len: npages * PAGE_BYTES,
+            sync: false,
         });
         true
+    }
+
+    /// The `balance_dirty_pages` sleeps since the last call: each
+    /// sleeping task's group and the time it went to sleep (blk-wbt
+    /// lets writeback go deeper for a second after one).
+    pub fn take_dirty_sleeps(&mut self) -> std::vec::Drain<'_, (GroupId, Instant)> {
+        self.dirty_sleeps.drain(..)
     }
 
     /// A writeback IO of `[offset, offset+len)` completed at `now`.

@@ -552,6 +552,9 @@ struct Loop<'a, B: Backend> {
     /// Pieces released from a submitter-blocking stage this timer run:
     /// (piece, its submitter if that waits for it).
     resumed: Vec<(IoId, Option<usize>)>,
+    /// Writeback IOs (or pieces of them) waiting in a stage that blocks
+    /// their submitter: their flusher sleeps until they leave it.
+    ctrl_blocked: Vec<IoId>,
     /// The backend lets the driver merge bios ([`Backend::plug_merges`]).
     plug_merges: bool,
     /// Some job submits in batches ([`plug`]).
@@ -825,6 +828,10 @@ impl<B: Backend> Loop<'_, B> {
         self.stack
             .on_timer(now, &mut self.ready, &mut self.unblocked);
         let unblocked = std::mem::take(&mut self.unblocked);
+        if !self.ctrl_blocked.is_empty() {
+            self.ctrl_blocked
+                .retain(|id| !unblocked.iter().any(|io| io.id == *id));
+        }
         for io in &unblocked {
             let j = io.submitter.0 as usize;
             let by = (j < self.jobs.len() && self.jobs[j].state == SlotState::Blocked(io.id))

@@ -769,7 +769,7 @@ fn parse_args(args: &[String]) -> Result<Args> {
             "--real-engine" => a.engine = true,
             "--traces" => a.traces = true,
             "--report" if !v.is_empty() => a.report = Some(PathBuf::from(v)),
-            "--throttle" | "--iocost" | "--hz" => {
+            "--throttle" | "--iocost" | "--hz" | "--wbt_lat_usec" => {
                 blkqos_core::cgroupfs::ControllerOptions::default()
                     .set(&k[2..], v)
                     .map_err(|m| anyhow::anyhow!("--{m}"))?;

@@ -816,7 +816,7 @@ fn bad_values_of_file_and_distribution_options() {
 /// scenario does not have, a write during the run; each named with its
 /// file and line.
 #[test]
-fn bad_memory_max_in_scenario() {
+fn bad_memory_max_and_wbt_lat_usec_in_scenario() {
     let base = |file: &str, value: &str, at: &str| {
         format!(
             "cgroups = [\"/a\"]\n[device]\nmodel = \"null\"\n\n[[write]]\nfile = \"{file}\"\nvalue = \"{value}\"\n{at}\n[[fio]]\ncgroup = \"/a\"\nargs = \"--name=a --rw=write --bs=1m --size=4m --direct=0\"\n"
@@ -834,6 +834,20 @@ fn bad_memory_max_in_scenario() {
         (
             base("/sys/fs/cgroup/a/memory.max", "64m", "at = \"1s\""),
             vec!["memory.max", "before the run"],
+        ),
+        // blk-wbt's knob: the scenario's device (null's default name is
+        // nullb0), a number, before the run
+        (
+            base("/sys/block/sda/queue/wbt_lat_usec", "2000", ""),
+            vec!["wbt_lat_usec", "/sys/block/nullb0"],
+        ),
+        (
+            base("/sys/block/nullb0/queue/wbt_lat_usec", "fast", ""),
+            vec!["wbt_lat_usec", "`fast`"],
+        ),
+        (
+            base("/sys/block/nullb0/queue/wbt_lat_usec", "0", "at = \"1s\""),
+            vec!["wbt_lat_usec", "before the run"],
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();

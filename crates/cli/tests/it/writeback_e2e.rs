@@ -304,3 +304,78 @@ args = "--name=b --filename=b.dat --rw=write --bs=1M --ioengine=sync --direct=0 
         );
     }
 }
+
+/// Writes issued and not completed, at most, in a `--ktrace` file
+/// (`block_rq_issue` / `block_rq_complete` of writes).
+fn max_writes_in_flight(ktrace: &str) -> usize {
+    let (mut now, mut max) = (0usize, 0usize);
+    for l in ktrace.lines() {
+        if l.contains(": block_rq_issue: ") && l.contains(" W ") {
+            now += 1;
+            max = max.max(now);
+        } else if l.contains(": block_rq_complete: ") && l.contains(" W ") {
+            now = now.saturating_sub(1);
+        }
+    }
+    max
+}
+
+/// blk-wbt (block/blk-wbt.c) keeps buffered writeback from taking every
+/// request slot: on a 64-slot queue with a task sleeping in
+/// `balance_dirty_pages` it lets writeback use at most `max_depth`, 16 at
+/// step 0 and at most 48 (3/4 of the queue) after scaling up, as the
+/// `wbt_step` lines say. `queue/wbt_lat_usec = 0` turns it off and the
+/// writeback fills all 64 slots.
+#[test]
+fn wbt_keeps_writeback_below_three_quarters_of_the_queue() {
+    let scenario = |wbt: &str| {
+        format!(
+            r#"
+seed = 1
+[device]
+model = "null"
+name = "nullb1"
+devid = "254:0"
+size = "4g"
+mbps = 20
+completion_ns = 20000
+[pagecache]
+memory = "1g"
+dirty_bytes = "64m"
+dirty_background_bytes = "32m"
+writeback_io = "8m"
+{wbt}
+[[fio]]
+args = "--name=w --filename=w.dat --rw=write --bs=1M --ioengine=sync --direct=0 --size=1g --runtime=4 --time_based"
+"#
+        )
+    };
+    let run = |text: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_file(dir.path(), "s.toml", text);
+        let r = blkqos(
+            &["run", p.to_str().unwrap(), "--ktrace=k.txt"],
+            Some(dir.path()),
+        );
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        std::fs::read_to_string(dir.path().join("k.txt")).unwrap()
+    };
+    let on = run(&scenario(""));
+    assert_eq!(max_writes_in_flight(&on), 48, "with blk-wbt");
+    assert!(
+        on.contains(
+            "wbt_step: 254:0: scale up: step=-2, window=100000us, background=12, normal=24, max=48"
+        ),
+        "{}",
+        on.lines()
+            .filter(|l| l.contains("wbt_"))
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let off = run(&scenario(
+        "[[write]]\nfile = \"/sys/block/nullb1/queue/wbt_lat_usec\"\nvalue = \"0\"",
+    ));
+    assert_eq!(max_writes_in_flight(&off), 64, "without blk-wbt");
+    assert!(!off.contains("wbt_"));
+}

@@ -140,6 +140,14 @@ pub struct ControllerOptions {
     /// `/sys/module/blk_cgroup/parameters/blkcg_debug_stats`: iocost's
     /// io.stat keys add `cost.wait`, `cost.indebt`, `cost.indelay`.
     pub debug_stats: bool,
+    /// Build blk-wbt (when iocost is not on the device): the run issues
+    /// buffered writeback, the IO blk-wbt throttles.
+    pub wbt: bool,
+    /// `queue/wbt_lat_usec`; `None`: the kernel's default for the device
+    /// ([`crate::wbt::default_min_lat_ns`]); 0 turns blk-wbt off.
+    pub wbt_lat_usec: Option<u64>,
+    /// Which dirty-throttle sleeps blk-wbt counts (a kernel generation's).
+    pub wbt_recent_wait: crate::wbt::RecentWait,
 }
 
 impl Default for ControllerOptions {
@@ -154,6 +162,9 @@ impl Default for ControllerOptions {
             iocost_vrate: None,
             hz: 1000,
             debug_stats: false,
+            wbt: false,
+            wbt_lat_usec: None,
+            wbt_recent_wait: crate::wbt::RecentWait::AnyTask,
         }
     }
 }
@@ -232,7 +243,12 @@ impl ControllerOptions {
                 }
                 self.throttle = ThrottleChoice::Paced(p);
             }
-            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, blkcg_debug_stats, hz, tick_phase_ns, jiffies_at_start, paced_burst_ios, paced_burst_bytes")),
+            "wbt_lat_usec" => {
+                self.wbt_lat_usec = Some(value.parse().map_err(|_| {
+                    format!("wbt_lat_usec `{value}`: expected microseconds (0 turns blk-wbt off)")
+                })?);
+            }
+            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, blkcg_debug_stats, hz, tick_phase_ns, jiffies_at_start, paced_burst_ios, paced_burst_bytes, wbt_lat_usec")),
         }
         Ok(())
     }
@@ -304,9 +320,34 @@ impl ControllerStack {
         } else {
             push_throttle(&mut stack, opts, tree, device, v1, changes);
         }
+        let before = stack.stages().count();
         push_iocost(&mut stack, opts, tree, device, cost_writes)?;
+        // ioc_qos_write → wbt_disable_default: no blk-wbt beside iocost
+        if stack.stages().count() == before {
+            push_wbt(&mut stack, opts, device);
+        }
         Ok(stack)
     }
+}
+
+/// Add blk-wbt below the other stages when the run asks for it
+/// ([`ControllerOptions::wbt`]) and its latency target is not 0.
+fn push_wbt(stack: &mut ControllerStack, opts: &ControllerOptions, device: DeviceInfo) {
+    let min_lat_ns = opts.wbt_lat_usec.map_or_else(
+        || crate::wbt::default_min_lat_ns(device.rotational),
+        |us| us.saturating_mul(1000),
+    );
+    if !opts.wbt || min_lat_ns == 0 {
+        return;
+    }
+    stack.push(Box::new(crate::wbt::Wbt::new(crate::wbt::WbtConfig {
+        min_lat_ns,
+        queue_depth: device.nr_requests,
+        write_cache: false,
+        recent_wait: opts.wbt_recent_wait,
+        hz: opts.hz,
+        tick_phase_ns: opts.tick_phase_ns,
+    })));
 }
 
 /// The knob writes of [`ControllerStack::from_writes`], replayed.

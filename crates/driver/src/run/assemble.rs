@@ -73,6 +73,7 @@ impl<'a, B: Backend> Loop<'a, B> {
             max_io,
             splits: split::Splits::default(),
             resumed: Vec::new(),
+            ctrl_blocked: Vec::new(),
             plug_merges: false,
             batched: false,
             to_plug: Vec::new(),

@@ -98,6 +98,11 @@ impl<B: Backend> Loop<'_, B> {
                 self.pump_copier(j);
             }
         }
+        if let Some(pc) = self.pc.as_mut() {
+            for (group, at) in pc.take_dirty_sleeps() {
+                self.stack.note_dirty_sleep(group, at);
+            }
+        }
         let mut wb = std::mem::take(&mut self.wb_ios);
         wb.clear();
         if let Some(pc) = self.pc.as_mut() {
@@ -111,12 +116,12 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// Each owner's flusher submits its writeback IO one bio at a time: a
-    /// bio whose request (or a split piece's) finds no tag puts the
-    /// flusher to sleep in `blk_mq_get_tag` with the rest of its bio on
-    /// `current->bio_list`, so its next bio waits; the flushers of other
-    /// owners go on (one `wb_workfn` per wb). An IO a controller holds
-    /// does not stop it (cgroup writeback's bios wait in the owner's
-    /// throttle queue).
+    /// bio whose request (or a split piece's) finds no tag, or waits in a
+    /// stage that blocks its submitter (iocost, blk-wbt), puts the
+    /// flusher to sleep with the rest of its bio on `current->bio_list`,
+    /// so its next bio waits; the flushers of other owners go on (one
+    /// `wb_workfn` per wb). An IO blk-throttle holds does not stop it
+    /// (cgroup writeback's bios wait in the owner's throttle queue).
     fn pump_flushers(&mut self, now: Instant) {
         for q in 0..self.flushers.queues.len() {
             loop {
@@ -137,7 +142,12 @@ impl<B: Backend> Loop<'_, B> {
                     submitter: blkqos_core::Submitter(NO_JOB),
                     group: w.group,
                     op: IoOp::Write,
-                    flags: IoFlags::WRITEBACK,
+                    // wbc_to_write_flags
+                    flags: IoFlags::WRITEBACK.with(if w.sync {
+                        IoFlags::SYNC
+                    } else {
+                        IoFlags::BACKGROUND
+                    }),
                     offset: w.offset,
                     len: w.len,
                     submitted_at: now,
@@ -179,7 +189,9 @@ impl<B: Backend> Loop<'_, B> {
             StackVerdict::Split => {
                 self.split(io, now, None, None);
             }
-            StackVerdict::Queued | StackVerdict::Blocked => {}
+            StackVerdict::Queued => {}
+            // the flusher sleeps in the stage (iocost's or blk-wbt's wait)
+            StackVerdict::Blocked => self.ctrl_blocked.push(id),
         }
         id
     }

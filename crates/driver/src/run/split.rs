@@ -116,6 +116,9 @@ impl<B: Backend> Loop<'_, B> {
                         self.jobs[j].state = SlotState::Blocked(fid);
                         return true;
                     }
+                    if kind == FlightKind::Writeback {
+                        self.ctrl_blocked.push(fid);
+                    }
                     return false;
                 }
             }
@@ -131,16 +134,15 @@ impl<B: Backend> Loop<'_, B> {
     /// `bio_list` behind such a piece? A submitter that is not a job (a
     /// flusher) sleeps until it is not.
     pub(super) fn submission_pending(&self, id: IoId) -> bool {
-        if self.waits_for_tag(id) {
+        if self.waits_for_tag(id) || self.ctrl_blocked.contains(&id) {
             return true;
         }
         self.splits.jobs.get(&id).is_some_and(|st| {
             st.waiting.is_some()
-                || self
-                    .splits
-                    .pieces
-                    .iter()
-                    .any(|(&piece, &parent)| parent == id && self.waits_for_tag(piece))
+                || self.splits.pieces.iter().any(|(&piece, &parent)| {
+                    parent == id
+                        && (self.waits_for_tag(piece) || self.ctrl_blocked.contains(&piece))
+                })
         })
     }
 
