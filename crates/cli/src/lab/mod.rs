@@ -102,6 +102,14 @@ pub struct LabJob {
 ///   buffered job run free before `balance_dirty_pages` throttles them,
 ///   and their think time between pauses, follow from it.
 ///
+/// * the `h02-qd1-roundtrip` traces (`block_rq_issue` to
+///   `block_rq_complete`): the guest completes a 20 µs timer-mode
+///   null_blk request in 70-100 µs at the median and 0.25-0.64 ms at p99.
+///   The simulated null_blk completes each request late by a log-normal
+///   delay with that median and p99 less 20 µs (`late_p50_ns`,
+///   `late_p99_ns`), and the h01 sleep lateness above subtracts the mean
+///   completion instead of 20 µs.
+///
 /// * the guest's vCPUs (`nproc` in the runs' `meta.json`): the CPUs fio's
 ///   processes submit from, each with its blk-mq software queue; the
 ///   simulated null_blk stages a stopped queue's requests that way
@@ -116,6 +124,10 @@ pub struct LabHost {
     /// From `h04-buffered-copy`, when recorded.
     pub copy_bytes_per_s: Option<u64>,
     pub cpus: u32,
+    /// From the `h02-qd1-roundtrip` traces, when recorded: how late the
+    /// guest completes a null_blk request, median and 99th percentile in
+    /// ns (`trace.d2c` less the 20 µs completion time).
+    pub completion_late_ns: Option<(u64, u64)>,
 }
 
 /// Seconds of steady writeback a writeback job's rates are taken over.
@@ -162,7 +174,11 @@ impl LabHost {
             Some(pipelined) => 1e9 / pipelined,
             None => (1e9 / rt - CALIBRATION_COMPLETION_NS).max(0.0),
         };
-        let late = (1e9 / tt - CALIBRATION_THINK_NS - submit - CALIBRATION_COMPLETION_NS).max(0.0);
+        let completion_late_ns = completion_lateness(lab, kernel);
+        // the mean completion of the simulated calibration device
+        let completion = CALIBRATION_COMPLETION_NS
+            + completion_late_ns.map_or(0.0, |(p50, p99)| lognormal_mean(p50, p99));
+        let late = (1e9 / tt - CALIBRATION_THINK_NS - submit - completion).max(0.0);
         let syscall_ns = blkqos_driver::pagecache::PageCacheConfig::default().syscall_ns as f64;
         let copy_bytes_per_s = mean_of(lab, kernel, "h04-buffered-copy", "r.write.iops")?
             .map(|iops| 1e9 / iops - submit - syscall_ns)
@@ -173,6 +189,7 @@ impl LabHost {
             wake_jitter_ns: (2.0 * late).round() as u64,
             copy_bytes_per_s,
             cpus: guest_cpus(lab, kernel).unwrap_or(1),
+            completion_late_ns,
         }))
     }
 }
@@ -301,6 +318,39 @@ fn max_sectors(dir: &Path) -> Option<u64> {
     vrate::max_sectors_of_meta(&serde_json::from_str(&text).ok()?)
 }
 
+/// The guest's completion lateness: the mean over the kernel's recorded
+/// `h02-qd1-roundtrip` runs with a trace of `trace.d2c.p50` and `.p99`
+/// (ms), less the 20 µs completion time, in ns.
+fn completion_lateness(lab: &Path, kernel: &str) -> Option<(u64, u64)> {
+    let kdir = lab.join("fixtures").join(kernel);
+    let (mut p50, mut p99, mut n) = (0.0, 0.0, 0.0);
+    for e in std::fs::read_dir(&kdir).ok()?.flatten() {
+        let path = e.path().join("h02-qd1-roundtrip/trace.json");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if let (Some(a), Some(b)) = (
+            v.get("trace.d2c.p50").and_then(|x| x.as_f64()),
+            v.get("trace.d2c.p99").and_then(|x| x.as_f64()),
+        ) {
+            p50 += a;
+            p99 += b;
+            n += 1.0;
+        }
+    }
+    let ns = |ms_sum: f64| (ms_sum / n * 1e6 - CALIBRATION_COMPLETION_NS).round();
+    (n > 0.0 && ns(p50) > 0.0).then(|| (ns(p50) as u64, ns(p99).max(ns(p50)) as u64))
+}
+
+/// The mean of the log-normal law with this median and 99th percentile.
+fn lognormal_mean(p50: u64, p99: u64) -> f64 {
+    let sigma = (p99 as f64 / p50 as f64).ln() / 2.326_347_874;
+    p50 as f64 * (sigma * sigma / 2.0).exp()
+}
+
 /// The guest's vCPU count (`nproc`) in the kernel's first recorded
 /// calibration run.
 fn guest_cpus(lab: &Path, kernel: &str) -> Option<u32> {
@@ -380,9 +430,16 @@ fn sim_experiment(
             exp.pagecache.cfg.copy_bytes_per_s = rate;
         }
         if exp.device.kind == blkqos_sim::device::ModelKind::Null {
-            exp.device
-                .set_param("cpus", &job.smp.unwrap_or(h.cpus).to_string())
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let set = |exp: &mut crate::experiment::Experiment, k: &str, v: u64| {
+                exp.device
+                    .set_param(k, &v.to_string())
+                    .map_err(|e| anyhow::anyhow!("{e}"))
+            };
+            set(&mut exp, "cpus", u64::from(job.smp.unwrap_or(h.cpus)))?;
+            if let Some((p50, p99)) = h.completion_late_ns {
+                set(&mut exp, "late_p50_ns", p50)?;
+                set(&mut exp, "late_p99_ns", p99)?;
+            }
         }
     }
     exp.host.seed = seed;
@@ -807,9 +864,16 @@ pub fn run(args: &[String]) -> Result<bool> {
     for k in &kernels {
         match LabHost::measure(&a.lab, k)? {
             Some(h) => eprintln!(
-                "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]{}",
+                "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]{}{}",
                 h.submit_ns as f64 / 1e3,
                 h.wake_jitter_ns as f64 / 1e3,
+                h.completion_late_ns
+                    .map(|(p50, p99)| format!(
+                        ", null_blk completes late by {:.1} us (median), {:.1} us (p99)",
+                        p50 as f64 / 1e3,
+                        p99 as f64 / 1e3
+                    ))
+                    .unwrap_or_default(),
                 h.copy_bytes_per_s
                     .map(|r| format!(", page cache copies at {:.1} MB/s", r as f64 / 1e6))
                     .unwrap_or_default()
@@ -1073,6 +1137,27 @@ pub fn render(rows: &[Row], markdown: bool, engine: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lab() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lab")
+    }
+
+    /// The guest's completion lateness is read from the h02 runs that
+    /// carry a trace (6.12: runs 6 and 7, `trace.d2c.p50` 0.092 and 0.085
+    /// ms, `p99` 0.639 and 0.337 ms), their mean less the 20 µs device.
+    #[test]
+    fn completion_lateness_is_the_h02_traces_less_the_device() {
+        let late = completion_lateness(&lab(), "6.12.117+deb13-amd64");
+        assert_eq!(late, Some((68_500, 468_000)));
+        let host = LabHost::measure(&lab(), "6.12.117+deb13-amd64")
+            .unwrap()
+            .expect("6.12 has calibration runs");
+        assert_eq!(host.completion_late_ns, late);
+        // the log-normal's mean is above its median (the tail)
+        let mean = lognormal_mean(68_500, 468_000);
+        assert!((90_000.0..100_000.0).contains(&mean), "{mean}");
+        assert_eq!(completion_lateness(&lab(), "no-such-kernel"), None);
+    }
 
     #[test]
     fn summary_has_a_legend_a_header_and_a_total() {

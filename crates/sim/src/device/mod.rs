@@ -15,6 +15,7 @@
 mod cloud;
 mod fes;
 mod hdd;
+mod lateness;
 mod null;
 mod placement;
 mod spec;

@@ -36,6 +36,7 @@
 //!
 //! Ignores: CPU cost, memory-backed mode, bad blocks, fault injection.
 
+use super::lateness::Lateness;
 use super::placement::Placement;
 use super::zoned::Zones;
 use super::{DeviceModel, EIO};
@@ -68,6 +69,8 @@ pub struct NullBlk {
     zones: Option<Zones>,
     /// `cpus` ≥ 2 with `mbps`: blk-mq's staging of a stopped queue.
     mq: Option<Box<MqStage>>,
+    /// How late the host completes each request ([`Lateness`]).
+    late: Option<Lateness>,
 }
 
 /// blk-mq's staging of null_blk's stopped queue when several CPUs submit
@@ -130,6 +133,7 @@ impl NullBlk {
             next_free_tick: 0,
             zones: None,
             mq: None,
+            late: None,
         }
     }
 
@@ -199,6 +203,19 @@ impl NullBlk {
         mq.restart_tick = arrival_tick + 1;
         mq.dispatch.push_back(w);
         (HELD, 0)
+    }
+
+    /// Each completion comes late by a log-normal delay with median
+    /// `p50_ns` and 99th percentile `p99_ns` (an emulated guest's timer
+    /// lateness); no lateness when `p50_ns` is 0.
+    pub fn with_lateness(mut self, p50_ns: u64, p99_ns: u64, seed: u64) -> Self {
+        self.late = (p50_ns > 0).then(|| Lateness::new(p50_ns, p99_ns.max(p50_ns), seed));
+        self
+    }
+
+    /// The host's lateness for one completion (0 without lateness).
+    fn late_ns(&mut self) -> u64 {
+        self.late.as_mut().map_or(0, Lateness::draw_ns)
     }
 
     /// null_blk's zoned mode over the whole device.
@@ -310,20 +327,9 @@ fn update_dispatch_busy(mq: &mut MqStage, busy: bool) {
     mq.dispatch_busy = ewma / DISPATCH_BUSY_EWMA_WEIGHT;
 }
 
-impl DeviceModel for NullBlk {
-    fn nr_requests(&self) -> u32 {
-        self.hw_queues * self.queue_depth
-    }
-    fn capacity_bytes(&self) -> u64 {
-        self.capacity
-    }
-    fn rotational(&self) -> bool {
-        false
-    }
-    fn default_max_sectors(&self) -> u32 {
-        super::NULL_MAX_SECTORS
-    }
-    fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
+impl NullBlk {
+    /// [`DeviceModel::service`] without the host's lateness.
+    fn serve(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let lat = Duration(self.completion_ns);
         if io.offset.saturating_add(io.len) > self.capacity {
             return (now + lat, EIO);
@@ -370,11 +376,9 @@ impl DeviceModel for NullBlk {
             tick += 1;
         }
     }
-    fn next_release(&self) -> Option<Instant> {
-        let mq = self.mq.as_deref()?;
-        mq.stopped.then(|| self.tick_start(mq.restart_tick))
-    }
-    fn release(&mut self, now: Instant, out: &mut Vec<Released>) {
+    /// [`DeviceModel::release`] without the host's lateness: the tick
+    /// that restarts a stopped queue serves what it staged.
+    fn release_tick(&mut self, now: Instant, out: &mut Vec<Released>) {
         let Some(mbps) = self.mbps else { return };
         let per_tick = Self::per_tick(mbps);
         let Some(mut mq) = self.mq.take() else { return };
@@ -392,6 +396,41 @@ impl DeviceModel for NullBlk {
             }
         }
         self.mq = Some(mq);
+    }
+}
+
+impl DeviceModel for NullBlk {
+    fn nr_requests(&self) -> u32 {
+        self.hw_queues * self.queue_depth
+    }
+    fn capacity_bytes(&self) -> u64 {
+        self.capacity
+    }
+    fn rotational(&self) -> bool {
+        false
+    }
+    fn default_max_sectors(&self) -> u32 {
+        super::NULL_MAX_SECTORS
+    }
+    fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
+        let (at, e) = self.serve(io, now);
+        if self.late.is_none() || at == HELD {
+            return (at, e);
+        }
+        (at + Duration(self.late_ns()), e)
+    }
+    fn release(&mut self, now: Instant, out: &mut Vec<Released>) {
+        let from = out.len();
+        self.release_tick(now, out);
+        if self.late.is_some() {
+            for r in &mut out[from..] {
+                r.at += Duration(self.late.as_mut().map_or(0, Lateness::draw_ns));
+            }
+        }
+    }
+    fn next_release(&self) -> Option<Instant> {
+        let mq = self.mq.as_deref()?;
+        mq.stopped.then(|| self.tick_start(mq.restart_tick))
     }
     fn describe(&self) -> String {
         format!(

@@ -76,6 +76,16 @@ impl ModelKind {
                     "CPUs the submitters run on (with mbps): a stopped queue stages requests in per-CPU blk-mq software queues and the tick serves them in blk-mq's order, not arrival order; processes move between CPUs when they wake",
                 ),
                 (
+                    "late_p50_ns",
+                    "0",
+                    "the host completes each request late by a log-normal delay with this median (an emulated guest's timer lateness; 0 = on time)",
+                ),
+                (
+                    "late_p99_ns",
+                    "0",
+                    "that delay's 99th percentile (at least late_p50_ns)",
+                ),
+                (
                     "zoned",
                     "0",
                     "1: null_blk's zoned mode (writes at each sequential zone's write pointer)",
@@ -526,6 +536,9 @@ impl DeviceSpec {
         if self.get("zoned") > 1 {
             return Err(bad("zoned", "must be 0 or 1"));
         }
+        if self.get("late_p50_ns") > 0 && self.get("late_p99_ns") < self.get("late_p50_ns") {
+            return Err(bad("late_p99_ns", "must be at least late_p50_ns"));
+        }
         if let Some(p) = self.zoned_params() {
             p.check(self.capacity).map_err(|why| {
                 let key = if why.starts_with("zone_capacity") {
@@ -685,7 +698,8 @@ impl DeviceSpec {
             self.capacity,
             self.seed,
         )
-        .with_cpus(g("cpus") as u32, self.seed);
+        .with_cpus(g("cpus") as u32, self.seed)
+        .with_lateness(g("late_p50_ns"), g("late_p99_ns"), self.seed);
         Box::new(match self.zoned_params() {
             Some(p) => d.with_zones(super::Zones::new(p, self.capacity)),
             None => d,
