@@ -128,6 +128,11 @@ pub struct LabHost {
     /// guest completes a null_blk request, median and 99th percentile in
     /// ns (`trace.d2c` less the 20 µs completion time).
     pub completion_late_ns: Option<(u64, u64)>,
+    /// From `lab/traces/restart.json` (`restart.py` over the kernel
+    /// traces of a saturated null_blk): how long after its bandwidth tick
+    /// the guest dispatches the restarted queue, median, p90 and p99 in
+    /// ns, for a guest with two vCPUs and with one.
+    pub restart_ns: Option<[(u64, u64, u64); 2]>,
 }
 
 /// Seconds of steady writeback a writeback job's rates are taken over.
@@ -190,6 +195,7 @@ impl LabHost {
             copy_bytes_per_s,
             cpus: guest_cpus(lab, kernel).unwrap_or(1),
             completion_late_ns,
+            restart_ns: restart_delays(lab),
         }))
     }
 }
@@ -345,6 +351,19 @@ fn completion_lateness(lab: &Path, kernel: &str) -> Option<(u64, u64)> {
     (n > 0.0 && ns(p50) > 0.0).then(|| (ns(p50) as u64, ns(p99).max(ns(p50)) as u64))
 }
 
+/// The restart delays `lab/traces/restart.json` records: `[two vCPUs,
+/// one vCPU]`, each `(p50, p90, p99)` in ns.
+fn restart_delays(lab: &Path) -> Option<[(u64, u64, u64); 2]> {
+    let text = std::fs::read_to_string(lab.join("traces/restart.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let q = |cpus: &str| -> Option<(u64, u64, u64)> {
+        let t = v.get("vcpus")?.get(cpus)?;
+        let g = |k: &str| t.get(k).and_then(|x| x.as_u64());
+        Some((g("p50")?, g("p90")?, g("p99")?))
+    };
+    Some([q("2")?, q("1")?])
+}
+
 /// The mean of the log-normal law with this median and 99th percentile.
 fn lognormal_mean(p50: u64, p99: u64) -> f64 {
     let sigma = (p99 as f64 / p50 as f64).ln() / 2.326_347_874;
@@ -439,6 +458,16 @@ fn sim_experiment(
             if let Some((p50, p99)) = h.completion_late_ns {
                 set(&mut exp, "late_p50_ns", p50)?;
                 set(&mut exp, "late_p99_ns", p99)?;
+            }
+            if let Some(r) = h.restart_ns {
+                let (p50, p90, p99) = if job.smp.unwrap_or(h.cpus) > 1 {
+                    r[0]
+                } else {
+                    r[1]
+                };
+                set(&mut exp, "restart_p50_ns", p50)?;
+                set(&mut exp, "restart_p90_ns", p90)?;
+                set(&mut exp, "restart_p99_ns", p99)?;
             }
         }
     }

@@ -76,3 +76,78 @@ mod tests {
         assert!((0..100).all(|_| l.draw_ns() == 5_000));
     }
 }
+
+/// How long after a tick the host dispatches a restarted queue: a draw
+/// from a piecewise-linear quantile function through (0, 0), the median,
+/// p90 and p99 (measured: `lab/traces/restart.py`), flat beyond p99.
+#[derive(Debug, Clone)]
+pub struct QuantileDelay {
+    p50: u64,
+    p90: u64,
+    p99: u64,
+    rng: u64,
+}
+
+impl QuantileDelay {
+    /// `p50 ≤ p90 ≤ p99` (ns), seeded by `seed`.
+    pub fn new(p50: u64, p90: u64, p99: u64, seed: u64) -> Self {
+        assert!(p50 <= p90 && p90 <= p99, "delay quantiles out of order");
+        QuantileDelay {
+            p50,
+            p90,
+            p99,
+            rng: seed ^ 0x3C6E_F372_FE94_F82B,
+        }
+    }
+
+    /// One delay in ns.
+    pub fn draw_ns(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+        let lerp = |a: u64, b: u64, f: f64| a as f64 + (b as f64 - a as f64) * f;
+        let ns = if u < 0.5 {
+            lerp(0, self.p50, u / 0.5)
+        } else if u < 0.9 {
+            lerp(self.p50, self.p90, (u - 0.5) / 0.4)
+        } else if u < 0.99 {
+            lerp(self.p90, self.p99, (u - 0.9) / 0.09)
+        } else {
+            self.p99 as f64
+        };
+        ns.round() as u64
+    }
+}
+
+#[cfg(test)]
+mod quantile_tests {
+    use super::*;
+
+    #[test]
+    fn draws_have_the_given_quantiles() {
+        let mut d = QuantileDelay::new(130_000, 3_200_000, 11_500_000, 5);
+        let v: Vec<u64> = (0..100_000).map(|_| d.draw_ns()).collect();
+        // the share of draws at or below each quantile
+        let below = |x: u64| v.iter().filter(|&&y| y <= x).count() as f64 / v.len() as f64;
+        assert!((below(130_000) - 0.5).abs() < 0.01, "{}", below(130_000));
+        assert!(
+            (below(3_200_000) - 0.9).abs() < 0.01,
+            "{}",
+            below(3_200_000)
+        );
+        assert!(
+            (below(11_499_999) - 0.99).abs() < 0.005,
+            "{}",
+            below(11_499_999)
+        );
+        let q = |p: f64| {
+            let mut w = v.clone();
+            w.sort_unstable();
+            w[(p * w.len() as f64) as usize] as f64
+        };
+        assert!(q(0.995) <= 11_500_000.0);
+    }
+}

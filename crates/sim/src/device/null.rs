@@ -36,7 +36,7 @@
 //!
 //! Ignores: CPU cost, memory-backed mode, bad blocks, fault injection.
 
-use super::lateness::Lateness;
+use super::lateness::{Lateness, QuantileDelay};
 use super::placement::Placement;
 use super::zoned::Zones;
 use super::{DeviceModel, EIO};
@@ -71,6 +71,9 @@ pub struct NullBlk {
     mq: Option<Box<MqStage>>,
     /// How late the host completes each request ([`Lateness`]).
     late: Option<Lateness>,
+    /// How long after a tick the host dispatches a restarted queue
+    /// (the kblockd worker's wake-up, [`QuantileDelay`]).
+    restart: Option<QuantileDelay>,
 }
 
 /// blk-mq's staging of null_blk's stopped queue when several CPUs submit
@@ -93,6 +96,9 @@ struct MqStage {
     dispatch_busy: u32,
     /// The CPU each submitter runs on.
     placement: Placement,
+    /// The restarted queue's dispatch, when the host runs it later than
+    /// the tick that restarted it (`restart`).
+    dispatch_at: Option<Instant>,
 }
 
 /// A request waiting in blk-mq's staging.
@@ -134,22 +140,31 @@ impl NullBlk {
             zones: None,
             mq: None,
             late: None,
+            restart: None,
         }
     }
 
     /// `cpus` CPUs submit (blk-mq's software queues; 1: arrival order).
-    pub fn with_cpus(mut self, cpus: u32, seed: u64) -> Self {
-        self.mq = (cpus > 1 && self.mbps.is_some()).then(|| {
-            Box::new(MqStage {
-                ctx: vec![VecDeque::new(); cpus as usize],
-                dispatch: VecDeque::new(),
-                stopped: false,
-                restart_tick: 0,
-                dispatch_from: 0,
-                dispatch_busy: 0,
-                placement: Placement::new(cpus, seed),
-            })
-        });
+    pub fn with_cpus(self, cpus: u32, seed: u64) -> Self {
+        if cpus > 1 && self.mbps.is_some() {
+            self.stage(cpus, seed)
+        } else {
+            self
+        }
+    }
+
+    /// blk-mq's staging over `cpus` software queues.
+    fn stage(mut self, cpus: u32, seed: u64) -> Self {
+        self.mq = Some(Box::new(MqStage {
+            ctx: vec![VecDeque::new(); cpus.max(1) as usize],
+            dispatch: VecDeque::new(),
+            stopped: false,
+            restart_tick: 0,
+            dispatch_from: 0,
+            dispatch_busy: 0,
+            placement: Placement::new(cpus.max(1), seed),
+            dispatch_at: None,
+        }));
         self
     }
 
@@ -210,6 +225,23 @@ impl NullBlk {
     /// lateness); no lateness when `p50_ns` is 0.
     pub fn with_lateness(mut self, p50_ns: u64, p99_ns: u64, seed: u64) -> Self {
         self.late = (p50_ns > 0).then(|| Lateness::new(p50_ns, p99_ns.max(p50_ns), seed));
+        self
+    }
+
+    /// The host dispatches a restarted queue a delay after the tick that
+    /// restarted it (`blk_mq_start_stopped_hw_queues(q, true)` runs the
+    /// queue from the kblockd worker): median `p50_ns`, `p90_ns`,
+    /// `p99_ns`; none when all are 0. Until then the queue runs (new
+    /// requests issue directly, ahead of the staged ones). Needs `mbps`;
+    /// stages requests even with one CPU.
+    pub fn with_restart_delay(mut self, p50_ns: u64, p90_ns: u64, p99_ns: u64, seed: u64) -> Self {
+        if p99_ns == 0 || self.mbps.is_none() {
+            return self;
+        }
+        if self.mq.is_none() {
+            self = self.stage(1, seed);
+        }
+        self.restart = Some(QuantileDelay::new(p50_ns, p90_ns, p99_ns, seed));
         self
     }
 
@@ -389,10 +421,24 @@ impl NullBlk {
             self.budget = per_tick;
             self.active_until = Some(self.active_until.map_or(t + 1, |a| a.max(t + 1)));
             mq.stopped = false;
-            let at = self.tick_start(t) + Duration(self.completion_ns);
-            self.run_hw_queue(&mut mq, at, per_tick, out);
-            if mq.stopped {
-                mq.restart_tick = t + 1;
+            // the worker runs within the tick (a later one would find
+            // the next tick's refill)
+            let delay = self
+                .restart
+                .as_mut()
+                .map_or(0, |r| r.draw_ns().min(TICK_NS - 1));
+            mq.dispatch_at = Some(self.tick_start(t) + Duration(delay));
+        }
+        if let Some(at) = mq.dispatch_at.filter(|&at| at <= now) {
+            mq.dispatch_at = None;
+            // a queue stopped again meanwhile (new requests spent the
+            // budget) is not run: the next tick restarts it
+            if !mq.stopped {
+                let t = self.tick;
+                self.run_hw_queue(&mut mq, at + Duration(self.completion_ns), per_tick, out);
+                if mq.stopped {
+                    mq.restart_tick = t + 1;
+                }
             }
         }
         self.mq = Some(mq);
@@ -430,7 +476,11 @@ impl DeviceModel for NullBlk {
     }
     fn next_release(&self) -> Option<Instant> {
         let mq = self.mq.as_deref()?;
-        mq.stopped.then(|| self.tick_start(mq.restart_tick))
+        let refill = mq.stopped.then(|| self.tick_start(mq.restart_tick));
+        match (refill, mq.dispatch_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
     fn describe(&self) -> String {
         format!(
@@ -512,6 +562,45 @@ mod tests {
         // (CPU 0 at first): not the arrival order 30..33, 40..43
         assert_eq!(order, [21, 30, 40, 31, 41, 32, 42, 33, 43]);
         assert!(out.iter().all(|r| r.at == Instant(TICK_NS + 2_000)));
+    }
+
+    /// `blk_mq_start_stopped_hw_queues(q, true)`: the tick refills the
+    /// budget and lets the queue run, the staged requests wait for the
+    /// worker (the restart delay), and a request that arrives meanwhile
+    /// issues directly, ahead of them.
+    #[test]
+    fn a_late_worker_lets_new_requests_overtake_the_staged_ones() {
+        let ms = 1_000_000;
+        let mut d = NullBlk::new(2_000, 1, 64, Some(4), 1 << 40, 1).with_restart_delay(
+            10 * ms,
+            10 * ms,
+            10 * ms,
+            3,
+        );
+        d.phase_ns = 0;
+        for id in 0..21 {
+            assert_ne!(d.service(&io_of(id, 0, 4096), Instant(1_000)).0, HELD);
+        }
+        // budget spent: these wait (one CPU: one software queue)
+        for id in 21..25 {
+            assert_eq!(d.service(&io_of(id, 0, 4096), Instant(2_000)).0, HELD);
+        }
+        // the tick refills and restarts; the worker comes later
+        assert_eq!(d.next_release(), Some(Instant(TICK_NS)));
+        let mut out = Vec::new();
+        d.release(Instant(TICK_NS), &mut out);
+        assert!(out.is_empty(), "the worker has not run");
+        let worker = d.next_release().expect("the worker's dispatch");
+        assert!(worker > Instant(TICK_NS) && worker <= Instant(TICK_NS + 10 * ms));
+        // a request in between goes straight to the device
+        let before = Instant(TICK_NS + 1);
+        assert!(before < worker, "this seed draws a delay past 1 ns");
+        let (t, _) = d.service(&io_of(99, 0, 4096), before);
+        assert_eq!(t, before + Duration(2_000));
+        d.release(worker, &mut out);
+        let ids: Vec<u64> = out.iter().map(|r| r.id.0).collect();
+        assert_eq!(ids, [21, 22, 23, 24]);
+        assert!(out.iter().all(|r| r.at == worker + Duration(2_000)));
     }
 
     /// With one CPU there is no staging: the FIFO of ticks serves

@@ -76,6 +76,21 @@ impl ModelKind {
                     "CPUs the submitters run on (with mbps): a stopped queue stages requests in per-CPU blk-mq software queues and the tick serves them in blk-mq's order, not arrival order; processes move between CPUs when they wake",
                 ),
                 (
+                    "restart_p50_ns",
+                    "0",
+                    "with mbps: the host dispatches a restarted queue this long after the tick at the median (the worker's wake-up; 0 = at the tick)",
+                ),
+                (
+                    "restart_p90_ns",
+                    "0",
+                    "that delay's 90th percentile",
+                ),
+                (
+                    "restart_p99_ns",
+                    "0",
+                    "that delay's 99th percentile (the largest drawn; below one 20 ms tick)",
+                ),
+                (
                     "late_p50_ns",
                     "0",
                     "the host completes each request late by a log-normal delay with this median (an emulated guest's timer lateness; 0 = on time)",
@@ -539,6 +554,12 @@ impl DeviceSpec {
         if self.get("late_p50_ns") > 0 && self.get("late_p99_ns") < self.get("late_p50_ns") {
             return Err(bad("late_p99_ns", "must be at least late_p50_ns"));
         }
+        if self.get("restart_p90_ns") < self.get("restart_p50_ns") {
+            return Err(bad("restart_p90_ns", "must be at least restart_p50_ns"));
+        }
+        if self.get("restart_p99_ns") < self.get("restart_p90_ns") {
+            return Err(bad("restart_p99_ns", "must be at least restart_p90_ns"));
+        }
         if let Some(p) = self.zoned_params() {
             p.check(self.capacity).map_err(|why| {
                 let key = if why.starts_with("zone_capacity") {
@@ -699,7 +720,13 @@ impl DeviceSpec {
             self.seed,
         )
         .with_cpus(g("cpus") as u32, self.seed)
-        .with_lateness(g("late_p50_ns"), g("late_p99_ns"), self.seed);
+        .with_lateness(g("late_p50_ns"), g("late_p99_ns"), self.seed)
+        .with_restart_delay(
+            g("restart_p50_ns"),
+            g("restart_p90_ns"),
+            g("restart_p99_ns"),
+            self.seed,
+        );
         Box::new(match self.zoned_params() {
             Some(p) => d.with_zones(super::Zones::new(p, self.capacity)),
             None => d,
