@@ -74,6 +74,9 @@ pub struct LabJob {
     pub vrate: Option<vrate::Probe>,
     /// The guest's vCPUs for this job (`smp = N`; else the host's).
     pub smp: Option<u32>,
+    /// The job runs a filesystem (`fs = "ext4"`): the guest's null_blk is
+    /// memory-backed and copies every request's data.
+    pub memory_backed: bool,
 }
 
 /// The guest host's timing, measured on each kernel by the calibration
@@ -159,6 +162,7 @@ fn mean_of(lab: &Path, kernel: &str, job: &str, metric: &str) -> Result<Option<f
         writeback: false,
         vrate: None,
         smp: None,
+        memory_backed: false,
     };
     let (s, n) = real_spreads(lab, kernel, &j, false)?;
     Ok(s.get(metric)
@@ -253,6 +257,7 @@ pub fn load_matrix(lab: &Path) -> Result<Vec<LabJob>> {
                 .get("smp")
                 .and_then(|c| c.as_integer())
                 .and_then(|n| u32::try_from(n).ok()),
+            memory_backed: j.get("fs").is_some(),
         });
     }
     Ok(jobs)
@@ -458,6 +463,9 @@ fn sim_experiment(
             if let Some((p50, p99)) = h.completion_late_ns {
                 set(&mut exp, "late_p50_ns", p50)?;
                 set(&mut exp, "late_p99_ns", p99)?;
+            }
+            if let (true, Some(rate)) = (job.memory_backed, h.copy_bytes_per_s) {
+                set(&mut exp, "copy_bytes_per_s", rate)?;
             }
             if let Some(r) = h.restart_ns {
                 let (p50, p90, p99) = if job.smp.unwrap_or(h.cpus) > 1 {

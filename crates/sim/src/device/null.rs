@@ -74,6 +74,11 @@ pub struct NullBlk {
     /// How long after a tick the host dispatches a restarted queue
     /// (the kblockd worker's wake-up, [`QuantileDelay`]).
     restart: Option<QuantileDelay>,
+    /// `memory_backed=1`: the host copies each request's data at this
+    /// rate (bytes/s), one request after another; 0: no copy.
+    copy_bytes_per_s: u64,
+    /// When the copies queued so far are done.
+    copy_free_at: Instant,
 }
 
 /// blk-mq's staging of null_blk's stopped queue when several CPUs submit
@@ -141,6 +146,8 @@ impl NullBlk {
             mq: None,
             late: None,
             restart: None,
+            copy_bytes_per_s: 0,
+            copy_free_at: Instant::ZERO,
         }
     }
 
@@ -177,7 +184,6 @@ impl NullBlk {
     /// now when the queue runs and the tick's budget has room, else it
     /// waits for the tick that restarts the queue ([`HELD`]).
     fn service_staged(&mut self, io: &Io, now: Instant, per_tick: i64) -> (Instant, i32) {
-        let lat = Duration(self.completion_ns);
         let arrival_tick = (now.as_ns() + self.phase_ns) / TICK_NS;
         let Some(mq) = self.mq.as_deref_mut() else {
             unreachable!("service_staged without a staging");
@@ -198,7 +204,7 @@ impl NullBlk {
             self.tick = arrival_tick;
             self.budget = per_tick;
             self.active_until = Some(arrival_tick);
-            return (now + lat, 0);
+            return (self.done_at(now, io.len), 0);
         }
         if arrival_tick != self.tick {
             self.tick = arrival_tick;
@@ -210,7 +216,7 @@ impl NullBlk {
                 self.active_until
                     .map_or(arrival_tick + 1, |a| a.max(arrival_tick + 1)),
             );
-            return (now + lat, 0);
+            return (self.done_at(now, io.len), 0);
         }
         // null_handle_throttled: the budget is spent; the queue stops and
         // the refused request waits on hctx->dispatch
@@ -243,6 +249,27 @@ impl NullBlk {
         }
         self.restart = Some(QuantileDelay::new(p50_ns, p90_ns, p99_ns, seed));
         self
+    }
+
+    /// `memory_backed=1` on a host that copies at `bytes_per_s`
+    /// (`null_handle_memory_backed` → `copy_to_nullb`/`copy_from_nullb`,
+    /// in the dispatching task): each request's data is copied, one
+    /// request after another, before its completion timer starts.
+    pub fn with_copy_rate(mut self, bytes_per_s: u64) -> Self {
+        self.copy_bytes_per_s = bytes_per_s;
+        self
+    }
+
+    /// A request of `len` bytes served from `start`: when it completes
+    /// (its data copied, then `completion_ns`).
+    fn done_at(&mut self, start: Instant, len: u64) -> Instant {
+        let lat = Duration(self.completion_ns);
+        if self.copy_bytes_per_s == 0 || len == 0 {
+            return start + lat;
+        }
+        let copy = (u128::from(len) * 1_000_000_000 / u128::from(self.copy_bytes_per_s)) as u64;
+        self.copy_free_at = self.copy_free_at.max(start) + Duration(copy);
+        self.copy_free_at + lat
     }
 
     /// The host's lateness for one completion (0 without lateness).
@@ -327,9 +354,10 @@ impl NullBlk {
             if self.budget - w.len as i64 >= 0 || self.budget == per_tick {
                 self.budget -= w.len as i64;
                 list.pop_front();
+                let done = self.done_at(at, w.len);
                 out.push(Released {
                     id: w.id,
-                    at,
+                    at: done,
                     bytes: w.len,
                     error: 0,
                 });
@@ -374,7 +402,7 @@ impl NullBlk {
             }
         }
         let Some(mbps) = self.mbps else {
-            return (now + lat, 0);
+            return (self.done_at(now, io.len), 0);
         };
         let per_tick = Self::per_tick(mbps);
         if self.mq.is_some() {
@@ -388,7 +416,7 @@ impl NullBlk {
             self.tick = arrival_tick;
             self.budget = per_tick;
             self.active_until = Some(arrival_tick);
-            return (now + lat, 0);
+            return (self.done_at(now, io.len), 0);
         }
         let mut tick = arrival_tick.max(self.next_free_tick);
         loop {
@@ -403,7 +431,7 @@ impl NullBlk {
                 self.next_free_tick = tick;
                 self.active_until = Some(self.active_until.map_or(tick + 1, |a| a.max(tick + 1)));
                 let start = now.max(Instant((tick * TICK_NS).saturating_sub(self.phase_ns)));
-                return (start + lat, 0);
+                return (self.done_at(start, io.len), 0);
             }
             tick += 1;
         }
@@ -435,7 +463,7 @@ impl NullBlk {
             // budget) is not run: the next tick restarts it
             if !mq.stopped {
                 let t = self.tick;
-                self.run_hw_queue(&mut mq, at + Duration(self.completion_ns), per_tick, out);
+                self.run_hw_queue(&mut mq, at, per_tick, out);
                 if mq.stopped {
                     mq.restart_tick = t + 1;
                 }

@@ -76,6 +76,11 @@ impl ModelKind {
                     "CPUs the submitters run on (with mbps): a stopped queue stages requests in per-CPU blk-mq software queues and the tick serves them in blk-mq's order, not arrival order; processes move between CPUs when they wake",
                 ),
                 (
+                    "copy_bytes_per_s",
+                    "0",
+                    "memory_backed=1: the host copies each request's data at this rate, one request after another, before its completion (0 = no copy)",
+                ),
+                (
                     "restart_p50_ns",
                     "0",
                     "with mbps: the host dispatches a restarted queue this long after the tick at the median (the worker's wake-up; 0 = at the tick)",
@@ -721,6 +726,7 @@ impl DeviceSpec {
         )
         .with_cpus(g("cpus") as u32, self.seed)
         .with_lateness(g("late_p50_ns"), g("late_p99_ns"), self.seed)
+        .with_copy_rate(g("copy_bytes_per_s"))
         .with_restart_delay(
             g("restart_p50_ns"),
             g("restart_p90_ns"),
