@@ -136,6 +136,12 @@ pub struct LabHost {
     /// the guest dispatches the restarted queue, median, p90 and p99 in
     /// ns, for a guest with two vCPUs and with one.
     pub restart_ns: Option<[(u64, u64, u64); 2]>,
+    /// The job's own recorded runs: the guest's free memory when it
+    /// started (`meta.json` meminfo `MemFree`, their mean), which bounds
+    /// the dirtyable memory the page cache's limits scale with
+    /// (`global_dirtyable_memory`: free pages and file pages less the
+    /// reserves; the last two are not recorded and are small beside it).
+    pub mem_free_bytes: Option<u64>,
 }
 
 /// Seconds of steady writeback a writeback job's rates are taken over.
@@ -200,6 +206,7 @@ impl LabHost {
             cpus: guest_cpus(lab, kernel).unwrap_or(1),
             completion_late_ns,
             restart_ns: restart_delays(lab),
+            mem_free_bytes: None,
         }))
     }
 }
@@ -390,6 +397,29 @@ fn guest_cpus(lab: &Path, kernel: &str) -> Option<u32> {
     })
 }
 
+/// The guest's `MemFree` when `job` started, mean over the kernel's
+/// recorded runs ([`LabHost::mem_free_bytes`]).
+fn recorded_mem_free(lab: &Path, kernel: &str, job: &LabJob) -> Option<u64> {
+    let kdir = lab.join("fixtures").join(kernel);
+    let (mut sum, mut n) = (0u64, 0u64);
+    for e in std::fs::read_dir(&kdir).ok()?.flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path().join(&job.name).join("meta.json")) else {
+            continue;
+        };
+        let kb = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| {
+                let s = v.get("meminfo")?.get("MemFree")?.as_str()?.to_string();
+                s.trim_end_matches(" kB").trim().parse::<u64>().ok()
+            });
+        if let Some(kb) = kb {
+            sum += kb * 1024;
+            n += 1;
+        }
+    }
+    (n > 0).then(|| sum / n)
+}
+
 /// The device's `max_sectors_kb` (in sectors) in the kernel's first
 /// recorded run of `job`: the simulated side's vrate recovery splits IO
 /// the same way.
@@ -466,6 +496,9 @@ fn sim_experiment(
             }
             if let (true, Some(rate)) = (job.memory_backed, h.copy_bytes_per_s) {
                 set(&mut exp, "copy_bytes_per_s", rate)?;
+            }
+            if let (true, Some(free)) = (job.memory_backed, h.mem_free_bytes) {
+                exp.pagecache.cfg.memory_bytes = free;
             }
             if let Some(r) = h.restart_ns {
                 let (p50, p90, p99) = if job.smp.unwrap_or(h.cpus) > 1 {
@@ -628,7 +661,10 @@ pub fn compare_job(
         k.retain(|name, _| !name.starts_with("vrate."));
         return Ok(rows(kernel, job, &k, &real, profile.jiffy_ns()));
     }
-    let host = LabHost::measure(lab, kernel)?;
+    let host = LabHost::measure(lab, kernel)?.map(|h| LabHost {
+        mem_free_bytes: recorded_mem_free(lab, kernel, job),
+        ..h
+    });
     let max_sectors = recorded_max_sectors(lab, kernel, job);
     let sim = sim_spreads(job, &profile, overrides, host, seeds, max_sectors, traces)?;
     Ok(rows(kernel, job, &real, &sim, profile.jiffy_ns()))
