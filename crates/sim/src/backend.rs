@@ -97,6 +97,16 @@ impl SimBackend {
     }
 }
 
+/// The time a wait wakes at: the next event or the deadline, whichever
+/// comes first; None when there is neither.
+#[inline(always)]
+fn wake_target(next: Option<Instant>, deadline: Option<Instant>) -> Option<Instant> {
+    match (next, deadline) {
+        (Some(n), Some(d)) => Some(n.min(d)),
+        (n, d) => n.or(d),
+    }
+}
+
 impl SimBackend {
     /// [`Backend::wait`] while the device holds requests: its release is
     /// one more event to wake for.
@@ -107,11 +117,8 @@ impl SimBackend {
         if let Some(r) = self.release_at {
             next = Some(next.map_or(r, |n| n.min(r)));
         }
-        let target = match (next, deadline) {
-            (Some(n), Some(d)) => n.min(d),
-            (Some(n), None) => n,
-            (None, Some(d)) => d,
-            (None, None) => return,
+        let Some(target) = wake_target(next, deadline) else {
+            return;
         };
         self.now = self.now.max(target);
         let now = self.now;
@@ -209,11 +216,8 @@ impl Backend for SimBackend {
             return self.wait_for_release(deadline, out);
         }
         let next = self.events.peek().map(|e| e.at);
-        let target = match (next, deadline) {
-            (Some(n), Some(d)) => n.min(d),
-            (Some(n), None) => n,
-            (None, Some(d)) => d,
-            (None, None) => return,
+        let Some(target) = wake_target(next, deadline) else {
+            return;
         };
         self.now = self.now.max(target);
         let now = self.now;

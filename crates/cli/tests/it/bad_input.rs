@@ -857,3 +857,34 @@ fn bad_memory_max_and_wbt_lat_usec_in_scenario() {
         assert_mentions(&err, &tokens);
     }
 }
+
+/// The guest-host parameters of the null model name the key and value
+/// that break their order (a quantile below the one before it).
+#[test]
+fn null_host_quantiles_out_of_order_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (device, key, value) in [
+        ("null,late_p50_ns=100,late_p99_ns=50", "late_p99_ns", "`50`"),
+        (
+            "null,mbps=4,restart_p50_ns=100,restart_p90_ns=50,restart_p99_ns=200",
+            "restart_p90_ns",
+            "`50`",
+        ),
+        (
+            "null,mbps=4,restart_p50_ns=1,restart_p90_ns=50,restart_p99_ns=20",
+            "restart_p99_ns",
+            "`20`",
+        ),
+    ] {
+        let err = bad(
+            dir.path(),
+            &[
+                "--name=j",
+                "--rw=read",
+                "--size=1m",
+                &format!("--device={device}"),
+            ],
+        );
+        assert_mentions(&err, &[key, value]);
+    }
+}

@@ -38,13 +38,9 @@ impl Lateness {
         }
     }
 
-    /// splitmix64 as a fraction in (0, 1).
+    /// The next draw, a fraction in (0, 1).
     fn uniform(&mut self) -> f64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        let z = super::rng::splitmix64(&mut self.rng);
         ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
 
@@ -102,12 +98,7 @@ impl QuantileDelay {
 
     /// One delay in ns.
     pub fn draw_ns(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+        let u = super::rng::unit(&mut self.rng);
         let lerp = |a: u64, b: u64, f: f64| a as f64 + (b as f64 - a as f64) * f;
         let ns = if u < 0.5 {
             lerp(0, self.p50, u / 0.5)

@@ -18,6 +18,7 @@ mod hdd;
 mod lateness;
 mod null;
 mod placement;
+mod rng;
 mod spec;
 mod ssd;
 mod zoned;

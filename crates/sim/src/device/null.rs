@@ -138,11 +138,9 @@ impl NullBlk {
         capacity: u64,
         seed: u64,
     ) -> Self {
-        // splitmix64: a phase in [0, tick)
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        // a phase in [0, tick)
+        let mut state = seed;
+        let z = super::rng::splitmix64(&mut state);
         NullBlk {
             phase_ns: z % TICK_NS,
             active_until: None,

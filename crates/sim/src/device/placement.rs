@@ -103,14 +103,9 @@ impl Placement {
             .unwrap_or(0)
     }
 
-    /// splitmix64, as a fraction in [0, 1).
+    /// The next draw, a fraction in [0, 1).
     fn draw(&mut self) -> f64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        super::rng::unit(&mut self.rng)
     }
 }
 
