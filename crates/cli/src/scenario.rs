@@ -55,6 +55,7 @@ pub struct HostTable {
     pub wake_jitter_ns: Option<u64>,
     pub timer_dispatch_ns: Option<u64>,
     pub timer_dispatch_jitter_ns: Option<u64>,
+    pub writeback_piece_ns: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

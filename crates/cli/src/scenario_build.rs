@@ -446,6 +446,9 @@ fn host(sc: &ScenarioFile) -> HostModel {
         timer_dispatch_jitter_ns: h
             .and_then(|h| h.timer_dispatch_jitter_ns)
             .unwrap_or(d.timer_dispatch_jitter_ns),
+        writeback_piece_ns: h
+            .and_then(|h| h.writeback_piece_ns)
+            .unwrap_or(d.writeback_piece_ns),
         seed: sc.seed.unwrap_or(1),
     }
 }

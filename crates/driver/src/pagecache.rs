@@ -27,10 +27,13 @@
 //!   (`write_cache_pages` with `writeback_index`), runs of contiguous dirty
 //!   pages of at most `writeback_io_bytes` per IO and a chunk per inode
 //!   per turn (`writeback_chunk_size`), inodes oldest-dirtied first
-//!   (`b_dirty`). Background writeback runs while the dirty pages (not
-//!   counting those under writeback) exceed `bg_thresh`
-//!   (`wb_over_bg_thresh`); periodic writeback every `writeback_interval`
-//!   writes inodes dirtied more than `dirty_expire` ago (`wb_kupdate`).
+//!   (`b_dirty`). Background writeback runs while `wb_over_bg_thresh`
+//!   holds (the dirty pages, not counting those under writeback, over
+//!   `bg_thresh`, or the wb's or its memcg's share of it); periodic
+//!   writeback every `writeback_interval` writes inodes dirtied more than
+//!   `dirty_expire` ago (`wb_kupdate`). In the `async` and `root` modes a
+//!   flusher forms each bio when it is free to submit it ([`flusher`]), so
+//!   pages it has not reached stay dirty.
 //! * **fsync** writes every dirty page of the inode at once, waits for all
 //!   of its writeback to complete, then the driver sends a flush.
 //!
@@ -55,6 +58,7 @@ use blkqos_core::{Duration, GroupId, Instant};
 use std::collections::VecDeque;
 
 pub mod dirty;
+mod flusher;
 
 /// The page cache's maps: keyed by page index, inode key or group, hashed
 /// with foldhash (a page write looks up every page it touches; SipHash
@@ -282,8 +286,8 @@ struct Wb {
     /// The group's `memory.max` in pages (None: `max`).
     max_pages: Option<u64>,
     /// Its memory cgroup's statistics as last flushed: (file pages, dirty
-    /// and writeback pages).
-    memcg_stat: (u64, u64),
+    /// pages, pages under writeback).
+    memcg_stat: (u64, u64, u64),
     /// It submitted writeback in the current poll.
     flushed: bool,
 }
@@ -410,6 +414,10 @@ pub struct PageCache {
     kupdate_due: bool,
     /// `sync`: (wb, inode, bytes left) of the chunk being written.
     sync_chunk: Option<(usize, usize, u64)>,
+    /// `async`, `root`: the flushers ([`flusher`]), and whether one was
+    /// woken since the driver last asked.
+    flushers: Vec<flusher::Flusher>,
+    flusher_kick: bool,
     tasks: Vec<TaskStats>,
     series: Series,
     dirtied_by_group: HashMap<GroupId, u64>,
@@ -479,6 +487,8 @@ impl PageCache {
             sync_pending: false,
             kupdate_due: false,
             sync_chunk: None,
+            flushers: Vec::new(),
+            flusher_kick: false,
             tasks: vec![TaskStats::default(); nr_tasks],
             series: Series::default(),
             dirtied_by_group: HashMap::default(),
@@ -533,7 +543,7 @@ impl PageCache {
             flushed: false,
             clean_pages: 0,
             clean_fifo: VecDeque::new(),
-            memcg_stat: (0, 0),
+            memcg_stat: (0, 0, 0),
             max_pages: self
                 .cfg
                 .memory_max
@@ -624,7 +634,8 @@ impl PageCache {
         for w in &mut self.wbs {
             w.memcg_stat = (
                 w.clean_pages + w.dirty_pages + w.writeback_pages,
-                w.dirty_pages + w.writeback_pages,
+                w.dirty_pages,
+                w.writeback_pages,
             );
         }
         self.memcg_pending = 0;
@@ -854,6 +865,7 @@ impl PageCache {
         if self.cfg.trace {
             self.record_pass(&pass, &before, wb, pages_dirtied, j - start_j, now);
         }
+        self.wake_from_balance(wb, pass.freerun);
         match pass.decision {
             dirty::Decision::Proceed => None,
             dirty::Decision::Sleep { pause, again } => {
@@ -914,19 +926,32 @@ impl PageCache {
         out.append(&mut self.trace);
     }
 
-    /// Wb `w`'s memory cgroup (one under a `memory.max`) has more dirty
-    /// pages than its background threshold (`domain_over_bg_thresh` of
-    /// its `mdtc`, writeback excluded).
-    fn memcg_over_bg(&self, w: usize) -> bool {
+    /// Wb `w`'s memory cgroup (one under a `memory.max`) is over its
+    /// background threshold (`wb_over_bg_thresh`'s memcg domain, writeback
+    /// excluded): its dirty pages as last flushed, or the wb's own dirty
+    /// pages (an exact per-wb counter) against its share of it.
+    fn memcg_over_bg(&mut self, w: usize) -> bool {
         let Some(dom) = self.wbs[w].max_pages.and(self.wbs[w].st.memcg.as_ref()) else {
             return false;
         };
         let mut c = self.counts(w);
         c.dirty = self.nr_dirty;
+        c.memcg_dirty = self.wbs[w].memcg_stat.1;
         c.wb_dirty = self.wbs[w].dirty_pages;
         let g = dirty::Dtc::global(&c, &self.global);
         let m = dirty::Dtc::memcg(&c, &g, dom);
-        m.dirty > m.bg_thresh
+        if m.dirty > m.bg_thresh {
+            return true;
+        }
+        let share = dirty::wb_share(
+            &mut self.wbs[w].st,
+            &mut self.global,
+            true,
+            m.bg_thresh,
+            self.poll_j,
+            self.hz,
+        );
+        self.wbs[w].dirty_pages > share
     }
 
     /// The page counts `balance_dirty_pages` reads for `wb`.
@@ -951,7 +976,7 @@ impl PageCache {
             bg_ratio,
             wb_dirty: w.dirty_pages + w.writeback_pages,
             memcg_filepages: w.memcg_stat.0,
-            memcg_dirty: w.memcg_stat.1,
+            memcg_dirty: w.memcg_stat.1 + w.memcg_stat.2,
             // the page counter itself is exact
             memcg_headroom: w
                 .max_pages
@@ -970,6 +995,8 @@ impl PageCache {
         }
         *self.dirtied_by_group.entry(self.wbs[wb].group).or_default() += len;
         self.tasks[task].dirtied_bytes += len;
+        // the writer's next `balance_dirty_pages` call wakes the flusher
+        self.wake_from_balance(wb, true);
     }
 
     fn note_pause(&mut self, task: usize, pause: Duration) {
@@ -1072,7 +1099,7 @@ impl PageCache {
 
     /// When the page cache next needs to act without an IO event.
     pub fn next_deadline(&self) -> Option<Instant> {
-        if self.sync_pending {
+        if self.sync_pending || self.flusher_kick {
             // due now (the caller clamps to its clock)
             return Some(Instant(0));
         }
@@ -1119,6 +1146,13 @@ impl PageCache {
             while self.next_periodic <= now {
                 self.next_periodic += self.cfg.writeback_interval;
             }
+        }
+        if self.lazy_flushers() {
+            // the flushers form their bios when the driver asks
+            if std::mem::take(&mut self.kupdate_due) {
+                self.wake_periodic(now);
+            }
+            return;
         }
         if self.flusher_blocked {
             return;

@@ -104,6 +104,11 @@ pub struct HostModel {
     pub timer_dispatch_jitter_ns: u64,
     /// Seed of the jitter stream.
     pub seed: u64,
+    /// A flusher (or fsync) whose bio is longer than the device's max IO
+    /// size cuts each next request this long after the last one passed:
+    /// its CPU time per request (bio split, rq-qos, tag), during which
+    /// other submitters' requests come in. 0 = back to back.
+    pub writeback_piece_ns: u64,
 }
 
 impl Default for HostModel {
@@ -114,6 +119,7 @@ impl Default for HostModel {
             timer_dispatch_ns: 0,
             timer_dispatch_jitter_ns: 0,
             seed: 1,
+            writeback_piece_ns: 0,
         }
     }
 }
@@ -1474,6 +1480,9 @@ impl<B: Backend> Loop<'_, B> {
             None => false,
         };
         self.run_deferred(now);
+        if self.splits.next_paced_due(now) {
+            self.resume_paced(now);
+        }
         if self.pc.is_some() {
             self.run_pagecache(now);
         }
@@ -1504,6 +1513,7 @@ impl<B: Backend> Loop<'_, B> {
             deadline = earliest(deadline, p.next_snap);
         }
         deadline = earliest(deadline, self.deferred.front().map(|d| d.0));
+        deadline = earliest(deadline, self.next_paced());
         if let Some(pc) = &self.pc {
             deadline = earliest(deadline, pc.next_deadline());
             deadline = earliest(deadline, self.pc_pending.iter().map(|p| p.0).min());

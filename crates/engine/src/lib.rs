@@ -274,6 +274,7 @@ pub fn host_model() -> HostModel {
         timer_dispatch_ns: 0,
         timer_dispatch_jitter_ns: 0,
         seed: 1,
+        writeback_piece_ns: 0,
     }
 }
 

@@ -136,6 +136,11 @@ pub struct LabHost {
     /// the guest dispatches the restarted queue, median, p90 and p99 in
     /// ns, for a guest with two vCPUs and with one.
     pub restart_ns: Option<[(u64, u64, u64); 2]>,
+    /// From `lab/traces/flusher.json` (`flusher.py` over the kernel's w02
+    /// trace): a writeback flusher's CPU time per request of a split bio,
+    /// the median gap between one kworker's consecutive `block_getrq`
+    /// events that were not a sleep, in ns.
+    pub writeback_piece_ns: Option<u64>,
     /// The job's own recorded runs: the guest's free memory when it
     /// started (`meta.json` meminfo `MemFree`, their mean), which bounds
     /// the dirtyable memory the page cache's limits scale with
@@ -206,6 +211,7 @@ impl LabHost {
             cpus: guest_cpus(lab, kernel).unwrap_or(1),
             completion_late_ns,
             restart_ns: restart_delays(lab),
+            writeback_piece_ns: writeback_piece(lab, kernel),
             mem_free_bytes: None,
         }))
     }
@@ -376,6 +382,14 @@ fn restart_delays(lab: &Path) -> Option<[(u64, u64, u64); 2]> {
     Some([q("2")?, q("1")?])
 }
 
+/// The flusher's time per request `lab/traces/flusher.json` records for
+/// `kernel` (ns).
+fn writeback_piece(lab: &Path, kernel: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(lab.join("traces/flusher.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get(kernel)?.get("piece_ns")?.as_u64()
+}
+
 /// The mean of the log-normal law with this median and 99th percentile.
 fn lognormal_mean(p50: u64, p99: u64) -> f64 {
     let sigma = (p99 as f64 / p50 as f64).ln() / 2.326_347_874;
@@ -480,6 +494,9 @@ fn sim_experiment(
     if let Some(h) = host {
         exp.host.submit_ns = h.submit_ns;
         exp.host.wake_jitter_ns = h.wake_jitter_ns;
+        if let Some(ns) = h.writeback_piece_ns {
+            exp.host.writeback_piece_ns = ns;
+        }
         if let Some(rate) = h.copy_bytes_per_s {
             exp.pagecache.cfg.copy_bytes_per_s = rate;
         }

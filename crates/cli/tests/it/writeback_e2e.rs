@@ -55,11 +55,14 @@ fn writer_mbps(fio: &Value) -> f64 {
 }
 
 /// The seed's "with kiothrottled" column: after warm-up, every second the
-/// disk writes 6.0–6.6 MB/s, and each writer's long-run rate (its runtime
-/// includes `end_fsync`, so every byte it wrote reached the disk) is within
-/// 15 % of its limit. The sync mode (throttling in the flusher's context)
-/// is burstier and holds both writers under their limits, as the seed's
-/// "without kiothrottled" column.
+/// disk writes what that column's `dstat` lines show (6144k to 6904k a
+/// second, 6.29 to 7.07 MB/s; the seed expects 6 MB/s), and each writer's
+/// long-run rate (its runtime includes `end_fsync`, so every byte it wrote
+/// reached the disk) is within 15 % of its limit. A second holds a whole
+/// number of the flushers' bios (up to 512 KiB at 2 and 4 MiB/s), so it
+/// may read a bio more or less. The sync mode (throttling in the
+/// flusher's context) is burstier and holds both writers under their
+/// limits, as the seed's "without kiothrottled" column.
 #[test]
 fn seed_003_async_writeback_is_steady_and_meets_the_limits() {
     let (wb, a, b) = seed003("async", &[]);
@@ -76,7 +79,11 @@ fn seed_003_async_writeback_is_steady_and_meets_the_limits() {
     assert!(series.len() >= 60, "{} seconds", series.len());
     // warm-up: the first second (dirtying up to the background threshold)
     for (i, &x) in series.iter().enumerate().skip(1) {
-        assert!((6.0..=6.6).contains(&x), "async second {}: {x} MB/s", i + 1);
+        assert!(
+            (6.0..=7.07).contains(&x),
+            "async second {}: {x} MB/s",
+            i + 1
+        );
     }
     assert_within("writer a (4 MiB/s limit)", ra, 4.194304, 15.0);
     assert_within("writer b (2 MiB/s limit)", rb, 2.097152, 15.0);
@@ -85,7 +92,8 @@ fn seed_003_async_writeback_is_steady_and_meets_the_limits() {
         let s = &s[1..];
         s.iter().cloned().fold(f64::MIN, f64::max) - s.iter().cloned().fold(f64::MAX, f64::min)
     };
-    assert!(spread(&series) < 0.1, "async spread {}", spread(&series));
+    // the seed's own column spreads 0.78 MB/s (6144k-6904k)
+    assert!(spread(&series) < 0.78, "async spread {}", spread(&series));
     assert!(
         spread(&sync_series) > 1.5,
         "sync spread {} MB/s",
@@ -378,4 +386,75 @@ args = "--name=w --filename=w.dat --rw=write --bs=1M --ioengine=sync --direct=0 
     ));
     assert_eq!(max_writes_in_flight(&off), 64, "without blk-wbt");
     assert!(!off.contains("wbt_"));
+}
+
+/// Mean length of the runs of one group's requests in the `--ktrace`
+/// issue order of two files laid out one after the other (`a.dat` in
+/// the first GiB, `b.dat` after it).
+fn mean_issue_run(ktrace: &str) -> f64 {
+    let order: Vec<bool> = ktrace
+        .lines()
+        .filter(|l| l.contains(": block_rq_issue: ") && l.contains(" W "))
+        .filter_map(|l| {
+            let sector: u64 = l.split(" () ").nth(1)?.split(' ').next()?.parse().ok()?;
+            Some(sector >= (1 << 30) / 512)
+        })
+        .collect();
+    assert!(order.len() > 100, "{} writes issued", order.len());
+    let runs = 1 + order.windows(2).filter(|w| w[0] != w[1]).count();
+    order.len() as f64 / runs as f64
+}
+
+/// Two owners' flushers each submit an 8 MiB bio as 127 KiB requests
+/// through blk-wbt. On the guest each kworker spends its own CPU time per
+/// request (`lab/traces/flusher.json`: 4-18 µs), so when blk-wbt wakes
+/// both they take the freed slots in turn; with that cost
+/// (`writeback_piece_ns`) blkqos's issue order alternates as the traced
+/// `block_getrq` order does (runs of 2.7 and 3.1 requests on 6.1), and
+/// without it one flusher takes every free slot before the other moves.
+#[test]
+fn flushers_cpu_time_interleaves_their_requests() {
+    let scenario = |piece_ns: u64| {
+        format!(
+            r#"
+seed = 1
+cgroups = ["/a", "/b"]
+[host]
+writeback_piece_ns = {piece_ns}
+[device]
+model = "null"
+name = "nullb1"
+devid = "254:0"
+size = "4g"
+mbps = 20
+completion_ns = 20000
+[pagecache]
+memory = "1g"
+dirty_bytes = "64m"
+dirty_background_bytes = "32m"
+writeback_io = "8m"
+[[fio]]
+cgroup = "/a"
+args = "--name=a --filename=a.dat --rw=write --bs=1M --ioengine=sync --direct=0 --size=1g --runtime=6 --time_based"
+[[fio]]
+cgroup = "/b"
+args = "--name=b --filename=b.dat --rw=write --bs=1M --ioengine=sync --direct=0 --size=1g --runtime=6 --time_based"
+"#
+        )
+    };
+    let run = |text: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_file(dir.path(), "s.toml", text);
+        let r = blkqos(
+            &["run", p.to_str().unwrap(), "--ktrace=k.txt"],
+            Some(dir.path()),
+        );
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        mean_issue_run(&std::fs::read_to_string(dir.path().join("k.txt")).unwrap())
+    };
+    let paced = run(&scenario(18_000));
+    let back_to_back = run(&scenario(0));
+    println!("paced {paced}, back to back {back_to_back}");
+    assert!(paced < 2.0, "paced: runs of {paced} requests");
+    assert!(back_to_back > 4.0, "back to back: runs of {back_to_back}");
 }

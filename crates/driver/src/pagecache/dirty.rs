@@ -717,6 +717,8 @@ pub struct Pass {
     pub throttled: Option<Throttled>,
     /// The wb's rate-limit updates it made (global, then memcg domain).
     pub updates: Vec<RatelimitUpdate>,
+    /// Below both domains' freerun ceilings: it did not throttle.
+    pub freerun: bool,
 }
 
 /// One pass of `balance_dirty_pages`' loop for `task` on `wb` at jiffy
@@ -743,6 +745,7 @@ pub fn balance_pass(
             decision: Decision::Proceed,
             throttled: None,
             updates: Vec::new(),
+            freerun: true,
         }
     };
     if g.freerun && m.as_ref().is_none_or(|m| m.freerun) {
@@ -763,6 +766,31 @@ pub fn balance_pass(
     }
     let sdtc = if use_memcg { m.unwrap_or(g) } else { g };
     pause_pass(task, wb, &sdtc, pages_dirtied, now, hz, updates)
+}
+
+/// `wb_calc_thresh` (no min/max ratio): `wb`'s share of `thresh`, by its
+/// fraction of the recent writeout completions of the global domain or,
+/// with `memcg`, of its memory cgroup's (the whole of `thresh` for a wb
+/// without one).
+pub fn wb_share(
+    wb: &mut WbState,
+    global: &mut Domain,
+    memcg: bool,
+    thresh: u64,
+    now: u64,
+    hz: Hz,
+) -> u64 {
+    let (num, den) = if memcg {
+        let Some(dom) = wb.memcg.as_mut() else {
+            return thresh;
+        };
+        dom.catch_up(now, hz);
+        dom.completions.fraction(&mut wb.memcg_completions)
+    } else {
+        global.catch_up(now, hz);
+        global.completions.fraction(&mut wb.global_completions)
+    };
+    thresh * num / den
 }
 
 /// The rest of a throttled pass of `balance_dirty_pages`: the task's
@@ -814,6 +842,7 @@ fn pause_pass(
                 decision: Decision::Proceed,
                 throttled: Some(t),
                 updates,
+                freerun: false,
             };
         }
         if pause > max_pause as i64 {
@@ -840,6 +869,7 @@ fn pause_pass(
         },
         throttled: Some(t),
         updates,
+        freerun: false,
     }
 }
 

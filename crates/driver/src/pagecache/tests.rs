@@ -13,6 +13,19 @@ fn cfg(mode: WritebackMode) -> PageCacheConfig {
     }
 }
 
+/// The driver's side of writeback at `now`: the page cache's poll, then
+/// every on-demand flusher asked for bios until it has none, as if each
+/// bio were submitted at once.
+fn pull(pc: &mut PageCache, now: Instant, out: &mut Vec<WritebackIo>) {
+    pc.poll(now, out);
+    pc.flushers_asked();
+    for f in 0..pc.flusher_count() {
+        while let Some(io) = pc.flusher_next(f, now) {
+            out.push(io);
+        }
+    }
+}
+
 /// Complete every writeback IO at once, as often as the cache makes some,
 /// until nothing is dirty (fsync of every inode).
 fn drain(pc: &mut PageCache, inodes: &[usize], now: Instant) -> Vec<WritebackIo> {
@@ -22,7 +35,7 @@ fn drain(pc: &mut PageCache, inodes: &[usize], now: Instant) -> Vec<WritebackIo>
     }
     loop {
         let mut out = Vec::new();
-        pc.poll(now, &mut out);
+        pull(pc, now, &mut out);
         pc.writeback_dispatched();
         if out.is_empty() {
             break;
@@ -77,7 +90,7 @@ fn writes_below_freerun_do_not_pause_and_stay_dirty() {
     assert_eq!(pc.dirty_pages(), 256);
     assert_eq!(pc.tasks[0].pauses, 0);
     let mut out = Vec::new();
-    pc.poll(t(1), &mut out);
+    pull(&mut pc, t(1), &mut out);
     assert!(
         out.is_empty(),
         "below bg_thresh and not expired: no writeback"
@@ -86,13 +99,23 @@ fn writes_below_freerun_do_not_pause_and_stay_dirty() {
     assert!(!pc.read_hit(1 << 20, 4096));
 }
 
+/// Give `ino`'s wb a history of writeback completions, so that its share
+/// of the thresholds (`wb_calc_thresh`) is nearly all of them: 1 MiB at
+/// `off` written back at `now`.
+fn complete_writeback(pc: &mut PageCache, ino: usize, off: u64, now: Instant) {
+    pc.dirty_now(0, ino, off, 1 << 20, now);
+    let written: u64 = drain(pc, &[ino], now).iter().map(|io| io.len).sum();
+    assert_eq!(written, 1 << 20);
+}
+
 #[test]
 fn background_writeback_starts_over_bg_thresh_and_charges_the_owner() {
     let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
     let ino = pc.inode(0, GroupId(3));
+    complete_writeback(&mut pc, ino, 16 << 20, t(0));
     pc.dirty_now(0, ino, 0, 8 << 20, t(0)); // 2048 pages > bg 1638
     let mut out = Vec::new();
-    pc.poll(t(1), &mut out);
+    pull(&mut pc, t(1), &mut out);
     assert!(!out.is_empty());
     assert!(out.iter().all(|io| io.group == GroupId(3)));
     assert!(out.iter().all(|io| io.len <= 1 << 20));
@@ -105,13 +128,51 @@ fn background_writeback_starts_over_bg_thresh_and_charges_the_owner() {
     assert_eq!(out[1].offset, 1 << 20);
 }
 
+/// `wb_over_bg_thresh`: a wb with no writeback completions yet has no
+/// share of `bg_thresh` (`wb_calc_thresh` is 0), so its flusher, once
+/// woken, writes all its dirty pages.
+#[test]
+fn a_wb_without_completions_writes_everything_once_woken() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(3));
+    pc.dirty_now(0, ino, 0, 8 << 20, t(0));
+    let mut out = Vec::new();
+    pull(&mut pc, t(1), &mut out);
+    assert_eq!(out.iter().map(|io| io.len).sum::<u64>(), 8 << 20);
+    assert_eq!(pc.dirty_pages(), 0);
+}
+
+/// A flusher forms a bio only when asked: pages dirtied while it waits
+/// join its next bio, and stay dirty (counted against `bg_thresh`) until
+/// then.
+#[test]
+fn a_flusher_forms_its_next_bio_when_asked() {
+    let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
+    let ino = pc.inode(0, GroupId(3));
+    complete_writeback(&mut pc, ino, 16 << 20, t(0));
+    pc.dirty_now(0, ino, 0, 7 << 20, t(0)); // 1792 pages > bg 1638
+    pc.poll(t(1), &mut Vec::new());
+    let first = pc.flusher_next(0, t(1)).expect("woken over bg_thresh");
+    assert_eq!((first.offset, first.len), (0, 1 << 20));
+    assert_eq!(pc.dirty_pages(), 1792 - 256, "the rest waits in the cache");
+    // the writer appends while the flusher sleeps on its first bio
+    pc.dirty_now(0, ino, 7 << 20, 1 << 20, t(2));
+    let mut lens = vec![first.len];
+    while let Some(io) = pc.flusher_next(0, t(3)) {
+        lens.push(io.len);
+    }
+    // one chunk (4 MiB) of 1 MiB bios, then under bg_thresh
+    assert_eq!(lens, vec![1 << 20; 4]);
+    assert_eq!(pc.dirty_pages(), 2048 - 1024);
+}
+
 #[test]
 fn root_mode_charges_writeback_to_the_root_group() {
     let mut pc = PageCache::new(cfg(WritebackMode::Root), t(0), 1);
     let ino = pc.inode(0, GroupId(3));
     pc.dirty_now(0, ino, 0, 8 << 20, t(0));
     let mut out = Vec::new();
-    pc.poll(t(1), &mut out);
+    pull(&mut pc, t(1), &mut out);
     assert!(!out.is_empty() && out.iter().all(|io| io.group == GroupId::ROOT));
 }
 
@@ -121,12 +182,12 @@ fn sync_mode_submits_one_io_until_it_passes() {
     let ino = pc.inode(0, GroupId(3));
     pc.dirty_now(0, ino, 0, 8 << 20, t(0));
     let mut out = Vec::new();
-    pc.poll(t(1), &mut out);
+    pull(&mut pc, t(1), &mut out);
     assert_eq!(out.len(), 1);
-    pc.poll(t(2), &mut out);
+    pull(&mut pc, t(2), &mut out);
     assert_eq!(out.len(), 1, "blocked until the controllers pass it");
     pc.writeback_dispatched();
-    pc.poll(t(3), &mut out);
+    pull(&mut pc, t(3), &mut out);
     assert_eq!(out.len(), 2);
     assert_eq!(
         out[1].offset,
@@ -139,15 +200,16 @@ fn sync_mode_submits_one_io_until_it_passes() {
 fn periodic_writeback_writes_expired_inodes() {
     let mut pc = PageCache::new(cfg(WritebackMode::Async), t(0), 1);
     let ino = pc.inode(0, GroupId(1));
+    complete_writeback(&mut pc, ino, 16 << 20, t(0));
     pc.dirty_now(0, ino, 0, 1 << 20, t(100));
     let mut out = Vec::new();
-    pc.poll(t(29_000), &mut out);
+    pull(&mut pc, t(29_000), &mut out);
     assert!(out.is_empty(), "not expired yet");
     // next kupdate pass after 30 s of age: at 35 s
     assert_eq!(pc.next_deadline(), Some(t(30_000)));
-    pc.poll(t(30_000), &mut out);
+    pull(&mut pc, t(30_000), &mut out);
     assert!(out.is_empty(), "dirtied at 0.1 s: expires at 30.1 s");
-    pc.poll(t(35_000), &mut out);
+    pull(&mut pc, t(35_000), &mut out);
     assert_eq!(out.iter().map(|io| io.len).sum::<u64>(), 1 << 20);
 }
 
@@ -158,7 +220,7 @@ fn redirtied_page_under_writeback_is_written_again() {
     pc.dirty_now(0, ino, 0, 4096, t(0));
     assert!(!pc.fsync(ino));
     let mut out = Vec::new();
-    pc.poll(t(1), &mut out);
+    pull(&mut pc, t(1), &mut out);
     assert_eq!(out.len(), 1);
     pc.dirty_now(0, ino, 0, 4096, t(2)); // dirtied again while under writeback
     pc.writeback_done(0, 4096, t(3));
@@ -310,7 +372,7 @@ proptest! {
             now += 7;
             // let some writeback happen along the way
             let mut out = Vec::new();
-            pc.poll(t(now), &mut out);
+            pull(&mut pc, t(now), &mut out);
             pc.writeback_dispatched();
             for io in &out {
                 let f = (io.offset >> 20) as usize;
@@ -353,7 +415,7 @@ fn failed_writeback_is_reported_once_to_fsync() {
     pc.dirty_now(0, ino, 0, 8192, t(0));
     assert!(!pc.fsync(ino));
     let mut out = Vec::new();
-    pc.poll(t(1), &mut out);
+    pull(&mut pc, t(1), &mut out);
     assert_eq!(out.iter().map(|io| io.len).sum::<u64>(), 8192);
     assert_eq!(pc.take_wb_err(ino), 0, "nothing failed yet");
     pc.writeback_failed(0, 8192, 5, t(2));

@@ -113,6 +113,36 @@ impl<B: Backend> Loop<'_, B> {
         }
         self.wb_ios = wb;
         self.pump_flushers(now);
+        self.pump_lazy_flushers(now);
+    }
+
+    /// The flushers that form their bios on demand (`async`, `root`):
+    /// each free one (its last bio submitted) is asked for its next bio
+    /// until one waits or it has no more work (`pagecache::flusher`).
+    fn pump_lazy_flushers(&mut self, now: Instant) {
+        let Some(pc) = self.pc.as_mut() else {
+            return;
+        };
+        pc.flushers_asked();
+        let n = pc.flusher_count();
+        if self.flushers.lazy_last.len() < n {
+            self.flushers.lazy_last.resize(n, None);
+        }
+        for f in 0..n {
+            loop {
+                if !self.pc.as_ref().is_some_and(|pc| pc.flusher_busy(f)) {
+                    break;
+                }
+                if self.flushers.lazy_last[f].is_some_and(|id| self.submission_pending(id)) {
+                    break;
+                }
+                let Some(w) = self.pc.as_mut().and_then(|pc| pc.flusher_next(f, now)) else {
+                    break;
+                };
+                let id = self.submit_writeback(w, now);
+                self.flushers.lazy_last[f] = Some(id);
+            }
+        }
     }
 
     /// Each owner's flusher submits its writeback IO one bio at a time: a
@@ -136,27 +166,32 @@ impl<B: Backend> Loop<'_, B> {
                     break;
                 }
                 self.flushers.queues[q].pending.pop_front();
-                let io = Io {
-                    ioprio: 0,
-                    id: IoId::default(),
-                    submitter: blkqos_core::Submitter(NO_JOB),
-                    group: w.group,
-                    op: IoOp::Write,
-                    // wbc_to_write_flags
-                    flags: IoFlags::WRITEBACK.with(if w.sync {
-                        IoFlags::SYNC
-                    } else {
-                        IoFlags::BACKGROUND
-                    }),
-                    offset: w.offset,
-                    len: w.len,
-                    submitted_at: now,
-                    cost_vtime: 0,
-                };
-                let id = self.submit_internal(FlightKind::Writeback, NO_JOB, io, now);
+                let id = self.submit_writeback(w, now);
                 self.flushers.queues[q].last = Some(id);
             }
         }
+    }
+
+    /// Submit writeback bio `w` through the controllers: its flight.
+    fn submit_writeback(&mut self, w: crate::pagecache::WritebackIo, now: Instant) -> IoId {
+        let io = Io {
+            ioprio: 0,
+            id: IoId::default(),
+            submitter: blkqos_core::Submitter(NO_JOB),
+            group: w.group,
+            op: IoOp::Write,
+            // wbc_to_write_flags
+            flags: IoFlags::WRITEBACK.with(if w.sync {
+                IoFlags::SYNC
+            } else {
+                IoFlags::BACKGROUND
+            }),
+            offset: w.offset,
+            len: w.len,
+            submitted_at: now,
+            cost_vtime: 0,
+        };
+        self.submit_internal(FlightKind::Writeback, NO_JOB, io, now)
     }
 
     /// Submit an IO the kernel issues itself (writeback, flush) through the
@@ -386,6 +421,8 @@ impl<B: Backend> Loop<'_, B> {
 #[derive(Debug, Default)]
 pub(super) struct Flushers {
     queues: Vec<FlusherQueue>,
+    /// The flight of the last bio of each on-demand flusher.
+    lazy_last: Vec<Option<IoId>>,
 }
 
 #[derive(Debug)]

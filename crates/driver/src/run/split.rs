@@ -40,6 +40,9 @@ pub(super) struct Splits {
     jobs: BTreeMap<IoId, SplitState>,
     /// Piece → the job IO it was cut from.
     pieces: BTreeMap<IoId, IoId>,
+    /// Rests a flusher cuts next, once its CPU time for the piece in front
+    /// is spent: (when, the split IO, the rest), in time order.
+    paced: std::collections::VecDeque<(Instant, IoId, Io)>,
 }
 
 /// A job IO being split.
@@ -53,9 +56,19 @@ struct SplitState {
     /// submitter in a later stage: (that piece, the rest), cut when the
     /// piece is released.
     waiting: Option<(IoId, Io)>,
+    /// The rest is in [`Splits::paced`]: the flusher is still submitting.
+    paced: bool,
     /// First error of a piece (the bio's status), bytes the pieces moved.
     error: i32,
     bytes_done: u64,
+}
+
+impl Splits {
+    /// A paced rest is due at `now`.
+    #[inline(always)]
+    pub(super) fn next_paced_due(&self, now: Instant) -> bool {
+        self.paced.front().is_some_and(|p| p.0 <= now)
+    }
 }
 
 impl<B: Backend> Loop<'_, B> {
@@ -123,9 +136,43 @@ impl<B: Backend> Loop<'_, B> {
                 }
             }
             match next {
+                Some(rest) if kind == FlightKind::Writeback && self.host.writeback_piece_ns > 0 => {
+                    self.pace_rest(pid, rest, now);
+                    return false;
+                }
                 Some(rest) => io = rest,
                 None => return false,
             }
+        }
+    }
+
+    /// A flusher (or fsync) cuts its next request of `pid` once its CPU
+    /// time for the last one is spent (the host's `writeback_piece_ns`):
+    /// in between, other submitters' requests come first.
+    fn pace_rest(&mut self, pid: IoId, rest: Io, now: Instant) {
+        let at = now + blkqos_core::Duration(self.host.writeback_piece_ns);
+        if let Some(st) = self.splits.jobs.get_mut(&pid) {
+            st.paced = true;
+        }
+        // the same cost for every rest: pushing keeps the time order
+        self.splits.paced.push_back((at, pid, rest));
+    }
+
+    /// When the next paced rest is due.
+    pub(super) fn next_paced(&self) -> Option<Instant> {
+        self.splits.paced.front().map(|p| p.0)
+    }
+
+    /// Cut the paced rests that are due at `now`, in order.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn resume_paced(&mut self, now: Instant) {
+        while self.splits.paced.front().is_some_and(|p| p.0 <= now) {
+            let (_, pid, rest) = self.splits.paced.pop_front().expect("front exists");
+            if let Some(st) = self.splits.jobs.get_mut(&pid) {
+                st.paced = false;
+            }
+            self.split(rest, now, None, None);
         }
     }
 
@@ -139,6 +186,7 @@ impl<B: Backend> Loop<'_, B> {
         }
         self.splits.jobs.get(&id).is_some_and(|st| {
             st.waiting.is_some()
+                || st.paced
                 || self.splits.pieces.iter().any(|(&piece, &parent)| {
                     parent == id
                         && (self.waits_for_tag(piece) || self.ctrl_blocked.contains(&piece))
