@@ -141,6 +141,12 @@ pub struct LabHost {
     /// the median gap between one kworker's consecutive `block_getrq`
     /// events that were not a sleep, in ns.
     pub writeback_piece_ns: Option<u64>,
+    /// From the `h02`/`h03` runs: how much longer than the job's runtime
+    /// fio's disk-utilization window is (it opens when fio sets the job up
+    /// and closes after it reaped it), the median of each run's
+    /// `io_ticks` (diskstats end − start) ÷ fio's `util` − `job_runtime`,
+    /// in ns. fio's `util` is busy time over that window.
+    pub disk_util_window_ns: Option<u64>,
     /// The job's own recorded runs: the guest's free memory when it
     /// started (`meta.json` meminfo `MemFree`, their mean), which bounds
     /// the dirtyable memory the page cache's limits scale with
@@ -212,6 +218,7 @@ impl LabHost {
             completion_late_ns,
             restart_ns: restart_delays(lab),
             writeback_piece_ns: writeback_piece(lab, kernel),
+            disk_util_window_ns: disk_util_window(lab, kernel),
             mem_free_bytes: None,
         }))
     }
@@ -394,6 +401,41 @@ fn writeback_piece(lab: &Path, kernel: &str) -> Option<u64> {
 fn lognormal_mean(p50: u64, p99: u64) -> f64 {
     let sigma = (p99 as f64 / p50 as f64).ln() / 2.326_347_874;
     p50 as f64 * (sigma * sigma / 2.0).exp()
+}
+
+/// [`LabHost::disk_util_window_ns`] from the kernel's `h02-qd1-roundtrip`
+/// and `h03-qd32-pipelined` runs (one fio each, IO from start to end).
+fn disk_util_window(lab: &Path, kernel: &str) -> Option<u64> {
+    let kdir = lab.join("fixtures").join(kernel);
+    let io_ticks = |p: PathBuf| -> Option<f64> {
+        let text = std::fs::read_to_string(p).ok()?;
+        text.split_whitespace().nth(12)?.parse().ok()
+    };
+    let mut extra_ms = Vec::new();
+    for e in std::fs::read_dir(&kdir).ok()?.flatten() {
+        for job in ["h02-qd1-roundtrip", "h03-qd32-pipelined"] {
+            let dir = e.path().join(job);
+            let (Some(t0), Some(t1)) = (
+                io_ticks(dir.join("diskstats.start")),
+                io_ticks(dir.join("diskstats.end")),
+            ) else {
+                continue;
+            };
+            let Some(v) = std::fs::read_to_string(dir.join("fio0.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            else {
+                continue;
+            };
+            let util = v["disk_util"][0]["util"].as_f64().filter(|u| *u > 0.0);
+            if let (Some(util), Some(rt)) = (util, v["jobs"][0]["job_runtime"].as_f64()) {
+                extra_ms.push((t1 - t0) * 100.0 / util - rt);
+            }
+        }
+    }
+    extra_ms.sort_by(f64::total_cmp);
+    let mid = extra_ms.get(extra_ms.len() / 2)?;
+    Some((mid.max(0.0) * 1e6).round() as u64)
 }
 
 /// The guest's vCPU count (`nproc`) in the kernel's first recorded
@@ -589,6 +631,7 @@ pub fn sim_spreads(
                 .with_context(|| format!("{}: blkqos's own fio JSON", job.name))?;
             metrics::from_fio_json(&v, i == 0, &mut m);
         }
+        fio_util_window(&mut m, host, ran.result.ended_at);
         let io_stat = crate::output::format_io_stat(&ran);
         metrics::shares_from_io_stat(&io_stat, &job.groups, &mut m);
         if let (true, Some(report)) = (job.writeback, &ran.result.pagecache) {
@@ -619,6 +662,20 @@ pub fn sim_spreads(
         add_run(&mut spreads, m);
     }
     Ok(spreads)
+}
+
+/// fio's `%util` is busy time over its own window, which outlasts the run
+/// by fio's setup and reaping ([`LabHost::disk_util_window_ns`]): the
+/// simulated run's `disk.util`, over a run that ended at `end`, as fio on
+/// the guest would read it.
+fn fio_util_window(m: &mut RunMetrics, host: Option<LabHost>, end: blkqos_core::Instant) {
+    if let (Some(w), Some((_, util))) = (
+        host.and_then(|h| h.disk_util_window_ns),
+        m.get_mut("disk.util"),
+    ) {
+        let run_ns = end.as_ns() as f64;
+        *util *= run_ns / (run_ns + w as f64);
+    }
 }
 
 /// The accepted range around a real spread, by kind.
@@ -954,7 +1011,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     for k in &kernels {
         match LabHost::measure(&a.lab, k)? {
             Some(h) => eprintln!(
-                "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]{}{}",
+                "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]{}{}{}",
                 h.submit_ns as f64 / 1e3,
                 h.wake_jitter_ns as f64 / 1e3,
                 h.completion_late_ns
@@ -966,6 +1023,9 @@ pub fn run(args: &[String]) -> Result<bool> {
                     .unwrap_or_default(),
                 h.copy_bytes_per_s
                     .map(|r| format!(", page cache copies at {:.1} MB/s", r as f64 / 1e6))
+                    .unwrap_or_default(),
+                h.disk_util_window_ns
+                    .map(|w| format!(", fio's %util window {:.0} ms past the run", w as f64 / 1e6))
                     .unwrap_or_default()
             ),
             None => eprintln!("lab: {k}: no calibration runs: the scenarios' own host model"),
@@ -1247,6 +1307,34 @@ mod tests {
         let mean = lognormal_mean(68_500, 468_000);
         assert!((90_000.0..100_000.0).contains(&mean), "{mean}");
         assert_eq!(completion_lateness(&lab(), "no-such-kernel"), None);
+    }
+
+    /// fio's %util window: a run whose device was busy 2,900 ms of a
+    /// 3,000 ms job and whose fio read 93.5% had a 3,101.6 ms window; the
+    /// median over runs is taken, and a kernel without runs has none.
+    #[test]
+    fn disk_util_window_is_io_ticks_over_util_less_the_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = dir.path().join("fixtures/k");
+        let run = |n: u32, job: &str, ticks: u64, util: f64| {
+            let d = k.join(format!("run{n}/{job}"));
+            std::fs::create_dir_all(&d).unwrap();
+            let stat = |t: u64| format!("254 0 nullb1 1 0 8 1 0 0 0 0 0 {t} 1 0 0 0 0 0 0\n");
+            std::fs::write(d.join("diskstats.start"), stat(100)).unwrap();
+            std::fs::write(d.join("diskstats.end"), stat(100 + ticks)).unwrap();
+            let fio = serde_json::json!({
+                "jobs": [{"job_runtime": 3000}],
+                "disk_util": [{"util": util}],
+            });
+            std::fs::write(d.join("fio0.json"), fio.to_string()).unwrap();
+        };
+        run(1, "h02-qd1-roundtrip", 2900, 93.5);
+        run(1, "h03-qd32-pipelined", 2900, 2900.0 / 3200.0 * 100.0);
+        run(2, "h03-qd32-pipelined", 2900, 2900.0 / 3050.0 * 100.0);
+        // windows of 3101.6, 3200 and 3050 ms: the median 3101.6
+        let w = disk_util_window(dir.path(), "k").unwrap();
+        assert!((101_500_000..101_700_000).contains(&w), "{w}");
+        assert_eq!(disk_util_window(dir.path(), "none"), None);
     }
 
     #[test]
