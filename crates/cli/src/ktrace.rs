@@ -110,7 +110,7 @@ impl KernelTrace {
     /// A completed request: its issue and its completion.
     pub fn request(&mut self, r: &RequestRecord) {
         for (t, kind) in [
-            (r.started_at, RqKind::Issue),
+            (r.dispatched_at, RqKind::Issue),
             (r.completed_at, RqKind::Complete),
         ] {
             let e = Pending::Rq {
@@ -537,7 +537,9 @@ mod tests {
             group: blkqos_core::GroupId::ROOT,
             op: IoOp::Write,
             submitted_at: blkqos_core::Instant(1_000),
-            started_at: blkqos_core::Instant(2_500_000_000),
+            started_at: blkqos_core::Instant(2_400_000_000),
+            // held by the device until then: the issue line is its start
+            dispatched_at: blkqos_core::Instant(2_500_000_000),
             completed_at: blkqos_core::Instant(2_500_020_000),
             bytes: 16384,
             offset: 8192,

@@ -19,6 +19,11 @@ pub struct Completion {
     /// (fio's `issue_time`, the end of `slat`). None: the driver's issue
     /// time stands (the simulator models the call, `HostModel::submit_ns`).
     pub issued: Option<Instant>,
+    /// When the device started the request, if later than its submission
+    /// to the backend: a request the device held (null_blk's stopped
+    /// queue staged it until its worker dispatched it, the kernel's
+    /// `blk_mq_start_request` and `block_rq_issue`). None: at submission.
+    pub dispatched: Option<Instant>,
 }
 
 /// What the driver needs from a device backend: the simulator's device

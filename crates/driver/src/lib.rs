@@ -58,6 +58,7 @@
 //!             bytes: io.len,
 //!             at: now,
 //!             issued: None,
+//!             dispatched: None,
 //!         });
 //!     }
 //!     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {

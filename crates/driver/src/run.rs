@@ -274,6 +274,10 @@ pub struct RequestRecord {
     pub submitted_at: Instant,
     /// Got a request slot and went to the device (`blk_account_io_start`).
     pub started_at: Instant,
+    /// The device started it (`blk_mq_start_request`, `block_rq_issue`):
+    /// `started_at`, or later for a request the device held
+    /// ([`Completion::dispatched`]).
+    pub dispatched_at: Instant,
     /// The backend reported it complete (`blk_account_io_done`).
     pub completed_at: Instant,
     /// Bytes the request asked for (`Io::len`).
@@ -1124,7 +1128,7 @@ impl<B: Backend> Loop<'_, B> {
         }
 
         if self.trace.is_some() || self.sink_requests {
-            self.trace_request(&f, now);
+            self.trace_request(&f, c.dispatched, now);
         }
         if let Some(h) = &mut self.lat {
             // device: the diskstats interval; group: from submit_bio
@@ -1160,12 +1164,13 @@ impl<B: Backend> Loop<'_, B> {
     /// The request of `f` completed at `now`: to the trace and the sink.
     #[cold]
     #[inline(never)]
-    fn trace_request(&mut self, f: &Flight, now: Instant) {
+    fn trace_request(&mut self, f: &Flight, dispatched: Option<Instant>, now: Instant) {
         let r = RequestRecord {
             group: f.io.group,
             op: f.io.op,
             submitted_at: f.io.submitted_at,
             started_at: f.started_at,
+            dispatched_at: dispatched.map_or(f.started_at, |d| d.max(f.started_at)),
             completed_at: now,
             bytes: f.io.len,
             offset: f.io.offset,

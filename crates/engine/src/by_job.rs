@@ -122,6 +122,7 @@ impl Backend for RoutedBackend {
                 bytes: 0,
                 at,
                 issued: Some(at),
+                dispatched: None,
             });
         }
         // what is done already, without sleeping (this also hands queued
@@ -202,6 +203,7 @@ mod tests {
                 bytes: io.len,
                 at: now,
                 issued: None,
+                dispatched: None,
             });
         }
         fn wait(&mut self, _deadline: Option<Instant>, out: &mut Vec<Completion>) {

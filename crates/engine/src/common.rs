@@ -256,6 +256,7 @@ impl Core {
                 at: Instant::ZERO,
                 // refused before any submit call
                 issued: None,
+                dispatched: None,
             });
             return Accepted::Rejected;
         }
@@ -376,6 +377,7 @@ impl Core {
             bytes,
             at: Instant::ZERO,
             issued: sl.issued,
+            dispatched: None,
         });
     }
 

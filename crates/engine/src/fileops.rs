@@ -214,6 +214,7 @@ impl Shared {
             bytes,
             at: clock(),
             issued: Some(issued),
+            dispatched: None,
         }
     }
 }
@@ -297,6 +298,7 @@ impl Backend for FileCallBackend {
                 bytes: 0,
                 at: now,
                 issued: Some(now),
+                dispatched: None,
             });
             return;
         }

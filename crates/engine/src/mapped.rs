@@ -332,6 +332,7 @@ impl Backend for MappedBackend {
             bytes,
             at,
             issued: Some(issued),
+            dispatched: None,
         });
     }
     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {

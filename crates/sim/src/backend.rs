@@ -22,6 +22,9 @@ pub struct SimBackend {
     held: usize,
     release_at: Option<Instant>,
     released: Vec<Released>,
+    /// Requests the device held and has released, not completed yet: when
+    /// it started each (reported as [`Completion::dispatched`]).
+    dispatched_at: Vec<(IoId, Instant)>,
 }
 
 /// A pending completion, ordered by (completion time, sequence number): ties
@@ -76,6 +79,7 @@ impl SimBackend {
             held: 0,
             release_at: None,
             released: Vec::new(),
+            dispatched_at: Vec::new(),
         }
     }
     /// Set the max IO size (`queue/max_sectors_kb` × 2) in sectors.
@@ -133,14 +137,27 @@ impl SimBackend {
     fn complete_until(&mut self, now: Instant, out: &mut Vec<Completion>) {
         while let Some(e) = self.events.pop_if(|e| e.at <= now) {
             self.events_processed += 1;
+            let dispatched = if self.dispatched_at.is_empty() {
+                None
+            } else {
+                self.take_dispatched(e.id)
+            };
             out.push(Completion {
                 id: e.id,
                 error: e.error,
                 bytes: e.bytes,
                 at: e.at,
                 issued: None,
+                dispatched,
             });
         }
+    }
+
+    /// When the device started request `id`, if it held it.
+    #[cold]
+    fn take_dispatched(&mut self, id: IoId) -> Option<Instant> {
+        let i = self.dispatched_at.iter().position(|d| d.0 == id)?;
+        Some(self.dispatched_at.swap_remove(i).1)
     }
 
     /// The device held the request it was given: wait for its release.
@@ -159,6 +176,7 @@ impl SimBackend {
         self.device.release(now, &mut released);
         for r in released.drain(..) {
             self.held -= 1;
+            self.dispatched_at.push((r.id, now));
             self.seq += 1;
             self.events.push(Event {
                 at: r.at.max(now),
@@ -245,6 +263,46 @@ mod tests {
     use blkqos_driver::run::JobSetup;
     use blkqos_driver::RunOptions;
     use blkqos_workload::{IoEngine, JobSpec, PerDir, RwMode};
+
+    /// A request null_blk's stopped queue held reports when the worker
+    /// started it (`Completion::dispatched`, the kernel's `block_rq_issue`);
+    /// one the device took at once reports nothing (it started when
+    /// submitted).
+    #[test]
+    fn held_requests_report_when_the_device_started_them() {
+        let dev = DeviceSpec::parse("null,mbps=4,completion_ns=2000,cpus=2,size=1g")
+            .expect("valid device");
+        let mut b = SimBackend::new(dev.build());
+        let io = |id: u64| Io {
+            ioprio: 0,
+            id: blkqos_core::IoId(id),
+            submitter: blkqos_core::Submitter(0),
+            group: GroupId::ROOT,
+            op: blkqos_core::IoOp::Read,
+            flags: blkqos_core::IoFlags::default(),
+            offset: id * 4096,
+            len: 4096,
+            submitted_at: Instant::ZERO,
+            cost_vtime: 0,
+        };
+        // 4 MB/s: a 20 ms tick's budget is 20 requests of 4 KiB
+        for id in 0..40 {
+            b.submit(&io(id), Instant(1_000));
+        }
+        let mut done = Vec::new();
+        while done.len() < 40 {
+            b.wait(Some(Instant(1_000_000_000)), &mut done);
+        }
+        let held: Vec<&Completion> = done.iter().filter(|c| c.dispatched.is_some()).collect();
+        assert!(!held.is_empty() && held.len() < 40, "{} held", held.len());
+        for c in &done {
+            match c.dispatched {
+                // started after it was submitted, before it completed
+                Some(d) => assert!(d > Instant(1_000) && d < c.at, "{c:?}"),
+                None => assert!(c.at < Instant(1_000_000), "{c:?}"),
+            }
+        }
+    }
 
     /// Every count, time and statistic bit of a run, as one line.
     fn fingerprint(dev: &str, specs: Vec<JobSpec>) -> String {

@@ -331,6 +331,7 @@ impl<B: Backend> Loop<'_, B> {
             error: st.error,
             // the pieces went to the backend at different times
             issued: None,
+            dispatched: None,
         };
         Some((p, whole))
     }

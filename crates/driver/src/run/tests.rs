@@ -29,6 +29,7 @@ impl Backend for FrozenClock {
             bytes: io.len,
             at: now,
             issued: None,
+            dispatched: None,
         });
     }
     fn wait(&mut self, _deadline: Option<Instant>, out: &mut Vec<Completion>) {

@@ -69,6 +69,7 @@ fn a_vec_is_a_sink() {
         op: blkqos_core::IoOp::Read,
         submitted_at: blkqos_core::Instant(1),
         started_at: blkqos_core::Instant(2),
+        dispatched_at: blkqos_core::Instant(2),
         completed_at: blkqos_core::Instant(3),
         bytes: 4096,
         offset: 0,
