@@ -596,8 +596,9 @@ pub fn sim_spreads(
     host: Option<LabHost>,
     seeds: u64,
     max_sectors: Option<u64>,
-    traced: bool,
+    traces: Option<TraceRequest>,
 ) -> Result<Spreads> {
+    let traced = traces.is_some();
     let mut spreads = Spreads::new();
     let probe = job.vrate.as_ref().zip(max_sectors);
     for seed in 1..=seeds {
@@ -658,10 +659,21 @@ pub fn sim_spreads(
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("{}: blkqos's own {}", job.name, path.display()))?;
             m.extend(ktrace::reduce(&text));
+            if let Some(dir) = traces.and_then(|t| t.keep) {
+                keep_trace(dir, &job.name, seed, &text)?;
+            }
         }
         add_run(&mut spreads, m);
     }
     Ok(spreads)
+}
+
+/// `--keep-traces`: blkqos's `--ktrace` of `job` at `seed` as
+/// `dir/JOB-seedN.txt`.
+fn keep_trace(dir: &Path, job: &str, seed: u64, text: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(format!("{job}-seed{seed}.txt"));
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// fio's `%util` is busy time over its own window, which outlasts the run
@@ -706,7 +718,15 @@ pub struct Row {
     pub ok: bool,
 }
 
-/// Compare one job on one kernel.
+/// `--traces`: the kernel traces' numbers, and where blkqos's own
+/// `--ktrace` of each job and seed is kept (`--keep-traces=DIR`: as
+/// `DIR/KERNEL/JOB-seedN.txt`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TraceRequest<'a> {
+    pub keep: Option<&'a Path>,
+}
+
+/// Compare one job on one kernel (`traces`: the traces' numbers only).
 pub fn compare_job(
     lab: &Path,
     kernel: &str,
@@ -714,7 +734,7 @@ pub fn compare_job(
     overrides: &[(String, String)],
     seeds: u64,
     engine: bool,
-    traces: bool,
+    traces: Option<TraceRequest>,
 ) -> Result<Vec<Row>> {
     let profile = KernelProfile::for_release(kernel)
         .with_context(|| format!("lab/fixtures/{kernel}: no blkqos profile for this kernel"))?;
@@ -723,7 +743,7 @@ pub fn compare_job(
         return Ok(Vec::new());
     }
     // the traces' numbers are shown on their own (`--traces`), not judged
-    real.retain(|_, s| (s.kind == Some(Kind::Trace)) == traces);
+    real.retain(|_, s| (s.kind == Some(Kind::Trace)) == traces.is_some());
     if real.is_empty() {
         return Ok(Vec::new());
     }
@@ -740,6 +760,10 @@ pub fn compare_job(
         ..h
     });
     let max_sectors = recorded_max_sectors(lab, kernel, job);
+    let keep = traces.and_then(|t| t.keep).map(|d| d.join(kernel));
+    let traces = traces.map(|_| TraceRequest {
+        keep: keep.as_deref(),
+    });
     let sim = sim_spreads(job, &profile, overrides, host, seeds, max_sectors, traces)?;
     Ok(rows(kernel, job, &real, &sim, profile.jiffy_ns()))
 }
@@ -906,6 +930,8 @@ struct Args {
     traces: bool,
     /// `--report=FILE`: the traces' numbers as an HTML page.
     report: Option<PathBuf>,
+    /// `--keep-traces=DIR`: keep blkqos's own traces.
+    keep_traces: Option<PathBuf>,
 }
 
 /// `blkqos lab --help` and `blkqos lab compare --help`.
@@ -915,7 +941,8 @@ Compare blkqos with real kernels.
   blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N]
                      [--expect=FILE] [--markdown] [--real-engine]
                      [--throttle=V] [--iocost=V] [--hz=N] [--summary]
-                     [--traces [--summary] [--report=FILE.html]]
+                     [--traces [--summary] [--report=FILE.html]
+                               [--keep-traces=DIR]]
   blkqos lab reduce-trace FILE
 
 DIR (default: lab) holds matrix.toml, the scenarios in matrix/ and the real
@@ -933,8 +960,10 @@ and job (matched metrics, and each miss with both ranges).
 --traces puts the numbers of the kernel's own traces (iocost's vrate and
 busy level, activations, request gaps, blk-throttle's rounds) beside those
 of blkqos's --ktrace, shown and not judged (close/differs); --report writes
-them as an HTML page with a vrate chart per kernel and job. reduce-trace
-prints one trace's numbers as JSON.";
+them as an HTML page with a vrate chart per kernel and job; --keep-traces
+writes blkqos's own trace of each job and seed to DIR/KERNEL/JOB-seedN.txt
+(the kernel's own are under the lab's traces/ and fixtures/). reduce-trace prints
+one trace's numbers as JSON.";
 
 fn parse_args(args: &[String]) -> Result<Args> {
     let mut a = Args {
@@ -949,10 +978,11 @@ fn parse_args(args: &[String]) -> Result<Args> {
         engine: false,
         traces: false,
         report: None,
+        keep_traces: None,
     };
     let mut it = args.iter();
     if it.next().map(String::as_str) != Some("compare") {
-        bail!("usage: blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N] [--expect=FILE] [--markdown] [--summary] [--real-engine] [--traces [--report=FILE.html]] [--throttle=V] [--iocost=V] [--hz=N]");
+        bail!("usage: blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N] [--expect=FILE] [--markdown] [--summary] [--real-engine] [--traces [--report=FILE.html] [--keep-traces=DIR]] [--throttle=V] [--iocost=V] [--hz=N]");
     }
     for arg in it {
         let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
@@ -973,6 +1003,7 @@ fn parse_args(args: &[String]) -> Result<Args> {
             "--real-engine" => a.engine = true,
             "--traces" => a.traces = true,
             "--report" if !v.is_empty() => a.report = Some(PathBuf::from(v)),
+            "--keep-traces" if !v.is_empty() => a.keep_traces = Some(PathBuf::from(v)),
             "--throttle" | "--iocost" | "--hz" | "--wbt_lat_usec" => {
                 blkqos_core::cgroupfs::ControllerOptions::default()
                     .set(&k[2..], v)
@@ -983,6 +1014,19 @@ fn parse_args(args: &[String]) -> Result<Args> {
         }
     }
     Ok(a)
+}
+
+/// `--report` and `--keep-traces` need `--traces`.
+fn check_trace_args(a: &Args) -> Result<()> {
+    if a.report.is_some() && !a.traces {
+        bail!(
+            "blkqos lab compare: --report draws the kernel traces' numbers: give --traces with it"
+        );
+    }
+    if a.keep_traces.is_some() && !a.traces {
+        bail!("blkqos lab compare: --keep-traces keeps the traces --traces makes: give --traces with it");
+    }
+    Ok(())
 }
 
 /// `blkqos lab compare ...`: prints the table; with `--expect`, fails on
@@ -996,11 +1040,10 @@ pub fn run(args: &[String]) -> Result<bool> {
         return reduce_trace(&args[1..]);
     }
     let a = parse_args(args)?;
-    if a.report.is_some() && !a.traces {
-        bail!(
-            "blkqos lab compare: --report draws the kernel traces' numbers: give --traces with it"
-        );
-    }
+    check_trace_args(&a)?;
+    let traces = a.traces.then_some(TraceRequest {
+        keep: a.keep_traces.as_deref(),
+    });
     let kernels = selected_kernels(&a)?;
     let matrix = load_matrix(&a.lab)?;
     let expected = match &a.expect {
@@ -1043,7 +1086,7 @@ pub fn run(args: &[String]) -> Result<bool> {
                 &a.overrides,
                 a.seeds,
                 a.engine,
-                a.traces,
+                traces,
             )?);
         }
     }

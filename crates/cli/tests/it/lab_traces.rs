@@ -263,6 +263,40 @@ fn compare_traces_puts_the_kernel_beside_blkqos() {
     assert!(r.stderr.contains("give --traces"), "{}", r.stderr);
 }
 
+/// `--keep-traces=DIR` keeps blkqos's own trace of each job and seed, in
+/// the kernel's format (`DIR/KERNEL/JOB-seedN.txt`), for reading beside
+/// the kernel's; without `--traces` it is refused.
+#[test]
+fn compare_traces_keeps_blkqos_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab();
+    let lab_arg = format!("--lab={}", lab.display());
+    let args = [
+        "lab",
+        "compare",
+        lab_arg.as_str(),
+        "--traces",
+        "--kernel=6.12",
+        "--job=c04",
+        "--seeds=2",
+        "--keep-traces=kept",
+    ];
+    blkqos(&args, Some(dir.path())).ok();
+    let kept = dir.path().join("kept/6.12.117+deb13-amd64");
+    for seed in [1, 2] {
+        let text = std::fs::read_to_string(kept.join(format!("c04-qos-vrate-seed{seed}.txt")))
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(text.contains(": iocost_ioc_vrate_adj: [nullb1] vrate="));
+        assert!(text.contains(": block_rq_issue: 254,0 R "));
+    }
+    let r = blkqos(
+        &["lab", "compare", lab_arg.as_str(), "--keep-traces=kept"],
+        Some(dir.path()),
+    );
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("give --traces"), "{}", r.stderr);
+}
+
 /// Of the requests a trace shows inserted and issued, the share of pairs
 /// (each request with the next 50 inserted after it) issued in the other
 /// order: 0 when the block layer dispatches in insert order.
