@@ -313,6 +313,18 @@ args = "--name=b --filename=b.dat --rw=write --bs=1M --ioengine=sync --direct=0 
     }
 }
 
+/// The `--ktrace` of a run of scenario `text`.
+fn ktrace_of(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(dir.path(), "s.toml", text);
+    let r = blkqos(
+        &["run", p.to_str().unwrap(), "--ktrace=k.txt"],
+        Some(dir.path()),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    std::fs::read_to_string(dir.path().join("k.txt")).unwrap()
+}
+
 /// Writes issued and not completed, at most, in a `--ktrace` file
 /// (`block_rq_issue` / `block_rq_complete` of writes).
 fn max_writes_in_flight(ktrace: &str) -> usize {
@@ -358,16 +370,7 @@ args = "--name=w --filename=w.dat --rw=write --bs=1M --ioengine=sync --direct=0 
 "#
         )
     };
-    let run = |text: &str| {
-        let dir = tempfile::tempdir().unwrap();
-        let p = write_file(dir.path(), "s.toml", text);
-        let r = blkqos(
-            &["run", p.to_str().unwrap(), "--ktrace=k.txt"],
-            Some(dir.path()),
-        );
-        assert_eq!(r.code, Some(0), "{}", r.stderr);
-        std::fs::read_to_string(dir.path().join("k.txt")).unwrap()
-    };
+    let run = ktrace_of;
     let on = run(&scenario(""));
     assert_eq!(max_writes_in_flight(&on), 48, "with blk-wbt");
     assert!(
@@ -442,16 +445,7 @@ args = "--name=b --filename=b.dat --rw=write --bs=1M --ioengine=sync --direct=0 
 "#
         )
     };
-    let run = |text: &str| {
-        let dir = tempfile::tempdir().unwrap();
-        let p = write_file(dir.path(), "s.toml", text);
-        let r = blkqos(
-            &["run", p.to_str().unwrap(), "--ktrace=k.txt"],
-            Some(dir.path()),
-        );
-        assert_eq!(r.code, Some(0), "{}", r.stderr);
-        mean_issue_run(&std::fs::read_to_string(dir.path().join("k.txt")).unwrap())
-    };
+    let run = |text: &str| mean_issue_run(&ktrace_of(text));
     let paced = run(&scenario(18_000));
     let back_to_back = run(&scenario(0));
     println!("paced {paced}, back to back {back_to_back}");
