@@ -699,6 +699,9 @@ impl Experiment {
         let mut controllers = self.controllers;
         controllers.tick_phase_ns = self.tick_phase_ns() % (1_000_000_000 / controllers.hz);
         controllers.jiffies_at_start = self.jiffies_at_start();
+        if let Some(l) = &mut controllers.iocost_timer_late {
+            l.seed = splitmix64(self.seed ^ 0x3C6E_F372_FE94_F82B);
+        }
         // blk-wbt throttles buffered writeback and discards: built when a
         // job writes through the page cache or trims (it passes the rest)
         controllers.wbt = setups.iter().any(|s| {

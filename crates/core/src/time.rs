@@ -10,6 +10,9 @@
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
+pub mod lateness;
+pub use lateness::TimerLateness;
+
 /// A point in time, in nanoseconds since the run's epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant(pub u64);

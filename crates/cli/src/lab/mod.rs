@@ -141,6 +141,11 @@ pub struct LabHost {
     /// the median gap between one kworker's consecutive `block_getrq`
     /// events that were not a sleep, in ns.
     pub writeback_piece_ns: Option<u64>,
+    /// From `lab/traces/timer.json` (`timer.py` over the kernel's traces
+    /// with iocost's tracepoints): how late the guest runs iocost's period
+    /// timer past the tick it is due on, its p1, p10, p50, p75, p90, p95
+    /// and p99 in ns (`iocost_timer_late_ns`).
+    pub iocost_timer_late_ns: Option<[u64; 7]>,
     /// From the `h02`/`h03` runs: how much longer than the job's runtime
     /// fio's disk-utilization window is (it opens when fio sets the job up
     /// and closes after it reaped it), the median of each run's
@@ -218,6 +223,7 @@ impl LabHost {
             completion_late_ns,
             restart_ns: restart_delays(lab),
             writeback_piece_ns: writeback_piece(lab, kernel),
+            iocost_timer_late_ns: iocost_timer_late(lab, kernel),
             disk_util_window_ns: disk_util_window(lab, kernel),
             mem_free_bytes: None,
         }))
@@ -397,6 +403,21 @@ fn writeback_piece(lab: &Path, kernel: &str) -> Option<u64> {
     v.get(kernel)?.get("piece_ns")?.as_u64()
 }
 
+/// [`LabHost::iocost_timer_late_ns`] from `traces/timer.json`.
+fn iocost_timer_late(lab: &Path, kernel: &str) -> Option<[u64; 7]> {
+    let text = std::fs::read_to_string(lab.join("traces/timer.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let q = v.get(kernel)?.get("late_ns")?.as_array()?;
+    let mut out = [0u64; 7];
+    if q.len() != out.len() {
+        return None;
+    }
+    for (o, x) in out.iter_mut().zip(q) {
+        *o = x.as_u64()?;
+    }
+    Some(out)
+}
+
 /// The mean of the log-normal law with this median and 99th percentile.
 fn lognormal_mean(p50: u64, p99: u64) -> f64 {
     let sigma = (p99 as f64 / p50 as f64).ln() / 2.326_347_874;
@@ -538,6 +559,13 @@ fn sim_experiment(
         exp.host.wake_jitter_ns = h.wake_jitter_ns;
         if let Some(ns) = h.writeback_piece_ns {
             exp.host.writeback_piece_ns = ns;
+        }
+        if let Some(q) = h.iocost_timer_late_ns {
+            // the experiment seeds the draws from the run's seed
+            exp.controllers.iocost_timer_late = Some(blkqos_core::time::TimerLateness {
+                quantiles_ns: q,
+                seed: 0,
+            });
         }
         if let Some(rate) = h.copy_bytes_per_s {
             exp.pagecache.cfg.copy_bytes_per_s = rate;
@@ -1053,24 +1081,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     let mut all = Vec::new();
     for k in &kernels {
         match LabHost::measure(&a.lab, k)? {
-            Some(h) => eprintln!(
-                "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]{}{}{}",
-                h.submit_ns as f64 / 1e3,
-                h.wake_jitter_ns as f64 / 1e3,
-                h.completion_late_ns
-                    .map(|(p50, p99)| format!(
-                        ", null_blk completes late by {:.1} us (median), {:.1} us (p99)",
-                        p50 as f64 / 1e3,
-                        p99 as f64 / 1e3
-                    ))
-                    .unwrap_or_default(),
-                h.copy_bytes_per_s
-                    .map(|r| format!(", page cache copies at {:.1} MB/s", r as f64 / 1e6))
-                    .unwrap_or_default(),
-                h.disk_util_window_ns
-                    .map(|w| format!(", fio's %util window {:.0} ms past the run", w as f64 / 1e6))
-                    .unwrap_or_default()
-            ),
+            Some(h) => eprintln!("{}", describe_host(k, &h)),
             None => eprintln!("lab: {k}: no calibration runs: the scenarios' own host model"),
         }
         for job in &matrix {
@@ -1142,6 +1153,36 @@ fn selected_kernels(a: &Args) -> Result<Vec<String>> {
         }
     }
     Ok(kernels)
+}
+
+/// What `lab compare` prints of a kernel's measured host.
+fn describe_host(k: &str, h: &LabHost) -> String {
+    let mut s = format!(
+        "lab: {k}: host measured by the calibration jobs: submit {:.1} us, sleeps wake up late by U[0, {:.1} us]",
+        h.submit_ns as f64 / 1e3,
+        h.wake_jitter_ns as f64 / 1e3,
+    );
+    if let Some((p50, p99)) = h.completion_late_ns {
+        s += &format!(
+            ", null_blk completes late by {:.1} us (median), {:.1} us (p99)",
+            p50 as f64 / 1e3,
+            p99 as f64 / 1e3
+        );
+    }
+    if let Some(r) = h.copy_bytes_per_s {
+        s += &format!(", page cache copies at {:.1} MB/s", r as f64 / 1e6);
+    }
+    if let Some(w) = h.disk_util_window_ns {
+        s += &format!(", fio's %util window {:.0} ms past the run", w as f64 / 1e6);
+    }
+    if let Some(q) = h.iocost_timer_late_ns {
+        s += &format!(
+            ", iocost's period timer runs late by {:.2} ms (median), {:.2} ms (p90)",
+            q[2] as f64 / 1e6,
+            q[4] as f64 / 1e6
+        );
+    }
+    s
 }
 
 /// The comparisons against the expected misses: `false` when a miss is

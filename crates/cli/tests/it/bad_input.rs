@@ -499,6 +499,33 @@ fn tick_phase_beyond_a_jiffy() {
 }
 
 #[test]
+fn bad_iocost_timer_lateness() {
+    for (line, tokens) in [
+        (
+            "iocost_timer_late_ns = \"1,2,3\"",
+            &["iocost_timer_late_ns", "`1,2,3`", "3 values"][..],
+        ),
+        (
+            "iocost_timer_late_ns = \"1,2,3,4,5,7,6\"",
+            &["iocost_timer_late_ns", "decrease"][..],
+        ),
+        (
+            "iocost_timer_late_ns = \"1,2,3,4,5,6,soon\"",
+            &["iocost_timer_late_ns", "`soon`"][..],
+        ),
+    ] {
+        let text = scenario(
+            "",
+            line,
+            "/sys/fs/cgroup/cg1/io.max",
+            "253:1 riops=100",
+            &default_fio(),
+        );
+        bad_scenario(&text, "iocost_timer_late_ns", tokens);
+    }
+}
+
+#[test]
 fn unknown_kernel_profile() {
     let dir = tempfile::tempdir().unwrap();
     for (flag, tokens) in [

@@ -148,6 +148,10 @@ pub struct ControllerOptions {
     pub wbt_lat_usec: Option<u64>,
     /// Which dirty-throttle sleeps blk-wbt counts (a kernel generation's).
     pub wbt_recent_wait: crate::wbt::RecentWait,
+    /// How late the host runs iocost's period timer past its tick
+    /// (`iocost_timer_late_ns`, [`crate::time::lateness`]); the experiment
+    /// seeds its draws from the run's seed.
+    pub iocost_timer_late: Option<crate::time::TimerLateness>,
 }
 
 impl Default for ControllerOptions {
@@ -165,6 +169,7 @@ impl Default for ControllerOptions {
             wbt: false,
             wbt_lat_usec: None,
             wbt_recent_wait: crate::wbt::RecentWait::AnyTask,
+            iocost_timer_late: None,
         }
     }
 }
@@ -243,13 +248,25 @@ impl ControllerOptions {
                 }
                 self.throttle = ThrottleChoice::Paced(p);
             }
+            "iocost_timer_late_ns" => self.set_iocost_timer_late(value)?,
             "wbt_lat_usec" => {
                 self.wbt_lat_usec = Some(value.parse().map_err(|_| {
                     format!("wbt_lat_usec `{value}`: expected microseconds (0 turns blk-wbt off)")
                 })?);
             }
-            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, blkcg_debug_stats, hz, tick_phase_ns, jiffies_at_start, paced_burst_ios, paced_burst_bytes, wbt_lat_usec")),
+            _ => return Err(format!("unknown controller option `{key}`: use throttle, iocost, iocost_vrate, blkcg_debug_stats, hz, tick_phase_ns, jiffies_at_start, paced_burst_ios, paced_burst_bytes, wbt_lat_usec, iocost_timer_late_ns")),
         }
+        Ok(())
+    }
+}
+
+impl ControllerOptions {
+    /// `iocost_timer_late_ns`: the seven quantiles (the seed is kept).
+    fn set_iocost_timer_late(&mut self, value: &str) -> Result<(), String> {
+        let seed = self.iocost_timer_late.map_or(0, |l| l.seed);
+        let l = crate::time::TimerLateness::parse(value)
+            .map_err(|e| format!("iocost_timer_late_ns {e}"))?;
+        self.iocost_timer_late = Some(crate::time::TimerLateness { seed, ..l });
         Ok(())
     }
 }
@@ -612,6 +629,7 @@ fn push_iocost(
         rotational: device.rotational,
         queue_depth: device.nr_requests,
         variant: opts.iocost,
+        timer_late: opts.iocost_timer_late,
     };
     let mut c = IoCost::new(cfg, tree);
     // the kernel refuses a write when it happens (`ioc_qos_write`: min >

@@ -257,6 +257,10 @@ pub struct IoCostConfig {
     /// The iocost generation to model (what a period without completions
     /// does to `busy_level`).
     pub variant: Variant,
+    /// How late the host runs the period timer's function past the tick
+    /// the timer wheel runs it on ([`crate::time::lateness`]); `None`: at
+    /// the tick.
+    pub timer_late: Option<crate::time::TimerLateness>,
 }
 
 impl Default for IoCostConfig {
@@ -267,6 +271,7 @@ impl Default for IoCostConfig {
             rotational: false,
             queue_depth: 64,
             variant: Variant::default(),
+            timer_late: None,
         }
     }
 }
@@ -316,8 +321,12 @@ pub struct IoCost {
     autop_too_slow_at_ns: Option<u64>,
     /// Active groups, most recently activated first (kernel list order).
     active_list: VecDeque<usize>,
-    /// Armed period timer: the start (ns) of the jiffy it fires at.
+    /// Armed period timer: when its function runs (ns): the start of the
+    /// jiffy the timer wheel runs it on, plus the host's lateness.
     period_timer_ns: Option<u64>,
+    /// The stream of the period timer's lateness draws
+    /// ([`IoCostConfig::timer_late`]).
+    timer_late_state: u64,
     /// The groups' armed wait-queue timers, earliest first.
     waitq_timers: TimerQueue,
     lat: LatCounters,
@@ -383,6 +392,7 @@ impl IoCost {
             autop_too_slow_at_ns: None,
             active_list: VecDeque::new(),
             period_timer_ns: None,
+            timer_late_state: cfg.timer_late.map_or(0, |l| l.stream()),
             waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
             life: vec![lifecycle::Life::Online; tree.len()],

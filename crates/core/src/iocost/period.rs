@@ -203,7 +203,8 @@ impl IoCost {
     /// run by the timer wheel a tick after `expires`
     /// ([`crate::time::timer_wheel_expiry`]): a 10 ms period at HZ=250 is
     /// 16 ms from a period start on a tick (the lab's 6.12 trace of c04:
-    /// median 16.0 ms between `iocost_ioc_vrate_adj` events).
+    /// median 16.0 ms between `iocost_ioc_vrate_adj` events). The host
+    /// runs the function late by [`IoCostConfig::timer_late`].
     pub(super) fn start_period(&mut self, now: &Now) {
         self.period_at_us = now.now_us;
         self.period_at_vtime = now.vnow;
@@ -214,7 +215,13 @@ impl IoCost {
         let j = Jiffies((now.now_ns + phase) / tick);
         let expires = j + usecs_to_jiffies(self.period_us, hz).max(1);
         let runs = crate::time::timer_wheel_expiry(expires, j);
-        self.period_timer_ns = Some(runs.0.saturating_mul(tick) - phase);
+        // the host runs the function late (the timer softirq behind other
+        // work, or left to ksoftirqd), and the next period starts from then
+        let late_ns = match &self.cfg.timer_late {
+            Some(l) => l.draw_ns(&mut self.timer_late_state),
+            None => 0,
+        };
+        self.period_timer_ns = Some((runs.0.saturating_mul(tick) - phase).saturating_add(late_ns));
     }
 
     /// linux block/blk-iocost.c: ioc_refresh_vrate().

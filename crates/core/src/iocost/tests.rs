@@ -193,6 +193,42 @@ fn period_timer_is_jiffy_quantised() {
     }
 }
 
+#[test]
+fn a_late_period_timer_starts_the_next_period_from_when_it_ran() {
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    // (constant lateness in ms, first run, second run): HZ=250, 50 ms
+    // periods (usecs_to_jiffies: 13 ticks), a submit at 1.5 ms (jiffy 0)
+    for (late_ms, first_ms, second_ms) in [(None, 56, 112), (Some(0), 56, 112), (Some(5), 61, 121)]
+    {
+        let timer_late = late_ms.map(|ms: u64| crate::time::TimerLateness {
+            quantiles_ns: [ms * 1_000_000; 7],
+            seed: 3,
+        });
+        let mut c = IoCost::new(
+            IoCostConfig {
+                hz: 250,
+                timer_late,
+                ..IoCostConfig::default()
+            },
+            &t,
+        );
+        c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
+        let _ = c.on_submit(&mut io(1, a, IoOp::Read, 1), Instant::from_us(1_500));
+        // due at jiffy 13 + 1 (56 ms), run `late` after it
+        assert_eq!(c.next_deadline(), Some(Instant::from_ms(first_ms)));
+        let mut rel = Vec::new();
+        c.on_timer(Instant::from_ms(first_ms), &mut rel);
+        // the IO is still in flight: the next period starts at the late
+        // run, in jiffy 15 (60 ms) rather than 14, due at 15 + 13 + 1
+        assert_eq!(
+            c.next_deadline(),
+            Some(Instant::from_ms(second_ms)),
+            "late {late_ms:?}"
+        );
+    }
+}
+
 // ---- weights (propagate_weights, current_hweight) ----------------------------------------------------------
 
 #[test]
