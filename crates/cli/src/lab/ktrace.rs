@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `vrate_adj_per_s` | `iocost_ioc_vrate_adj` events per second (the tracepoint fires when the base vrate is adjusted, busy_level changes or a group lags) |
 //! | `busy.max`, `busy.min`, `busy.ge4_pct` | `busy=` over those events; % of events at 4 or more (where vrate starts to fall) |
-//! | `vrate.sNN` | the base vrate in % at the end of second NN (the last event's new vrate) |
+//! | `vrate.sNN` | the base vrate in % at the end of second NN: the new vrate of the last event that adjusted it (`busy > 0`, or `busy < 0` and nothing lagging); the others print 6.1's effective `vtime_rate` there |
 //! | `rq_wait_pct.mean`, `missed_pct`, `lagging_pct`, `shortages_pct` | the mean `rq_wait_pct`; % of events with a missed latency target, a lagging group, a short group |
 //! | `iocg.CGROUP.activations_per_s`, `.idles_per_s` | `iocost_iocg_activate` / `iocost_iocg_idle` per second, per cgroup |
 //! | `d2c.p50`, `d2c.p99` | issue to completion per request, ms (matched by sector) |
@@ -175,9 +175,15 @@ impl Reduction {
             let wait: f64 = self.adj.iter().map(|a| f64::from(a.1.rq_wait_pct)).sum();
             put("rq_wait_pct.mean", wait / n);
             let whole = secs.floor() as u64;
+            // ioc_adjust_base_vrate() passes the new base vrate only when
+            // it adjusts; otherwise 6.1 passes atomic64_read(&vtime_rate),
+            // the effective rate (6.2 on: the base again)
+            let adjusts =
+                |v: &crate::ktrace::VrateAdj| v.busy > 0 || (v.busy < 0 && v.lagging == 0);
             for s in 1..=whole {
                 let at = t0 + s * 1_000_000_000;
-                if let Some((_, v)) = self.adj.iter().rev().find(|(t, _)| *t <= at) {
+                let last = self.adj.iter().rev().find(|(t, v)| *t <= at && adjusts(v));
+                if let Some((_, v)) = last {
                     let pct = 100.0 * v.new as f64 / blkqos_core::iocost::VTIME_PER_USEC as f64;
                     put(&format!("vrate.s{s:02}"), pct);
                 }
@@ -312,6 +318,8 @@ mod tests {
         }
         t.push(line(500_000, "iocost_ioc_vrate_adj: [nullb1] vrate=137438->68719 busy=5 missed_ppm=1000:0 rq_wait_pct=10 lagging=0 shortages=1"));
         t.push(line(1_500_000, "iocost_ioc_vrate_adj: [nullb1] vrate=68719->137438 busy=-1 missed_ppm=0:0 rq_wait_pct=30 lagging=1 shortages=0"));
+        // 6.1 without an adjustment: the effective rate, twice the base
+        t.push(line(700_000, "iocost_ioc_vrate_adj: [nullb1] vrate=137438->137438 busy=0 missed_ppm=0:0 rq_wait_pct=0 lagging=1 shortages=0"));
         t.push(line(
             1_600_000,
             "254,0   1,0  m   N throtl [R] new slice start=1 end=26 jiffies=1",
@@ -343,10 +351,11 @@ mod tests {
         assert!((get("d2c.p50") - 2.0).abs() < 1e-9, "{m:?}");
         assert!((get("issue_gap.p50") - 100_000.0).abs() < 1e-9);
         assert_eq!(get("busy.max"), 5.0);
-        assert_eq!(get("busy.ge4_pct"), 50.0);
-        assert_eq!(get("rq_wait_pct.mean"), 20.0);
-        assert_eq!(get("lagging_pct"), 50.0);
-        // the run spans 1.902 s: second 1 ends with the first event's vrate
+        assert!((get("busy.ge4_pct") - 100.0 / 3.0).abs() < 1e-9);
+        assert!((get("rq_wait_pct.mean") - 40.0 / 3.0).abs() < 1e-9);
+        assert!((get("lagging_pct") - 200.0 / 3.0).abs() < 1e-9);
+        // the run spans 1.902 s: second 1 ends with the first event's
+        // vrate, the last that adjusted it
         assert!((get("vrate.s01") - 50.0).abs() < 0.01);
         assert!(!m.contains_key("trace.vrate.s02"));
         assert_eq!(get("throtl.timer_delay.p50"), 22.0);
