@@ -18,9 +18,15 @@ places each event on the grid. Lateness = event time − due tick. Periods
 the trace gating hides (no event) and negative outliers (an event whose
 `now` was read long before it was written) are left out.
 
-Prints, per kernel, the lateness's p1, p10, p50, p75, p90, p95 and p99 in
-ns over all that kernel's traces, the traces used and the count; the lab
-gives the simulated iocost that lateness (`iocost_timer_late_ns`).
+Late runs come in runs: a period timer a tick or more late is followed by
+another such run far more often than an on-time one is. So the lateness
+is kept twice, after a run on time (less than a tick late) and after one
+a tick or more late. Prints, per kernel, the p1, p10, p50, p75, p90, p95
+and p99 in ns over all that kernel's traces of all runs (`late_ns`), of
+the runs after an on-time one (`after_on_time_ns`) and after a late one
+(`after_late_ns`), how often a late run follows each, the traces used and
+the counts; the lab gives the simulated iocost the two conditional ones
+(`iocost_timer_late_ns`).
 """
 import json
 import lzma
@@ -63,24 +69,38 @@ def lateness_us(trace):
     for a, b in zip(ts, ts[1:]):
         due = (math.floor(a / TICK_US) + ticks) * TICK_US
         lat = b - due
-        # a hidden period or an outlier
-        if 0 <= lat < 5 * TICK_US:
-            late.append(lat)
+        # a hidden period or an outlier: None
+        late.append(lat if 0 <= lat < 5 * TICK_US else None)
     return late, ticks
+
+
+def quantiles_ns(v):
+    v = sorted(v)
+    return [round(v[min(len(v) - 1, int(p * len(v)))] * 1000) for p in PROBS]
 
 
 def main():
     out = {}
     for kernel, traces in TRACES.items():
-        late = []
+        late, after_on_time, after_late = [], [], []
         used = {}
         for t in traces:
-            l, ticks = lateness_us(t)
-            late += l
-            used[t] = {"ticks": ticks, "events": len(l)}
-        late.sort()
-        q = [round(late[min(len(late) - 1, int(p * len(late)))] * 1000) for p in PROBS]
-        out[kernel] = {"traces": used, "late_ns": q, "events": len(late)}
+            seq, ticks = lateness_us(t)
+            late += [x for x in seq if x is not None]
+            for a, b in zip(seq, seq[1:]):
+                if a is not None and b is not None:
+                    (after_late if a >= TICK_US else after_on_time).append(b)
+            used[t] = {"ticks": ticks, "events": sum(x is not None for x in seq)}
+        share = lambda v: round(sum(x >= TICK_US for x in v) / len(v), 3)
+        out[kernel] = {
+            "traces": used,
+            "late_ns": quantiles_ns(late),
+            "after_on_time_ns": quantiles_ns(after_on_time),
+            "after_late_ns": quantiles_ns(after_late),
+            "late_after_on_time": share(after_on_time),
+            "late_after_late": share(after_late),
+            "events": len(late),
+        }
     print(json.dumps(out, indent=1))
 
 

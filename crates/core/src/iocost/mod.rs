@@ -327,6 +327,9 @@ pub struct IoCost {
     /// The stream of the period timer's lateness draws
     /// ([`IoCostConfig::timer_late`]).
     timer_late_state: u64,
+    /// The last period timer's run was a tick or more late (the next
+    /// draw is from the lateness after a late run).
+    timer_ran_late: bool,
     /// The groups' armed wait-queue timers, earliest first.
     waitq_timers: TimerQueue,
     lat: LatCounters,
@@ -393,6 +396,7 @@ impl IoCost {
             active_list: VecDeque::new(),
             period_timer_ns: None,
             timer_late_state: cfg.timer_late.map_or(0, |l| l.stream()),
+            timer_ran_late: false,
             waitq_timers: TimerQueue::new(tree.len()),
             lat: LatCounters::default(),
             life: vec![lifecycle::Life::Online; tree.len()],

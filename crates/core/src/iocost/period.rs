@@ -218,9 +218,10 @@ impl IoCost {
         // the host runs the function late (the timer softirq behind other
         // work, or left to ksoftirqd), and the next period starts from then
         let late_ns = match &self.cfg.timer_late {
-            Some(l) => l.draw_ns(&mut self.timer_late_state),
+            Some(l) => l.draw_ns(&mut self.timer_late_state, self.timer_ran_late),
             None => 0,
         };
+        self.timer_ran_late = late_ns >= tick;
         self.period_timer_ns = Some((runs.0.saturating_mul(tick) - phase).saturating_add(late_ns));
     }
 

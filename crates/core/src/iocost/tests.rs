@@ -202,7 +202,7 @@ fn a_late_period_timer_starts_the_next_period_from_when_it_ran() {
     for (late_ms, first_ms, second_ms) in [(None, 56, 112), (Some(0), 56, 112), (Some(5), 61, 121)]
     {
         let timer_late = late_ms.map(|ms: u64| crate::time::TimerLateness {
-            quantiles_ns: [ms * 1_000_000; 7],
+            quantiles_ns: [[ms * 1_000_000; 7]; 2],
             seed: 3,
         });
         let mut c = IoCost::new(
@@ -227,6 +227,38 @@ fn a_late_period_timer_starts_the_next_period_from_when_it_ran() {
             "late {late_ms:?}"
         );
     }
+}
+
+#[test]
+fn the_lateness_after_a_late_run_is_drawn_from_its_own_distribution() {
+    let t = tree(&["/a"]);
+    let a = t.get("/a").unwrap();
+    // 5 ms (more than a 4 ms tick) after a run on time, none after a
+    // late one: the runs alternate
+    let timer_late = Some(crate::time::TimerLateness {
+        quantiles_ns: [[5_000_000; 7], [0; 7]],
+        seed: 1,
+    });
+    let mut c = IoCost::new(
+        IoCostConfig {
+            hz: 250,
+            timer_late,
+            ..IoCostConfig::default()
+        },
+        &t,
+    );
+    c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
+    let _ = c.on_submit(&mut io(1, a, IoOp::Read, 1), Instant::from_us(1_500));
+    let mut runs_ms = Vec::new();
+    let mut rel = Vec::new();
+    for _ in 0..4 {
+        let d = c.next_deadline().unwrap();
+        runs_ms.push(d.0 / 1_000_000);
+        c.on_timer(d, &mut rel);
+    }
+    // due 56 (late: 61), from jiffy 15 due 116 (on time), from jiffy 29
+    // due 172 (late: 177), from jiffy 44 due 232
+    assert_eq!(runs_ms, [61, 116, 177, 232]);
 }
 
 // ---- weights (propagate_weights, current_hweight) ----------------------------------------------------------
