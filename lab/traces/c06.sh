@@ -10,12 +10,13 @@ echo "$dev enable=1 ctrl=user rpct=90.00 rlat=3500 wpct=90 wlat=3500 min=80 max=
 mkdir -p /sys/fs/cgroup/cgA /sys/fs/cgroup/cgB
 T=/sys/kernel/tracing
 echo 0 > $T/tracing_on; echo > $T/trace; echo 131072 > $T/buffer_size_kb
-# INUSE=1 (KLAB_PASS=INUSE) adds iocost's donation tracepoints
+# INUSE=1 (KLAB_PASS=INUSE) adds iocost's donation tracepoints; BS=32k or 256k
+# (KLAB_PASS=BS) gives cgB the block size of c07 or c08
 inuse=""; [ "${INUSE:-0}" = 1 ] && inuse="iocost/iocost_inuse_shortage iocost/iocost_inuse_transfer iocost/iocost_inuse_adjust iocost/iocost_iocg_forgive_debt"
 for e in iocost/iocost_ioc_vrate_adj iocost/iocost_iocg_activate iocost/iocost_iocg_idle $inuse block/block_rq_complete block/block_rq_issue block/block_rq_insert block/block_getrq; do echo 1 > $T/events/$e/enable; done
 echo 1 > $T/tracing_on
 sh -c "echo \$\$ > /sys/fs/cgroup/cgA/cgroup.procs; exec fio --name=cgA --filename=/dev/nullb1 --direct=1 --ioengine=libaio --norandommap --rw=randrw --rwmixread=50 --bs=1m --iodepth=128 --runtime=10 --time_based --group_reporting --unified_rw_reporting=mixed --output-format=json --output=/mnt/fio-a.json" &
-sh -c "echo \$\$ > /sys/fs/cgroup/cgB/cgroup.procs; exec fio --name=cgB --filename=/dev/nullb1 --direct=1 --ioengine=libaio --norandommap --rw=randrw --rwmixread=50 --bs=4k --iodepth=1 --rate_iops=100 --runtime=10 --time_based --group_reporting --unified_rw_reporting=mixed --output-format=json --output=/mnt/fio-b.json" &
+sh -c "echo \$\$ > /sys/fs/cgroup/cgB/cgroup.procs; exec fio --name=cgB --filename=/dev/nullb1 --direct=1 --ioengine=libaio --norandommap --rw=randrw --rwmixread=50 --bs=${BS:-4k} --iodepth=1 --rate_iops=100 --runtime=10 --time_based --group_reporting --unified_rw_reporting=mixed --output-format=json --output=/mnt/fio-b.json" &
 wait
 echo 0 > $T/tracing_on
 cat $T/trace > /mnt/trace.txt
