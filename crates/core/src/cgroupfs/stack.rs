@@ -261,7 +261,8 @@ impl ControllerOptions {
 }
 
 impl ControllerOptions {
-    /// `iocost_timer_late_ns`: the seven quantiles (the seed is kept).
+    /// `iocost_timer_late_ns`: seven quantiles, or fourteen (after a run on
+    /// time, then after a late one); the seed is kept.
     fn set_iocost_timer_late(&mut self, value: &str) -> Result<(), String> {
         let seed = self.iocost_timer_late.map_or(0, |l| l.seed);
         let l = crate::time::TimerLateness::parse(value)

@@ -142,9 +142,14 @@
 //!   [`crate::time::timer_wheel_expiry`]). Its [`crate::time::Jiffies`]
 //!   read 0 at the run's first tick (blk-throttle's start at
 //!   `jiffies_at_start`), which only moves where the coarser levels round
-//!   to. Wait-queue hrtimers fire at their soft expiry (the kernel may run
-//!   them up to the 1% slack later). Due timers run in the order: knob
-//!   writes, period timer, wait-queue timers by expiry, then group index.
+//!   to. A host can run its function later still
+//!   ([`IoCostConfig::timer_late`], a measured lateness drawn per period,
+//!   after an on-time run or after one a tick or more late:
+//!   [`crate::time::lateness`]), and the next period starts from the late
+//!   run, as `ioc_start_period()` reads `jiffies` then. Wait-queue
+//!   hrtimers fire at their soft expiry (the kernel may run them up to the
+//!   1% slack later). Due timers run in the order: knob writes, period
+//!   timer, wait-queue timers by expiry, then group index.
 //! * Divisors the kernel guarantees non-zero are clamped to ≥ 1, and a few
 //!   64-bit products the kernel could overflow in absurd cases (e.g. `100 ×
 //!   vover`) are computed in 128 bits, so no input panics.
