@@ -97,6 +97,10 @@ impl IoFlags {
     /// expired inodes (`wbc->for_background`, `wbc->for_kupdate`), as
     /// opposed to a sync's (`WB_SYNC_ALL`, [`IoFlags::SYNC`]).
     pub const BACKGROUND: IoFlags = IoFlags(512);
+    /// Submitted right after its task slept (fio's `thinktime`): a host
+    /// that was idle meanwhile can be slower to complete it (the lab's
+    /// emulated 6.1 guest: `h01` against `h02`).
+    pub const AFTER_SLEEP: IoFlags = IoFlags(1024);
 
     /// Are all of `other`'s flags set?
     #[inline]

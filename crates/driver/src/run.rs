@@ -727,6 +727,9 @@ impl<B: Backend> Loop<'_, B> {
         if jio.verify_list {
             flags = flags.with(IoFlags::VERIFY_LIST);
         }
+        if jio.after_sleep {
+            flags = flags.with(IoFlags::AFTER_SLEEP);
+        }
         Io {
             ioprio: jio.ioprio,
             id: IoId::default(),

@@ -57,6 +57,9 @@ pub struct JobIo {
     pub start_time: Instant,
     /// A read-back from the verify log (fio `IO_U_F_VER_LIST`).
     pub verify_list: bool,
+    /// The first IO after a thinktime sleep (the device model may
+    /// complete it later: [`blkqos_core::IoFlags::AFTER_SLEEP`]).
+    pub after_sleep: bool,
     /// The IO's priority (fio `io_u->ioprio`; 0: none).
     pub ioprio: u16,
     /// Its index in the direction's per-priority latencies
@@ -370,6 +373,9 @@ pub struct Job {
     /// Completions delivered by the driver but not reaped yet: the
     /// libaio event ring / io_uring CQ that fio's getevents calls read.
     ring: VecDeque<Reaped>,
+    /// A thinktime sleep ended and no IO was prepared since
+    /// ([`JobIo::after_sleep`]).
+    slept: bool,
     last_think_blocks: u64,
     rwmix_ddir: Ddir,
     rwmix_issues: u64,
@@ -524,6 +530,7 @@ impl Job {
             last_issued_write: false,
             reaped: 0,
             ring: VecDeque::new(),
+            slept: false,
             last_think_blocks: 0,
             rwmix_ddir: first_dir,
             rwmix_issues: 0,
@@ -1262,6 +1269,7 @@ impl Job {
             After::IssueDir(d) => return Step::Issue(d),
             After::Top { slept_from, ddir } => {
                 self.credit_thinktime(ddir, now - slept_from);
+                self.slept = true;
                 self.phase = Phase::Top;
             }
             After::Retry => self.phase = Phase::Top,
@@ -1523,12 +1531,18 @@ impl Job {
             }
         };
         let (ioprio, prio_index) = self.prio.pick(ddir, len);
+        // read, and cleared only when set: no store on the usual path
+        let after_sleep = self.slept;
+        if after_sleep {
+            self.slept = false;
+        }
         let io = JobIo {
             ddir,
             offset,
             len,
             start_time: now,
             verify_list: false,
+            after_sleep,
             ioprio,
             prio_index,
         };

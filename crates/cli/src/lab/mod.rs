@@ -131,6 +131,11 @@ pub struct LabHost {
     /// guest completes a null_blk request, median and 99th percentile in
     /// ns (`trace.d2c` less the 20 µs completion time).
     pub completion_late_ns: Option<(u64, u64)>,
+    /// From the `h01-qd1-thinktime` traces, the same for a request
+    /// submitted right after fio's thinktime sleep: the guest was idle,
+    /// and 6.1's completes later (median 0.10-0.11 ms against h02's
+    /// 0.05-0.07 ms, p99 1.2-1.4 ms against 0.25-0.34).
+    pub completion_late_after_sleep_ns: Option<(u64, u64)>,
     /// From `lab/traces/restart.json` (`restart.py` over the kernel
     /// traces of a saturated null_blk): how long after its bandwidth tick
     /// the guest dispatches the restarted queue, median, p90 and p99 in
@@ -206,10 +211,14 @@ impl LabHost {
             Some(pipelined) => 1e9 / pipelined,
             None => (1e9 / rt - CALIBRATION_COMPLETION_NS).max(0.0),
         };
-        let completion_late_ns = completion_lateness(lab, kernel);
-        // the mean completion of the simulated calibration device
+        let completion_late_ns = completion_lateness(lab, kernel, "h02-qd1-roundtrip");
+        let completion_late_after_sleep_ns = completion_lateness(lab, kernel, "h01-qd1-thinktime");
+        // the mean completion of the simulated calibration device, for
+        // h01's IOs (each right after a sleep) when its traces say
         let completion = CALIBRATION_COMPLETION_NS
-            + completion_late_ns.map_or(0.0, |(p50, p99)| lognormal_mean(p50, p99));
+            + completion_late_after_sleep_ns
+                .or(completion_late_ns)
+                .map_or(0.0, |(p50, p99)| lognormal_mean(p50, p99));
         let late = (1e9 / tt - CALIBRATION_THINK_NS - submit - completion).max(0.0);
         let syscall_ns = blkqos_driver::pagecache::PageCacheConfig::default().syscall_ns as f64;
         let copy_bytes_per_s = mean_of(lab, kernel, "h04-buffered-copy", "r.write.iops")?
@@ -222,6 +231,7 @@ impl LabHost {
             copy_bytes_per_s,
             cpus: guest_cpus(lab, kernel).unwrap_or(1),
             completion_late_ns,
+            completion_late_after_sleep_ns,
             restart_ns: restart_delays(lab),
             writeback_piece_ns: writeback_piece(lab, kernel),
             iocost_timer_late_ns: iocost_timer_late(lab, kernel),
@@ -357,13 +367,13 @@ fn max_sectors(dir: &Path) -> Option<u64> {
 }
 
 /// The guest's completion lateness: the mean over the kernel's recorded
-/// `h02-qd1-roundtrip` runs with a trace of `trace.d2c.p50` and `.p99`
-/// (ms), less the 20 µs completion time, in ns.
-fn completion_lateness(lab: &Path, kernel: &str) -> Option<(u64, u64)> {
+/// runs of calibration job `job` with a trace of `trace.d2c.p50` and
+/// `.p99` (ms), less the 20 µs completion time, in ns.
+fn completion_lateness(lab: &Path, kernel: &str, job: &str) -> Option<(u64, u64)> {
     let kdir = lab.join("fixtures").join(kernel);
     let (mut p50, mut p99, mut n) = (0.0, 0.0, 0.0);
     for e in std::fs::read_dir(&kdir).ok()?.flatten() {
-        let path = e.path().join("h02-qd1-roundtrip/trace.json");
+        let path = e.path().join(job).join("trace.json");
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
@@ -583,6 +593,10 @@ fn sim_experiment(
             if let Some((p50, p99)) = h.completion_late_ns {
                 set(&mut exp, "late_p50_ns", p50)?;
                 set(&mut exp, "late_p99_ns", p99)?;
+            }
+            if let Some((p50, p99)) = h.completion_late_after_sleep_ns {
+                set(&mut exp, "late_sleep_p50_ns", p50)?;
+                set(&mut exp, "late_sleep_p99_ns", p99)?;
             }
             if let (true, Some(rate)) = (job.memory_backed, h.copy_bytes_per_s) {
                 set(&mut exp, "copy_bytes_per_s", rate)?;
@@ -1386,7 +1400,7 @@ mod tests {
     /// ms, `p99` 0.639 and 0.337 ms), their mean less the 20 µs device.
     #[test]
     fn completion_lateness_is_the_h02_traces_less_the_device() {
-        let late = completion_lateness(&lab(), "6.12.117+deb13-amd64");
+        let late = completion_lateness(&lab(), "6.12.117+deb13-amd64", "h02-qd1-roundtrip");
         assert_eq!(late, Some((68_500, 468_000)));
         let host = LabHost::measure(&lab(), "6.12.117+deb13-amd64")
             .unwrap()
@@ -1395,7 +1409,18 @@ mod tests {
         // the log-normal's mean is above its median (the tail)
         let mean = lognormal_mean(68_500, 468_000);
         assert!((90_000.0..100_000.0).contains(&mean), "{mean}");
-        assert_eq!(completion_lateness(&lab(), "no-such-kernel"), None);
+        assert_eq!(
+            completion_lateness(&lab(), "no-such-kernel", "h02-qd1-roundtrip"),
+            None
+        );
+        // after a sleep: h01's runs with a trace (6.1: d2c p50 0.122 and
+        // 0.133 ms, p99 1.374 and 1.177 ms), later than h02's
+        let host = LabHost::measure(&lab(), "6.1.0-50-amd64").unwrap().unwrap();
+        assert_eq!(
+            host.completion_late_after_sleep_ns,
+            Some((107_500, 1_255_500))
+        );
+        assert!(host.completion_late_ns.unwrap().0 < 107_500);
     }
 
     /// fio's %util window: a run whose device was busy 2,900 ms of a

@@ -893,6 +893,11 @@ fn null_host_quantiles_out_of_order_are_refused() {
     for (device, key, value) in [
         ("null,late_p50_ns=100,late_p99_ns=50", "late_p99_ns", "`50`"),
         (
+            "null,late_sleep_p50_ns=100,late_sleep_p99_ns=50",
+            "late_sleep_p99_ns",
+            "`50`",
+        ),
+        (
             "null,mbps=4,restart_p50_ns=100,restart_p90_ns=50,restart_p99_ns=200",
             "restart_p90_ns",
             "`50`",

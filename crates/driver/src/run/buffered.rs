@@ -206,6 +206,7 @@ impl<B: Backend> Loop<'_, B> {
                 len: io.len,
                 start_time: now,
                 verify_list: false,
+                after_sleep: false,
                 ioprio: io.ioprio,
                 prio_index: 0,
             },

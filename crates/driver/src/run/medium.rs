@@ -194,6 +194,7 @@ mod tests {
             len,
             start_time: Instant::ZERO,
             verify_list: false,
+            after_sleep: false,
             ioprio: 0,
             prio_index: 0,
         }

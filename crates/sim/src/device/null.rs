@@ -83,6 +83,9 @@ pub struct NullBlk {
     mq: Option<Box<MqStage>>,
     /// How late the host completes each request ([`Lateness`]).
     late: Option<Lateness>,
+    /// How late it completes a request submitted right after its task
+    /// slept ([`blkqos_core::IoFlags::AFTER_SLEEP`]); `None`: as `late`.
+    late_after_sleep: Option<Lateness>,
     /// How long after a tick the host dispatches a restarted queue
     /// (the kblockd worker's wake-up, [`QuantileDelay`]).
     restart: Option<QuantileDelay>,
@@ -155,6 +158,7 @@ impl NullBlk {
             zones: None,
             mq: None,
             late: None,
+            late_after_sleep: None,
             restart: None,
             copy_bytes_per_s: 0,
             copy_free_at: Instant::ZERO,
@@ -263,6 +267,17 @@ impl NullBlk {
     /// lateness); no lateness when `p50_ns` is 0.
     pub fn with_lateness(mut self, p50_ns: u64, p99_ns: u64, seed: u64) -> Self {
         self.late = (p50_ns > 0).then(|| Lateness::new(p50_ns, p99_ns.max(p50_ns), seed));
+        self
+    }
+
+    /// A request submitted right after its task slept (fio's thinktime)
+    /// completes late by a log-normal delay with median `p50_ns` and 99th
+    /// percentile `p99_ns` instead (an emulated guest that was idle:
+    /// the lab's `h01` traces against `h02`'s); as the others when
+    /// `p50_ns` is 0.
+    pub fn with_lateness_after_sleep(mut self, p50_ns: u64, p99_ns: u64, seed: u64) -> Self {
+        self.late_after_sleep = (p50_ns > 0)
+            .then(|| Lateness::new(p50_ns, p99_ns.max(p50_ns), seed ^ 0x1F83_D9AB_FB41_BD6B));
         self
     }
 
@@ -530,7 +545,16 @@ impl DeviceModel for NullBlk {
     }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let (at, e) = self.serve(io, now);
-        if self.late.is_none() || at == HELD {
+        if at == HELD {
+            return (at, e);
+        }
+        if let (true, Some(l)) = (
+            io.flags.contains(blkqos_core::IoFlags::AFTER_SLEEP),
+            self.late_after_sleep.as_mut(),
+        ) {
+            return (at + Duration(l.draw_ns()), e);
+        }
+        if self.late.is_none() {
             return (at, e);
         }
         (at + Duration(self.late_ns()), e)
@@ -589,6 +613,32 @@ mod tests {
             submitter: blkqos_core::Submitter(who),
             ..io(len)
         }
+    }
+
+    /// A request submitted right after its task slept is late by the
+    /// after-sleep lateness; the others by the usual one; without an
+    /// after-sleep lateness both by the usual one.
+    #[test]
+    fn a_request_after_a_sleep_takes_the_after_sleep_lateness() {
+        let t0 = Instant(1_000_000);
+        let after_sleep = |i: Io| Io {
+            flags: i.flags.with(IoFlags::AFTER_SLEEP),
+            ..i
+        };
+        let mut d = NullBlk::new(20_000, 1, 64, None, 1 << 40, 1)
+            .with_lateness(5_000, 5_000, 1)
+            .with_lateness_after_sleep(300_000, 300_000, 1);
+        assert_eq!(d.service(&io(4096), t0).0, t0 + Duration(25_000));
+        assert_eq!(
+            d.service(&after_sleep(io(4096)), t0).0,
+            t0 + Duration(320_000)
+        );
+        let mut plain =
+            NullBlk::new(20_000, 1, 64, None, 1 << 40, 1).with_lateness(5_000, 5_000, 1);
+        assert_eq!(
+            plain.service(&after_sleep(io(4096)), t0).0,
+            t0 + Duration(25_000)
+        );
     }
 
     /// Two CPUs, 4 MB/s (20 × 4 KiB per tick): submitter 0 runs on CPU 0,

@@ -106,6 +106,16 @@ impl ModelKind {
                     "that delay's 99th percentile (at least late_p50_ns)",
                 ),
                 (
+                    "late_sleep_p50_ns",
+                    "0",
+                    "a request submitted right after its task slept (fio thinktime) is late by a log-normal delay with this median instead (an idle emulated guest; 0 = as the others)",
+                ),
+                (
+                    "late_sleep_p99_ns",
+                    "0",
+                    "that delay's 99th percentile (at least late_sleep_p50_ns)",
+                ),
+                (
                     "zoned",
                     "0",
                     "1: null_blk's zoned mode (writes at each sequential zone's write pointer)",
@@ -559,6 +569,14 @@ impl DeviceSpec {
         if self.get("late_p50_ns") > 0 && self.get("late_p99_ns") < self.get("late_p50_ns") {
             return Err(bad("late_p99_ns", "must be at least late_p50_ns"));
         }
+        if self.get("late_sleep_p50_ns") > 0
+            && self.get("late_sleep_p99_ns") < self.get("late_sleep_p50_ns")
+        {
+            return Err(bad(
+                "late_sleep_p99_ns",
+                "must be at least late_sleep_p50_ns",
+            ));
+        }
         if self.get("restart_p90_ns") < self.get("restart_p50_ns") {
             return Err(bad("restart_p90_ns", "must be at least restart_p50_ns"));
         }
@@ -726,6 +744,7 @@ impl DeviceSpec {
         )
         .with_cpus(g("cpus") as u32, self.seed)
         .with_lateness(g("late_p50_ns"), g("late_p99_ns"), self.seed)
+        .with_lateness_after_sleep(g("late_sleep_p50_ns"), g("late_sleep_p99_ns"), self.seed)
         .with_copy_rate(g("copy_bytes_per_s"))
         .with_restart_delay(
             g("restart_p50_ns"),

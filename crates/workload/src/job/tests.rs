@@ -110,6 +110,25 @@ fn thinktime_blocks_burst() {
     assert!(job.stats.depth_level[0] as f64 / job.stats.issued[Ddir::Read] as f64 > 0.97);
 }
 
+/// The first IO after a thinktime sleep says so (the device model may
+/// complete it later); the others do not.
+#[test]
+fn the_first_io_after_a_thinktime_sleep_is_marked() {
+    let mut s = JobSpec::new("t");
+    s.rw = RwMode::RandRead;
+    s.thinktime = Duration::from_ms(1);
+    s.thinktime_blocks = 2;
+    s.time_based = true;
+    s.runtime = Some(Duration::from_ms(20));
+    let (_, ios) = run(s, Duration::from_us(10), Instant::from_ms(20));
+    let marks: Vec<bool> = ios.iter().map(|io| io.after_sleep).collect();
+    // two IOs per sleep: the first of each pair after the first is marked
+    assert!(marks.len() >= 10, "{}", marks.len());
+    for (k, m) in marks.iter().enumerate() {
+        assert_eq!(*m, k >= 2 && k % 2 == 0, "IO {k}: {marks:?}");
+    }
+}
+
 #[test]
 fn size_bound_job_covers_region_once() {
     let mut s = JobSpec::new("m");

@@ -109,6 +109,7 @@ impl Job {
             len,
             start_time: now,
             verify_list: true,
+            after_sleep: std::mem::take(&mut self.slept),
             ioprio,
             prio_index,
         };
