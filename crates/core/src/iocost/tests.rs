@@ -193,51 +193,16 @@ fn period_timer_is_jiffy_quantised() {
     }
 }
 
-#[test]
-fn a_late_period_timer_starts_the_next_period_from_when_it_ran() {
+/// The first `n` period timer runs (ms) at HZ=250 with the default 50 ms
+/// period (usecs_to_jiffies: 13 ticks), a group's IO in flight from 1.5
+/// ms (jiffy 0) on, the host's timer lateness `quantiles_ns` (after an
+/// on-time run, after a late one).
+fn period_runs_ms(quantiles_ns: Option<[[u64; 7]; 2]>, n: usize) -> Vec<u64> {
     let t = tree(&["/a"]);
     let a = t.get("/a").unwrap();
-    // (constant lateness in ms, first run, second run): HZ=250, 50 ms
-    // periods (usecs_to_jiffies: 13 ticks), a submit at 1.5 ms (jiffy 0)
-    for (late_ms, first_ms, second_ms) in [(None, 56, 112), (Some(0), 56, 112), (Some(5), 61, 121)]
-    {
-        let timer_late = late_ms.map(|ms: u64| crate::time::TimerLateness {
-            quantiles_ns: [[ms * 1_000_000; 7]; 2],
-            seed: 3,
-        });
-        let mut c = IoCost::new(
-            IoCostConfig {
-                hz: 250,
-                timer_late,
-                ..IoCostConfig::default()
-            },
-            &t,
-        );
-        c.apply_qos(&parse_qos("8:0 enable=1").unwrap()).unwrap();
-        let _ = c.on_submit(&mut io(1, a, IoOp::Read, 1), Instant::from_us(1_500));
-        // due at jiffy 13 + 1 (56 ms), run `late` after it
-        assert_eq!(c.next_deadline(), Some(Instant::from_ms(first_ms)));
-        let mut rel = Vec::new();
-        c.on_timer(Instant::from_ms(first_ms), &mut rel);
-        // the IO is still in flight: the next period starts at the late
-        // run, in jiffy 15 (60 ms) rather than 14, due at 15 + 13 + 1
-        assert_eq!(
-            c.next_deadline(),
-            Some(Instant::from_ms(second_ms)),
-            "late {late_ms:?}"
-        );
-    }
-}
-
-#[test]
-fn the_lateness_after_a_late_run_is_drawn_from_its_own_distribution() {
-    let t = tree(&["/a"]);
-    let a = t.get("/a").unwrap();
-    // 5 ms (more than a 4 ms tick) after a run on time, none after a
-    // late one: the runs alternate
-    let timer_late = Some(crate::time::TimerLateness {
-        quantiles_ns: [[5_000_000; 7], [0; 7]],
-        seed: 1,
+    let timer_late = quantiles_ns.map(|q| crate::time::TimerLateness {
+        quantiles_ns: q,
+        seed: 3,
     });
     let mut c = IoCost::new(
         IoCostConfig {
@@ -251,14 +216,34 @@ fn the_lateness_after_a_late_run_is_drawn_from_its_own_distribution() {
     let _ = c.on_submit(&mut io(1, a, IoOp::Read, 1), Instant::from_us(1_500));
     let mut runs_ms = Vec::new();
     let mut rel = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..n {
         let d = c.next_deadline().unwrap();
         runs_ms.push(d.0 / 1_000_000);
         c.on_timer(d, &mut rel);
     }
-    // due 56 (late: 61), from jiffy 15 due 116 (on time), from jiffy 29
-    // due 172 (late: 177), from jiffy 44 due 232
-    assert_eq!(runs_ms, [61, 116, 177, 232]);
+    runs_ms
+}
+
+#[test]
+fn a_late_period_timer_starts_the_next_period_from_when_it_ran() {
+    // due at jiffy 13 + 1 (56 ms), run `late` after it; the IO is still
+    // in flight, so the next period starts at the run: a late run in
+    // jiffy 15 (60 ms) rather than 14 is due at 15 + 13 + 1
+    assert_eq!(period_runs_ms(None, 2), [56, 112]);
+    assert_eq!(period_runs_ms(Some([[0; 7]; 2]), 2), [56, 112]);
+    assert_eq!(period_runs_ms(Some([[5_000_000; 7]; 2]), 2), [61, 121]);
+}
+
+#[test]
+fn the_lateness_after_a_late_run_is_drawn_from_its_own_distribution() {
+    // 5 ms (more than a 4 ms tick) after a run on time, none after a
+    // late one: the runs alternate. Due 56 (late: 61), from jiffy 15 due
+    // 116 (on time), from jiffy 29 due 172 (late: 177), from jiffy 44 due
+    // 232
+    assert_eq!(
+        period_runs_ms(Some([[5_000_000; 7], [0; 7]]), 4),
+        [61, 116, 177, 232]
+    );
 }
 
 // ---- weights (propagate_weights, current_hweight) ----------------------------------------------------------
