@@ -39,7 +39,9 @@
 //! `restart_p50/p90/p99_ns`, how late the worker runs the queue after a
 //! tick restarted it or a request was inserted (the staging then applies
 //! with one CPU too); `late_p50/p99_ns`, how late each completion comes
-//! ([`super::lateness`]); `copy_bytes_per_s`, the copy of each
+//! ([`super::lateness`]), and `late_sleep_p50/p99_ns`, how late it comes
+//! for a request submitted right after its task slept
+//! (`IoFlags::AFTER_SLEEP`: an idle guest is slower); `copy_bytes_per_s`, the copy of each
 //! request's data of a memory-backed null_blk, one request after another
 //! (`null_handle_memory_backed`).
 //!
