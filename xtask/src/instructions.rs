@@ -73,6 +73,20 @@ pub const USAGE: &str = "usage: cargo xtask instructions [--case=N] [--seconds=S
     instructions per simulated IO of `blkqos bench sim --case=N` (default 0) under callgrind:\n\
     (run of 2·S s − run of S s) / IO difference (S default 1); --bin measures another build\n";
 
+/// Build the workspace's release `blkqos` and return its path.
+pub fn build_release(workspace: &Path) -> Result<PathBuf, String> {
+    let ok = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "-q", "-p", "blkqos"])
+        .current_dir(workspace)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?
+        .success();
+    if !ok {
+        return Err("cargo build --release -p blkqos failed".into());
+    }
+    Ok(super::target_dir().join("release/blkqos"))
+}
+
 pub fn main(args: &[String], workspace: &Path) -> Result<(), String> {
     let (mut case, mut seconds, mut bin) = (0u32, 1u32, None::<PathBuf>);
     for a in args {
@@ -89,18 +103,7 @@ pub fn main(args: &[String], workspace: &Path) -> Result<(), String> {
     }
     let bin = match bin {
         Some(b) => b,
-        None => {
-            let ok = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "--release", "-q", "-p", "blkqos"])
-                .current_dir(workspace)
-                .status()
-                .map_err(|e| format!("cannot run cargo: {e}"))?
-                .success();
-            if !ok {
-                return Err("cargo build --release -p blkqos failed".into());
-            }
-            super::target_dir().join("release/blkqos")
-        }
+        None => build_release(workspace)?,
     };
     let short = run_once(&bin, case, seconds)?;
     let long = run_once(&bin, case, 2 * seconds)?;

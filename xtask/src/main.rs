@@ -23,8 +23,12 @@
 //!
 //! `cargo xtask instructions` counts the simulator's instructions per IO
 //! (see `instructions.rs`): the guard on the hot path's cost.
+//! `cargo xtask same --base=OLD` checks that two builds give the same
+//! results byte for byte (see `same.rs`): the guard on a change that must
+//! not change behaviour.
 
 mod instructions;
+mod same;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -219,6 +223,7 @@ fn usage() -> String {
     }
     s.push_str("  all        every tier in turn\n\n");
     s.push_str(instructions::USAGE);
+    s.push_str(same::USAGE);
     s
 }
 
@@ -233,6 +238,16 @@ fn main() -> ExitCode {
         Some("instructions") => {
             let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
             return match instructions::main(&ours[1..], &ws) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Some("same") => {
+            let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            return match same::main(&ours[1..], &ws) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("{e}");
