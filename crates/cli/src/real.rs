@@ -559,6 +559,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         request_trace: Vec::new(),
         lat_hists: None,
         pagecache: None,
+        passes: 0,
     };
     Ok(ran_without_controllers(
         result,

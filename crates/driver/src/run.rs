@@ -261,6 +261,10 @@ pub struct RunResult {
     pub lat_hists: Option<LatHists>,
     /// The page cache's writeback series and per task stats.
     pub pagecache: Option<PageCacheReport>,
+    /// Passes the driver loop made: its work apart from the IOs. A run
+    /// with nothing but jobs, controllers and a backend skips the passes
+    /// that would do nothing (see `Loop::idle_until`).
+    pub passes: u64,
 }
 
 /// One completed request, as the request trace records it.
@@ -493,15 +497,21 @@ enum FlightKind {
 
 /// An in-flight IO: a job's IO, writeback or a flush, or a piece cut
 /// from one (a request of its own, `io.flags` has `FRAGMENT`; see [`split`]).
+///
+/// `repr(C)` with `kind` last: an `Option<Flight>` keeps its tag in
+/// `kind`, and with `kind` inside the struct, taking a flight out of the
+/// slab copied the bytes before it with a `memmove` call per IO.
+#[derive(Clone, Copy)]
+#[repr(C)]
 struct Flight {
-    kind: FlightKind,
-    job: u32,
-    jio: JobIo,
     io: Io,
+    jio: JobIo,
     issue_time: Instant,
     alloc_at: Instant,
     /// When it got its request; [`TAG_WAIT`] while it waits for one.
     started_at: Instant,
+    job: u32,
+    kind: FlightKind,
 }
 
 /// [`Flight::started_at`] of an IO waiting in the request queue for a tag
@@ -1363,6 +1373,7 @@ pub fn run<B: Backend>(
     // none of the periodic work: one test per pass skips all of it (these
     // stay None, and without a sink its ticks do nothing)
     let periodic_work = periodic.any() || lp.sink.is_some();
+    let lean = !periodic_work && lp.lean(opts);
     let mut pass = Passes {
         interrupted: false,
         dropped_ios: None,
@@ -1405,7 +1416,7 @@ pub fn run<B: Backend>(
         let periodic = periodic_work.then_some(&periodic);
         let deadline = lp.next_deadline(periodic, &mut pass, stopped_others, now)?;
         let deadline = poll_by(deadline, now, opts);
-        lp.wait_and_complete(deadline);
+        lp.wait_and_complete(deadline, lean.then_some(opts));
     }
     lp.into_result(t0, periodic, pass, opts)
 }
@@ -1558,18 +1569,83 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// Wait for the backend until `deadline` and complete what it returns
-    /// (the jobs' logs are handed over first).
+    /// (the jobs' logs are handed over first). In a lean run (`lean` has
+    /// its options; see [`Loop::lean`]) completions that leave nothing to
+    /// do at their instant do not end the wait: the pass the loop would
+    /// make there would change nothing, so the wait goes on to the next
+    /// completion or the deadline.
     #[inline(always)]
-    fn wait_and_complete(&mut self, deadline: Option<Instant>) {
+    fn wait_and_complete(&mut self, mut deadline: Option<Instant>, lean: Option<&RunOptions>) {
         if self.job_logs {
             self.drain_job_logs();
         }
-        self.comps.clear();
-        self.backend.wait(deadline, &mut self.comps);
-        for i in 0..self.comps.len() {
-            let c = self.comps[i];
-            self.complete(c);
+        loop {
+            self.comps.clear();
+            self.backend.wait(deadline, &mut self.comps);
+            if self.comps.is_empty() {
+                return;
+            }
+            for i in 0..self.comps.len() {
+                let c = self.comps[i];
+                self.complete(c);
+            }
+            let Some(opts) = lean else {
+                return;
+            };
+            // a stop or abandon flag set meanwhile is the next pass's
+            if flag_set(&opts.stop) || flag_set(&opts.abandon) {
+                return;
+            }
+            match self.idle_until(deadline) {
+                Some(d) => deadline = d,
+                None => return,
+            }
         }
+    }
+
+    /// Can this run skip the passes that would do nothing ([`Loop::idle_until`])?
+    /// Only when nothing but the jobs, the controllers and the backend acts
+    /// between passes: no periodic work (checked by the caller), no
+    /// invariant checks after every pass, no job through the page cache
+    /// (its copies, dirty pages and writeback act between passes; without
+    /// a buffered job it only counts the device's writes, at their
+    /// completions), no exit rules, batched submits, job logs or offloaded
+    /// reaps. (The stop and abandon flags are looked at after each
+    /// completion.)
+    #[inline(never)]
+    fn lean(&self, opts: &RunOptions) -> bool {
+        !opts.check_invariants
+            && !self.exits.any
+            && !self.batched
+            && !self.job_logs
+            && !self
+                .jobs
+                .iter()
+                .any(|s| s.offload || (s.buffered && self.pc.is_some()))
+    }
+
+    /// After completions at the backend's `now`, before `deadline`: would a
+    /// pass at `now` do nothing? Then `Some` of the deadline to wait for
+    /// next: `deadline`, brought forward to a controller timer, a dispatch
+    /// or a paced split the completions set up. A pass does nothing when no
+    /// job can act or was stopped ([`JobSlot::can_act`]), no controller
+    /// timer, dispatch or paced split is due, and IO is in flight (the run
+    /// cannot have ended). Job timers and wake-ups are in `deadline`
+    /// already: a completion does not move them. (A lean run has no
+    /// buffered IO: no page cache copies or writeback to wait for.)
+    #[inline(always)]
+    fn idle_until(&self, deadline: Option<Instant>) -> Option<Option<Instant>> {
+        let now = self.backend.now();
+        let mut d = earliest(deadline, self.stack.next_deadline());
+        d = earliest(d, self.deferred.front().map(|x| x.0));
+        d = earliest(d, self.next_paced());
+        if let Some(pc) = &self.pc {
+            d = earliest(d, pc.next_deadline());
+        }
+        let idle = d.is_none_or(|d| now < d)
+            && !self.flights.is_empty()
+            && self.jobs.iter().all(|s| !s.terminated && !s.can_act(now));
+        idle.then_some(d)
     }
 }
 

@@ -1,4 +1,9 @@
 //! Preallocated slots for in-flight IOs: no allocation per IO once warm.
+//!
+//! A slot keeps its last value after a removal (only its `full` flag
+//! drops): values are `Copy`, and a removal is a plain copy out, where
+//! `Option::take` on a value with a niche moved the bytes around the niche
+//! with a `memmove` call per IO.
 
 use blkqos_core::IoId;
 
@@ -6,9 +11,18 @@ use blkqos_core::IoId;
 /// generation in the high 32 bits so stale ids are detected).
 #[derive(Debug)]
 pub struct Slab<T> {
-    slots: Vec<(u32, Option<T>)>,
+    slots: Vec<Slot<T>>,
     free: Vec<u32>,
     len: usize,
+}
+
+/// One slot: its generation, whether it holds a value, and the value (the
+/// last one stored, when it does not).
+#[derive(Debug)]
+struct Slot<T> {
+    gen: u32,
+    full: bool,
+    value: T,
 }
 
 impl<T> Default for Slab<T> {
@@ -21,7 +35,7 @@ impl<T> Default for Slab<T> {
     }
 }
 
-impl<T> Slab<T> {
+impl<T: Copy> Slab<T> {
     /// An empty slab with room for `n` values before it allocates.
     pub fn with_capacity(n: usize) -> Self {
         Slab {
@@ -41,14 +55,19 @@ impl<T> Slab<T> {
         self.len += 1;
         if let Some(i) = self.free.pop() {
             let slot = &mut self.slots[i as usize];
-            slot.0 = slot.0.wrapping_add(1);
-            let id = IoId((u64::from(slot.0) << 32) | u64::from(i));
-            slot.1 = Some(make(id));
+            slot.gen = slot.gen.wrapping_add(1);
+            let id = IoId((u64::from(slot.gen) << 32) | u64::from(i));
+            slot.value = make(id);
+            slot.full = true;
             id
         } else {
             let i = self.slots.len() as u32;
             let id = IoId(u64::from(i));
-            self.slots.push((0, Some(make(id))));
+            self.slots.push(Slot {
+                gen: 0,
+                full: true,
+                value: make(id),
+            });
             id
         }
     }
@@ -57,19 +76,19 @@ impl<T> Slab<T> {
         let i = (id.0 & 0xffff_ffff) as usize;
         let gen = (id.0 >> 32) as u32;
         match self.slots.get(i) {
-            Some((g, Some(_))) if *g == gen => Some(i),
+            Some(s) if s.full && s.gen == gen => Some(i),
             _ => None,
         }
     }
     /// The value stored under `id`; `None` if it was removed (a stale id).
     #[inline]
     pub fn get(&self, id: IoId) -> Option<&T> {
-        self.locate(id).and_then(|i| self.slots[i].1.as_ref())
+        self.locate(id).map(|i| &self.slots[i].value)
     }
     /// The value stored under `id`, mutably; `None` if it was removed.
     #[inline]
     pub fn get_mut(&mut self, id: IoId) -> Option<&mut T> {
-        self.locate(id).and_then(|i| self.slots[i].1.as_mut())
+        self.locate(id).map(|i| &mut self.slots[i].value)
     }
     /// Take the value stored under `id` out and free its slot; `None` if
     /// it was already removed.
@@ -78,7 +97,9 @@ impl<T> Slab<T> {
         let i = self.locate(id)?;
         self.len -= 1;
         self.free.push(i as u32);
-        self.slots[i].1.take()
+        let slot = &mut self.slots[i];
+        slot.full = false;
+        Some(slot.value)
     }
     /// Number of values stored.
     pub fn len(&self) -> usize {

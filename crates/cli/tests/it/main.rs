@@ -20,6 +20,7 @@ mod fio_draws;
 mod fio_options;
 mod function_length;
 mod golden_unsplit;
+mod idle_passes;
 mod in_process;
 mod invariants;
 mod iocost_weights;

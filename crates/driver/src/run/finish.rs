@@ -61,6 +61,7 @@ impl<B: Backend> Loop<'_, B> {
             request_trace: self.trace.unwrap_or_default(),
             pagecache,
             lat_hists: self.lat,
+            passes: pass.count,
         })
     }
 }
