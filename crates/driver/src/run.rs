@@ -437,6 +437,13 @@ impl JobSlot {
             self.ring.push(r);
             return;
         }
+        self.deliver_offloaded(r, at);
+    }
+
+    /// [`JobSlot::deliver`] with `io_submit_mode=offload`.
+    #[cold]
+    #[inline(never)]
+    fn deliver_offloaded(&mut self, r: Reaped, at: Instant) {
         self.job.reap_offloaded(r, at);
         if matches!(self.state, SlotState::Waiting) {
             self.state = SlotState::Runnable;
@@ -498,14 +505,18 @@ enum FlightKind {
 /// An in-flight IO: a job's IO, writeback or a flush, or a piece cut
 /// from one (a request of its own, `io.flags` has `FRAGMENT`; see [`split`]).
 ///
-/// `repr(C)` with `kind` last: an `Option<Flight>` keeps its tag in
-/// `kind`, and with `kind` inside the struct, taking a flight out of the
-/// slab copied the bytes before it with a `memmove` call per IO.
+/// `repr(C)`, laid out for the copies the hot path makes: `kind` last (an
+/// `Option<Flight>` keeps its tag there; inside the struct, taking a flight
+/// out of the slab copied the bytes before it with a `memmove` call per
+/// IO), and `jio` and `io` at multiples of 16 bytes (a flight copied in
+/// 16-byte pieces is read back in 16-byte pieces at the same offsets: a
+/// read across two of the copy's stores cannot be forwarded from them and
+/// waits for the stores to land).
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct Flight {
-    io: Io,
     jio: JobIo,
+    io: Io,
     issue_time: Instant,
     alloc_at: Instant,
     /// When it got its request; [`TAG_WAIT`] while it waits for one.
@@ -1131,7 +1142,7 @@ impl<B: Backend> Loop<'_, B> {
 
     #[inline(always)]
     fn complete(&mut self, c: Completion) {
-        let Some(f) = self.flights.remove(c.id) else {
+        let Some(&f) = self.flights.remove(c.id) else {
             return;
         };
         let now = c.at;
@@ -1349,13 +1360,20 @@ impl<B: Backend> Loop<'_, B> {
             let j = f.job as usize;
             error = m.complete(self.jobs[j].job.spec(), &contents[j], &f.jio);
         }
-        let reaped = Reaped {
+        // built in place in the ring (a copy through the stack would be
+        // read back across its smaller stores)
+        let reaped = || Reaped {
             io: f.jio,
             issue_time: issue_time(&f, &c),
             error,
             bytes_done: if error == 0 { c.bytes } else { 0 },
         };
-        self.jobs[f.job as usize].deliver(reaped, c.at);
+        let slot = &mut self.jobs[f.job as usize];
+        if slot.offload {
+            slot.deliver_offloaded(reaped(), c.at);
+        } else {
+            slot.ring.push(reaped());
+        }
     }
 }
 

@@ -1,9 +1,9 @@
 //! Preallocated slots for in-flight IOs: no allocation per IO once warm.
 //!
 //! A slot keeps its last value after a removal (only its `full` flag
-//! drops): values are `Copy`, and a removal is a plain copy out, where
-//! `Option::take` on a value with a niche moved the bytes around the niche
-//! with a `memmove` call per IO.
+//! drops): values are `Copy`, and a removal hands out the value where it
+//! is, for a plain copy (`Option::take` on a value with a niche moved the
+//! bytes around the niche with a `memmove` call per IO).
 
 use blkqos_core::IoId;
 
@@ -90,16 +90,20 @@ impl<T: Copy> Slab<T> {
     pub fn get_mut(&mut self, id: IoId) -> Option<&mut T> {
         self.locate(id).map(|i| &mut self.slots[i].value)
     }
-    /// Take the value stored under `id` out and free its slot; `None` if
-    /// it was already removed.
+    /// Free the slot of `id` and return the value it held (still there
+    /// until an insert reuses the slot: copy it out with `let Some(&v)`);
+    /// `None` if it was already removed. A reference and not an
+    /// `Option<T>`: that would keep its tag in a niche of `T` (a `bool`
+    /// deep inside a flight), and the copy into it is cut around that byte
+    /// into pieces that later reads of the copy straddle.
     #[inline]
-    pub fn remove(&mut self, id: IoId) -> Option<T> {
+    pub fn remove(&mut self, id: IoId) -> Option<&T> {
         let i = self.locate(id)?;
         self.len -= 1;
         self.free.push(i as u32);
         let slot = &mut self.slots[i];
         slot.full = false;
-        Some(slot.value)
+        Some(&slot.value)
     }
     /// Number of values stored.
     pub fn len(&self) -> usize {
@@ -118,7 +122,8 @@ mod tests {
     fn stale_ids_are_rejected() {
         let mut s = Slab::default();
         let a = s.insert(1);
-        assert_eq!(s.remove(a), Some(1));
+        assert_eq!(s.remove(a), Some(&1));
+        assert_eq!(s.remove(a), None);
         let b = s.insert(2);
         assert_ne!(a, b);
         assert_eq!(s.get(a), None);

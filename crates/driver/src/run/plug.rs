@@ -393,7 +393,7 @@ impl<B: Backend> Loop<'_, B> {
         let first = own(f.jio.len);
         self.finish_flight(f, first);
         for id in bios {
-            if let Some(bf) = self.flights.remove(id) {
+            if let Some(&bf) = self.flights.remove(id) {
                 let bc = Completion {
                     id,
                     ..own(bf.io.len)

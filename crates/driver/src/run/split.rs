@@ -323,7 +323,7 @@ impl<B: Backend> Loop<'_, B> {
             return None;
         }
         let st = self.splits.jobs.remove(&pid)?;
-        let p = self.flights.remove(pid)?;
+        let &p = self.flights.remove(pid)?;
         let whole = Completion {
             id: pid,
             at: c.at,
