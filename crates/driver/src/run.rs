@@ -781,8 +781,11 @@ impl<B: Backend> Loop<'_, B> {
     #[inline(always)]
     fn enter_block_layer(&mut self, j: usize, id: IoId, now: Instant) {
         let f = self.flights.get_mut(id).expect("flight exists");
-        f.io.submitted_at = now;
+        // copied out before the store into it (a read across a store that
+        // has not landed waits for it)
         let mut io = f.io;
+        io.submitted_at = now;
+        f.io.submitted_at = now;
         let verdict = if io.flags.contains(IoFlags::PASSTHROUGH) {
             // no bio: straight to a request
             StackVerdict::Ready
@@ -987,10 +990,19 @@ impl<B: Backend> Loop<'_, B> {
                 Resume::Again => continue,
                 Resume::Act => {}
             }
-            let Some(action) = self.job_action(j, now, stopping) else {
-                continue;
+            let slot = &mut self.jobs[j];
+            let acts_again = if slot.flow.is_none() && slot.batch.is_none() {
+                // the common case apart, the action matched where the job
+                // wrote it (no copies of it between)
+                let action = slot.own_action(now, stopping);
+                self.act(j, action, now)?
+            } else {
+                let Some(action) = self.job_action(j, now, stopping) else {
+                    continue;
+                };
+                self.act(j, action, now)?
             };
-            if !self.act(j, action, now)? {
+            if !acts_again {
                 return Ok(());
             }
         }
@@ -1123,7 +1135,7 @@ impl<B: Backend> Loop<'_, B> {
             comps.clear();
             self.backend.wait(None, &mut comps);
             for c in &comps {
-                self.complete(*c);
+                self.complete(c);
             }
             self.comps = comps;
         }
@@ -1140,8 +1152,10 @@ impl<B: Backend> Loop<'_, B> {
         (self.flights.len() + self.pc_pending.len() + queued) as u64
     }
 
+    /// The backend completed `c` (by reference: a copy of it would be
+    /// read back across the backend's smaller stores into it).
     #[inline(always)]
-    fn complete(&mut self, c: Completion) {
+    fn complete(&mut self, c: &Completion) {
         let Some(&f) = self.flights.remove(c.id) else {
             return;
         };
@@ -1171,14 +1185,14 @@ impl<B: Backend> Loop<'_, B> {
         }
         if !self.merged.is_empty() {
             if let Some((_, bios)) = self.merged.remove(&c.id) {
-                self.complete_merged(f, bios, c);
+                self.complete_merged(f, bios, *c);
                 return;
             }
         }
         if f.io.flags.contains(IoFlags::FRAGMENT) {
             // a piece: its bio completes with its last piece
-            if let Some((parent, whole)) = self.piece_done(c.id, &c) {
-                self.finish_flight(parent, whole);
+            if let Some((parent, whole)) = self.piece_done(c.id, c) {
+                self.finish_flight(parent, &whole);
             }
         } else {
             self.finish_flight(f, c);
@@ -1329,9 +1343,9 @@ impl<B: Backend> Loop<'_, B> {
     /// A job IO, writeback or flush completed as a whole (`c` sums its
     /// pieces when it was split).
     #[inline(always)]
-    fn finish_flight(&mut self, f: Flight, c: Completion) {
+    fn finish_flight(&mut self, f: Flight, c: &Completion) {
         if self.batched && f.kind == FlightKind::Job {
-            self.finish_batched_flight(f, c);
+            self.finish_batched_flight(f, *c);
             return;
         }
         self.finish_flight_now(f, c);
@@ -1343,14 +1357,14 @@ impl<B: Backend> Loop<'_, B> {
     #[inline(never)]
     fn finish_batched_flight(&mut self, f: Flight, c: Completion) {
         if let Some((f, c)) = self.hold_early(f, c) {
-            self.finish_flight_now(f, c);
+            self.finish_flight_now(f, &c);
         }
     }
 
     #[inline(always)]
-    fn finish_flight_now(&mut self, f: Flight, c: Completion) {
+    fn finish_flight_now(&mut self, f: Flight, c: &Completion) {
         if f.kind != FlightKind::Job || self.pc.is_some() {
-            self.complete_other(&f, c);
+            self.complete_other(&f, *c);
             if f.kind != FlightKind::Job {
                 return;
             }
@@ -1364,7 +1378,7 @@ impl<B: Backend> Loop<'_, B> {
         // read back across its smaller stores)
         let reaped = || Reaped {
             io: f.jio,
-            issue_time: issue_time(&f, &c),
+            issue_time: issue_time(&f, c),
             error,
             bytes_done: if error == 0 { c.bytes } else { 0 },
         };
@@ -1603,10 +1617,11 @@ impl<B: Backend> Loop<'_, B> {
             if self.comps.is_empty() {
                 return;
             }
-            for i in 0..self.comps.len() {
-                let c = self.comps[i];
+            let comps = std::mem::take(&mut self.comps);
+            for c in &comps {
                 self.complete(c);
             }
+            self.comps = comps;
             let Some(opts) = lean else {
                 return;
             };

@@ -27,6 +27,14 @@ pub struct SimBackend {
     dispatched_at: Vec<(IoId, Instant)>,
 }
 
+/// When the device started request `id`, if it held it (taken out of
+/// `dispatched_at`).
+#[cold]
+fn take_dispatched(dispatched_at: &mut Vec<(IoId, Instant)>, id: IoId) -> Option<Instant> {
+    let i = dispatched_at.iter().position(|d| d.0 == id)?;
+    Some(dispatched_at.swap_remove(i).1)
+}
+
 /// A pending completion, ordered by (completion time, sequence number): ties
 /// in time resolve in submission order.
 #[derive(Clone, Copy, Debug)]
@@ -135,29 +143,26 @@ impl SimBackend {
     /// Every completion event due by `now`, in order.
     #[inline(always)]
     fn complete_until(&mut self, now: Instant, out: &mut Vec<Completion>) {
-        while let Some(e) = self.events.pop_if(|e| e.at <= now) {
-            self.events_processed += 1;
-            let dispatched = if self.dispatched_at.is_empty() {
-                None
-            } else {
-                self.take_dispatched(e.id)
-            };
-            out.push(Completion {
-                id: e.id,
-                error: e.error,
-                bytes: e.bytes,
-                at: e.at,
-                issued: None,
-                dispatched,
-            });
-        }
-    }
-
-    /// When the device started request `id`, if it held it.
-    #[cold]
-    fn take_dispatched(&mut self, id: IoId) -> Option<Instant> {
-        let i = self.dispatched_at.iter().position(|d| d.0 == id)?;
-        Some(self.dispatched_at.swap_remove(i).1)
+        let (processed, dispatched_at) = (&mut self.events_processed, &mut self.dispatched_at);
+        self.events.pop_each(
+            |e| e.at <= now,
+            |e| {
+                *processed += 1;
+                let dispatched = if dispatched_at.is_empty() {
+                    None
+                } else {
+                    take_dispatched(dispatched_at, e.id)
+                };
+                out.push(Completion {
+                    id: e.id,
+                    error: e.error,
+                    bytes: e.bytes,
+                    at: e.at,
+                    issued: None,
+                    dispatched,
+                });
+            },
+        );
     }
 
     /// The device held the request it was given: wait for its release.

@@ -62,9 +62,42 @@ impl<T: Ord + Copy> EventQueue<T> {
         }
     }
 
+    /// Remove every item `due` says is due, smallest first, and hand each
+    /// to `each` where it lies: the same items in the same order as
+    /// [`EventQueue::pop_if`] until it says no, without copying each item
+    /// through a temporary (an `Option<T>` copy cut the item into pieces
+    /// that the reads after it straddled, each read waiting for the stores
+    /// to land).
+    #[inline(always)]
+    pub fn pop_each(&mut self, due: impl Fn(&T) -> bool, mut each: impl FnMut(&T)) {
+        loop {
+            let from_heap = match (self.sorted.get(self.head), self.heap.peek()) {
+                (Some(a), Some(b)) => b < a,
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (None, None) => return,
+            };
+            if from_heap {
+                if !self.heap.peek().is_some_and(&due) {
+                    return;
+                }
+                if let Some(x) = self.heap.pop() {
+                    each(&x);
+                }
+            } else {
+                let a = &self.sorted[self.head];
+                if !due(a) {
+                    return;
+                }
+                each(a);
+                self.head += 1;
+            }
+        }
+    }
+
     /// Remove and return the smallest item if `due` says so (one look at
     /// the fronts, where a peek then a pop would look twice).
-    #[inline(always)]
+    #[cfg(test)]
     pub fn pop_if(&mut self, due: impl FnOnce(&T) -> bool) -> Option<T> {
         let a = self.sorted.get(self.head);
         let b = self.heap.peek();
@@ -88,7 +121,10 @@ impl<T: Ord + Copy> EventQueue<T> {
         }
     }
 
-    #[inline]
+    /// Insert `x`. Inlined: an item passed through memory is read back
+    /// in 16-byte pieces across the caller's 8-byte stores into it, and
+    /// each such read waits for the stores to land.
+    #[inline(always)]
     pub fn push(&mut self, x: T) {
         if self.head > 0 && self.head * 2 >= self.sorted.len() {
             // the popped prefix is as long as the live part: drop it
@@ -140,7 +176,10 @@ impl<T: Ord + Copy> MinHeap<T> {
         self.items.first()
     }
 
-    #[inline]
+    /// Insert `x`. Inlined: an item passed through memory is read back
+    /// in 16-byte pieces across the caller's 8-byte stores into it, and
+    /// each such read waits for the stores to land.
+    #[inline(always)]
     pub fn push(&mut self, x: T) {
         self.items.push(x);
         self.sift_up(self.items.len() - 1, x);
@@ -291,6 +330,37 @@ mod tests {
 
     /// `pop_if` takes what a peek then a pop would: the smallest item,
     /// when the condition holds for it, and nothing otherwise.
+    #[test]
+    fn pop_each_pops_what_pop_if_pops() {
+        let mut rng = 7u64;
+        for _ in 0..200 {
+            let (mut a, mut b) = (EventQueue::with_capacity(4), EventQueue::with_capacity(4));
+            for k in 0..64u64 {
+                rng = rng
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                // mostly increasing, some far behind (the heap's share)
+                let at = if rng >> 60 == 0 {
+                    k / 3
+                } else {
+                    k + (rng >> 58)
+                };
+                a.push((at, k));
+                b.push((at, k));
+                if rng & 3 == 0 {
+                    let limit = k.saturating_sub(rng >> 61);
+                    let mut got = Vec::new();
+                    a.pop_each(|v| v.0 <= limit, |v| got.push(*v));
+                    let mut want = Vec::new();
+                    while let Some(v) = b.pop_if(|v| v.0 <= limit) {
+                        want.push(v);
+                    }
+                    assert_eq!(got, want);
+                }
+            }
+        }
+    }
+
     #[test]
     fn pop_if_is_peek_then_pop() {
         for (drift, spread) in [(0, 1 << 40), (100, 120), (100, 2000), (0, 3)] {

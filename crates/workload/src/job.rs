@@ -112,7 +112,12 @@ pub struct JobFailure {
 }
 
 /// What the job does next.
+///
+/// `repr(u8)`: a tag of its own before the IO (in a niche of the IO's
+/// fields, copies of an action were cut around it into pieces that later
+/// reads straddle, each such read waiting for the stores to land).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum JobAction {
     /// Submit this IO now. The driver calls [`Job::submitted`] when the
     /// submit call returns.

@@ -223,7 +223,7 @@ impl<B: Backend> Loop<'_, B> {
         let early = std::mem::take(&mut b.early);
         for (mut f, c) in early {
             f.issue_time = now;
-            self.finish_flight_now(f, c);
+            self.finish_flight_now(f, &c);
         }
         self.jobs[j].state = SlotState::Runnable;
     }
@@ -391,14 +391,14 @@ impl<B: Backend> Loop<'_, B> {
             ..c
         };
         let first = own(f.jio.len);
-        self.finish_flight(f, first);
+        self.finish_flight(f, &first);
         for id in bios {
             if let Some(&bf) = self.flights.remove(id) {
                 let bc = Completion {
                     id,
                     ..own(bf.io.len)
                 };
-                self.finish_flight(bf, bc);
+                self.finish_flight(bf, &bc);
             }
         }
     }
