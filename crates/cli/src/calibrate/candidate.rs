@@ -246,10 +246,6 @@ impl Candidate {
         secs: u32,
         signals: &StopOnSignal,
     ) -> Result<Vec<f64>, Failure> {
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(points.len())
-            .max(1);
         let replay = |&(pct, run): &(u32, u32)| -> Result<f64, Failure> {
             let mut c = self.clone();
             c.set_param(keys[0], Estimate::chosen(f64::from(pct)));
@@ -258,50 +254,9 @@ impl Candidate {
             Ok(c.error().unwrap_or(f64::INFINITY))
         };
         // a failed replay (a stop signal, a job refused) stops the others
-        // before their next replay; its error is the one returned
-        let failed = std::sync::atomic::AtomicBool::new(false);
-        let mut errors = vec![f64::INFINITY; points.len()];
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers)
-                .map(|w| {
-                    let (replay, failed) = (&replay, &failed);
-                    s.spawn(move || {
-                        let mut done = Vec::new();
-                        for i in (w..points.len()).step_by(workers) {
-                            if failed.load(std::sync::atomic::Ordering::Relaxed) {
-                                break;
-                            }
-                            match replay(&points[i]) {
-                                Ok(e) => done.push((i, e)),
-                                Err(f) => {
-                                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                                    return Err(f);
-                                }
-                            }
-                        }
-                        Ok(done)
-                    })
-                })
-                .collect();
-            let mut first_failure = None;
-            for h in handles {
-                match h.join() {
-                    Ok(Ok(done)) => {
-                        for (i, e) in done {
-                            errors[i] = e;
-                        }
-                    }
-                    Ok(Err(f)) => {
-                        first_failure.get_or_insert(f);
-                    }
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            match first_failure {
-                Some(f) => Err(f),
-                None => Ok(errors),
-            }
-        })
+        // from starting; a failure is the answer
+        use rayon::prelude::*;
+        points.par_iter().with_max_len(1).map(replay).collect()
     }
 
     /// Replay `jobs` on this candidate; `measured(name)` is the job's

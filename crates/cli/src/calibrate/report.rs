@@ -128,20 +128,16 @@ impl Report {
             }
             c.run_check(&name, &measured, secs, signals)
         };
-        // one thread a candidate (each replay is deterministic, so the
-        // answer does not depend on the order); the first failure in the
-        // candidates' order is the one returned
-        let results: Vec<Result<(), Failure>> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .candidates
-                .iter_mut()
-                .map(|c| s.spawn(|| check_one(c)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
+        // the candidates on every core (each replay is deterministic, so
+        // the answer does not depend on the order); the first failure in
+        // the candidates' order is the one returned
+        use rayon::prelude::*;
+        let results: Vec<Result<(), Failure>> = self
+            .candidates
+            .par_iter_mut()
+            .with_max_len(1)
+            .map(check_one)
+            .collect();
         results.into_iter().collect::<Result<(), Failure>>()?;
         self.chosen = super::candidate::best(&self.candidates);
         Ok(())

@@ -1095,7 +1095,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         Some(p) => Some(Expected::load(p)?),
         None => None,
     };
-    let mut all = Vec::new();
+    let mut pairs = Vec::new();
     for k in &kernels {
         match LabHost::measure(&a.lab, k)? {
             Some(h) => eprintln!("{}", describe_host(k, &h)),
@@ -1107,17 +1107,21 @@ pub fn run(args: &[String]) -> Result<bool> {
             {
                 continue;
             }
-            all.extend(compare_job(
-                &a.lab,
-                k,
-                job,
-                &a.overrides,
-                a.seeds,
-                a.engine,
-                traces,
-            )?);
+            pairs.push((k, job));
         }
     }
+    let compare = |&(k, job): &(&String, &LabJob)| {
+        compare_job(&a.lab, k, job, &a.overrides, a.seeds, a.engine, traces)
+    };
+    // simulated jobs on every core (each is deterministic: the rows come
+    // out in the same order either way); the real engine's one at a time
+    let rows: Vec<Vec<Row>> = if a.engine {
+        pairs.iter().map(compare).collect::<Result<_>>()?
+    } else {
+        use rayon::prelude::*;
+        pairs.par_iter().map(compare).collect::<Result<_>>()?
+    };
+    let all: Vec<Row> = rows.into_iter().flatten().collect();
     let text = if a.summary {
         render_summary(&all, a.markdown)
     } else {

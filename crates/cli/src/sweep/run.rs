@@ -149,35 +149,30 @@ pub fn run_points(
     indices: &[u64],
     threads: usize,
 ) -> Vec<PointResult> {
-    let next = AtomicUsize::new(0);
+    use rayon::prelude::*;
     let done = AtomicUsize::new(0);
     let progress = std::io::stderr().is_terminal();
     let total = indices.len();
-    let worker = || {
-        let mut out = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&index) = indices.get(i) else {
-                break;
-            };
-            out.push(run_point(base, knobs, def, index));
-            let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if progress && (d.is_multiple_of((total / 100).max(1)) || d == total) {
-                eprint!("\rblkqos: sweep: {d}/{total} points");
-            }
+    let point = |&index: &u64| {
+        let r = run_point(base, knobs, def, index);
+        let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if progress && (d.is_multiple_of((total / 100).max(1)) || d == total) {
+            eprint!("\rblkqos: sweep: {d}/{total} points");
         }
-        out
+        r
     };
-    let mut results: Vec<PointResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(worker)).collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
+    // the points on a pool of their own (`--jobs`), one at a time each
+    // (`with_max_len(1)`: a point is a whole simulated run, worth a steal)
+    let results = match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+    {
+        Ok(pool) => pool.install(|| indices.par_iter().with_max_len(1).map(point).collect()),
+        // no threads to be had: the points in turn on this one
+        Err(_) => indices.iter().map(point).collect(),
+    };
     if progress && total > 0 {
         eprintln!();
     }
-    results.sort_by_key(|r| r.index);
     results
 }
