@@ -370,6 +370,9 @@ pub struct Ran {
     pub iostat_keys: Vec<Vec<blkqos_core::IostatKey>>,
     /// Controllers' per-period trace (text, or JSON lines for `.jsonl`).
     pub trace: String,
+    /// Periods the trace had no room for (after its first
+    /// `TRACE_CAPACITY`).
+    pub trace_dropped: u64,
     /// What job offsets are offsets of (the real target's path, or the
     /// simulated device), for messages.
     pub target: String,
@@ -680,6 +683,26 @@ impl Experiment {
 
     /// Run on the simulator with explicit stop and abandon flags
     /// ([`RunOptions::stop`], [`RunOptions::abandon`]).
+    /// The controllers' options for a simulated run of `setups`: the
+    /// run's jiffy phase and start, the timer lateness's seed, and blk-wbt
+    /// when a job writes through the page cache or trims.
+    fn sim_controllers(&self, setups: &[JobSetup]) -> ControllerOptions {
+        let mut controllers = self.controllers;
+        controllers.tick_phase_ns = self.tick_phase_ns() % (1_000_000_000 / controllers.hz);
+        controllers.jiffies_at_start = self.jiffies_at_start();
+        if let Some(l) = &mut controllers.iocost_timer_late {
+            l.seed = splitmix64(self.seed ^ 0x3C6E_F372_FE94_F82B);
+        }
+        // blk-wbt throttles buffered writeback and discards: built when a
+        // job writes through the page cache or trims (it passes the rest)
+        controllers.wbt = setups.iter().any(|s| {
+            let rw = s.spec.rw;
+            (rw.has_write() && !s.spec.direct && !self.pagecache.disabled)
+                || matches!(rw, RwMode::Trim | RwMode::RandTrim)
+        });
+        controllers
+    }
+
     pub fn run_sim_with(
         &self,
         stop: Option<Arc<AtomicBool>>,
@@ -696,21 +719,8 @@ impl Experiment {
             dev.seed = self.seed;
         }
         let model = dev.build();
-        let mut controllers = self.controllers;
-        controllers.tick_phase_ns = self.tick_phase_ns() % (1_000_000_000 / controllers.hz);
-        controllers.jiffies_at_start = self.jiffies_at_start();
-        if let Some(l) = &mut controllers.iocost_timer_late {
-            l.seed = splitmix64(self.seed ^ 0x3C6E_F372_FE94_F82B);
-        }
-        // blk-wbt throttles buffered writeback and discards: built when a
-        // job writes through the page cache or trims (it passes the rest)
-        controllers.wbt = setups.iter().any(|s| {
-            let rw = s.spec.rw;
-            (rw.has_write() && !s.spec.direct && !self.pagecache.disabled)
-                || matches!(rw, RwMode::Trim | RwMode::RandTrim)
-        });
         let mut stack = ControllerStack::from_writes(
-            &controllers,
+            &self.sim_controllers(&setups),
             &tree,
             DeviceInfo {
                 dev: self.device.devid,
@@ -743,7 +753,8 @@ impl Experiment {
         let result = blkqos_driver::run(&mut backend, &mut stack, setups, &opts)?;
         let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
         let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();
-        let trace = trace_for(&mut stack, &self.device.name, self.trace_out.as_deref());
+        let (trace, trace_dropped) =
+            trace_for(&mut stack, &self.device.name, self.trace_out.as_deref());
         Ok(Ran {
             result,
             invocation_of,
@@ -751,6 +762,7 @@ impl Experiment {
             iostat,
             iostat_keys,
             trace,
+            trace_dropped,
             target: format!("simulated device {}", self.device.name),
             files: Vec::new(),
             lost_pages: 0,
@@ -770,30 +782,24 @@ fn splitmix64(seed: u64) -> u64 {
 }
 
 /// The stack's per-period trace in the form `out` asks for: JSON lines
-/// for a `.jsonl` file, text otherwise; empty when no trace is wanted.
+/// for a `.jsonl` file, text otherwise; empty when no trace is wanted. With
+/// it, the periods the trace had no room for (the caller warns).
 pub fn trace_for(
     stack: &mut blkqos_core::ControllerStack,
     dev: &str,
     out: Option<&std::path::Path>,
-) -> String {
+) -> (String, u64) {
     let mut s = String::new();
-    if let Some(p) = out {
-        let format = if p.extension().is_some_and(|e| e == "jsonl") {
-            blkqos_core::controller::TraceFormat::Json
-        } else {
-            blkqos_core::controller::TraceFormat::Monitor
-        };
-        stack.drain_trace_formatted(dev, format, &mut s);
-        let dropped = stack.trace_dropped();
-        if dropped > 0 {
-            eprintln!(
-                "blkqos: warning: {}: the trace holds the first {} periods; {dropped} later periods were not recorded",
-                p.display(),
-                blkqos_core::iocost::trace::TRACE_CAPACITY
-            );
-        }
-    }
-    s
+    let Some(p) = out else {
+        return (s, 0);
+    };
+    let format = if p.extension().is_some_and(|e| e == "jsonl") {
+        blkqos_core::controller::TraceFormat::Json
+    } else {
+        blkqos_core::controller::TraceFormat::Monitor
+    };
+    stack.drain_trace_formatted(dev, format, &mut s);
+    (s, stack.trace_dropped())
 }
 
 /// Groups and job clones of a run.

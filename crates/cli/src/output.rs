@@ -170,6 +170,14 @@ fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<Option<anyhow::
         std::fs::write(path, &ran.trace)
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
+        if ran.trace_dropped > 0 {
+            eprintln!(
+                "blkqos: warning: {}: the trace holds the first {} periods; {} later periods were not recorded",
+                path.display(),
+                blkqos_core::iocost::trace::TRACE_CAPACITY,
+                ran.trace_dropped
+            );
+        }
     }
     if let Some(path) = &exp.accounting.lat_hist {
         std::fs::write(path, crate::lat_report::format_lat_hist(ran, path))

@@ -187,7 +187,8 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     let lost_pages = after_the_run(signals, &result, buffered, &mut backend, &path);
     let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
     let iostat_keys = tree.ids().map(|g| stack.iostat_keys(g)).collect();
-    let trace = crate::experiment::trace_for(&mut stack, &dev_name, exp.trace_out.as_deref());
+    let (trace, trace_dropped) =
+        crate::experiment::trace_for(&mut stack, &dev_name, exp.trace_out.as_deref());
     Ok(Ran {
         result,
         invocation_of,
@@ -195,6 +196,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
         iostat,
         iostat_keys,
         trace,
+        trace_dropped,
         target,
         files,
         lost_pages,
@@ -666,6 +668,7 @@ pub(crate) fn ran_without_controllers(
         iostat_keys: tree.ids().map(|_| Vec::new()).collect(),
         tree,
         trace: String::new(),
+        trace_dropped: 0,
         target: dir.display().to_string(),
         files: Vec::new(),
         lost_pages: 0,
