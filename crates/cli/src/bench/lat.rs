@@ -63,7 +63,7 @@ pub fn run(n: u64) -> Result<()> {
     let (mut off, mut on, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..PAIRS {
         let per_io = |lat| -> Result<f64> {
-            let (ios, wall) = super::sim_job(1, false, lat)?;
+            let (ios, wall, _) = super::sim_job(1, false, lat)?;
             Ok(wall * 1e9 / ios as f64)
         };
         let (a, b) = (per_io(false)?, per_io(true)?);

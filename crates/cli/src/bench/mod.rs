@@ -47,8 +47,8 @@ fn peak_rss_kib() -> Option<u64> {
 pub(crate) const SIM_DEVICE: &str = "ssd,channels=64,read_ns=25000,jitter_pct=10,size=64g";
 
 /// The simulator benchmark's job: QD32 4 KiB random reads on the `ssd`
-/// model with 64 channels and 25 µs reads ([`SIM_DEVICE`]) for `seconds` of simulated time. Returns (IOs, wall seconds).
-pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(u64, f64)> {
+/// model with 64 channels and 25 µs reads ([`SIM_DEVICE`]) for `seconds` of simulated time. Returns (IOs, wall seconds, passes of the driver loop).
+pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(u64, f64, u64)> {
     let mut spec = JobSpec::new("bench");
     spec.rw = RwMode::RandRead;
     spec.ioengine = IoEngine::IoUring;
@@ -82,17 +82,18 @@ pub(crate) fn sim_job(seconds: u64, randommap: bool, lat_hist: bool) -> Result<(
     )?;
     let wall = t0.elapsed().as_secs_f64();
     let ios: u64 = r.jobs[0].stats.dirs.values().map(|d| d.total_ios).sum();
-    Ok((ios, wall))
+    Ok((ios, wall, r.passes))
 }
 
 /// Simulator throughput.
 fn bench_sim(seconds: u64, randommap: bool) -> Result<()> {
-    let (ios, wall) = sim_job(seconds, randommap, false)?;
+    let (ios, wall, passes) = sim_job(seconds, randommap, false)?;
     crate::outln!(
-        "sim: {SIM_DEVICE} QD32 4k randread ({}), {seconds} s simulated: {ios} IOs ({:.0} IOPS simulated) in {wall:.3} s wall = {:.2} M IOs/s; peak RSS {} KiB",
+        "sim: {SIM_DEVICE} QD32 4k randread ({}), {seconds} s simulated: {ios} IOs ({:.0} IOPS simulated) in {wall:.3} s wall = {:.2} M IOs/s; {:.3} driver passes per IO; peak RSS {} KiB",
         if randommap { "random map" } else { "norandommap" },
         ios as f64 / seconds as f64,
         ios as f64 / wall / 1e6,
+        passes as f64 / ios.max(1) as f64,
         peak_rss_kib().map_or("?".into(), |k| k.to_string())
     )?;
     Ok(())
