@@ -1,4 +1,14 @@
 //! The driver loop, written once for every backend.
+//!
+//! One pass: the work due now (job timers, periodic work, controller
+//! timers, the dispatch worker, the page cache, every job that can act),
+//! then the earliest deadline, then a wait for the backend and the
+//! completions it returns. A lean run (nothing but jobs, controllers and a
+//! backend: [`Loop::lean`]) skips the passes a completion would start but
+//! that would do nothing ([`Loop::idle_until`]); `RunResult::passes`
+//! counts the passes made. The hot path's structs are moved by reference
+//! or laid out so that a copy is read back in the pieces it was written
+//! in (docs/BENCHMARKS.md, "Idle passes and store forwarding").
 
 mod plug;
 mod split;
