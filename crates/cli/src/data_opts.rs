@@ -9,7 +9,7 @@
 //!   the simulated medium keeps what every job of the run writes.
 //! * The real engine writes `buffer_pattern` and `zero_buffers` as fio does
 //!   (every write holds the pattern from its first byte, or zeros), and
-//!   fio's verify headers and checksums ([`crate::real_verify`]); it does
+//!   fio's verify headers and checksums ([`crate::real::verify`]); it does
 //!   not write scrambled, compressible or deduplicated buffers, nor fill a
 //!   file system (`fill_device` without `size`): those options are
 //!   refused, by file, line, option and value.
@@ -112,7 +112,7 @@ fn real_can(j: &JobSpec) -> bool {
         .data_options
         .iter()
         .any(|o| o.option == "scramble_buffers" && o.value.as_deref() != Some("0"));
-    // fio's verify headers (real_verify) take the place of the buffer's
+    // fio's verify headers (real::verify) take the place of the buffer's
     // contents; fill_device is bounded by size= (fio fixup_options)
     let contents = j.verify.enabled() || fill_of(j).is_some() && !scrambled;
     !j.verify.only

@@ -53,12 +53,12 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
     let ran = match &exp.real {
         // the metadata engines have no block IO for the real engine
         Some(r) => {
-            use crate::real_meta::RealRunner;
-            match crate::real_meta::runner(&real_jobs(&exp)) {
+            use crate::real::meta::RealRunner;
+            match crate::real::meta::runner(&real_jobs(&exp)) {
                 Ok(RealRunner::Metadata) => crate::real::run_meta(&exp, &signals),
                 Ok(RealRunner::FileCalls) => crate::real::run_file_calls(&exp, r, &signals),
-                Ok(RealRunner::Mapped) => crate::real_mapped::run_mapped(&exp, r, &signals),
-                Ok(RealRunner::Mixed) => crate::real_mixed::run_mixed(&exp, r, &signals),
+                Ok(RealRunner::Mapped) => crate::real::mapped::run_mapped(&exp, r, &signals),
+                Ok(RealRunner::Mixed) => crate::real::mixed::run_mixed(&exp, r, &signals),
                 Ok(RealRunner::Block) => crate::real::run_real(&exp, r, &signals),
                 Err(e) => Err(e),
             }

@@ -90,7 +90,7 @@ fn open_files(
     overwrite: bool,
 ) -> Result<Vec<CallFile>> {
     let mut out: Vec<CallFile> = Vec::new();
-    // a block IO job's file is its engine's to open (crate::real_mixed)
+    // a block IO job's file is its engine's to open (crate::real::mixed)
     for st in setups.iter().filter(|s| s.spec.ioengine.is_file_call()) {
         for (path, at) in clone_files(st) {
             let Some(&(start, len)) = extents.iter().find(|(s, l)| (*s..s + l).contains(&at))

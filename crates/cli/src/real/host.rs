@@ -1,5 +1,5 @@
 //! The engines that do no IO but work the host, on the real engine (one
-//! thread per clone, as the metadata engines: [`crate::real_meta`]):
+//! thread per clone, as the metadata engines: [`crate::real::meta`]):
 //!
 //! * `cpuio` (fio 3.33 engines/cpu.c `fio_cpuio_queue`, `fio_cpuio_init`):
 //!   each "IO" burns `cpuchunks` µs of CPU — spinning on the clock

@@ -1,6 +1,16 @@
 //! Running an experiment on the real engine (io_uring, or the thread-pool
 //! fallback) against a file or block device.
 
+pub(crate) mod fileops;
+pub(crate) mod files;
+pub(crate) mod host;
+pub(crate) mod mapped;
+pub(crate) mod meta;
+pub(crate) mod mixed;
+pub(crate) mod place;
+pub(crate) mod report;
+pub(crate) mod verify;
+
 use crate::experiment::{Experiment, Plan, Ran, RealOptions};
 use anyhow::{bail, Result};
 use blkqos_core::DevId;
@@ -44,7 +54,7 @@ pub(crate) fn target_identity(path: &Path) -> (DevId, String) {
 /// The one target the jobs name: their common file (in its `directory`);
 /// `/dev/null` when every job is `ioengine=null` and names none (no IO
 /// reaches it). None: they name several files, or a job has several
-/// ([`crate::real_files`]).
+/// ([`crate::real::files`]).
 pub(crate) fn target_of(jobs: &[&blkqos_workload::JobSpec]) -> Result<Option<PathBuf>> {
     let mut names = Vec::new();
     let mut several = false;
@@ -100,7 +110,7 @@ fn open_run(
     jobs: &[&blkqos_workload::JobSpec],
     ro: &RealOptions,
     write_buffer: Option<&blkqos_driver::pagecache::PageCacheConfig>,
-) -> Result<crate::real_files::Several> {
+) -> Result<crate::real::files::Several> {
     let target = match &ro.path {
         Some(p) => Some(p.clone()),
         None => target_of(jobs)?,
@@ -112,7 +122,7 @@ fn open_run(
         check_registration(jobs, BackendKind::Threads, (false, false))?;
     }
     let Some(path) = target else {
-        return crate::real_files::open_several(exp, opts);
+        return crate::real::files::open_several(exp, opts);
     };
     if write_buffer.is_none() && opts.direct && !jobs.iter().all(|j| j.direct) {
         bail!("jobs on one target must agree on direct= (the target is opened once)");
@@ -120,7 +130,7 @@ fn open_run(
     let jobs_direct = jobs.iter().any(|j| j.direct);
     let backend = open_target(&path, opts, write_buffer.is_some(), jobs_direct)?;
     let plan = plan_on(exp, &backend, &path)?;
-    Ok(crate::real_files::Several {
+    Ok(crate::real::files::Several {
         backend,
         plan,
         paths: vec![path],
@@ -162,7 +172,7 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
     // fio reads the disks' stat before its jobs start and after they end
     let disks = blkqos_engine::diskutil::DiskWatch::start_all(&paths);
     let cpu_at_start = blkqos_engine::usage::ProcessUsage::now();
-    let target = crate::real_files::label(&paths);
+    let target = crate::real::files::label(&paths);
     attach_streams(exp, (&paths, &target), &dev_name, cpu_at_start);
     // the live view has the elapsed time and rates: no status line under it
     let eta = exp
@@ -180,9 +190,9 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
             return Err(e.into());
         }
     };
-    let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
+    let kernel_disks = crate::real::report::kernel_disk_util(&disks.finish());
     if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
+        crate::real::report::charge_cpu(&mut result.jobs, &b.since(&a));
     }
     let lost_pages = after_the_run(signals, &result, buffered, &mut backend, &path);
     let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
@@ -235,7 +245,7 @@ fn real_jobs(exp: &Experiment) -> Result<Vec<&blkqos_workload::JobSpec>> {
         );
     }
     // before the backend starts: its workers inherit the thread's CPUs
-    crate::real_place::apply(&jobs)?;
+    crate::real::place::apply(&jobs)?;
     Ok(jobs)
 }
 
@@ -312,7 +322,7 @@ pub(crate) fn engine_options(
         .max()
         .unwrap_or(4096)
         .max(4096);
-    let (sqpoll, iopoll) = crate::real_place::ring_flags(jobs)?;
+    let (sqpoll, iopoll) = crate::real::place::ring_flags(jobs)?;
     Ok(EngineOptions {
         sqpoll,
         iopoll,
@@ -337,7 +347,7 @@ pub(crate) fn engine_options(
         writes,
         allow_destructive: ro.allow_destructive,
         overwrite: ro.overwrite,
-        fio_verify: crate::real_verify::job_verifies(jobs, path, write_buffer.is_some())?,
+        fio_verify: crate::real::verify::job_verifies(jobs, path, write_buffer.is_some())?,
         // fio's trims are BLKDISCARD ioctls: ENOTTY on a file
         fio_trims: true,
         ..EngineOptions::default()
@@ -506,7 +516,7 @@ pub(crate) fn check_registration(
 
 /// Run `exp`, whose jobs all use a file system metadata engine
 /// (filecreate, filestat, filedelete), on the file system: the calls are
-/// made by [`crate::real_meta`]; this builds the run's report input.
+/// made by [`crate::real::meta`]; this builds the run's report input.
 pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
     if !exp.writes.is_empty() {
         bail!(
@@ -520,7 +530,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         .iter()
         .flat_map(|i| i.jobs.jobs.iter())
         .collect();
-    crate::real_place::apply(&specs)?;
+    crate::real::place::apply(&specs)?;
     // the plan gives the clones and their groups; the layout device is
     // only a ledger here (no file is on it)
     let layout_dev = DeviceSpec::new("null", [("size", "1048576t"), ("name", "fs")])
@@ -531,8 +541,8 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
         invocation_of,
         ..
     } = exp.plan(&layout_dev, None)?;
-    crate::real_meta::lay_out_all(&setups)?;
-    let disk_jobs = crate::real_meta::watches_disk(&setups);
+    crate::real::meta::lay_out_all(&setups)?;
+    let disk_jobs = crate::real::meta::watches_disk(&setups);
     let dir: PathBuf = setups
         .first()
         .and_then(|s| s.spec.files.directory.first().cloned())
@@ -541,10 +551,10 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
     let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
     let t0 = std::time::Instant::now();
     // each clone's thread charges itself its CPU use
-    let jobs = crate::real_meta::run_clones(setups, &stop);
+    let jobs = crate::real::meta::run_clones(setups, &stop);
     let ended_at = blkqos_core::Instant(t0.elapsed().as_nanos() as u64);
     let kernel_disks = if disk_jobs {
-        crate::real_report::kernel_disk_util(&disks.finish())
+        crate::real::report::kernel_disk_util(&disks.finish())
     } else {
         Vec::new()
     };
@@ -574,7 +584,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
 }
 
 /// Run `exp`, whose jobs all use ioengine=falloc, ftruncate or e4defrag: the
-/// driver with [`crate::real_fileops::backend`].
+/// driver with [`crate::real::fileops::backend`].
 pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> Result<Ran> {
     if !exp.writes.is_empty() {
         bail!(
@@ -585,7 +595,7 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
     }
     let plan = ledger_plan(exp, "fs")?;
     let (mut backend, dir) =
-        crate::real_fileops::backend(&plan.setups, &plan.extents, ro.overwrite)?;
+        crate::real::fileops::backend(&plan.setups, &plan.extents, ro.overwrite)?;
     let (devid, dev_name) = target_identity(&dir);
     let disks = blkqos_engine::diskutil::DiskWatch::start(&dir);
     let result = drive_ledger_run(
@@ -596,7 +606,7 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
         signals,
         |_| Ok(()),
     )?;
-    let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
+    let kernel_disks = crate::real::report::kernel_disk_util(&disks.finish());
     crate::outcome::say_interrupted(signals, &result, false);
     Ok(ran_without_controllers(
         result,
@@ -612,7 +622,7 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
 /// regions, not on one target (file calls, mixed engines, mapped
 /// engines); `name` names the ledger.
 pub(crate) fn ledger_plan(exp: &Experiment, name: &str) -> Result<Plan> {
-    let ledger = [("size", crate::real_fileops::LEDGER_SIZE), ("name", name)];
+    let ledger = [("size", crate::real::fileops::LEDGER_SIZE), ("name", name)];
     let layout_dev = DeviceSpec::new("null", ledger).map_err(|e| anyhow::anyhow!("{e}"))?;
     exp.plan(&layout_dev, None)
 }
@@ -645,7 +655,7 @@ pub(crate) fn drive_ledger_run<B: blkqos_driver::Backend>(
     let mut result = blkqos_driver::run(backend, &mut stack, setups, &opts)?;
     finish(backend)?;
     if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real_report::charge_cpu(&mut result.jobs, &b.since(&a));
+        crate::real::report::charge_cpu(&mut result.jobs, &b.since(&a));
     }
     Ok(result)
 }

@@ -85,7 +85,7 @@ fn shared_region(
     }
     let reads = setups.iter().any(|o| {
         o.spec.rw.has_read()
-            && crate::real_fileops::clone_files(o)
+            && crate::real::fileops::clone_files(o)
                 .iter()
                 .any(|(p, _)| p == path)
     });
@@ -116,7 +116,7 @@ fn extent_of(
             .iter()
             .filter(|o| o.spec.ioengine == IoEngine::DevDax)
             .filter(|o| {
-                crate::real_fileops::clone_files(o)
+                crate::real::fileops::clone_files(o)
                     .iter()
                     .any(|(p, _)| p == path)
             })
@@ -145,7 +145,7 @@ fn backend(
     let mut clones = Vec::new();
     for st in setups {
         let mut mine = Vec::new();
-        for (path, at) in crate::real_fileops::clone_files(st) {
+        for (path, at) in crate::real::fileops::clone_files(st) {
             let (start, len) = extent_of(setups, st, (&path, at), extents)?;
             if st.spec.ioengine == IoEngine::PageFault {
                 // fio_page_fault_init: the job's own memory
@@ -213,7 +213,7 @@ pub fn run_mapped(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) ->
         bail!("{why}");
     }
     // the copies run on this thread: its CPUs and memory policy
-    crate::real_place::apply(&specs)?;
+    crate::real::place::apply(&specs)?;
     let plan = crate::real::ledger_plan(exp, "mem")?;
     let (mut backend, dir) = backend(&plan.setups, &plan.extents, ro.overwrite)?;
     let (devid, dev_name) = crate::real::target_identity(&dir);

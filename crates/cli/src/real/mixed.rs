@@ -8,7 +8,7 @@
 //!
 //! * the file-call jobs' IOs to one
 //!   [`blkqos_engine::fileops::FileCallBackend`] over all their files
-//!   ([`crate::real_fileops::backend`]);
+//!   ([`crate::real::fileops::backend`]);
 //! * the block jobs' IOs to a [`blkqos_engine::RealBackend`] on their one
 //!   file, one per way of opening it: the `direct=1` jobs' with
 //!   `O_DIRECT`, the buffered jobs' without (each fio job opens its own
@@ -65,7 +65,7 @@ fn check(exp: &Experiment, specs: &[&JobSpec]) -> Result<()> {
     if let Some(why) = block.iter().find_map(|j| j.engine.real_refusal.as_ref()) {
         bail!("{why}");
     }
-    crate::real_place::apply(specs)
+    crate::real::place::apply(specs)
 }
 
 /// The ledger extent of the block jobs' file, from their clones' regions.
@@ -103,7 +103,7 @@ fn block_parts(
     epoch: std::time::Instant,
 ) -> Result<(Vec<Part>, Vec<Option<usize>>)> {
     // fio's thread_number order, every job: the verify state is by clone
-    let verifies = crate::real_verify::job_verifies(specs, path, false)?;
+    let verifies = crate::real::verify::job_verifies(specs, path, false)?;
     let mut parts = Vec::new();
     let mut route = vec![None; setups.len()];
     for direct in [true, false] {
@@ -142,7 +142,7 @@ fn backend(
     plan: &crate::experiment::Plan,
 ) -> Result<(RoutedBackend, PathBuf)> {
     let epoch = std::time::Instant::now();
-    let (mut calls, _) = crate::real_fileops::backend(&plan.setups, &plan.extents, ro.overwrite)?;
+    let (mut calls, _) = crate::real::fileops::backend(&plan.setups, &plan.extents, ro.overwrite)?;
     calls.set_epoch(epoch);
     let capacity = blkqos_driver::Backend::capacity_bytes(&calls);
     let block: Vec<&JobSpec> = specs
@@ -196,7 +196,7 @@ pub fn run_mixed(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> 
     )?;
     // close every file before the report
     drop(backend);
-    let kernel_disks = crate::real_report::kernel_disk_util(&disks.finish());
+    let kernel_disks = crate::real::report::kernel_disk_util(&disks.finish());
     crate::outcome::say_interrupted(signals, &result, false);
     Ok(crate::real::ran_without_controllers(
         result,

@@ -26,7 +26,7 @@
 //! Clones of the jobs between stonewalls run at the same time, one thread
 //! each, as fio's job processes; a job stops at its `runtime`.
 
-use crate::real_host::CloneRun;
+use crate::real::host::CloneRun;
 use anyhow::{bail, Result};
 use blkqos_driver::run::JobSetup;
 use blkqos_driver::JobResult;
@@ -47,13 +47,13 @@ pub enum RealRunner {
     /// A file system call per file ([`run_clones`]).
     Metadata,
     /// A file system call per IO (falloc, ftruncate:
-    /// [`crate::real_fileops`]).
+    /// [`crate::real::fileops`]).
     FileCalls,
     /// A copy to or from a memory mapping per IO (libpmem, dev-dax,
-    /// page_fault: [`crate::real_mapped`]).
+    /// page_fault: [`crate::real::mapped`]).
     Mapped,
     /// File calls beside block IO on one file, each job on its own
-    /// engine ([`crate::real_mixed`]).
+    /// engine ([`crate::real::mixed`]).
     Mixed,
 }
 
@@ -179,7 +179,7 @@ fn call(engine: IoEngine, stat: StatType, path: &Path) -> std::io::Result<()> {
 fn run_clone(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneRun {
     use blkqos_engine::usage::ProcessUsage;
     let before = ProcessUsage::thread_now();
-    let mut run = crate::real_host::run_clone(setup, run_t0, stop)
+    let mut run = crate::real::host::run_clone(setup, run_t0, stop)
         .unwrap_or_else(|| run_calls(setup, run_t0, stop));
     if let (Some(a), Some(b)) = (before, ProcessUsage::thread_now()) {
         let u = b.since(&a);
