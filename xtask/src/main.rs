@@ -227,6 +227,19 @@ fn usage() -> String {
     s
 }
 
+/// Run a subcommand other than `test` on the workspace: its error on
+/// stderr and a failing exit status.
+fn subcommand(run: fn(&[String], &Path) -> Result<(), String>, args: &[String]) -> ExitCode {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    match run(args, &ws) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (ours, extra) = match args.iter().position(|a| a == "--") {
@@ -235,26 +248,8 @@ fn main() -> ExitCode {
     };
     match ours.first().map(String::as_str) {
         Some("test") => {}
-        Some("instructions") => {
-            let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-            return match instructions::main(&ours[1..], &ws) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("{e}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
-        Some("same") => {
-            let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-            return match same::main(&ours[1..], &ws) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("{e}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
+        Some("instructions") => return subcommand(instructions::main, &ours[1..]),
+        Some("same") => return subcommand(same::main, &ours[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{}", usage());
             return ExitCode::SUCCESS;
