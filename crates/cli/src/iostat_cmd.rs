@@ -1,8 +1,8 @@
 //! `blkqos iostat`: sysstat 12.6's `iostat` (extended and basic reports)
 //! over the live `/proc` or over saved `/proc` snapshots (`--proc DIR`).
 
-use crate::failure::Failure;
 use anyhow::anyhow;
+use blkqos_experiment::failure::Failure;
 use blkqos_iostat::{
     parse_args_env, read_proc_dir, read_sys_block, Banner, Error, Options, Sample,
 };
@@ -131,7 +131,7 @@ fn read_live() -> Result<Sample, Error> {
 
 pub fn run(args: &[String]) -> Result<(), Failure> {
     if args.iter().any(|a| a == "--help") {
-        return crate::stdout::write_out(&format!("{HELP}\n")).map_err(|e| fail(1, e));
+        return blkqos_experiment::stdout::write_out(&format!("{HELP}\n")).map_err(|e| fail(1, e));
     }
     let (dirs, rest) = split_proc_args(args)?;
     let opts: Options = parse_args_env(&rest, |k| std::env::var(k).ok()).map_err(|e| fail(2, e))?;

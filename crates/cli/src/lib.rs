@@ -1,13 +1,16 @@
 //! `blkqos`: Linux's cgroup block IO controllers and IO accounting, run on a
 //! deterministic simulator (default) with fio's inputs and outputs.
 //!
-//! The `blkqos` binary is [`cli_main`]. The same planning, running and
-//! report assembly are here for programs and tests to call in-process:
-//! [`plan_run`] builds an [`Experiment`] from `blkqos run`'s arguments (a
-//! scenario file, fio job files, fio options and blkqos flags),
-//! [`run_simulated`] runs it on the simulated device, and [`fio_reports`]
-//! renders fio's reports of the result, byte for byte what the command
-//! prints.
+//! The `blkqos` binary is [`cli_main`]: the command line, each
+//! subcommand's dispatch, and failures mapped to exit statuses. What a run
+//! is and how it runs is `blkqos-experiment`; the studies of many runs
+//! (sweep, calibrate, lab, apply, bench) are `blkqos-studies`. The
+//! experiment library's entry points are re-exported here for programs and
+//! tests that call blkqos in-process: [`plan_run`] builds an
+//! [`Experiment`] from `blkqos run`'s arguments (a scenario file, fio job
+//! files, fio options and blkqos flags), [`run_simulated`] runs it on the
+//! simulated device, and [`fio_reports`] renders fio's reports of the
+//! result, byte for byte what the command prints.
 //!
 //! ```
 //! let args: Vec<String> = ["--name=r", "--rw=randread", "--size=4m", "--output-format=json"]
@@ -21,85 +24,18 @@
 //! assert!(reports[0].contains("\"jobname\" : \"r\""));
 //! ```
 
-mod accounting;
-mod apply;
-mod bench;
-mod calibrate;
-mod data_opts;
-mod experiment;
-mod failure;
-mod file_out;
-mod files;
-mod flags;
-#[cfg(test)]
-mod fuzz_tests;
-mod invocation;
 mod iostat_cmd;
-mod job_logs;
-mod kernel;
-mod ktrace;
-mod lab;
-mod lat_report;
-mod live;
-mod outcome;
-mod output;
-mod pagecache;
-mod progress;
-mod real;
-mod render;
-mod report;
-mod request_trace;
-mod run_summary;
-mod scenario;
-mod scenario_build;
-mod status;
-mod stdout;
-mod streams;
 mod summary;
-mod sweep;
-mod zbd_plan;
 
+use blkqos_experiment::{failure, flags, output, report, stdout};
+use blkqos_studies::{apply, bench, calibrate, lab, sweep};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-pub use experiment::{Experiment, Ran};
-pub use invocation::Invocation;
-
-/// Plan `blkqos run ARGS...`: a scenario file, or fio job files and fio
-/// options, with blkqos flags, checked as the command checks them (the
-/// error is what the command prints, exit status 2).
-pub fn plan_run(args: &[String]) -> anyhow::Result<Experiment> {
-    flags::build(args)
-}
-
-/// Run a planned experiment on the simulated device, as `blkqos run`
-/// does without `--backend=real` (refused, as there, when a job needs a
-/// file system). Deterministic: the same experiment gives the same result.
-pub fn run_simulated(exp: &Experiment) -> anyhow::Result<Ran> {
-    output::refuse_on_simulator(exp)?;
-    exp.run_sim(None)
-}
-
-/// fio's reports of a run, one string per fio invocation in its output
-/// formats, time-stamped from `t0_ms` (ms since the Unix epoch: the run's
-/// start on the simulator's clock).
-pub fn fio_reports(exp: &Experiment, ran: &Ran, t0_ms: u64) -> Vec<String> {
-    output::render_reports(exp, ran, t0_ms)
-}
-
-/// Every cgroup's `io.stat` after a run, as `--io-stat=FILE` writes it.
-pub fn io_stat_text(ran: &Ran) -> String {
-    output::format_io_stat(ran)
-}
-
-/// The writeback report of a run with a page cache, as
-/// `--pagecache-report=FILE.json` writes it; None without a page cache.
-pub fn pagecache_report_json(ran: &Ran) -> Option<String> {
-    let report = ran.result.pagecache.as_ref()?;
-    let mut out = Vec::new();
-    output::render_pagecache_report(report, ran, true, &mut out).ok()?;
-    String::from_utf8(out).ok()
-}
+pub use blkqos_experiment::{
+    fio_reports, io_stat_text, pagecache_report_json, plan_run, run_simulated, Experiment,
+    Invocation, Ran,
+};
 
 #[derive(Parser)]
 #[command(name = "blkqos", version, about = "cgroup block IO controllers (io.max, io.weight, io.cost.*) and IO accounting, simulated or for real", long_about = None)]

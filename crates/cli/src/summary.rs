@@ -3,8 +3,8 @@
 //! with the slat column): one line per report from `.jobs[0].mixed`, so
 //! the reports must come from `--unified_rw_reporting=mixed`.
 
-use crate::failure::Failure;
 use anyhow::{anyhow, Context};
+use blkqos_experiment::failure::Failure;
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -176,7 +176,7 @@ pub fn table(rows: &[Row]) -> String {
 pub fn run(args: &[String]) -> Result<(), Failure> {
     let bad = |err: anyhow::Error| Failure { code: 2, err };
     if args.iter().any(|a| a == "-h" || a == "--help") {
-        return crate::stdout::write_out(&format!("{HELP}\n")).map_err(|e| Failure {
+        return blkqos_experiment::stdout::write_out(&format!("{HELP}\n")).map_err(|e| Failure {
             code: 1,
             err: e.into(),
         });
@@ -198,7 +198,7 @@ pub fn run(args: &[String]) -> Result<(), Failure> {
             .map_err(bad)?;
         rows.push(r);
     }
-    crate::stdout::write_out(&table(&rows)).map_err(|e| Failure {
+    blkqos_experiment::stdout::write_out(&table(&rows)).map_err(|e| Failure {
         code: 1,
         err: e.into(),
     })

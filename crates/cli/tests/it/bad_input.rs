@@ -238,7 +238,7 @@ fn unknown_device_parameter() {
 /// The [device] error points at the offending key, wherever it is in the
 /// table.
 ///
-/// Fails today: `Experiment::from_scenario` (crates/cli/src/experiment.rs)
+/// Fails today: `Experiment::from_scenario` (crates/experiment/src/experiment.rs)
 /// reports the line of the first key of the table in sorted order, not the
 /// line of the bad key (here `devid`'s line 3 instead of line 5).
 #[test]

@@ -115,7 +115,7 @@ fn seed_drives_randrepeat0_streams() {
 ///
 /// Fails today: the ssd model's jitter comes only from its own `seed`
 /// parameter (`--device=ssd,seed=N` / `[device] seed`); `--seed` and the
-/// scenario's `seed` never reach `DeviceSpec` (crates/cli/src/experiment.rs),
+/// scenario's `seed` never reach `DeviceSpec` (crates/experiment/src/experiment.rs),
 /// so with `randrepeat=1` the output is identical for every `--seed`.
 #[test]
 fn seed_drives_device_jitter() {

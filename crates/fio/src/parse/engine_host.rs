@@ -2,7 +2,7 @@
 //! (fio 3.33 engines/cpu.c: `cpuload`, `cpuchunks`, `cpumode`,
 //! `exit_on_io_done`) and `exec` (engines/exec.c: `program`,
 //! `arguments`, `grace_time`, `std_redirect`). Their options are applied
-//! here; they run on the real engine only (`crates/cli/src/real/host.rs`),
+//! here; they run on the real engine only (`crates/experiment/src/real/host.rs`),
 //! and the simulator's refusal is recorded with the place `ioengine` was
 //! given.
 

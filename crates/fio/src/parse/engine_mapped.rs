@@ -3,7 +3,7 @@
 //! of a fio newer than 3.33; fio 3.33 cannot load it). Every IO is a copy
 //! between the job's buffer and a memory mapping: no block IO reaches a
 //! device, so the simulator, which models block devices, refuses them;
-//! the real engine runs them (`crates/cli/src/real/mapped.rs`).
+//! the real engine runs them (`crates/experiment/src/real/mapped.rs`).
 //!
 //! Why not a simulated memory device: what such an IO costs is the
 //! host's — a copy whose speed depends on the CPU caches, the NUMA node,

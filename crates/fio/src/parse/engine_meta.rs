@@ -1,7 +1,7 @@
 //! The file system metadata engines (`filecreate`, `filestat`,
 //! `filedelete`; fio 3.33 `engines/filecreate.c`, `filestat.c`,
 //! `filedelete.c`; and fio 3.34's `dircreate`, `dirstat`, `dirdelete`): what a job of theirs may ask for. They run on the real
-//! engine only (`crates/cli/src/real/meta.rs`); the simulator's refusal is
+//! engine only (`crates/experiment/src/real/meta.rs`); the simulator's refusal is
 //! recorded here with the place `ioengine` was given.
 
 use blkqos_workload::spec::JobSpec;
