@@ -68,6 +68,14 @@ pub(crate) fn env_lookup(k: &str) -> Option<String> {
 }
 
 impl Experiment {
+    /// The simulated device, as `--device=SPEC` sets it; `seed_explicit`:
+    /// the spec names its own `seed=` (otherwise the run's seed picks it).
+    pub fn set_device(&mut self, device: DeviceSpec, seed_explicit: bool) {
+        self.device = device;
+        self.device_seed_explicit = seed_explicit;
+        self.device_given = true;
+    }
+
     /// `--io-max`, `--io-weight`, `--io-cost-qos`, `--io-cost-model`: a
     /// knob line for the job's cgroup (the root's for `io.cost.*`).
     pub(crate) fn knob_flag(&mut self, flag: &str, value: &str) -> Result<()> {

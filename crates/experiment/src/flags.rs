@@ -9,7 +9,7 @@ use crate::experiment::{env_lookup, Experiment, Invocation};
 use anyhow::{bail, Context, Result};
 use blkqos_core::cgroupfs::ControllerOptions;
 use blkqos_driver::HostModel;
-use blkqos_fio::parse::{parse_fio_args, OutputFormat};
+use blkqos_fio::parse::{parse_fio_args, CliParse, OutputFormat};
 use blkqos_sim::DeviceSpec;
 use std::path::PathBuf;
 
@@ -180,13 +180,33 @@ pub const FLAGS: &[Flag] = &[
 /// options) and blkqos's flags.
 pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
     let foreign = foreign();
-    let cli = parse_fio_args(args, &foreign, &env_lookup)?;
+    let mut cli = parse_fio_args(args, &foreign, &env_lookup)?;
+    let flags = std::mem::take(&mut cli.other);
+    let mut e = experiment_of_fio(cli)?;
+    let mut pending = Pending::default();
+    for (k, v) in &flags {
+        apply(&mut e, &mut pending, k, v)?;
+    }
+    pending.finish(&mut e)?;
+    Ok(e)
+}
+
+/// An experiment from fio's arguments alone (job files and/or `--name=...`
+/// options; a blkqos flag is an unknown option): the null device, the
+/// default host and the simulator, for a study to set in place
+/// ([`Experiment::set_device`], `host`, `real`).
+pub fn experiment_from_fio_args(args: &[String]) -> Result<Experiment> {
+    experiment_of_fio(parse_fio_args(args, &[], &env_lookup)?)
+}
+
+/// The experiment of parsed fio arguments, before blkqos's flags.
+fn experiment_of_fio(cli: CliParse) -> Result<Experiment> {
     // parse_fio_args already read the job files named on the command line
     let jobs = cli.jobs;
     if jobs.jobs.is_empty() && cli.showcmd.is_none() {
         bail!("no jobs given: pass a scenario (.toml), a fio job file, or --name=... options");
     }
-    let mut e = Experiment {
+    Ok(Experiment {
         parse_only: cli.parse_only,
         check_invariants: false,
         showcmd: cli.showcmd.clone(),
@@ -217,13 +237,7 @@ pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
                 cli.output_format
             },
         }],
-    };
-    let mut pending = Pending::default();
-    for (k, v) in &cli.other {
-        apply(&mut e, &mut pending, k, v)?;
-    }
-    pending.finish(&mut e)?;
-    Ok(e)
+    })
 }
 
 /// The experiment of `blkqos run ARGS`: a scenario file and the flags
@@ -374,6 +388,13 @@ pub fn apply_after_scenario(e: &mut Experiment, args: &[String]) -> Result<()> {
     pending.finish(e)
 }
 
+/// A device spec (`--device=MODEL[,key=value...]`) and whether it names
+/// its own `seed=` (otherwise the run's seed picks the device's).
+pub fn parse_device(text: &str) -> Result<(DeviceSpec, bool)> {
+    let spec = DeviceSpec::parse(text)?;
+    Ok((spec, text.split(',').any(|p| p.trim().starts_with("seed="))))
+}
+
 /// `--backend=sim|real|io_uring|threads`.
 fn set_backend(e: &mut Experiment, v: &str) -> Result<()> {
     if v == "sim" {
@@ -418,9 +439,8 @@ pub fn apply(e: &mut Experiment, p: &mut Pending, name: &str, value: &str) -> Re
         "iocost-trace" => e.trace_out = Some(PathBuf::from(v)),
         "ktrace" => e.ktrace_out = Some(PathBuf::from(v)),
         "device" => {
-            e.device = blkqos_sim::DeviceSpec::parse(v).with_context(|| format!("--device={v}"))?;
-            e.device_seed_explicit = v.split(',').any(|p| p.trim().starts_with("seed="));
-            e.device_given = true;
+            let (spec, seed_explicit) = parse_device(v).with_context(|| format!("--device={v}"))?;
+            e.set_device(spec, seed_explicit);
         }
         "seed" => {
             e.seed = v

@@ -268,9 +268,15 @@ impl Candidate {
         secs: u32,
         signals: &StopOnSignal,
     ) -> Result<(), Failure> {
+        let spec = format!("{},name={name}", self.spec());
+        let (device, seed_explicit) =
+            blkqos_experiment::flags::parse_device(&spec).map_err(|e| Failure {
+                code: 2,
+                err: e.context(format!("calibrate: the fitted device `{spec}`")),
+            })?;
         let target = Target::Sim {
-            device: format!("{},name={name}", self.spec()),
-            name: name.to_string(),
+            device,
+            seed_explicit,
             submit_ns: self.submit_ns(),
         };
         self.check.clear();

@@ -1,5 +1,6 @@
-//! Running one calibration job: an fio command line through the same
-//! planning and engine as `blkqos run`, on the real target (io_uring,
+//! Running one calibration job: a job of fio options (the same options for
+//! every runner), planned by the experiment library with the target's
+//! device, host and engine set in place, on the real target (io_uring,
 //! `direct=1`) or on a simulated device, or handed to fio itself (the
 //! program the kernel's `iocost_coef_gen.py` drives), reduced to the
 //! numbers the fit needs.
@@ -7,8 +8,9 @@
 use super::plan::Job;
 use anyhow::{bail, Result};
 use blkqos_engine::StopOnSignal;
-use blkqos_experiment::experiment::Ran;
+use blkqos_experiment::experiment::{Ran, RealOptions};
 use blkqos_experiment::failure::Failure;
+use blkqos_sim::DeviceSpec;
 use std::path::PathBuf;
 
 /// Where the jobs run.
@@ -20,8 +22,8 @@ pub enum Target {
         /// `--size=` for the jobs (a file blkqos lays out); None: the
         /// target's own size.
         size: Option<String>,
-        /// Extra flags for the engine (`--backend=`, consents).
-        flags: Vec<String>,
+        /// The engine, its consents and status line.
+        engine: RealOptions,
     },
     /// A file or block device measured by fio (`--runner=fio`): the
     /// host cost the fit sees is fio's own, so the fitted model predicts
@@ -33,11 +35,11 @@ pub enum Target {
         /// The `fio` program.
         program: PathBuf,
     },
-    /// A simulated device (`--device=` spec), with the host's submit cost.
+    /// A simulated device, with the host's submit cost.
     Sim {
-        device: String,
-        /// The device's name: the jobs use all of `/dev/NAME`.
-        name: String,
+        device: DeviceSpec,
+        /// The spec named its own `seed=`.
+        seed_explicit: bool,
         submit_ns: u64,
     },
 }
@@ -69,7 +71,7 @@ impl Point {
     }
 }
 
-/// The fio command line of `job` on `target` for `secs` seconds.
+/// The fio options of `job` on `target` for `secs` seconds.
 pub fn job_args(job: &Job, target: &Target, secs: u32) -> Vec<String> {
     let mut a = vec![
         "--name=calibrate".to_string(),
@@ -85,13 +87,11 @@ pub fn job_args(job: &Job, target: &Target, secs: u32) -> Vec<String> {
         "--lat_percentiles=1".into(),
     ];
     match target {
-        Target::Real { path, size, flags } => {
+        Target::Real { path, size, .. } => {
             a.push(format!("--filename={}", path.display()));
             if let Some(s) = size {
                 a.push(format!("--size={s}"));
             }
-            a.push("--eta=never".into());
-            a.extend(flags.iter().cloned());
         }
         Target::Fio { path, size, .. } => {
             a.push(format!("--filename={}", path.display()));
@@ -100,15 +100,7 @@ pub fn job_args(job: &Job, target: &Target, secs: u32) -> Vec<String> {
             }
             a.push("--output-format=json".into());
         }
-        Target::Sim {
-            device,
-            name,
-            submit_ns,
-        } => {
-            a.push(format!("--filename=/dev/{name}"));
-            a.push(format!("--device={device}"));
-            a.push(format!("--submit-ns={submit_ns}"));
-        }
+        Target::Sim { device, .. } => a.push(format!("--filename=/dev/{}", device.name)),
     }
     a
 }
@@ -125,10 +117,23 @@ pub fn run(
     if let Target::Fio { program, .. } = target {
         return run_fio(job, program, &args);
     }
-    let exp = blkqos_experiment::flags::experiment_from_args(&args).map_err(|err| Failure {
-        code: 2,
-        err: err.context(format!("calibration job `{}`", job.name)),
-    })?;
+    let mut exp =
+        blkqos_experiment::flags::experiment_from_fio_args(&args).map_err(|err| Failure {
+            code: 2,
+            err: err.context(format!("calibration job `{}`", job.name)),
+        })?;
+    match target {
+        Target::Real { engine, .. } => exp.real = Some(engine.clone()),
+        Target::Sim {
+            device,
+            seed_explicit,
+            submit_ns,
+        } => {
+            exp.set_device(device.clone(), *seed_explicit);
+            exp.host.submit_ns = *submit_ns;
+        }
+        Target::Fio { .. } => unreachable!("fio runs its own command line"),
+    }
     let ran = match &exp.real {
         Some(r) => blkqos_experiment::real::run_real(&exp, r, signals),
         None => exp.run_sim(Some(signals)),

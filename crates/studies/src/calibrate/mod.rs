@@ -138,19 +138,25 @@ fn resolve(a: &Args) -> Result<(Target, raw::TargetInfo), Failure> {
     let path = a.target.clone().expect("clap requires TARGET or --device");
     let (devid, name) = blkqos_experiment::real::target_identity(&path);
     let size_bytes = target_size(a, &path, &devid)?;
-    let mut flags = vec![format!("--backend={}", a.backend)];
-    if !["real", "io_uring", "threads"].contains(&a.backend.as_str()) {
-        return Err(bad(anyhow!(
-            "calibrate: --backend={}: use real, io_uring or threads",
-            a.backend
-        )));
-    }
-    if a.allow_destructive {
-        flags.push("--allow-destructive".into());
-    }
-    if a.overwrite {
-        flags.push("--overwrite".into());
-    }
+    let kind = match a.backend.as_str() {
+        "real" => blkqos_engine::BackendKind::Auto,
+        "io_uring" | "threads" => {
+            blkqos_engine::BackendKind::parse(&a.backend).expect("the engine's own backend names")
+        }
+        _ => {
+            return Err(bad(anyhow!(
+                "calibrate: --backend={}: use real, io_uring or threads",
+                a.backend
+            )))
+        }
+    };
+    let engine = blkqos_experiment::experiment::RealOptions {
+        kind,
+        allow_destructive: a.allow_destructive,
+        overwrite: a.overwrite,
+        eta: blkqos_experiment::progress::Eta::Never,
+        ..Default::default()
+    };
     let info = raw::TargetInfo {
         path: path.display().to_string(),
         devid: devid.to_string(),
@@ -181,7 +187,7 @@ fn resolve(a: &Args) -> Result<(Target, raw::TargetInfo), Failure> {
         Target::Real {
             path,
             size: a.size.clone(),
-            flags,
+            engine,
         },
         info,
     ))
@@ -218,7 +224,7 @@ fn fio_version() -> String {
 
 /// `--device=SPEC`: a simulated target.
 fn resolve_sim(a: &Args, spec: &str) -> Result<(Target, raw::TargetInfo), Failure> {
-    let d = blkqos_sim::DeviceSpec::parse(spec)
+    let (d, seed_explicit) = blkqos_experiment::flags::parse_device(spec)
         .map_err(|e| bad(anyhow!("calibrate: --device={spec}: {e}")))?;
     let info = raw::TargetInfo {
         path: format!("simulated {}", d.kind.name()),
@@ -230,8 +236,8 @@ fn resolve_sim(a: &Args, spec: &str) -> Result<(Target, raw::TargetInfo), Failur
     };
     Ok((
         Target::Sim {
-            device: spec.to_string(),
-            name: d.name.clone(),
+            device: d,
+            seed_explicit,
             submit_ns: a.submit_ns,
         },
         info,
