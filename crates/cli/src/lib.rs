@@ -60,15 +60,7 @@ enum Cmd {
     },
     /// Run a scenario over a grid of knob settings and pick the best one.
     #[command(long_about = sweep::HELP)]
-    Sweep {
-        /// SCENARIO.toml and --vary/--objective/... options, or --merge and shard files.
-        #[arg(
-            trailing_var_arg = true,
-            allow_hyphen_values = true,
-            value_name = "SCENARIO|--OPTION"
-        )]
-        args: Vec<String>,
-    },
+    Sweep(sweep::SweepCli),
     /// Write a scenario's settings, or a sweep's chosen point, to a live cgroup v2 hierarchy.
     #[command(long_about = apply::HELP)]
     Apply(apply::Args),
@@ -80,17 +72,12 @@ enum Cmd {
     /// Compare blkqos with real kernels' recorded runs (lab/, docs/fidelity.md).
     #[command(long_about = lab::HELP)]
     Lab {
-        /// `compare`, then options.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
+        #[command(subcommand)]
+        cmd: lab::LabCmd,
     },
     /// Measure blkqos itself (docs/BENCHMARKS.md): `sim`, `throttle`, `accounting`,
-    /// `iocost`, `sweep`, or `all` (every one but `sweep`: 1,000 simulated runs).
-    Bench {
-        /// Which benchmark, then options such as --seconds=N.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    /// `iocost`, `sweep` (1,000 simulated runs), or `all` (every one but `sweep`).
+    Bench(bench::BenchArgs),
     /// sysstat's iostat (-x, -d, -p, ALL, ...) over /proc or saved /proc copies (--proc DIR).
     #[command(long_about = iostat_cmd::HELP, disable_help_flag = true)]
     Iostat {
@@ -205,15 +192,24 @@ Exit status (after every report is written):
 pub fn cli_main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // every error of blkqos starts with its name, clap's too
+            let text = e.render().to_string();
+            match text.strip_prefix("error: ") {
+                Some(rest) => eprint!("blkqos: {rest}"),
+                // a help shown for a missing subcommand
+                None => eprint!("{text}"),
+            }
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
         }
     };
     let res = match cli.cmd {
         Cmd::Run { args } => output::run_command(flags::build(&args)),
-        Cmd::Sweep { args } => sweep::run_command(&args),
+        Cmd::Sweep(a) => sweep::run_command(a),
         Cmd::Calibrate(a) => calibrate::run_command(&a),
         Cmd::Apply(a) => apply::run_command(&a),
         Cmd::Devices => {
@@ -222,7 +218,7 @@ pub fn cli_main() -> ExitCode {
                 err: e.into(),
             })
         }
-        Cmd::Bench { args } => bench::run(&args).map_err(|err| failure::Failure { code: 2, err }),
+        Cmd::Bench(a) => bench::run(&a).map_err(|err| failure::Failure { code: 2, err }),
         Cmd::Iostat { args } => iostat_cmd::run(&args),
         Cmd::Summary { files } => summary::run(&files),
         Cmd::Report {
@@ -238,7 +234,7 @@ pub fn cli_main() -> ExitCode {
             output,
             title,
         }),
-        Cmd::Lab { args } => match lab::run(&args) {
+        Cmd::Lab { cmd } => match lab::run(&cmd) {
             Ok(true) => Ok(()),
             Ok(false) => Err(failure::Failure {
                 code: 1,

@@ -228,25 +228,40 @@ fn accounting_cost(n: u64) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: &[String]) -> Result<()> {
-    let what = args.first().map(String::as_str).unwrap_or("all");
-    let seconds = args
-        .iter()
-        .find_map(|a| a.strip_prefix("--seconds="))
-        .map(|s| s.parse::<u64>())
-        .transpose()
-        .map_err(|_| anyhow::anyhow!("--seconds: expected a whole number of seconds"))?
-        .unwrap_or(10);
-    let num = |key: &str| -> Result<Option<u64>> {
-        args.iter()
-            .find_map(|a| a.strip_prefix(key))
-            .map(|s| s.parse::<u64>())
-            .transpose()
-            .map_err(|_| anyhow::anyhow!("{key}: expected a whole number"))
-    };
-    let case = num("--case=")?.map(|c| c as usize);
-    let ios = num("--ios=")?.unwrap_or(2_000_000);
-    match what {
+/// `blkqos bench`'s options.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Which benchmark: sim, throttle, accounting, iocost, sweep (1,000
+    /// simulated runs), or all (every one but sweep)
+    #[arg(value_name = "WHAT", default_value = "all",
+          value_parser = ["sim", "throttle", "accounting", "iocost", "sweep", "all"])]
+    what: String,
+    /// sim: simulated seconds per case
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    seconds: u64,
+    /// sim: 0 (norandommap) or 1 (random map) only; throttle: one case, 0..3
+    #[arg(long, value_name = "K")]
+    case: Option<usize>,
+    /// throttle, accounting, iocost: IOs per case (accounting: ten times as many)
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    ios: u64,
+    /// iocost: this many active groups only
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    groups: Option<u64>,
+    /// iocost: at most N IOs outstanding per group
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    depth: Option<u64>,
+    /// sweep: the scenario to sweep
+    #[arg(long, value_name = "FILE", default_value = crate::sweep::BENCH_SCENARIO)]
+    scenario: String,
+    /// sweep: threads (default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
+}
+
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let (seconds, case, ios) = (args.seconds, args.case, args.ios);
+    match args.what.as_str() {
         "sim" => {
             // --case=0: norandommap only, --case=1: random map only
             if case.is_none_or(|c| c == 0) {
@@ -261,11 +276,7 @@ pub fn run(args: &[String]) -> Result<()> {
             accounting_cost(ios * 10)?;
             lat::run(ios * 10)?;
         }
-        "iocost" => run_iocost(
-            ios,
-            num("--groups=")?.map(|g| g.max(1) as usize),
-            num("--depth=")?.map(|d| d.max(1)),
-        )?,
+        "iocost" => run_iocost(ios, args.groups.map(|g| g as usize), args.depth)?,
         "all" => {
             bench_sim(seconds, false)?;
             bench_sim(seconds, true)?;
@@ -274,13 +285,7 @@ pub fn run(args: &[String]) -> Result<()> {
             lat::run(ios * 10)?;
             run_iocost(ios, None, None)?;
         }
-        "sweep" => {
-            let scenario = args
-                .iter()
-                .find_map(|a| a.strip_prefix("--scenario="))
-                .unwrap_or(crate::sweep::BENCH_SCENARIO);
-            crate::sweep::bench(scenario, num("--jobs=")?.map(|j| j.max(1) as usize))?
-        }
+        "sweep" => crate::sweep::bench(&args.scenario, args.jobs.map(|j| j as usize))?,
         other => bail!(
             "unknown benchmark `{other}`: use sim, throttle, accounting, iocost, sweep or all"
         ),

@@ -959,24 +959,99 @@ impl ExpectedMiss {
     }
 }
 
-struct Args {
+/// `blkqos lab`'s subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum LabCmd {
+    /// Compare blkqos with the real kernels' recorded runs.
+    #[command(long_about = HELP)]
+    Compare(Box<CompareArgs>),
+    /// One kernel-format trace's numbers as the JSON a lab run keeps.
+    ReduceTrace {
+        /// A trace as /sys/kernel/tracing/trace prints it
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+/// `blkqos lab compare`'s options.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// The lab: matrix.toml, matrix/ and fixtures/
+    #[arg(long, value_name = "DIR", default_value = "lab")]
     lab: PathBuf,
-    /// Controller choices over the kernel's profile (`--throttle=V`,
-    /// `--iocost=V`, `--hz=N`): what-if comparisons.
-    overrides: Vec<(String, String)>,
+    /// Only this recorded kernel (a release or a profile name; repeatable)
+    #[arg(long = "kernel", value_name = "K")]
     kernels: Vec<String>,
+    /// Only jobs whose name contains SUBSTR (repeatable)
+    #[arg(long = "job", value_name = "SUBSTR")]
     jobs: Vec<String>,
+    /// Simulated runs per job, seeds 1..N
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive)]
     seeds: u64,
+    /// The misses that are expected ([[miss]] kernel, job, metric, why)
+    #[arg(long, value_name = "FILE")]
     expect: Option<PathBuf>,
+    /// Markdown tables
+    #[arg(long)]
     markdown: bool,
+    /// One line per kernel and job
+    #[arg(long)]
     summary: bool,
+    /// Compare blkqos's real engine in the lab with the kernel's own enforcement
+    #[arg(long = "real-engine")]
     engine: bool,
-    /// `--traces`: the kernel traces' numbers instead of the judged ones.
+    /// The kernel traces' numbers beside blkqos's own, shown and not judged
+    #[arg(long)]
     traces: bool,
-    /// `--report=FILE`: the traces' numbers as an HTML page.
+    /// With --traces: the numbers as an HTML page
+    #[arg(long, value_name = "FILE.html")]
     report: Option<PathBuf>,
-    /// `--keep-traces=DIR`: keep blkqos's own traces.
+    /// With --traces: keep blkqos's own trace of each job and seed under DIR
+    #[arg(long = "keep-traces", value_name = "DIR")]
     keep_traces: Option<PathBuf>,
+    /// Replace the kernel profile's blk-throttle variant (what-if)
+    #[arg(long, value_name = "V")]
+    throttle: Option<String>,
+    /// Replace the kernel profile's iocost variant (what-if)
+    #[arg(long, value_name = "V")]
+    iocost: Option<String>,
+    /// Replace the kernel profile's HZ (what-if)
+    #[arg(long, value_name = "N")]
+    hz: Option<String>,
+    /// Replace blk-wbt's latency target (what-if)
+    #[arg(long = "wbt_lat_usec", value_name = "US")]
+    wbt_lat_usec: Option<String>,
+}
+
+/// `--seeds=N`: at least one run.
+fn positive(v: &str) -> Result<u64, String> {
+    v.parse()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| "expected a positive integer".to_string())
+}
+
+impl CompareArgs {
+    /// Controller choices over the kernel's profile (`--throttle=V`,
+    /// `--iocost=V`, `--hz=N`, `--wbt_lat_usec=US`): what-if comparisons,
+    /// each checked as a `[controllers]` option.
+    fn overrides(&self) -> Result<Vec<(String, String)>> {
+        let given = [
+            ("throttle", &self.throttle),
+            ("iocost", &self.iocost),
+            ("hz", &self.hz),
+            ("wbt_lat_usec", &self.wbt_lat_usec),
+        ];
+        let mut out = Vec::new();
+        for (k, v) in given {
+            let Some(v) = v else { continue };
+            blkqos_core::cgroupfs::ControllerOptions::default()
+                .set(k, v)
+                .map_err(|m| anyhow::anyhow!("--{m}"))?;
+            out.push((k.to_string(), v.clone()));
+        }
+        Ok(out)
+    }
 }
 
 /// `blkqos lab --help` and `blkqos lab compare --help`.
@@ -1010,59 +1085,8 @@ writes blkqos's own trace of each job and seed to DIR/KERNEL/JOB-seedN.txt
 (the kernel's own are under the lab's traces/ and fixtures/). reduce-trace prints
 one trace's numbers as JSON.";
 
-fn parse_args(args: &[String]) -> Result<Args> {
-    let mut a = Args {
-        lab: PathBuf::from("lab"),
-        overrides: Vec::new(),
-        kernels: Vec::new(),
-        jobs: Vec::new(),
-        seeds: 5,
-        expect: None,
-        markdown: false,
-        summary: false,
-        engine: false,
-        traces: false,
-        report: None,
-        keep_traces: None,
-    };
-    let mut it = args.iter();
-    if it.next().map(String::as_str) != Some("compare") {
-        bail!("usage: blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N] [--expect=FILE] [--markdown] [--summary] [--real-engine] [--traces [--report=FILE.html] [--keep-traces=DIR]] [--throttle=V] [--iocost=V] [--hz=N]");
-    }
-    for arg in it {
-        let (k, v) = arg.split_once('=').unwrap_or((arg.as_str(), ""));
-        match k {
-            "--lab" => a.lab = PathBuf::from(v),
-            "--kernel" => a.kernels.push(v.to_string()),
-            "--job" => a.jobs.push(v.to_string()),
-            "--seeds" => {
-                a.seeds = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .with_context(|| format!("--seeds={v}: expected a positive integer"))?
-            }
-            "--expect" => a.expect = Some(PathBuf::from(v)),
-            "--markdown" => a.markdown = true,
-            "--summary" => a.summary = true,
-            "--real-engine" => a.engine = true,
-            "--traces" => a.traces = true,
-            "--report" if !v.is_empty() => a.report = Some(PathBuf::from(v)),
-            "--keep-traces" if !v.is_empty() => a.keep_traces = Some(PathBuf::from(v)),
-            "--throttle" | "--iocost" | "--hz" | "--wbt_lat_usec" => {
-                blkqos_core::cgroupfs::ControllerOptions::default()
-                    .set(&k[2..], v)
-                    .map_err(|m| anyhow::anyhow!("--{m}"))?;
-                a.overrides.push((k[2..].to_string(), v.to_string()));
-            }
-            _ => bail!("blkqos lab compare: unknown option `{arg}`"),
-        }
-    }
-    Ok(a)
-}
-
 /// `--report` and `--keep-traces` need `--traces`.
-fn check_trace_args(a: &Args) -> Result<()> {
+fn check_trace_args(a: &CompareArgs) -> Result<()> {
     if a.report.is_some() && !a.traces {
         bail!(
             "blkqos lab compare: --report draws the kernel traces' numbers: give --traces with it"
@@ -1076,20 +1100,17 @@ fn check_trace_args(a: &Args) -> Result<()> {
 
 /// `blkqos lab compare ...`: prints the table; with `--expect`, fails on
 /// a miss the file does not list or a listed miss that now matches.
-pub fn run(args: &[String]) -> Result<bool> {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{HELP}");
-        return Ok(true);
-    }
-    if args.first().map(String::as_str) == Some("reduce-trace") {
-        return reduce_trace(&args[1..]);
-    }
-    let a = parse_args(args)?;
-    check_trace_args(&a)?;
+pub fn run(cmd: &LabCmd) -> Result<bool> {
+    let a = match cmd {
+        LabCmd::ReduceTrace { file } => return reduce_trace(file),
+        LabCmd::Compare(a) => a,
+    };
+    check_trace_args(a)?;
+    let overrides = a.overrides()?;
     let traces = a.traces.then_some(TraceRequest {
         keep: a.keep_traces.as_deref(),
     });
-    let kernels = selected_kernels(&a)?;
+    let kernels = selected_kernels(a)?;
     let matrix = load_matrix(&a.lab)?;
     let expected = match &a.expect {
         Some(p) => Some(Expected::load(p)?),
@@ -1111,7 +1132,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         }
     }
     let compare = |&(k, job): &(&String, &LabJob)| {
-        compare_job(&a.lab, k, job, &a.overrides, a.seeds, a.engine, traces)
+        compare_job(&a.lab, k, job, &overrides, a.seeds, a.engine, traces)
     };
     // simulated jobs on every core (each is deterministic: the rows come
     // out in the same order either way); the real engine's one at a time
@@ -1141,23 +1162,22 @@ pub fn run(args: &[String]) -> Result<bool> {
 
 /// `blkqos lab reduce-trace FILE`: a kernel-format trace's `trace.*`
 /// numbers as the JSON a lab run keeps (`trace.json`).
-fn reduce_trace(args: &[String]) -> Result<bool> {
-    let [path] = args else {
-        bail!(
-            "usage: blkqos lab reduce-trace FILE (a trace as /sys/kernel/tracing/trace prints it)"
-        );
-    };
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+fn reduce_trace(path: &Path) -> Result<bool> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let m = ktrace::reduce(&text);
     if m.is_empty() {
-        bail!("{path}: no block_rq_issue event: not a trace of a run");
+        bail!(
+            "{}: no block_rq_issue event: not a trace of a run",
+            path.display()
+        );
     }
     blkqos_experiment::stdout::write_out(&ktrace::to_json(&m))?;
     Ok(true)
 }
 
 /// The recorded kernels the arguments select (all by default).
-fn selected_kernels(a: &Args) -> Result<Vec<String>> {
+fn selected_kernels(a: &CompareArgs) -> Result<Vec<String>> {
     let mut kernels = recorded_kernels(&a.lab)?;
     if !a.kernels.is_empty() {
         kernels.retain(|k| {

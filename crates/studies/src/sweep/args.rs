@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 
-/// The parsed command line.
+/// A sweep's options, checked.
 #[derive(Debug, Default)]
 pub struct SweepArgs {
     pub scenario: Option<PathBuf>,
@@ -21,57 +21,73 @@ pub struct SweepArgs {
     pub dry_run: bool,
 }
 
-/// Options that take a value (`--opt=V` or `--opt V`).
-const WITH_VALUE: &[&str] = &[
-    "--vary",
-    "--objective",
-    "--show",
-    "--shard",
-    "--jobs",
-    "--out",
-    "--seed",
-    "--kernel",
-];
+/// `blkqos sweep`'s options as the command line gives them: checked by
+/// [`SweepCli::check`] into [`SweepArgs`].
+#[derive(clap::Args, Debug, Default)]
+pub struct SweepCli {
+    /// The scenario to sweep (.toml); with --merge, the shard files
+    #[arg(value_name = "SCENARIO|SHARD.json")]
+    files: Vec<PathBuf>,
+    /// A knob and its values, e.g. 'io.cost.qos:rlat=1000..20000:log:8' (repeatable)
+    #[arg(long, value_name = "TARGET=VALUES")]
+    vary: Vec<String>,
+    /// 'max|min METRIC [subject to METRIC<=N [and ...]]'
+    #[arg(long, value_name = "TEXT")]
+    objective: Option<String>,
+    /// More metrics in the table (comma-separated, repeatable)
+    #[arg(long, value_name = "METRIC,...")]
+    show: Vec<String>,
+    /// The report as JSON, with every metric of every point
+    #[arg(long)]
+    json: bool,
+    /// Run shard I of N (points I-1, I-1+N, ...) and write a shard file
+    #[arg(long, value_name = "I/N", value_parser = super::shard::parse_shard)]
+    shard: Option<(u64, u64)>,
+    /// Threads (default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Write the report to FILE instead of stdout
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The scenario's seed for every point
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// A kernel profile (--kernel=6.1, 6.12, 7.2)
+    #[arg(long, value_name = "VER")]
+    kernel: Option<String>,
+    /// Join shard files into the report of the whole sweep
+    #[arg(long)]
+    merge: bool,
+    /// Check everything and list the points without running them
+    #[arg(long = "dry-run")]
+    dry_run: bool,
+}
 
-impl SweepArgs {
-    pub fn parse(args: &[String]) -> Result<Self> {
-        let mut a = SweepArgs::default();
-        let mut files: Vec<PathBuf> = Vec::new();
-        let mut merge = false;
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            if !arg.starts_with("--") {
-                files.push(PathBuf::from(arg));
-                continue;
-            }
-            let (key, inline) = match arg.split_once('=') {
-                Some((k, v)) => (k, Some(v.to_string())),
-                None => (arg.as_str(), None),
-            };
-            if !WITH_VALUE.contains(&key) {
-                if inline.is_some() {
-                    bail!("`{arg}`: {key} takes no value");
-                }
-                match key {
-                    "--json" => a.json = true,
-                    "--merge" => merge = true,
-                    "--dry-run" => a.dry_run = true,
-                    _ => bail!(
-                        "`{arg}`: unknown option (see `blkqos sweep --help`: --vary, --objective, --show, --json, --shard, --jobs, --out, --seed, --kernel, --merge, --dry-run)"
-                    ),
-                }
-                continue;
-            }
-            let value = match inline {
-                Some(v) => v,
-                None => it
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| anyhow::anyhow!("{key} needs a value"))?,
-            };
-            a.set(key, value)?;
-        }
-        if merge {
+impl SweepCli {
+    /// The sweep these options ask for, or why they ask for none.
+    pub fn check(self) -> Result<SweepArgs> {
+        let show = self
+            .show
+            .iter()
+            .flat_map(|v| v.split(','))
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect();
+        let mut a = SweepArgs {
+            scenario: None,
+            vary: self.vary,
+            objective: self.objective,
+            show,
+            json: self.json,
+            shard: self.shard,
+            jobs: self.jobs.map(|n| n as usize),
+            out: self.out,
+            seed: self.seed,
+            kernel: self.kernel,
+            merge: None,
+            dry_run: self.dry_run,
+        };
+        if self.merge {
             let defining = a.shard.is_some()
                 || !a.vary.is_empty()
                 || a.objective.is_some()
@@ -83,51 +99,24 @@ impl SweepArgs {
             if defining {
                 bail!("--merge joins shard files: it takes only --json, --out and the files (the sweep is defined by the shards)");
             }
-            a.merge = Some(files);
+            a.merge = Some(self.files);
             return Ok(a);
         }
-        match files.as_slice() {
-            [one] if one.extension().is_some_and(|e| e == "toml") => a.scenario = Some(one.clone()),
-            [] => bail!("give a scenario (.toml) to sweep, or --merge and shard files"),
-            [one] => bail!("`{}`: a sweep runs a scenario file (.toml)", one.display()),
-            [_, extra, ..] => bail!("`{}`: one scenario per sweep", extra.display()),
-        }
+        a.scenario = Some(scenario_file(&self.files)?);
         if a.vary.is_empty() {
             bail!("nothing to vary: add --vary TARGET=VALUES, e.g. --vary 'io.cost.qos:rlat=1000..20000:log:8'");
         }
         Ok(a)
     }
+}
 
-    fn set(&mut self, key: &str, value: String) -> Result<()> {
-        let whole = |v: &str| -> Result<u64> {
-            v.parse()
-                .map_err(|_| anyhow::anyhow!("{key}={v}: expected a whole number"))
-        };
-        match key {
-            "--vary" => self.vary.push(value),
-            "--objective" => self.objective = Some(value),
-            "--show" => self.show.extend(
-                value
-                    .split(',')
-                    .map(|m| m.trim().to_string())
-                    .filter(|m| !m.is_empty()),
-            ),
-            "--shard" => {
-                self.shard = Some(super::shard::parse_shard(&value).map_err(anyhow::Error::msg)?)
-            }
-            "--jobs" => {
-                let n = whole(&value)?;
-                if !(1..=1024).contains(&n) {
-                    bail!("--jobs={value}: expected 1..1024 threads");
-                }
-                self.jobs = Some(n as usize);
-            }
-            "--out" => self.out = Some(PathBuf::from(value)),
-            "--seed" => self.seed = Some(whole(&value)?),
-            "--kernel" => self.kernel = Some(value),
-            _ => unreachable!("WITH_VALUE lists the keys"),
-        }
-        Ok(())
+/// The one scenario file a sweep runs.
+fn scenario_file(files: &[PathBuf]) -> Result<PathBuf> {
+    match files {
+        [one] if one.extension().is_some_and(|e| e == "toml") => Ok(one.clone()),
+        [] => bail!("give a scenario (.toml) to sweep, or --merge and shard files"),
+        [one] => bail!("`{}`: a sweep runs a scenario file (.toml)", one.display()),
+        [_, extra, ..] => bail!("`{}`: one scenario per sweep", extra.display()),
     }
 }
 
@@ -135,8 +124,16 @@ impl SweepArgs {
 mod tests {
     use super::*;
 
+    #[derive(clap::Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        sweep: SweepCli,
+    }
+
     fn parse(a: &[&str]) -> Result<SweepArgs> {
-        SweepArgs::parse(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        use clap::Parser;
+        let argv = std::iter::once("sweep").chain(a.iter().copied());
+        Cmd::try_parse_from(argv)?.sweep.check()
     }
 
     #[test]
@@ -167,10 +164,14 @@ mod tests {
             (&["s.toml"][..], "nothing to vary"),
             (&["--vary=x=1"][..], "give a scenario"),
             (&["s.fio", "--vary=x=1"][..], "(.toml)"),
-            (&["s.toml", "--bogus"][..], "unknown option"),
-            (&["s.toml", "--vary"][..], "needs a value"),
-            (&["s.toml", "--vary=x=1", "--jobs=0"][..], "--jobs=0"),
-            (&["s.toml", "--json=1"][..], "takes no value"),
+            (&["s.toml", "--bogus"][..], "unexpected argument '--bogus'"),
+            (&["s.toml", "--vary"][..], "a value is required for '--vary"),
+            (&["s.toml", "--vary=x=1", "--jobs=0"][..], "'0' for '--jobs"),
+            (&["s.toml", "--vary=x=1", "--shard=3/2"][..], "--shard=3/2"),
+            (
+                &["s.toml", "--json=1"][..],
+                "unexpected value '1' for '--json'",
+            ),
             (&["--merge", "a.json", "--vary=x=1"][..], "only --json"),
             (&["--merge", "a.json", "--seed=2"][..], "only --json"),
             (&["--merge", "a.json", "--show=util_pct"][..], "only --json"),

@@ -21,6 +21,7 @@ pub use spec::parse_vary;
 
 use anyhow::{bail, Context, Result};
 use args::SweepArgs;
+pub use args::SweepCli;
 use blkqos_experiment::failure::Failure;
 use blkqos_experiment::metrics;
 use run::{KnobDef, PointResult, SweepDef};
@@ -86,8 +87,8 @@ fn input(err: anyhow::Error) -> Failure {
 }
 
 /// `blkqos sweep ARGS`.
-pub fn run_command(args: &[String]) -> Result<(), Failure> {
-    let a = SweepArgs::parse(args).map_err(input)?;
+pub fn run_command(cli: SweepCli) -> Result<(), Failure> {
+    let a = cli.check().map_err(input)?;
     if let Some(files) = &a.merge {
         let (def, results) = shard::merge(files).map_err(input)?;
         let text = render(&def, &results, a.json);
@@ -365,10 +366,12 @@ pub const BENCH_SCENARIO: &str = "examples/sweep/iocost-two-groups.toml";
 /// `blkqos bench sweep [--scenario=FILE] [--jobs=N]`: wall time of the
 /// benchmark sweep, points per second, threads and the machine's load.
 pub fn bench(scenario: &str, jobs: Option<usize>) -> Result<()> {
-    let mut args = vec![scenario.to_string()];
-    args.extend(BENCH_VARY.iter().map(|v| format!("--vary={v}")));
-    args.push(format!("--objective={BENCH_OBJECTIVE}"));
-    let a = SweepArgs::parse(&args)?;
+    let a = SweepArgs {
+        scenario: Some(scenario.into()),
+        vary: BENCH_VARY.iter().map(|v| v.to_string()).collect(),
+        objective: Some(BENCH_OBJECTIVE.to_string()),
+        ..Default::default()
+    };
     let threads =
         jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
