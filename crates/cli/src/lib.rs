@@ -25,6 +25,7 @@
 //! ```
 
 mod iostat_cmd;
+mod stderr_log;
 mod summary;
 
 use blkqos_experiment::{failure, flags, output, report, stdout};
@@ -190,6 +191,7 @@ Exit status (after every report is written):
 /// subcommand, print what failed; the exit status (0, 1 run failure,
 /// 2 bad input, 141 closed stdout).
 pub fn cli_main() -> ExitCode {
+    stderr_log::install();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if e.use_stderr() => {

@@ -150,7 +150,7 @@ pub fn write_outputs(
 ) -> Result<()> {
     let snaps = &run.diskstats;
     if run.diskstats_dropped > 0 {
-        eprintln!(
+        log::warn!(
             "blkqos: warning: diskstats snapshots: the first {MAX_DISKSTATS_SNAPSHOTS} were kept and the end of the run; {} later ones were not taken (use a longer --diskstats-every)",
             run.diskstats_dropped
         );

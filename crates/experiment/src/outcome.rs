@@ -104,7 +104,7 @@ pub fn say_interrupted(signals: &StopOnSignal, r: &RunResult, buffer: bool) {
         _ => signal_name(first),
     };
     if r.abandoned {
-        eprintln!(
+        log::info!(
             "blkqos: interrupted by {by}: stopped issuing, gave up the drain: waited for the IO at the device, dropped {} not yet there (held by controllers or queued){}",
             count(r.dropped_ios, "IO"),
             if buffer {
@@ -114,7 +114,7 @@ pub fn say_interrupted(signals: &StopOnSignal, r: &RunResult, buffer: bool) {
             }
         );
     } else if r.interrupted {
-        eprintln!(
+        log::info!(
             "blkqos: interrupted by {by}: stopped issuing, drained the IO in flight{}; writing the partial report",
             if buffer {
                 " and the write-back buffer under the limits"
@@ -123,7 +123,7 @@ pub fn say_interrupted(signals: &StopOnSignal, r: &RunResult, buffer: bool) {
             }
         );
     } else {
-        eprintln!("blkqos: {by} after the run ended; writing the report");
+        log::info!("blkqos: {by} after the run ended; writing the report");
     }
 }
 
@@ -137,7 +137,7 @@ pub fn finish(ran: &Ran, signals: StopOnSignal) -> Result<(), Failure> {
         .iter()
         .filter_map(|j| job_error_line_in(j, &ran.files, &ran.target));
     for line in lines {
-        eprintln!("blkqos: {line}");
+        log::error!("blkqos: {line}");
         failed += 1;
     }
     let status = signals.exit_status();

@@ -94,7 +94,7 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
 fn say_job_notes(exp: &crate::experiment::Experiment) {
     for spec in exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter()) {
         for n in &spec.notes {
-            eprintln!("blkqos: note: job `{}`: {n}", spec.name);
+            log::info!("blkqos: note: job `{}`: {n}", spec.name);
         }
     }
 }
@@ -130,7 +130,7 @@ fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
     });
     for spec in jobs() {
         if let Some(n) = crate::data_opts::sim_note(spec, medium) {
-            eprintln!("blkqos: note: job `{}`: {n}", spec.name);
+            log::info!("blkqos: note: job `{}`: {n}", spec.name);
         }
     }
     let ran = exp.run_sim(Some(signals))?;
@@ -171,7 +171,7 @@ fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<Option<anyhow::
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(runtime)?;
         if ran.trace_dropped > 0 {
-            eprintln!(
+            log::warn!(
                 "blkqos: warning: {}: the trace holds the first {} periods; {} later periods were not recorded",
                 path.display(),
                 blkqos_core::iocost::trace::TRACE_CAPACITY,
@@ -228,7 +228,7 @@ fn say_controllers(exp: &Experiment) {
         ));
     }
     if !parts.is_empty() {
-        eprintln!("blkqos: controllers: {}; HZ={}", parts.join(", "), c.hz);
+        log::info!("blkqos: controllers: {}; HZ={}", parts.join(", "), c.hz);
     }
 }
 
@@ -284,7 +284,7 @@ fn say_written(exp: &Experiment) {
     let mut seen = std::collections::BTreeSet::new();
     for (path, what) in files {
         if seen.insert(path.clone()) {
-            eprintln!("blkqos: wrote {} ({what})", path.display());
+            log::info!("blkqos: wrote {} ({what})", path.display());
         }
     }
 }
@@ -327,7 +327,7 @@ fn check_outputs(exp: &Experiment) -> Result<()> {
 fn warn_unapplied_writes(exp: &Experiment, ran: &Ran) {
     let end_ns = ran.result.ended_at.as_ns();
     for w in exp.writes.iter().filter(|w| w.at_ns > end_ns) {
-        eprintln!(
+        log::warn!(
             "blkqos: warning: {}: the write of `{}` to {}/{} at {:.3} s was never applied: the run ended at {:.3} s",
             w.origin,
             w.value,
@@ -357,7 +357,7 @@ fn note_overrun(ran: &Ran) {
         .filter_map(|j| overrun_ms(j).map(|o| (o, j)))
         .max_by_key(|o| o.0 .0);
     if let Some(((_, runtime_ms), j)) = worst {
-        eprintln!(
+        log::info!(
             "blkqos: note: job `{}` stopped issuing at {:.3} s (runtime=), but ran {:.3} s: IO it submitted before then is waited for, as fio waits for it (a submitted block IO cannot be cancelled), and a limit or the device held it that long",
             j.spec.name,
             runtime_ms as f64 / 1e3,
@@ -382,7 +382,7 @@ fn write_pagecache_report(
     ran: &Ran,
 ) -> Result<()> {
     if let Some(sec) = report.series.truncated_at() {
-        eprintln!(
+        log::warn!(
             "blkqos: warning: {}: {}",
             path.display(),
             crate::pagecache::truncation_note(sec)

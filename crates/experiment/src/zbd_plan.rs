@@ -189,7 +189,7 @@ impl ZbdRun {
         drop(info);
         // fio's log_info, per clone
         for n in notes {
-            eprintln!("blkqos: note: job `{}`: {n}", spec.name);
+            log::info!("blkqos: note: job `{}`: {n}", spec.name);
         }
         spec.zones.zbd = Some(shared);
         Ok((off, size))

@@ -160,7 +160,7 @@ fn spawn(spec: &blkqos_workload::JobSpec) -> std::io::Result<std::process::Child
             format!("{}.stdout", spec.name),
             format!("{}.stderr", spec.name),
         );
-        eprintln!(
+        log::info!(
             "blkqos: job `{}`: saving output of {} : stdout={out} stderr={err}",
             spec.name,
             argv.join(" ")
@@ -168,7 +168,7 @@ fn spawn(spec: &blkqos_workload::JobSpec) -> std::io::Result<std::process::Child
         cmd.stdout(std::fs::File::create(&out)?)
             .stderr(std::fs::File::create(&err)?);
     } else {
-        eprintln!("blkqos: job `{}`: running {}", spec.name, argv.join(" "));
+        log::info!("blkqos: job `{}`: running {}", spec.name, argv.join(" "));
     }
     cmd.spawn()
 }
@@ -188,7 +188,7 @@ fn run_exec(setup: &JobSetup, stop: &AtomicBool) -> (JobStats, i32) {
     let mut child = match spawn(s) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!(
+            log::info!(
                 "blkqos: job `{}`: cannot run {}: {e}",
                 s.name,
                 argv(s).join(" ")

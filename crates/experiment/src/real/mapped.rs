@@ -91,7 +91,7 @@ fn shared_region(
     });
     let file = blkqos_engine::mapfile::open_pmem_file(Path::new(path), len, reads, overwrite)?;
     if !blkqos_engine::mapfile::on_dax(&file) {
-        eprintln!(
+        log::info!(
             "blkqos: note: {path} is not on a DAX file system (MAP_SYNC refused): fio 3.33's \
              libpmem fails such a file (err=95, unless PMEM_IS_PMEM_FORCE=1); blkqos runs it \
              through the page cache and makes the drains durable with msync"

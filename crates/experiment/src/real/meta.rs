@@ -227,7 +227,7 @@ fn run_calls(setup: &JobSetup, run_t0: WallInstant, stop: &AtomicBool) -> CloneR
             error = e.raw_os_error().unwrap_or(libc_eio());
             stats.total_err += 1;
             stats.first_error = error;
-            eprintln!(
+            log::info!(
                 "blkqos: job `{}`: {} {p}: {e}",
                 s.name,
                 s.ioengine.fio_name()

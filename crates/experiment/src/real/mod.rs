@@ -367,7 +367,7 @@ fn open_target(
         Err(blkqos_engine::EngineError::DirectUnsupported { .. })
             if write_buffer && !jobs_direct =>
         {
-            eprintln!(
+            log::info!(
                 "blkqos: {}: O_DIRECT refused; the write-back buffer writes through the kernel's page cache",
                 path.display()
             );
@@ -416,10 +416,10 @@ fn attach_streams(
 fn write_out_after_failure(backend: &mut RealBackend, path: &Path) {
     match backend.write_out_store() {
         Some(Ok((0, 0))) | None => {}
-        Some(Ok((written, failed))) => eprintln!(
+        Some(Ok((written, failed))) => log::info!(
             "blkqos: the run failed before draining the write-back buffer: wrote its {written} pages to the target unthrottled ({failed} failed)"
         ),
-        Some(Err(w)) => eprintln!(
+        Some(Err(w)) => log::info!(
             "blkqos: the run failed and the write-back buffer could not be written out: {}: {w}",
             path.display()
         ),
@@ -433,7 +433,7 @@ fn write_out_after_abandon(backend: &mut RealBackend, path: &Path) {
     let t0 = std::time::Instant::now();
     match backend.write_out_store() {
         None => {}
-        Some(Ok((written, failed))) => eprintln!(
+        Some(Ok((written, failed))) => log::info!(
             "blkqos: wrote the write-back buffer's {written} remaining pages ({} bytes) to {} unthrottled and fsynced it in {:.3} s{}",
             written * blkqos_engine::wbuf::PAGE,
             path.display(),
@@ -444,7 +444,7 @@ fn write_out_after_abandon(backend: &mut RealBackend, path: &Path) {
                 String::new()
             }
         ),
-        Some(Err(w)) => eprintln!(
+        Some(Err(w)) => log::info!(
             "blkqos: the write-back buffer could not be written out: {}: {w}",
             path.display()
         ),
@@ -457,12 +457,12 @@ fn report_store(backend: &RealBackend) -> u64 {
     let Some((s, held)) = backend.store_stats() else {
         return 0;
     };
-    eprintln!(
+    log::info!(
         "blkqos: write-back buffer: {} bytes acknowledged, {} pages written back, peak {} pages held, {} left, {} failed writebacks",
         s.bytes_written, s.pages_written_back, s.pages_peak, held, s.failed_writebacks
     );
     if held > 0 || s.missing > 0 {
-        eprintln!(
+        log::warn!(
             "blkqos: warning: write-back buffer: {held} pages not on the target ({} pages were missing)",
             s.missing
         );

@@ -141,7 +141,7 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
     notes.dedup();
     let say = |lines: &[String]| {
         for l in lines {
-            eprintln!("blkqos: apply: {l}");
+            log::info!("blkqos: apply: {l}");
         }
     };
     if let Some(format) = &a.emit {

@@ -1119,8 +1119,8 @@ pub fn run(cmd: &LabCmd) -> Result<bool> {
     let mut pairs = Vec::new();
     for k in &kernels {
         match LabHost::measure(&a.lab, k)? {
-            Some(h) => eprintln!("{}", describe_host(k, &h)),
-            None => eprintln!("lab: {k}: no calibration runs: the scenarios' own host model"),
+            Some(h) => log::info!("{}", describe_host(k, &h)),
+            None => log::info!("lab: {k}: no calibration runs: the scenarios' own host model"),
         }
         for job in &matrix {
             if job.calibration
@@ -1152,7 +1152,7 @@ pub fn run(cmd: &LabCmd) -> Result<bool> {
     if let Some(p) = &a.report {
         std::fs::write(p, trace_report::render(&all)?)
             .with_context(|| format!("cannot write {}", p.display()))?;
-        eprintln!("lab: wrote {}", p.display());
+        log::info!("lab: wrote {}", p.display());
     }
     Ok(match &expected {
         Some(exp) => judge(exp, &all),
@@ -1240,7 +1240,7 @@ fn judge(exp: &Expected, all: &[Row]) -> bool {
             (true, Some(i)) => exact_ok.push((i, r)),
             (false, None) => {
                 ok = false;
-                eprintln!(
+                log::error!(
                     "lab: {} {} {}: blkqos {} outside the real {} (not a listed miss)",
                     r.kernel,
                     r.job,
@@ -1258,16 +1258,18 @@ fn judge(exp: &Expected, all: &[Row]) -> bool {
         let m = &exp.misses[i];
         if !m.job.contains('*') && !m.metric.contains('*') {
             ok = false;
-            eprintln!(
+            log::error!(
                 "lab: {} {} {}: now matches; remove it from the expected misses",
-                r.kernel, r.job, r.metric
+                r.kernel,
+                r.job,
+                r.metric
             );
         }
     }
     let compared: Vec<&str> = all.iter().map(|r| r.kernel.as_str()).collect();
     for (m, &u) in exp.misses.iter().zip(&used) {
         if u > 0 {
-            eprintln!(
+            log::info!(
                 "lab: expected: {} {} {} ({u} metric{}): {}",
                 m.kernel,
                 m.job,
@@ -1279,9 +1281,11 @@ fn judge(exp: &Expected, all: &[Row]) -> bool {
         let in_scope = all.iter().any(|r| m.applies_to(r));
         if in_scope && u == 0 && !compared.is_empty() {
             ok = false;
-            eprintln!(
+            log::error!(
                 "lab: expected miss {} {} {} covers no miss any more; remove it",
-                m.kernel, m.job, m.metric
+                m.kernel,
+                m.job,
+                m.metric
             );
         }
     }

@@ -114,7 +114,7 @@ pub fn run_command(cli: SweepCli) -> Result<(), Failure> {
     let t0 = std::time::Instant::now();
     let results = run::run_points(&base, &knobs, &def, &indices, threads);
     let wall_s = t0.elapsed().as_secs_f64();
-    eprintln!(
+    log::info!(
         "blkqos: sweep: {} points in {wall_s:.1} s on {threads} threads ({:.1} points/s)",
         results.len(),
         results.len() as f64 / wall_s.max(1e-9)
@@ -271,7 +271,7 @@ fn iocost_note(base: &Base, knobs: &[Knob]) {
         w.knob == KnobFile::IoCostQos && w.value.split_whitespace().any(|t| t == "enable=1")
     });
     if iocost_knob && !enabled && !varies_enable {
-        eprintln!(
+        log::info!(
             "blkqos: note: no io.cost.qos write of the scenario has enable=1: iocost stays off and its knobs change nothing (add the write, or --vary io.cost.qos:enable=1)"
         );
     }
