@@ -106,6 +106,9 @@ pub struct CpuSpec {
     pub chunk_us: u64,
     /// `cpumode=`.
     pub mode: CpuMode,
+    /// `exit_on_io_done=1`: end when the IO jobs are done (the real engine
+    /// refuses it: it runs cpuio jobs only beside jobs without block IO).
+    pub exit_on_io_done: bool,
 }
 
 impl Default for CpuSpec {
@@ -114,6 +117,7 @@ impl Default for CpuSpec {
             load_pct: 0,
             chunk_us: 50_000,
             mode: CpuMode::Noop,
+            exit_on_io_done: false,
         }
     }
 }

@@ -40,7 +40,10 @@ pub(crate) fn apply_cpu(c: &mut CpuSpec, name: &str, value: Option<&str>) -> Res
                 v => return Err(format!("invalid value `{v}` (valid values: noop, qsort)")),
             }
         }
-        _ => return bool_value(value),
+        _ => {
+            c.exit_on_io_done = bool_value(value)?;
+            return Ok(c.exit_on_io_done);
+        }
     }
     Ok(false)
 }

@@ -491,6 +491,9 @@ fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
             push("cpuload", e.cpu.load_pct.to_string());
             push("cpuchunks", e.cpu.chunk_us.to_string());
             push("cpumode", e.cpu.mode.fio_name().into());
+            if e.cpu.exit_on_io_done {
+                push("exit_on_io_done", "1".into());
+            }
         }
         blkqos_workload::IoEngine::E4defrag => {
             if let Some(d) = &e.donor_name {

@@ -622,15 +622,32 @@ fn showcmd_like_fio() {
     assert_eq!(set.jobs[0].numjobs, 4);
 }
 
-/// Origin, the verbatim option list and where data options were given
-/// are the only things a command line cannot carry over.
+/// Origin, the verbatim option list and where options were given (the
+/// data options', `sync`'s and `invalidate`'s place, the place a refusal
+/// names) are the only things a command line cannot carry over.
 pub(crate) fn comparable(jobs: &[JobSpec]) -> Vec<JobSpec> {
+    let unplaced = |at: &Option<blkqos_workload::spec_verify::DataOption>| {
+        at.clone()
+            .map(|a| blkqos_workload::spec_verify::DataOption {
+                file: String::new(),
+                line: 0,
+                ..a
+            })
+    };
     jobs.iter()
-        .map(|j| JobSpec {
-            origin: Origin::default(),
-            job_options: Vec::new(),
-            data_options: Vec::new(),
-            ..j.clone()
+        .map(|j| {
+            let mut j = JobSpec {
+                origin: Origin::default(),
+                job_options: Vec::new(),
+                data_options: Vec::new(),
+                ..j.clone()
+            };
+            j.engine.sync_at = unplaced(&j.engine.sync_at);
+            j.engine.invalidate_at = unplaced(&j.engine.invalidate_at);
+            j.engine.registration_at = j.engine.registration_at.as_ref().map(|_| String::new());
+            j.engine.sim_refusal = j.engine.sim_refusal.as_ref().map(|_| String::new());
+            j.engine.real_refusal = j.engine.real_refusal.as_ref().map(|_| String::new());
+            j
         })
         .collect()
 }
@@ -704,4 +721,271 @@ fn bare_log_options_take_the_job_name() {
     assert_eq!(set.jobs[0].logs.lat.as_deref(), Some("myjob"));
     assert_eq!(set.jobs[0].logs.iops, None);
     assert_eq!(set.jobs[1].logs.iops.as_deref(), Some("x"));
+}
+
+/// Option lines that make each option change a job, where a value of the
+/// option's type alone does not: a value from the option's set, the
+/// options it needs beside it, or a second job (`[b]` is the one judged).
+const OPTION_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "cpus_allowed_policy",
+        "cpus_allowed=0-1\ncpus_allowed_policy=split",
+    ),
+    ("numa_mem_policy", "numa_mem_policy=local"),
+    ("rw", "rw=randrw"),
+    ("ioengine", "ioengine=libaio"),
+    ("time_based", "runtime=2\ntime_based"),
+    ("thinktime_spin", "thinktime=10ms\nthinktime_spin=3ms"),
+    ("thinktime_blocks_type", "thinktime_blocks_type=issue"),
+    ("kb_base", "kb_base=1000"),
+    ("new_group", "[b]\nsize=1m\nnew_group"),
+    ("random_distribution", "random_distribution=zipf:1.2"),
+    (
+        "verify_interval",
+        "rw=write\nverify=md5\nverify_interval=512",
+    ),
+    ("verify_offset", "rw=write\nverify=md5\nverify_offset=48"),
+    (
+        "dedupe_mode",
+        "dedupe_percentage=50\ndedupe_mode=working_set",
+    ),
+    ("wait_for", "[b]\nsize=1m\nwait_for=a"),
+    ("steadystate", "steadystate=iops:10%\nss_dur=10"),
+    ("zonesize", "zonemode=strided\nzonesize=64k\nzonerange=128k"),
+    (
+        "zone_reset_threshold",
+        "zonemode=zbd\nzone_reset_threshold=0.5",
+    ),
+    (
+        "zone_reset_frequency",
+        "zonemode=zbd\nzone_reset_frequency=0.5",
+    ),
+    ("io_submit_mode", "ioengine=libaio\nio_submit_mode=offload"),
+    ("random_generator", "random_generator=lfsr"),
+    (
+        "latency_percentile",
+        "latency_target=10ms\nlatency_percentile=50",
+    ),
+    (
+        "arguments",
+        "runtime=1\ntime_based\nioengine=exec\nprogram=/bin/true\narguments=x",
+    ),
+    (
+        "program",
+        "runtime=1\ntime_based\nioengine=exec\nprogram=/bin/true",
+    ),
+    (
+        "std_redirect",
+        "runtime=1\ntime_based\nioengine=exec\nprogram=/bin/true\nstd_redirect=0",
+    ),
+    (
+        "grace_time",
+        "runtime=1\ntime_based\nioengine=exec\nprogram=/bin/true\ngrace_time=3",
+    ),
+    (
+        "exit_on_io_done",
+        "runtime=1\ntime_based\nioengine=cpuio\ncpuload=50\nexit_on_io_done=1",
+    ),
+    ("cmd_type", "ioengine=io_uring_cmd\ncmd_type=nvme"),
+    ("cmdprio", "ioengine=io_uring\ncmdprio=3"),
+    (
+        "cmdprio_bssplit",
+        "ioengine=io_uring\ncmdprio_bssplit=4k/50",
+    ),
+    (
+        "cmdprio_class",
+        "ioengine=io_uring\ncmdprio_class=1\ncmdprio_percentage=10",
+    ),
+    (
+        "cmdprio_percentage",
+        "ioengine=io_uring\ncmdprio_percentage=10",
+    ),
+    (
+        "cpuchunks",
+        "runtime=1\ntime_based\nioengine=cpuio\ncpuload=50\ncpuchunks=100",
+    ),
+    (
+        "cpuload",
+        "runtime=1\ntime_based\nioengine=cpuio\ncpuload=50",
+    ),
+    (
+        "cpumode",
+        "runtime=1\ntime_based\nioengine=cpuio\ncpuload=50\ncpumode=qsort",
+    ),
+    ("donorname", "ioengine=e4defrag\ndonorname=x"),
+    ("inplace", "ioengine=e4defrag\ndonorname=x\ninplace=1"),
+    ("fixedbufs", "ioengine=io_uring\nfixedbufs"),
+    ("hipri", "ioengine=io_uring\nhipri"),
+    ("nonvectored", "ioengine=io_uring\nnonvectored=1"),
+    ("registerfiles", "ioengine=io_uring\nregisterfiles"),
+    ("sqthread_poll", "ioengine=io_uring\nsqthread_poll"),
+    (
+        "sqthread_poll_cpu",
+        "ioengine=io_uring\nsqthread_poll\nsqthread_poll_cpu=1",
+    ),
+    ("sg_write_mode", "ioengine=sg\nsg_write_mode=verify"),
+    ("stat_type", "ioengine=filestat\nstat_type=lstat"),
+    ("rate_process", "rate=1m\nrate_process=poisson"),
+    (
+        "file_service_type",
+        "nrfiles=2\nfile_service_type=roundrobin",
+    ),
+    ("exit_what", "exitall\nexit_what=stonewall"),
+    ("zonemode", "zonemode=strided\nzonesize=64k"),
+    ("invalidate", "ioengine=libpmem\ninvalidate=0"),
+    ("log_avg_msec", "write_bw_log=x\nlog_avg_msec=3"),
+    ("log_max_value", "write_bw_log=x\nlog_max_value=1"),
+    ("log_offset", "write_bw_log=x\nlog_offset=1"),
+    ("log_hist_msec", "write_hist_log=x\nlog_hist_msec=3"),
+    (
+        "log_hist_coarseness",
+        "write_hist_log=x\nlog_hist_coarseness=3",
+    ),
+    (
+        "steadystate_ramp_time",
+        "steadystate=iops:10%\nss_dur=10\nsteadystate_ramp_time=2s",
+    ),
+    ("latency_window", "latency_target=10ms\nlatency_window=2s"),
+    ("latency_run", "latency_target=10ms\nlatency_run=1"),
+    ("fallocate", "fallocate=none"),
+    ("sync", "ioengine=libpmem\nsync=1"),
+];
+
+/// Options blkqos accepts only at fio's default: (option, the options it
+/// needs beside it, the default given, a value it refuses). Nothing for a
+/// command line to carry.
+const ONLY_AT_DEFAULT: &[(&str, &str, &str, &str)] = &[
+    (
+        "per_job_logs",
+        "write_bw_log=x",
+        "per_job_logs=1",
+        "per_job_logs=0",
+    ),
+    ("unlink", "", "unlink=0", "unlink=1"),
+    ("error_dump", "", "error_dump=0", "error_dump=1"),
+    (
+        "force_async",
+        "ioengine=io_uring",
+        "force_async=0",
+        "force_async=4",
+    ),
+    ("nowait", "ioengine=io_uring", "nowait=0", "nowait=1"),
+    ("uncached", "ioengine=io_uring", "uncached=0", "uncached=1"),
+];
+
+/// Options whose only effect is a note on stderr (why they change
+/// nothing here), as fio accepts them.
+const NOTE_ONLY: &[(&str, &str)] = &[
+    ("create_serialize", "create_serialize=0"),
+    ("threads", "threads=3"),
+];
+
+/// Options in blkqos's table that it refuses in every form, with why.
+const REFUSED: &[(&str, &str)] = &[("verify_only", "rw=write\nverify=md5\nverify_only")];
+
+/// The lines that set option `d` to a value other than its default: the
+/// example, or each plain value of its type.
+fn option_lines(d: &super::options::OptDef) -> Vec<String> {
+    use super::options::Kind;
+    if let Some((_, ex)) = OPTION_EXAMPLES.iter().find(|(n, _)| *n == d.name) {
+        return vec![ex.to_string()];
+    }
+    let values: &[&str] = match d.kind {
+        Kind::Bool => &["1", "0"],
+        Kind::StrSet => &["", "1"],
+        Kind::Int => &["3", "1", "2", "0"],
+        Kind::Ull | Kind::StrVal => &["8k", "3", "1", "0"],
+        Kind::Time => &["2s"],
+        Kind::Range => &["1k-4k"],
+        Kind::FloatList => &["50:99"],
+        Kind::Str | Kind::StrStore => &["x", "1", "0"],
+    };
+    values
+        .iter()
+        .map(|v| match v {
+            &"" => d.name.to_string(),
+            v => format!("{}={v}", d.name),
+        })
+        .collect()
+}
+
+/// The job text of `lines` after `[a]\nsize=1m`; a `[b]` in them is a
+/// second job. With the lines or without them.
+fn with_and_without(lines: &str) -> (String, String) {
+    let base = "[a]\nsize=1m\n";
+    let without = if lines.contains("[b]") {
+        format!("{base}[b]\nsize=1m\n")
+    } else {
+        base.to_string()
+    };
+    (format!("{base}{lines}\n"), without)
+}
+
+/// Every option blkqos accepts changes a job in a way `to_fio_args`
+/// carries: set to a value other than its default (with the options it
+/// needs beside it), the job rendered as fio's command line and parsed
+/// back is the same job. An option accepted only at its default, or
+/// refused in every form, is listed with the value that shows it.
+#[test]
+fn every_option_round_trips_through_fio_args() {
+    use super::options::{ENGINE_DEFS, OPTIONS, PROFILE_OPTIONS};
+    let mut failures = Vec::new();
+    for d in OPTIONS.iter().chain(ENGINE_DEFS).chain(PROFILE_OPTIONS) {
+        if let Some((_, needs, default, other)) =
+            ONLY_AT_DEFAULT.iter().find(|(n, ..)| *n == d.name)
+        {
+            let job = |line: &str| file(&with_and_without(&format!("{needs}\n{line}")).0);
+            let same =
+                comparable(&job(default).unwrap().jobs) == comparable(&job("").unwrap().jobs);
+            if !same || job(other).is_ok() {
+                failures.push(format!(
+                    "{}: {default} changes the job, or {other} is accepted",
+                    d.name
+                ));
+            }
+            continue;
+        }
+        if let Some((_, line)) = NOTE_ONLY.iter().find(|(n, _)| *n == d.name) {
+            let (with, without) = with_and_without(line);
+            let mut with = comparable(&file(&with).unwrap().jobs);
+            let without = comparable(&file(&without).unwrap().jobs);
+            let noted = with[0].notes.len() == without[0].notes.len() + 1;
+            with[0].notes = without[0].notes.clone();
+            if !noted || with != without {
+                failures.push(format!("{}: {line} does more than add a note", d.name));
+            }
+            continue;
+        }
+        if let Some((_, lines)) = REFUSED.iter().find(|(n, _)| *n == d.name) {
+            if file(&with_and_without(lines).0).is_ok() {
+                failures.push(format!("{}: accepted in {lines:?}", d.name));
+            }
+            continue;
+        }
+        let mut changed = None;
+        let mut why = Vec::new();
+        for lines in option_lines(d) {
+            let (with, without) = with_and_without(&lines);
+            let base = comparable(&file(&without).unwrap().jobs);
+            match file(&with) {
+                Ok(set) if comparable(&set.jobs) != base => {
+                    changed = Some((lines, set));
+                    break;
+                }
+                Ok(_) => why.push(format!("{lines:?}: no change")),
+                Err(e) => why.push(format!("{lines:?}: {e}")),
+            }
+        }
+        let Some((lines, set)) = changed else {
+            failures.push(format!("{}: no example changes a job: {why:?}", d.name));
+            continue;
+        };
+        let args = to_fio_args(&set.jobs);
+        match cli::parse_args(&args, &[], &no_env, &MemFs::default()) {
+            Ok(back) if comparable(&back.jobs.jobs) == comparable(&set.jobs) => {}
+            Ok(_) => failures.push(format!("{}: {lines:?} is lost in {args:?}", d.name)),
+            Err(e) => failures.push(format!("{}: {lines:?}: {args:?} is refused: {e}", d.name)),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
