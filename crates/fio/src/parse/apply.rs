@@ -13,23 +13,154 @@ use super::units::{
     parse_count, parse_float, parse_plain_int, parse_size, parse_time_us, SizeValue,
 };
 
+/// The core options (fio 3.33 `options.c`): the job's layout, its IO
+/// pattern, pacing, statistics and logs.
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("name", Kind::StrStore, Opt::Name, apply_core),
+    OptDef::new("description", Kind::StrStore, Opt::Description, apply_core),
+    OptDef::new("filename", Kind::StrStore, Opt::Filename, apply_core).prio(-1),
+    OptDef::new("size", Kind::StrVal, Opt::Size, apply_core),
+    OptDef::new("offset", Kind::StrVal, Opt::Offset, apply_core).alias("fileoffset"),
+    OptDef::new("rw", Kind::Str, Opt::Rw, apply_core).alias("readwrite"),
+    OptDef::new("rwmixread", Kind::Int, Opt::RwMixRead, apply_core),
+    OptDef::new("rwmixwrite", Kind::Int, Opt::RwMixWrite, apply_core),
+    OptDef::new("bs", Kind::Ull, Opt::Bs, apply_core).alias("blocksize"),
+    OptDef::new("bsrange", Kind::Range, Opt::BsRange, apply_core).alias("blocksize_range"),
+    OptDef::new("direct", Kind::Bool, Opt::Direct, apply_core),
+    OptDef::new("buffered", Kind::Bool, Opt::Buffered, apply_core),
+    OptDef::new("ioengine", Kind::StrStore, Opt::IoEngine, apply_core),
+    OptDef::new("iodepth", Kind::Int, Opt::IoDepth, apply_core),
+    OptDef::new("iodepth_batch", Kind::Int, Opt::IoDepthBatch, apply_core)
+        .alias("iodepth_batch_submit"),
+    OptDef::new("numjobs", Kind::Int, Opt::NumJobs, apply_core),
+    OptDef::new("runtime", Kind::Time, Opt::Runtime, apply_core).alias("timeout"),
+    OptDef::new("time_based", Kind::StrSet, Opt::TimeBased, apply_core),
+    OptDef::new("ramp_time", Kind::Time, Opt::RampTime, apply_core),
+    OptDef::new("rate", Kind::Ull, Opt::Rate, apply_core),
+    OptDef::new("rate_iops", Kind::Int, Opt::RateIops, apply_core),
+    OptDef::new("rate_process", Kind::Str, Opt::RateProcess, apply_core),
+    OptDef::new(
+        "rate_ignore_thinktime",
+        Kind::Bool,
+        Opt::RateIgnoreThinktime,
+        apply_core,
+    ),
+    OptDef::new("thinktime", Kind::Int, Opt::Thinktime, apply_core),
+    OptDef::new("thinktime_spin", Kind::Int, Opt::ThinktimeSpin, apply_core),
+    OptDef::new(
+        "thinktime_blocks",
+        Kind::Int,
+        Opt::ThinktimeBlocks,
+        apply_core,
+    ),
+    OptDef::new(
+        "thinktime_blocks_type",
+        Kind::Str,
+        Opt::ThinktimeBlocksType,
+        apply_core,
+    ),
+    OptDef::new("norandommap", Kind::StrSet, Opt::NoRandomMap, apply_core),
+    OptDef::new("randrepeat", Kind::Bool, Opt::RandRepeat, apply_core),
+    OptDef::new("randseed", Kind::StrVal, Opt::RandSeed, apply_core),
+    OptDef::new(
+        "group_reporting",
+        Kind::StrSet,
+        Opt::GroupReporting,
+        apply_core,
+    ),
+    OptDef::new(
+        "unified_rw_reporting",
+        Kind::Str,
+        Opt::UnifiedRwReporting,
+        apply_core,
+    ),
+    OptDef::new(
+        "percentile_list",
+        Kind::FloatList,
+        Opt::PercentileList,
+        apply_core,
+    ),
+    OptDef::new(
+        "clat_percentiles",
+        Kind::Bool,
+        Opt::ClatPercentiles,
+        apply_core,
+    ),
+    OptDef::new(
+        "lat_percentiles",
+        Kind::Bool,
+        Opt::LatPercentiles,
+        apply_core,
+    ),
+    OptDef::new(
+        "slat_percentiles",
+        Kind::Bool,
+        Opt::SlatPercentiles,
+        apply_core,
+    ),
+    OptDef::new("cgroup", Kind::StrStore, Opt::Cgroup, apply_core),
+    OptDef::new("ignore_error", Kind::Str, Opt::IgnoreError, apply_core),
+    OptDef::new(
+        "continue_on_error",
+        Kind::Str,
+        Opt::ContinueOnError,
+        apply_core,
+    ),
+    OptDef::new("bwavgtime", Kind::Int, Opt::BwAvgTime, apply_core),
+    OptDef::new("iopsavgtime", Kind::Int, Opt::IopsAvgTime, apply_core),
+    OptDef::new("kb_base", Kind::Str, Opt::KbBase, apply_core).prio(1),
+    OptDef::new("fsync", Kind::Int, Opt::Fsync, apply_core),
+    OptDef::new("fdatasync", Kind::Int, Opt::Fdatasync, apply_core),
+    OptDef::new("end_fsync", Kind::Bool, Opt::EndFsync, apply_core),
+    OptDef::new("stonewall", Kind::StrSet, Opt::Stonewall, apply_core).alias("wait_for_previous"),
+    OptDef::new("new_group", Kind::StrSet, Opt::NewGroup, apply_core),
+    OptDef::new("write_bw_log", Kind::StrStore, Opt::WriteBwLog, apply_core),
+    OptDef::new(
+        "write_iops_log",
+        Kind::StrStore,
+        Opt::WriteIopsLog,
+        apply_core,
+    ),
+    OptDef::new(
+        "write_lat_log",
+        Kind::StrStore,
+        Opt::WriteLatLog,
+        apply_core,
+    ),
+    OptDef::new("log_avg_msec", Kind::Int, Opt::LogAvgMsec, apply_core),
+    OptDef::new("log_max_value", Kind::Bool, Opt::LogMaxValue, apply_core),
+    OptDef::new("log_offset", Kind::Bool, Opt::LogOffset, apply_core),
+    OptDef::new("per_job_logs", Kind::Bool, Opt::PerJobLogs, apply_core),
+    OptDef::new(
+        "write_hist_log",
+        Kind::StrStore,
+        Opt::WriteHistLog,
+        apply_core,
+    ),
+    OptDef::new("log_hist_msec", Kind::Int, Opt::LogHistMsec, apply_core),
+    OptDef::new(
+        "log_hist_coarseness",
+        Kind::Int,
+        Opt::LogHistCoarseness,
+        apply_core,
+    ),
+    OptDef::new("unlink", Kind::Bool, Opt::Unlink, apply_core),
+];
+
 /// fio's `PATH_MAX` limit on `filename=`.
 const FILENAME_MAX_LEN: usize = 4096;
 /// `FIO_IO_U_LIST_MAX_LEN`.
 const PERCENTILE_LIST_MAX: usize = 20;
 
-/// Applies `value` (`None` = the option given bare) for `def` to `st`.
-/// Errors are messages; the caller adds location, option and value.
+/// Applies `value` (`None` = the option given bare) for `def` to `st`:
+/// the option's family applies it ([`OptDef::apply`]). Errors are
+/// messages; the caller adds location, option and value.
 pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
-    if let Some(r) = super::apply_ext::apply(st, def, value) {
-        return r;
-    }
-    if def.opt == Opt::Sync {
-        return super::engine_mapped::apply_sync(st, value);
-    }
-    if def.opt == Opt::Invalidate {
-        return super::engine_mapped::apply_invalidate(value);
-    }
+    (def.apply)(st, def, value)
+}
+
+/// Applies one of the core options ([`DEFS`]).
+fn apply_core(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
     if def.opt == Opt::Unlink {
         // fio's default; unlink=1 (remove the job's files when it ends)
         // would delete what the jobs made
@@ -40,27 +171,6 @@ pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Res
                 .into()),
             Some(v) => Err(format!("invalid value `{v}` (valid values: 0, 1)")),
         };
-    }
-    if def.opt == Opt::EngineOption {
-        return super::engine_opts::apply(st, def.name, value).map(|_| ());
-    }
-    if let Some(r) = super::apply_verify::apply(st, def, value) {
-        return r;
-    }
-    if let Some(r) = super::apply_prio::apply(st, def, value) {
-        return r;
-    }
-    if let Some(r) = super::apply_run::apply(st, def, value) {
-        return r;
-    }
-    if let Some(r) = super::apply_steady::apply(st, def, value) {
-        return r;
-    }
-    if let Some(r) = super::apply_zone::apply(st, def, value) {
-        return r;
-    }
-    if let Some(r) = super::apply_submit::apply(st, def, value) {
-        return r;
     }
     let Some(v) = value else {
         return match def.kind {

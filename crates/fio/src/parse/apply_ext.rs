@@ -4,53 +4,69 @@
 //! `zone_split_ddir`, `str_fst_cb`, `str_gtod_reduce_cb`...).
 
 use blkqos_core::Duration;
-use blkqos_workload::spec::{BsSplit, Fallocate, FileService, PerDir, RandomDist, Zone, ZoneSize};
+use blkqos_workload::spec::{
+    BsSplit, Fallocate, FileService, JobSpec, PerDir, RandomDist, Zone, ZoneSize,
+};
 
 use super::options::{piece_dirs, pieces, Kind, Opt, OptDef};
 use super::state::JobState;
 use super::units::{parse_count, parse_float, parse_plain_int, parse_time_us};
 
+/// Several files per job, block-size splits, offset distributions, start
+/// delays, flow control and the other extended options.
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("thread", Kind::StrSet, Opt::Thread, apply),
+    OptDef::new("startdelay", Kind::Time, Opt::StartDelay, apply),
+    OptDef::new("loops", Kind::Int, Opt::Loops, apply),
+    OptDef::new("number_ios", Kind::StrVal, Opt::NumberIos, apply),
+    OptDef::new("io_size", Kind::StrVal, Opt::IoSize, apply).alias("io_limit"),
+    OptDef::new("bssplit", Kind::Str, Opt::BsSplit, apply),
+    OptDef::new("ba", Kind::Ull, Opt::BlockAlign, apply).alias("blockalign"),
+    OptDef::new(
+        "random_distribution",
+        Kind::Str,
+        Opt::RandomDistribution,
+        apply,
+    ),
+    OptDef::new("gtod_reduce", Kind::Bool, Opt::GtodReduce, apply),
+    OptDef::new("directory", Kind::StrStore, Opt::Directory, apply),
+    OptDef::new("nrfiles", Kind::Int, Opt::NrFiles, apply).alias("nr_files"),
+    OptDef::new("filesize", Kind::StrVal, Opt::FileSize, apply),
+    OptDef::new(
+        "filename_format",
+        Kind::StrStore,
+        Opt::FilenameFormat,
+        apply,
+    )
+    .prio(-1),
+    OptDef::new("openfiles", Kind::Int, Opt::OpenFiles, apply),
+    OptDef::new("file_service_type", Kind::Str, Opt::FileServiceType, apply),
+    OptDef::new("create_on_open", Kind::Bool, Opt::CreateOnOpen, apply),
+    OptDef::new("fallocate", Kind::Str, Opt::Fallocate, apply),
+    OptDef::new("flow", Kind::Int, Opt::Flow, apply),
+    OptDef::new("flow_id", Kind::Int, Opt::FlowId, apply),
+    OptDef::new("flow_watermark", Kind::Int, Opt::FlowWatermark, apply),
+    OptDef::new("flow_sleep", Kind::Int, Opt::FlowSleep, apply),
+    OptDef::new("rate_min", Kind::Ull, Opt::RateMin, apply).alias("ratemin"),
+    OptDef::new("rate_cycle", Kind::Int, Opt::RateCycle, apply).alias("ratecycle"),
+    OptDef::new("disable_lat", Kind::Bool, Opt::DisableLat, apply),
+    OptDef::new("disable_clat", Kind::Bool, Opt::DisableClat, apply),
+    OptDef::new("disable_slat", Kind::Bool, Opt::DisableSlat, apply),
+];
+
+/// Options of fio's profiles (`--profile=`): fio accepts them in any job
+/// and, without their profile, they change nothing.
+pub(crate) static PROFILE_DEFS: &[OptDef] = &[OptDef::new(
+    "threads",
+    Kind::Int,
+    Opt::ProfileThreads,
+    apply,
+)];
+
 /// Applies `value` when `def` is one of the options this module owns;
 /// `None` for the others.
-pub(crate) fn apply(
-    st: &mut JobState,
-    def: &OptDef,
-    value: Option<&str>,
-) -> Option<Result<(), String>> {
-    let owned = matches!(
-        def.opt,
-        Opt::Thread
-            | Opt::ProfileThreads
-            | Opt::StartDelay
-            | Opt::Loops
-            | Opt::NumberIos
-            | Opt::IoSize
-            | Opt::BsSplit
-            | Opt::BlockAlign
-            | Opt::RandomDistribution
-            | Opt::GtodReduce
-            | Opt::DisableLat
-            | Opt::DisableClat
-            | Opt::DisableSlat
-            | Opt::Directory
-            | Opt::NrFiles
-            | Opt::FileSize
-            | Opt::FilenameFormat
-            | Opt::OpenFiles
-            | Opt::FileServiceType
-            | Opt::CreateOnOpen
-            | Opt::Fallocate
-            | Opt::Flow
-            | Opt::FlowId
-            | Opt::FlowWatermark
-            | Opt::FlowSleep
-            | Opt::RateMin
-            | Opt::RateCycle
-    );
-    if !owned {
-        return None;
-    }
-    Some(match (def.opt, value) {
+pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
+    match (def.opt, value) {
         (Opt::Thread, None) => {
             st.spec.thread = true;
             Ok(())
@@ -60,7 +76,7 @@ pub(crate) fn apply(
         }
         (_, None) => Err(format!("Option {} requires an argument", def.name)),
         (opt, Some(v)) => apply_value(st, opt, v),
-    })
+    }
 }
 
 fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {
@@ -524,4 +540,132 @@ fn parse_fallocate(v: &str) -> Result<Fallocate, String> {
             ))
         }
     })
+}
+
+/// These options of a job back as fio options (`to_fio_args`): start,
+/// loops, splits, distributions and rate checks (`d`: fio's defaults).
+pub(crate) fn render(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, String)) {
+    if j.start_delay != d.start_delay {
+        let (lo, hi) = j.start_delay;
+        push("startdelay", format!("{}us-{}us", lo.as_us(), hi.as_us()));
+    }
+    if j.thread {
+        push("thread", "1".into());
+    }
+    if j.loops != 1 {
+        push("loops", j.loops.to_string());
+    }
+    if j.number_ios != 0 {
+        push("number_ios", j.number_ios.to_string());
+    }
+    if let Some(n) = j.io_size {
+        push("io_size", n.to_string());
+    }
+    if let Some(split) = &j.bssplit {
+        let list = |l: &[BsSplit]| {
+            l.iter()
+                .map(|e| format!("{}/{}", e.bs, e.pct))
+                .collect::<Vec<_>>()
+                .join(":")
+        };
+        push(
+            "bssplit",
+            format!(
+                "{},{},{}",
+                list(&split.read),
+                list(&split.write),
+                list(&split.trim)
+            ),
+        );
+    }
+    if j.blockalign != d.blockalign {
+        push(
+            "ba",
+            super::render::per_dir(&j.blockalign, |v| v.unwrap_or(0).to_string()),
+        );
+    }
+    if j.random_dist != d.random_dist {
+        push("random_distribution", random_dist(&j.random_dist));
+    }
+    if j.rate_min != d.rate_min {
+        push(
+            "rate_min",
+            super::render::per_dir(&j.rate_min, |v| v.unwrap_or(0).to_string()),
+        );
+    }
+    if j.rate_cycle != d.rate_cycle {
+        push("rate_cycle", j.rate_cycle.as_ms().to_string());
+    }
+}
+
+/// The options of several files and flow control back as fio options.
+pub(crate) fn render_files(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, String)) {
+    let (f, df) = (&j.files, &d.files);
+    if !f.directory.is_empty() {
+        let dirs: Vec<String> = f.directory.iter().map(|s| s.replace(':', "\\:")).collect();
+        push("directory", dirs.join(":"));
+    }
+    if f.nrfiles != df.nrfiles {
+        push("nrfiles", f.nrfiles.to_string());
+    }
+    if let Some((lo, hi)) = f.filesize {
+        push("filesize", format!("{lo}-{hi}"));
+    }
+    if f.filename_format != df.filename_format {
+        push("filename_format", f.filename_format.clone());
+    }
+    if f.openfiles != df.openfiles {
+        push("openfiles", f.openfiles.to_string());
+    }
+    if (f.service, f.service_batch) != (df.service, df.service_batch) {
+        let kind = match f.service {
+            FileService::Random => "random",
+            FileService::RoundRobin => "roundrobin",
+            FileService::Sequential => "sequential",
+        };
+        push("file_service_type", format!("{kind}:{}", f.service_batch));
+    }
+    if f.create_on_open {
+        push("create_on_open", "1".into());
+    }
+    if f.fallocate != df.fallocate {
+        let mode = match f.fallocate {
+            Fallocate::None => "none",
+            Fallocate::Posix => "posix",
+            Fallocate::Keep => "keep",
+            Fallocate::Native => "native",
+            Fallocate::Truncate => "truncate",
+        };
+        push("fallocate", mode.into());
+    }
+    if j.flow != d.flow {
+        push("flow", j.flow.weight.to_string());
+        push("flow_id", j.flow.id.to_string());
+        push("flow_watermark", j.flow.watermark.to_string());
+        push("flow_sleep", j.flow.sleep.as_us().to_string());
+    }
+}
+
+fn random_dist(r: &RandomDist) -> String {
+    match r {
+        RandomDist::Random => "random".into(),
+        RandomDist::Zipf(t) => format!("zipf:{t}"),
+        RandomDist::Pareto(h) => format!("pareto:{h}"),
+        RandomDist::Normal(dev) => format!("normal:{dev}"),
+        RandomDist::Zoned(zones) => {
+            let abs = zones.iter().any(|z| matches!(z.size, ZoneSize::Bytes(_)));
+            let list: Vec<String> = zones
+                .iter()
+                .map(|z| match z.size {
+                    ZoneSize::Percent(p) => format!("{}/{p}", z.access_pct),
+                    ZoneSize::Bytes(b) => format!("{}/{b}", z.access_pct),
+                })
+                .collect();
+            format!(
+                "{}:{}",
+                if abs { "zoned_abs" } else { "zoned" },
+                list.join(":")
+            )
+        }
+    }
 }

@@ -14,64 +14,64 @@ use blkqos_workload::prio::{
 };
 use blkqos_workload::spec_cpu::{parse_cpu_list, parse_cpu_mask, parse_mem_policy, CpusPolicy};
 
-use super::options::{Opt, OptDef};
+use super::options::{Kind, Opt, OptDef};
 use super::state::{JobState, PrioGiven};
 use super::units::{parse_count, parse_plain_int};
 
+/// IO priorities and CPU placement.
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("prio", Kind::Int, Opt::Prio, apply),
+    OptDef::new("prioclass", Kind::Int, Opt::PrioClass, apply),
+    OptDef::new("log_prio", Kind::Bool, Opt::LogPrio, apply),
+    OptDef::new("nice", Kind::Int, Opt::Nice, apply),
+    OptDef::new("cpus_allowed", Kind::Str, Opt::CpusAllowed, apply),
+    OptDef::new("cpumask", Kind::Int, Opt::CpuMask, apply),
+    // fio: FIO_OPT_C_GENERAL prio 1 (before cpus_allowed)
+    OptDef::new(
+        "cpus_allowed_policy",
+        Kind::Str,
+        Opt::CpusAllowedPolicy,
+        apply,
+    )
+    .prio(1),
+    OptDef::new("numa_cpu_nodes", Kind::Str, Opt::NumaCpuNodes, apply),
+    OptDef::new("numa_mem_policy", Kind::Str, Opt::NumaMemPolicy, apply),
+];
+
 /// Applies a core option this module owns; `None` for the others.
-pub(crate) fn apply(
-    st: &mut JobState,
-    def: &OptDef,
-    value: Option<&str>,
-) -> Option<Result<(), String>> {
+pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
     let opt = def.opt;
-    if !matches!(
-        opt,
-        Opt::Prio
-            | Opt::PrioClass
-            | Opt::LogPrio
-            | Opt::Nice
-            | Opt::CpusAllowed
-            | Opt::CpuMask
-            | Opt::CpusAllowedPolicy
-            | Opt::NumaCpuNodes
-            | Opt::NumaMemPolicy
-    ) {
-        return None;
-    }
     let Some(v) = value else {
-        return Some(Err(format!("Option {} requires an argument", def.name)));
+        return Err(format!("Option {} requires an argument", def.name));
     };
     let cpu = &mut st.spec.cpu;
-    Some((|| {
-        match opt {
-            Opt::Prio => st.prio.prio = Some(int_in(v, 0, IOPRIO_MAX_LEVEL)?),
-            Opt::PrioClass => st.prio.prioclass = Some(int_in(v, 0, IOPRIO_MAX_CLASS)?),
-            Opt::LogPrio => st.spec.prio.log_prio = parse_plain_int(v)? != 0,
-            Opt::Nice => {
-                let n: i32 = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("invalid integer `{v}`"))?;
-                if !(-20..=19).contains(&n) {
-                    return Err(format!("nice={n} out of range (-20 to 19)"));
-                }
-                cpu.nice = Some(n);
+    match opt {
+        Opt::Prio => st.prio.prio = Some(int_in(v, 0, IOPRIO_MAX_LEVEL)?),
+        Opt::PrioClass => st.prio.prioclass = Some(int_in(v, 0, IOPRIO_MAX_CLASS)?),
+        Opt::LogPrio => st.spec.prio.log_prio = parse_plain_int(v)? != 0,
+        Opt::Nice => {
+            let n: i32 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("invalid integer `{v}`"))?;
+            if !(-20..=19).contains(&n) {
+                return Err(format!("nice={n} out of range (-20 to 19)"));
             }
-            Opt::CpusAllowed => cpu.cpus_allowed = Some(parse_cpu_list(v)?),
-            Opt::CpuMask => cpu.cpus_allowed = Some(parse_cpu_mask(v)?),
-            Opt::CpusAllowedPolicy => {
-                cpu.cpus_policy = match v.trim() {
-                    "shared" => CpusPolicy::Shared,
-                    "split" => CpusPolicy::Split,
-                    o => return Err(format!("invalid value `{o}` (valid values: shared, split)")),
-                }
-            }
-            Opt::NumaCpuNodes => cpu.numa_cpu_nodes = Some(parse_cpu_list(v)?),
-            _ => cpu.numa_mem_policy = Some(parse_mem_policy(v)?),
+            cpu.nice = Some(n);
         }
-        Ok(())
-    })())
+        Opt::CpusAllowed => cpu.cpus_allowed = Some(parse_cpu_list(v)?),
+        Opt::CpuMask => cpu.cpus_allowed = Some(parse_cpu_mask(v)?),
+        Opt::CpusAllowedPolicy => {
+            cpu.cpus_policy = match v.trim() {
+                "shared" => CpusPolicy::Shared,
+                "split" => CpusPolicy::Split,
+                o => return Err(format!("invalid value `{o}` (valid values: shared, split)")),
+            }
+        }
+        Opt::NumaCpuNodes => cpu.numa_cpu_nodes = Some(parse_cpu_list(v)?),
+        _ => cpu.numa_mem_policy = Some(parse_mem_policy(v)?),
+    }
+    Ok(())
 }
 
 fn int_in(v: &str, lo: u16, hi: u16) -> Result<u16, String> {

@@ -4,26 +4,28 @@
 
 use blkqos_workload::spec_run::ExitWhat;
 
-use super::options::{Opt, OptDef};
+use super::options::{Kind, Opt, OptDef};
 use super::state::JobState;
 use super::units::parse_plain_int;
 
+/// Waiting for and ending other jobs.
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("wait_for", Kind::StrStore, Opt::WaitFor, apply),
+    OptDef::new("exitall", Kind::StrSet, Opt::ExitAll, apply),
+    OptDef::new("exit_what", Kind::Str, Opt::ExitWhat, apply),
+    OptDef::new("exitall_on_error", Kind::StrSet, Opt::ExitAllOnError, apply),
+];
+
 /// Applies `value` when `def` is one of the options this module owns;
 /// `None` for the others.
-pub(crate) fn apply(
-    st: &mut JobState,
-    def: &OptDef,
-    value: Option<&str>,
-) -> Option<Result<(), String>> {
+pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
     let c = &mut st.spec.control;
-    Some(match (def.opt, value) {
+    match (def.opt, value) {
         (Opt::ExitAll, v) => {
             // str_exitall_cb sets fio's run-wide exitall_on_terminate
             // whatever the value: `exitall=0` turns it on too
             if let Some(v) = v {
-                if let Err(e) = parse_plain_int(v) {
-                    return Some(Err(e));
-                }
+                parse_plain_int(v)?;
                 if v.trim() == "0" {
                     st.spec.notes.push(
                         "exitall=0 turns exitall on, as in fio 3.33 (its callback sets the \
@@ -49,8 +51,8 @@ pub(crate) fn apply(
         (Opt::ExitWhat | Opt::WaitFor, None) => {
             Err(format!("Option {} requires an argument", def.name))
         }
-        _ => return None,
-    })
+        _ => unreachable!("DEFS lists the options apply_run owns"),
+    }
 }
 
 fn parse_exit_what(v: &str) -> Result<ExitWhat, String> {
@@ -61,6 +63,28 @@ fn parse_exit_what(v: &str) -> Result<ExitWhat, String> {
         _ => Err(format!(
             "invalid value `{v}` (valid values: group, stonewall, all)"
         )),
+    }
+}
+
+/// These options of a job back as fio options (`to_fio_args`).
+pub(crate) fn render(j: &blkqos_workload::JobSpec, push: &mut impl FnMut(&str, String)) {
+    let c = &j.control;
+    if let Some(w) = &c.wait_for {
+        push("wait_for", w.clone());
+    }
+    if c.exitall {
+        push("exitall", "1".into());
+    }
+    if c.exit_what != ExitWhat::default() {
+        let w = match c.exit_what {
+            ExitWhat::Group => "group",
+            ExitWhat::Stonewall => "stonewall",
+            ExitWhat::All => "all",
+        };
+        push("exit_what", w.into());
+    }
+    if c.exitall_on_error {
+        push("exitall_on_error", "1".into());
     }
 }
 

@@ -7,29 +7,38 @@ use blkqos_core::Duration;
 use blkqos_workload::steadystate::SsMetric;
 
 use super::ini::strip_blank_end;
-use super::options::{Opt, OptDef};
+use super::options::{Kind, Opt, OptDef};
 use super::state::JobState;
 use super::units::{parse_count, parse_float, parse_time_us};
 
+/// Steady-state detection.
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("steadystate", Kind::Str, Opt::SteadyState, apply).alias("ss"),
+    OptDef::new(
+        "steadystate_duration",
+        Kind::Time,
+        Opt::SteadyStateDuration,
+        apply,
+    )
+    .alias("ss_dur"),
+    OptDef::new(
+        "steadystate_ramp_time",
+        Kind::Time,
+        Opt::SteadyStateRampTime,
+        apply,
+    )
+    .alias("ss_ramp"),
+];
+
 /// Applies `value` when `def` is one of the options this module owns;
 /// `None` for the others.
-pub(crate) fn apply(
-    st: &mut JobState,
-    def: &OptDef,
-    value: Option<&str>,
-) -> Option<Result<(), String>> {
-    if !matches!(
-        def.opt,
-        Opt::SteadyState | Opt::SteadyStateDuration | Opt::SteadyStateRampTime
-    ) {
-        return None;
-    }
+pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
     let Some(v) = value else {
-        return Some(Err(format!("Option {} requires an argument", def.name)));
+        return Err(format!("Option {} requires an argument", def.name));
     };
     let kb = st.spec.kb_base;
     let ss = &mut st.spec.steadystate;
-    Some(match def.opt {
+    match def.opt {
         Opt::SteadyState => criterion(v, kb).map(|(metric, slope, pct, limit)| {
             ss.metric = metric;
             ss.slope = slope;
@@ -39,7 +48,7 @@ pub(crate) fn apply(
         // whole seconds: fio divides the µs by 10^6
         Opt::SteadyStateDuration => parse_time_us(v, true).map(|us| ss.dur_s = us / 1_000_000),
         _ => parse_time_us(v, true).map(|us| ss.ramp = Duration::from_us(us)),
-    })
+    }
 }
 
 /// `ss=CRITERION:LIMIT` (`str_steadystate_cb`): `iops`, `iops_slope`,
@@ -77,6 +86,21 @@ fn criterion(v: &str, kb_base: u32) -> Result<(SsMetric, bool, bool, f64), Strin
             as f64,
     };
     Ok((metric, slope, false, limit))
+}
+
+/// The steady-state options of a job back as fio options (`to_fio_args`).
+pub(crate) fn render(j: &blkqos_workload::JobSpec, push: &mut impl FnMut(&str, String)) {
+    let ss = &j.steadystate;
+    if ss.enabled() {
+        let limit = if ss.pct {
+            format!("{}%", ss.limit)
+        } else {
+            format!("{}", ss.limit)
+        };
+        push("steadystate", format!("{}:{limit}", ss.criterion_name()));
+        push("steadystate_duration", format!("{}s", ss.dur_s));
+        push("steadystate_ramp_time", format!("{}us", ss.ramp.as_us()));
+    }
 }
 
 #[cfg(test)]

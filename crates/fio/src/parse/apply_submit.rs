@@ -10,30 +10,29 @@ use super::options::{pieces, Kind, Opt, OptDef};
 use super::state::JobState;
 use super::units::{parse_float, parse_plain_int, parse_time_us};
 
+/// Submission mode, random generator and the latency target.
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("io_submit_mode", Kind::Str, Opt::IoSubmitMode, apply),
+    OptDef::new("random_generator", Kind::Str, Opt::RandomGenerator, apply),
+    OptDef::new("latency_target", Kind::Time, Opt::LatencyTarget, apply),
+    OptDef::new("latency_window", Kind::Time, Opt::LatencyWindow, apply),
+    OptDef::new(
+        "latency_percentile",
+        Kind::FloatList,
+        Opt::LatencyPercentile,
+        apply,
+    ),
+    OptDef::new("latency_run", Kind::Bool, Opt::LatencyRun, apply),
+    OptDef::new("iodepth_low", Kind::Int, Opt::IoDepthLow, apply),
+];
+
 /// Applies `value` when `def` is one of the options this module owns;
 /// `None` for the others.
-pub(crate) fn apply(
-    st: &mut JobState,
-    def: &OptDef,
-    value: Option<&str>,
-) -> Option<Result<(), String>> {
-    let owned = matches!(
-        def.opt,
-        Opt::IoSubmitMode
-            | Opt::RandomGenerator
-            | Opt::LatencyTarget
-            | Opt::LatencyWindow
-            | Opt::LatencyPercentile
-            | Opt::LatencyRun
-            | Opt::IoDepthLow
-    );
-    if !owned {
-        return None;
-    }
-    Some(match value {
+pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
+    match value {
         None => Err(format!("Option {} requires an argument", def.name)),
         Some(v) => apply_value(st, def.opt, v),
-    })
+    }
 }
 
 fn apply_value(st: &mut JobState, opt: Opt, v: &str) -> Result<(), String> {

@@ -3,11 +3,65 @@
 //! the `verify` posval table, `str_verify_pattern_cb`,
 //! `str_buffer_pattern_cb`, `str_buffer_compress_cb`, `str_dedupe_cb`).
 
-use blkqos_workload::spec::{DedupeMode, VerifyKind};
+use blkqos_workload::spec::{BufferSpec, DedupeMode, JobSpec, VerifyKind, VerifySpec};
 
 use super::options::{pieces, Kind, Opt, OptDef};
 use super::state::JobState;
 use super::units::{parse_count, parse_plain_int, parse_size, SizeValue};
+
+/// Verification, buffer contents, dedupe and compression.
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("verify", Kind::Str, Opt::Verify, apply),
+    OptDef::new("do_verify", Kind::Bool, Opt::DoVerify, apply),
+    OptDef::new("verify_only", Kind::StrSet, Opt::VerifyOnly, apply),
+    OptDef::new("verify_backlog", Kind::StrVal, Opt::VerifyBacklog, apply),
+    OptDef::new(
+        "verify_backlog_batch",
+        Kind::Int,
+        Opt::VerifyBacklogBatch,
+        apply,
+    ),
+    OptDef::new("verify_fatal", Kind::Bool, Opt::VerifyFatal, apply),
+    OptDef::new("verify_dump", Kind::Bool, Opt::VerifyDump, apply),
+    OptDef::new("verify_async", Kind::Int, Opt::VerifyAsync, apply),
+    OptDef::new("verify_pattern", Kind::Str, Opt::VerifyPattern, apply),
+    OptDef::new("verify_interval", Kind::Int, Opt::VerifyInterval, apply),
+    OptDef::new("verify_offset", Kind::Int, Opt::VerifyOffset, apply),
+    OptDef::new("buffer_pattern", Kind::Str, Opt::BufferPattern, apply),
+    OptDef::new("zero_buffers", Kind::StrSet, Opt::ZeroBuffers, apply),
+    OptDef::new("refill_buffers", Kind::StrSet, Opt::RefillBuffers, apply),
+    OptDef::new("scramble_buffers", Kind::Bool, Opt::ScrambleBuffers, apply),
+    OptDef::new(
+        "buffer_compress_percentage",
+        Kind::Int,
+        Opt::BufferCompressPercentage,
+        apply,
+    ),
+    OptDef::new(
+        "buffer_compress_chunk",
+        Kind::Int,
+        Opt::BufferCompressChunk,
+        apply,
+    ),
+    OptDef::new("dedupe_percentage", Kind::Int, Opt::DedupePercentage, apply),
+    OptDef::new("dedupe_mode", Kind::Str, Opt::DedupeMode, apply),
+    OptDef::new(
+        "dedupe_working_set_percentage",
+        Kind::Int,
+        Opt::DedupeWorkingSetPercentage,
+        apply,
+    ),
+    OptDef::new("dedupe_global", Kind::Bool, Opt::DedupeGlobal, apply),
+    OptDef::new("fill_device", Kind::Bool, Opt::FillDevice, apply).alias("fill_fs"),
+    OptDef::new("create_serialize", Kind::Bool, Opt::CreateSerialize, apply),
+    OptDef::new("error_dump", Kind::Bool, Opt::ErrorDump, apply),
+    OptDef::new(
+        "offset_increment",
+        Kind::StrVal,
+        Opt::OffsetIncrement,
+        apply,
+    ),
+];
 
 /// fio `sizeof(struct verify_header)` (verify.h): the smallest
 /// `verify_offset`, and half the smallest `verify_interval`.
@@ -17,32 +71,25 @@ const MAX_PATTERN_BYTES: usize = 512;
 
 /// Applies `value` when `def` is one of the options this module owns;
 /// `None` for the others.
-pub(crate) fn apply(
-    st: &mut JobState,
-    def: &OptDef,
-    value: Option<&str>,
-) -> Option<Result<(), String>> {
+pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
     if def.opt == Opt::OffsetIncrement {
-        return Some(match value {
+        return match value {
             Some(v) => offset_increment(st, v),
             None => Err(format!("Option {} requires an argument", def.name)),
-        });
+        };
     }
-    if !owns(def.opt) {
-        return None;
-    }
-    Some(match (def.kind, value) {
+    match (def.kind, value) {
         (Kind::StrSet, None) => {
             set_flag(st, def.opt, true);
             verify_only_refused(st)
         }
         (_, None) => Err(format!("Option {} requires an argument", def.name)),
         (_, Some(v)) => apply_value(st, def.opt, v),
-    })
+    }
 }
 
 /// The options of this module: every one of them is about data.
-pub(crate) fn owns(opt: Opt) -> bool {
+pub(crate) fn is_data_option(opt: Opt) -> bool {
     matches!(
         opt,
         Opt::Verify
@@ -375,6 +422,125 @@ fn pattern_number(s: &str) -> Option<(Vec<u8>, usize)> {
         u >>= 8;
     }
     Some((out, used))
+}
+
+// The verification and buffer-contents options of a [`JobSpec`] back to
+// fio options (see [`super::render`]). Order matters as it does to fio:
+// `verify_pattern` before `verify` (a pattern alone means
+// `verify=pattern`), `buffer_pattern` and `dedupe_percentage` before the
+// `*_buffers` flags they change.
+
+fn flag_text(on: bool) -> String {
+    u8::from(on).to_string()
+}
+
+/// A pattern as one fio hex number (`0x` and two digits per byte).
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::from("0x");
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+fn kind_name(k: VerifyKind) -> &'static str {
+    VerifyKind::NAMES
+        .iter()
+        .find(|(_, v)| *v == k)
+        .map_or("0", |(n, _)| n)
+}
+
+/// The verification and buffer options of `j` that differ from `d` (fio's
+/// defaults), then `fill_device` and `offset_increment`.
+pub(crate) fn render(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, String)) {
+    verify_args(&j.verify, &d.verify, push);
+    buffer_args(&j.buffers, &d.buffers, push);
+    if j.fill_device {
+        push("fill_device", "1".into());
+    }
+    if j.offset_increment != d.offset_increment {
+        push("offset_increment", j.offset_increment.to_string());
+    }
+}
+
+/// The `verify*` options of `v` that differ from `dv`, `verify_pattern` first.
+fn verify_args(v: &VerifySpec, dv: &VerifySpec, push: &mut impl FnMut(&str, String)) {
+    if let Some(p) = &v.pattern {
+        push("verify_pattern", hex(p));
+    }
+    if v.kind_set {
+        push("verify", kind_name(v.kind).into());
+    }
+    if v.do_verify != dv.do_verify {
+        push("do_verify", flag_text(v.do_verify));
+    }
+    if v.backlog != dv.backlog {
+        push("verify_backlog", v.backlog.to_string());
+    }
+    if v.backlog_batch != dv.backlog_batch {
+        push("verify_backlog_batch", v.backlog_batch.to_string());
+    }
+    if v.fatal != dv.fatal {
+        push("verify_fatal", flag_text(v.fatal));
+    }
+    if v.dump != dv.dump {
+        push("verify_dump", flag_text(v.dump));
+    }
+    if v.async_threads != dv.async_threads {
+        push("verify_async", v.async_threads.to_string());
+    }
+    if v.interval != dv.interval {
+        push("verify_interval", v.interval.to_string());
+    }
+    if v.offset != dv.offset {
+        push("verify_offset", v.offset.to_string());
+    }
+}
+
+/// The buffer-contents options of `b` that differ from `db`, the
+/// `*_buffers` flags last.
+fn buffer_args(b: &BufferSpec, db: &BufferSpec, push: &mut impl FnMut(&str, String)) {
+    if let Some(p) = &b.pattern {
+        push("buffer_pattern", hex(p));
+    }
+    if b.compress_percentage != db.compress_percentage {
+        push(
+            "buffer_compress_percentage",
+            b.compress_percentage.to_string(),
+        );
+    }
+    if b.compress_chunk != db.compress_chunk {
+        push("buffer_compress_chunk", b.compress_chunk.to_string());
+    }
+    if b.dedupe_percentage != db.dedupe_percentage {
+        push("dedupe_percentage", b.dedupe_percentage.to_string());
+    }
+    if b.dedupe_mode != db.dedupe_mode {
+        let m = match b.dedupe_mode {
+            DedupeMode::Repeat => "repeat",
+            DedupeMode::WorkingSet => "working_set",
+        };
+        push("dedupe_mode", m.into());
+    }
+    if b.dedupe_working_set_percentage != db.dedupe_working_set_percentage {
+        push(
+            "dedupe_working_set_percentage",
+            b.dedupe_working_set_percentage.to_string(),
+        );
+    }
+    if b.dedupe_global != db.dedupe_global {
+        push("dedupe_global", flag_text(b.dedupe_global));
+    }
+    // the flags last: buffer_pattern and dedupe_percentage set them
+    if b.pattern.is_some() || b.dedupe_percentage > 0 || b.refill != db.refill {
+        push("refill_buffers", flag_text(b.refill));
+    }
+    if b.pattern.is_some() || b.zero != db.zero {
+        push("zero_buffers", flag_text(b.zero));
+    }
+    if b.pattern.is_some() || b.scramble != db.scramble {
+        push("scramble_buffers", flag_text(b.scramble));
+    }
 }
 
 #[cfg(test)]

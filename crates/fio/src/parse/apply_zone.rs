@@ -12,55 +12,63 @@ use super::options::{pieces, Kind, Opt, OptDef};
 use super::state::JobState;
 use super::units::{parse_count, parse_float, parse_plain_int, parse_size, SizeValue};
 
+/// Zones (`zonemode=strided` and `zbd`).
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("zonemode", Kind::Str, Opt::ZoneMode, apply),
+    OptDef::new("zonesize", Kind::StrVal, Opt::ZoneSize, apply),
+    OptDef::new("zonerange", Kind::StrVal, Opt::ZoneRange, apply),
+    OptDef::new("zoneskip", Kind::StrVal, Opt::ZoneSkip, apply),
+    OptDef::new("zonecapacity", Kind::StrVal, Opt::ZoneCapacity, apply),
+    OptDef::new("max_open_zones", Kind::Int, Opt::MaxOpenZones, apply),
+    OptDef::new("job_max_open_zones", Kind::Int, Opt::JobMaxOpenZones, apply),
+    OptDef::new(
+        "ignore_zone_limits",
+        Kind::Bool,
+        Opt::IgnoreZoneLimits,
+        apply,
+    ),
+    OptDef::new(
+        "zone_reset_threshold",
+        Kind::FloatList,
+        Opt::ZoneResetThreshold,
+        apply,
+    ),
+    OptDef::new(
+        "zone_reset_frequency",
+        Kind::FloatList,
+        Opt::ZoneResetFrequency,
+        apply,
+    ),
+    OptDef::new("read_beyond_wp", Kind::Bool, Opt::ReadBeyondWp, apply),
+];
+
 /// Applies `value` when `def` is one of the options this module owns;
 /// `None` for the others.
-pub(crate) fn apply(
-    st: &mut JobState,
-    def: &OptDef,
-    value: Option<&str>,
-) -> Option<Result<(), String>> {
-    if !matches!(
-        def.opt,
-        Opt::ZoneMode
-            | Opt::ZoneSize
-            | Opt::ZoneRange
-            | Opt::ZoneSkip
-            | Opt::ZoneCapacity
-            | Opt::MaxOpenZones
-            | Opt::JobMaxOpenZones
-            | Opt::IgnoreZoneLimits
-            | Opt::ZoneResetThreshold
-            | Opt::ZoneResetFrequency
-            | Opt::ReadBeyondWp
-    ) {
-        return None;
-    }
+pub(crate) fn apply(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
     let Some(v) = value else {
-        return Some(Err(format!("Option {} requires an argument", def.name)));
+        return Err(format!("Option {} requires an argument", def.name));
     };
     let kb = st.spec.kb_base;
     let z = &mut st.spec.zones;
-    Some((|| {
-        match def.opt {
-            Opt::ZoneMode => {
-                z.mode = parse_mode(v)?;
-                z.mode_given = true;
-            }
-            Opt::ZoneSize => z.size_bytes = bytes(v, kb)?,
-            Opt::ZoneRange => z.range_bytes = bytes(v, kb)?,
-            Opt::ZoneCapacity => z.capacity_bytes = bytes(v, kb)?,
-            // FIO_OPT_INT, maxval ZBD_MAX_OPEN_ZONES
-            Opt::MaxOpenZones => z.max_open_zones = open_zones(v, kb)?,
-            Opt::JobMaxOpenZones => z.job_max_open_zones = open_zones(v, kb)?,
-            Opt::IgnoreZoneLimits => z.ignore_zone_limits = boolean(v)?,
-            Opt::ReadBeyondWp => z.read_beyond_wp = boolean(v)?,
-            // FIO_OPT_FLOAT_LIST, maxlen 1, minfp 0, maxfp 1
-            Opt::ZoneResetThreshold => z.reset_threshold = fraction(v)?,
-            Opt::ZoneResetFrequency => z.reset_frequency = fraction(v)?,
-            _ => z.skip = zone_bytes(v, kb)?,
+    match def.opt {
+        Opt::ZoneMode => {
+            z.mode = parse_mode(v)?;
+            z.mode_given = true;
         }
-        Ok(())
-    })())
+        Opt::ZoneSize => z.size_bytes = bytes(v, kb)?,
+        Opt::ZoneRange => z.range_bytes = bytes(v, kb)?,
+        Opt::ZoneCapacity => z.capacity_bytes = bytes(v, kb)?,
+        // FIO_OPT_INT, maxval ZBD_MAX_OPEN_ZONES
+        Opt::MaxOpenZones => z.max_open_zones = open_zones(v, kb)?,
+        Opt::JobMaxOpenZones => z.job_max_open_zones = open_zones(v, kb)?,
+        Opt::IgnoreZoneLimits => z.ignore_zone_limits = boolean(v)?,
+        Opt::ReadBeyondWp => z.read_beyond_wp = boolean(v)?,
+        // FIO_OPT_FLOAT_LIST, maxlen 1, minfp 0, maxfp 1
+        Opt::ZoneResetThreshold => z.reset_threshold = fraction(v)?,
+        Opt::ZoneResetFrequency => z.reset_frequency = fraction(v)?,
+        _ => z.skip = zone_bytes(v, kb)?,
+    }
+    Ok(())
 }
 
 fn parse_mode(v: &str) -> Result<ZoneMode, String> {
@@ -278,6 +286,51 @@ pub(crate) fn fixup(s: &mut JobSpec) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The zone options of a job back as fio options (`to_fio_args`).
+pub(crate) fn render(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
+    let z = &j.zones;
+    if z.mode_given {
+        let m = match z.mode {
+            ZoneMode::None => "none",
+            ZoneMode::Strided => "strided",
+            ZoneMode::Zbd => "zbd",
+        };
+        push("zonemode", m.into());
+    }
+    if z.capacity_bytes > 0 {
+        push("zonecapacity", z.capacity_bytes.to_string());
+    }
+    if z.max_open_zones > 0 {
+        push("max_open_zones", z.max_open_zones.to_string());
+    }
+    if z.job_max_open_zones > 0 {
+        push("job_max_open_zones", z.job_max_open_zones.to_string());
+    }
+    if z.ignore_zone_limits {
+        push("ignore_zone_limits", "1".into());
+    }
+    if z.reset_frequency > 0.0 {
+        push("zone_reset_frequency", z.reset_frequency.to_string());
+    }
+    if z.reset_threshold > 0.0 {
+        push("zone_reset_threshold", z.reset_threshold.to_string());
+    }
+    if z.read_beyond_wp {
+        push("read_beyond_wp", "1".into());
+    }
+    if z.size_bytes > 0 {
+        push("zonesize", z.size_bytes.to_string());
+    }
+    if z.range_bytes > 0 {
+        push("zonerange", z.range_bytes.to_string());
+    }
+    match z.skip {
+        ZoneBytes::Bytes(0) => {}
+        ZoneBytes::Bytes(b) => push("zoneskip", b.to_string()),
+        ZoneBytes::Zones(n) => push("zoneskip", format!("{n}z")),
+    }
 }
 
 #[cfg(test)]

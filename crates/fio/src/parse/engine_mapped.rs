@@ -23,10 +23,31 @@ use blkqos_workload::spec::{DataOption, IoEngine, JobSpec, SizeSpec};
 use blkqos_workload::Ddir;
 
 use super::error::{Loc, ParseError};
-use super::options::Opt;
+use super::options::{Kind, Opt, OptDef};
 use super::state::{Given, JobState};
 
+/// `sync` and `invalidate`: what the mapped engines honour of them.
+pub(crate) static DEFS: &[OptDef] = &[
+    OptDef::new("sync", Kind::Str, Opt::Sync, apply_sync_def),
+    OptDef::new(
+        "invalidate",
+        Kind::Bool,
+        Opt::Invalidate,
+        apply_invalidate_def,
+    ),
+];
+
 /// Applies `sync=` (fio 3.33 options.c "sync": none, 0, sync, 1, dsync).
+/// `sync=` as its [`OptDef::apply`].
+fn apply_sync_def(st: &mut JobState, _: &OptDef, value: Option<&str>) -> Result<(), String> {
+    apply_sync(st, value)
+}
+
+/// `invalidate=` as its [`OptDef::apply`].
+fn apply_invalidate_def(_: &mut JobState, _: &OptDef, value: Option<&str>) -> Result<(), String> {
+    apply_invalidate(value)
+}
+
 pub(crate) fn apply_sync(st: &mut JobState, value: Option<&str>) -> Result<(), String> {
     let v = value.ok_or("Option sync requires an argument")?;
     st.spec.engine.sync_io = match v {
@@ -217,6 +238,17 @@ pub(crate) fn check(s: &mut JobSpec, given: &[Given]) -> Result<(), ParseError> 
         )));
     }
     Ok(())
+}
+
+/// `sync` and `invalidate` of a job back as fio options (`to_fio_args`).
+pub(crate) fn render(j: &blkqos_workload::JobSpec, push: &mut impl FnMut(&str, String)) {
+    let e = &j.engine;
+    if e.sync_io {
+        push("sync", "1".into());
+    }
+    if let Some(at) = &e.invalidate_at {
+        push("invalidate", at.value.clone().unwrap_or_else(|| "1".into()));
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use blkqos_workload::spec::{EngineSpec, IoEngine, JobSpec, SgWriteMode, StatType
 use blkqos_workload::Ddir;
 
 use super::error::{Loc, ParseError};
-use super::options::OptDef;
+use super::options::{Kind, Opt, OptDef};
 use super::state::{Given, JobState};
 use super::units::parse_plain_int;
 
@@ -37,6 +37,49 @@ fn flag(value: Option<&str>) -> Result<bool, String> {
         None => Ok(true),
         Some(v) => Ok(parse_plain_int(v)? != 0),
     }
+}
+
+/// An engine option of fio type `kind`.
+const fn engine_def(name: &'static str, kind: Kind) -> OptDef {
+    // fio parses a section's engine options after all of its core options
+    // (`fio_options_parse`, then the engine's own table), so they come last
+    // in its option list
+    OptDef::new(name, kind, Opt::EngineOption, apply_def).prio(-2)
+}
+
+/// The engine options blkqos implements (applied in `engine_opts`), with fio's types.
+pub(crate) static DEFS: &[OptDef] = &[
+    engine_def("arguments", Kind::Str),
+    engine_def("cmd_type", Kind::Str),
+    engine_def("cmdprio", Kind::Int),
+    engine_def("cmdprio_bssplit", Kind::Str),
+    engine_def("cmdprio_class", Kind::Int),
+    engine_def("cmdprio_percentage", Kind::Int),
+    engine_def("cpuchunks", Kind::Int),
+    engine_def("cpuload", Kind::Int),
+    engine_def("cpumode", Kind::Str),
+    engine_def("donorname", Kind::Str),
+    engine_def("exit_on_io_done", Kind::Bool),
+    engine_def("fixedbufs", Kind::StrSet),
+    engine_def("force_async", Kind::Int),
+    engine_def("grace_time", Kind::Int),
+    engine_def("hipri", Kind::StrSet),
+    engine_def("inplace", Kind::Int),
+    engine_def("nonvectored", Kind::Int),
+    engine_def("nowait", Kind::Bool),
+    engine_def("program", Kind::Str),
+    engine_def("registerfiles", Kind::StrSet),
+    engine_def("sg_write_mode", Kind::Str),
+    engine_def("sqthread_poll", Kind::StrSet),
+    engine_def("sqthread_poll_cpu", Kind::Int),
+    engine_def("stat_type", Kind::Str),
+    engine_def("std_redirect", Kind::Bool),
+    engine_def("uncached", Kind::Int),
+];
+
+/// [`apply`] as the engine options' [`OptDef::apply`].
+fn apply_def(st: &mut JobState, def: &OptDef, value: Option<&str>) -> Result<(), String> {
+    apply(st, def.name, value).map(|_| ())
 }
 
 /// Applies engine option `name`; whether the value asks for something.
@@ -535,22 +578,82 @@ fn sim_note(name: &str, s: &JobSpec) -> Option<String> {
     })
 }
 
+/// Engine-private options that differ from their defaults, as fio options
+/// (`to_fio_args`).
+pub(crate) fn render(j: &blkqos_workload::JobSpec, push: &mut impl FnMut(&str, String)) {
+    let e = &j.engine;
+    if j.ioengine == blkqos_workload::IoEngine::IoUringCmd {
+        push("cmd_type", "nvme".into());
+    }
+    for (name, on) in [
+        ("sqthread_poll", e.sqthread_poll),
+        ("fixedbufs", e.fixedbufs),
+        ("registerfiles", e.registerfiles),
+    ] {
+        if on {
+            push(name, "1".into());
+        }
+    }
+    if let Some(cpu) = e.sqthread_poll_cpu {
+        push("sqthread_poll_cpu", cpu.to_string());
+    }
+    if e.vectored {
+        push("nonvectored", "0".into());
+    }
+    super::apply_prio::render(j, push);
+    if matches!(
+        j.ioengine,
+        blkqos_workload::IoEngine::Filestat | blkqos_workload::IoEngine::Dirstat
+    ) {
+        push("stat_type", e.stat_type.fio_name().into());
+    }
+    if e.sg_write_mode != blkqos_workload::spec::SgWriteMode::Write {
+        push("sg_write_mode", e.sg_write_mode.fio_name().into());
+    }
+    super::engine_mapped::render(j, push);
+    match j.ioengine {
+        blkqos_workload::IoEngine::Cpuio => {
+            push("cpuload", e.cpu.load_pct.to_string());
+            push("cpuchunks", e.cpu.chunk_us.to_string());
+            push("cpumode", e.cpu.mode.fio_name().into());
+            if e.cpu.exit_on_io_done {
+                push("exit_on_io_done", "1".into());
+            }
+        }
+        blkqos_workload::IoEngine::E4defrag => {
+            if let Some(d) = &e.donor_name {
+                push("donorname", d.clone());
+            }
+            push("inplace", u8::from(e.inplace).to_string());
+        }
+        blkqos_workload::IoEngine::Exec => {
+            if let Some(p) = &e.exec.program {
+                push("program", p.clone());
+            }
+            if let Some(a) = &e.exec.arguments {
+                push("arguments", a.clone());
+            }
+            push("grace_time", e.exec.grace_time_s.to_string());
+            push("std_redirect", u8::from(e.exec.std_redirect).to_string());
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn defs_are_fio_engine_options() {
-        for d in super::super::options::ENGINE_DEFS {
+        for d in super::DEFS {
             assert!(
                 super::super::known::ENGINE_OPTIONS.contains(&d.name),
                 "{}",
                 d.name
             );
         }
-        assert!(super::super::options::ENGINE_DEFS
-            .windows(2)
-            .all(|w| w[0].name < w[1].name));
+        assert!(super::DEFS.windows(2).all(|w| w[0].name < w[1].name));
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub(crate) fn set_option(
     ) {
         super::engine_mapped::record(st, def.opt, written, loc);
     }
-    if super::apply_verify::owns(def.opt) {
+    if super::apply_verify::is_data_option(def.opt) {
         st.spec
             .data_options
             .push(blkqos_workload::spec::DataOption {

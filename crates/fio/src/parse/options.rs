@@ -1,8 +1,10 @@
-//! The option table: the fio 3.33 options blkqos implements, with fio's
-//! option types (`parse.h: enum fio_opt_type`), aliases and priorities, and
-//! the lookup that tells *unsupported* fio options from *unknown* names.
+//! What an option is: fio's option types (`parse.h: enum fio_opt_type`),
+//! the [`OptDef`] each family's table lists (name, alias, type, priority,
+//! the family's apply function), the registry of families, and the lookup
+//! that tells *unsupported* fio options from *unknown* names.
 
 use super::known::{CORE_OPTIONS, ENGINE_OPTIONS};
+use super::state::JobState;
 use blkqos_workload::Ddir;
 
 /// fio's option types, for the ones blkqos uses.
@@ -123,7 +125,7 @@ pub(crate) enum Opt {
     DisableLat,
     DisableClat,
     DisableSlat,
-    /// An engine-private option ([`ENGINE_DEFS`]).
+    /// An engine-private option ([`super::engine_opts::DEFS`]).
     EngineOption,
     // verification and buffer contents (apply_verify.rs)
     Verify,
@@ -188,8 +190,13 @@ pub(crate) enum Opt {
     NumaMemPolicy,
 }
 
-/// One supported option.
-#[derive(Debug)]
+/// How an option's value is applied to the job being parsed: the option's
+/// family's function (an error is a message; the caller adds the place,
+/// the option and the value).
+pub(crate) type ApplyFn = fn(&mut JobState, &OptDef, Option<&str>) -> Result<(), String>;
+
+/// One supported option: its name, fio's type and priority, and the
+/// family function that applies it.
 pub(crate) struct OptDef {
     /// Canonical name (what `"job options"` shows).
     pub name: &'static str,
@@ -199,277 +206,69 @@ pub(crate) struct OptDef {
     /// fio sorts a section's options by descending priority before parsing
     /// them (`parse.c: sort_options`).
     pub prio: i32,
+    pub apply: ApplyFn,
 }
 
-const fn def(name: &'static str, kind: Kind, opt: Opt) -> OptDef {
-    OptDef {
-        name,
-        alias: None,
-        kind,
-        opt,
-        prio: 0,
+impl std::fmt::Debug for OptDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OptDef")
+            .field("name", &self.name)
+            .field("alias", &self.alias)
+            .field("kind", &self.kind)
+            .field("opt", &self.opt)
+            .field("prio", &self.prio)
+            .finish()
     }
 }
 
-const fn aliased(name: &'static str, alias: &'static str, kind: Kind, opt: Opt) -> OptDef {
-    OptDef {
-        alias: Some(alias),
-        ..def(name, kind, opt)
+impl OptDef {
+    /// Option `name` of fio type `kind`, applied by `apply` (its family's).
+    pub(crate) const fn new(name: &'static str, kind: Kind, opt: Opt, apply: ApplyFn) -> Self {
+        OptDef {
+            name,
+            alias: None,
+            kind,
+            opt,
+            prio: 0,
+            apply,
+        }
+    }
+
+    /// fio's other name for it.
+    pub(crate) const fn alias(self, alias: &'static str) -> Self {
+        OptDef {
+            alias: Some(alias),
+            ..self
+        }
+    }
+
+    /// fio's sort priority (`parse.c: sort_options`).
+    pub(crate) const fn prio(self, prio: i32) -> Self {
+        OptDef { prio, ..self }
     }
 }
 
-/// Types, aliases and priorities as in fio 3.33 `options.c`.
-pub(crate) static OPTIONS: &[OptDef] = &[
-    def("name", Kind::StrStore, Opt::Name),
-    def("description", Kind::StrStore, Opt::Description),
-    def("prio", Kind::Int, Opt::Prio),
-    def("prioclass", Kind::Int, Opt::PrioClass),
-    def("log_prio", Kind::Bool, Opt::LogPrio),
-    def("nice", Kind::Int, Opt::Nice),
-    def("cpus_allowed", Kind::Str, Opt::CpusAllowed),
-    def("cpumask", Kind::Int, Opt::CpuMask),
-    OptDef {
-        // fio: FIO_OPT_C_GENERAL prio 1 (before cpus_allowed)
-        prio: 1,
-        ..def("cpus_allowed_policy", Kind::Str, Opt::CpusAllowedPolicy)
-    },
-    def("numa_cpu_nodes", Kind::Str, Opt::NumaCpuNodes),
-    def("numa_mem_policy", Kind::Str, Opt::NumaMemPolicy),
-    OptDef {
-        prio: -1,
-        ..def("filename", Kind::StrStore, Opt::Filename)
-    },
-    def("size", Kind::StrVal, Opt::Size),
-    aliased("offset", "fileoffset", Kind::StrVal, Opt::Offset),
-    aliased("rw", "readwrite", Kind::Str, Opt::Rw),
-    def("rwmixread", Kind::Int, Opt::RwMixRead),
-    def("rwmixwrite", Kind::Int, Opt::RwMixWrite),
-    aliased("bs", "blocksize", Kind::Ull, Opt::Bs),
-    aliased("bsrange", "blocksize_range", Kind::Range, Opt::BsRange),
-    def("direct", Kind::Bool, Opt::Direct),
-    def("buffered", Kind::Bool, Opt::Buffered),
-    def("ioengine", Kind::StrStore, Opt::IoEngine),
-    def("iodepth", Kind::Int, Opt::IoDepth),
-    aliased(
-        "iodepth_batch",
-        "iodepth_batch_submit",
-        Kind::Int,
-        Opt::IoDepthBatch,
-    ),
-    def("numjobs", Kind::Int, Opt::NumJobs),
-    aliased("runtime", "timeout", Kind::Time, Opt::Runtime),
-    def("time_based", Kind::StrSet, Opt::TimeBased),
-    def("ramp_time", Kind::Time, Opt::RampTime),
-    def("rate", Kind::Ull, Opt::Rate),
-    def("rate_iops", Kind::Int, Opt::RateIops),
-    def("rate_process", Kind::Str, Opt::RateProcess),
-    def(
-        "rate_ignore_thinktime",
-        Kind::Bool,
-        Opt::RateIgnoreThinktime,
-    ),
-    def("thinktime", Kind::Int, Opt::Thinktime),
-    def("thinktime_spin", Kind::Int, Opt::ThinktimeSpin),
-    def("thinktime_blocks", Kind::Int, Opt::ThinktimeBlocks),
-    def("thinktime_blocks_type", Kind::Str, Opt::ThinktimeBlocksType),
-    def("norandommap", Kind::StrSet, Opt::NoRandomMap),
-    def("randrepeat", Kind::Bool, Opt::RandRepeat),
-    def("randseed", Kind::StrVal, Opt::RandSeed),
-    def("group_reporting", Kind::StrSet, Opt::GroupReporting),
-    def("unified_rw_reporting", Kind::Str, Opt::UnifiedRwReporting),
-    def("percentile_list", Kind::FloatList, Opt::PercentileList),
-    def("clat_percentiles", Kind::Bool, Opt::ClatPercentiles),
-    def("lat_percentiles", Kind::Bool, Opt::LatPercentiles),
-    def("slat_percentiles", Kind::Bool, Opt::SlatPercentiles),
-    def("cgroup", Kind::StrStore, Opt::Cgroup),
-    def("ignore_error", Kind::Str, Opt::IgnoreError),
-    def("continue_on_error", Kind::Str, Opt::ContinueOnError),
-    def("bwavgtime", Kind::Int, Opt::BwAvgTime),
-    def("iopsavgtime", Kind::Int, Opt::IopsAvgTime),
-    OptDef {
-        prio: 1,
-        ..def("kb_base", Kind::Str, Opt::KbBase)
-    },
-    def("fsync", Kind::Int, Opt::Fsync),
-    def("fdatasync", Kind::Int, Opt::Fdatasync),
-    def("end_fsync", Kind::Bool, Opt::EndFsync),
-    aliased(
-        "stonewall",
-        "wait_for_previous",
-        Kind::StrSet,
-        Opt::Stonewall,
-    ),
-    def("new_group", Kind::StrSet, Opt::NewGroup),
-    def("thread", Kind::StrSet, Opt::Thread),
-    def("startdelay", Kind::Time, Opt::StartDelay),
-    def("loops", Kind::Int, Opt::Loops),
-    def("number_ios", Kind::StrVal, Opt::NumberIos),
-    aliased("io_size", "io_limit", Kind::StrVal, Opt::IoSize),
-    def("bssplit", Kind::Str, Opt::BsSplit),
-    aliased("ba", "blockalign", Kind::Ull, Opt::BlockAlign),
-    def("random_distribution", Kind::Str, Opt::RandomDistribution),
-    def("gtod_reduce", Kind::Bool, Opt::GtodReduce),
-    def("directory", Kind::StrStore, Opt::Directory),
-    aliased("nrfiles", "nr_files", Kind::Int, Opt::NrFiles),
-    def("filesize", Kind::StrVal, Opt::FileSize),
-    OptDef {
-        prio: -1,
-        ..def("filename_format", Kind::StrStore, Opt::FilenameFormat)
-    },
-    def("openfiles", Kind::Int, Opt::OpenFiles),
-    def("file_service_type", Kind::Str, Opt::FileServiceType),
-    def("create_on_open", Kind::Bool, Opt::CreateOnOpen),
-    def("fallocate", Kind::Str, Opt::Fallocate),
-    def("flow", Kind::Int, Opt::Flow),
-    def("flow_id", Kind::Int, Opt::FlowId),
-    def("flow_watermark", Kind::Int, Opt::FlowWatermark),
-    def("flow_sleep", Kind::Int, Opt::FlowSleep),
-    aliased("rate_min", "ratemin", Kind::Ull, Opt::RateMin),
-    aliased("rate_cycle", "ratecycle", Kind::Int, Opt::RateCycle),
-    def("write_bw_log", Kind::StrStore, Opt::WriteBwLog),
-    def("write_iops_log", Kind::StrStore, Opt::WriteIopsLog),
-    def("write_lat_log", Kind::StrStore, Opt::WriteLatLog),
-    def("log_avg_msec", Kind::Int, Opt::LogAvgMsec),
-    def("log_max_value", Kind::Bool, Opt::LogMaxValue),
-    def("log_offset", Kind::Bool, Opt::LogOffset),
-    def("per_job_logs", Kind::Bool, Opt::PerJobLogs),
-    def("write_hist_log", Kind::StrStore, Opt::WriteHistLog),
-    def("log_hist_msec", Kind::Int, Opt::LogHistMsec),
-    def("log_hist_coarseness", Kind::Int, Opt::LogHistCoarseness),
-    def("unlink", Kind::Bool, Opt::Unlink),
-    def("sync", Kind::Str, Opt::Sync),
-    def("invalidate", Kind::Bool, Opt::Invalidate),
-    def("disable_lat", Kind::Bool, Opt::DisableLat),
-    def("disable_clat", Kind::Bool, Opt::DisableClat),
-    def("disable_slat", Kind::Bool, Opt::DisableSlat),
-    def("verify", Kind::Str, Opt::Verify),
-    def("do_verify", Kind::Bool, Opt::DoVerify),
-    def("verify_only", Kind::StrSet, Opt::VerifyOnly),
-    def("verify_backlog", Kind::StrVal, Opt::VerifyBacklog),
-    def("verify_backlog_batch", Kind::Int, Opt::VerifyBacklogBatch),
-    def("verify_fatal", Kind::Bool, Opt::VerifyFatal),
-    def("verify_dump", Kind::Bool, Opt::VerifyDump),
-    def("verify_async", Kind::Int, Opt::VerifyAsync),
-    def("verify_pattern", Kind::Str, Opt::VerifyPattern),
-    def("verify_interval", Kind::Int, Opt::VerifyInterval),
-    def("verify_offset", Kind::Int, Opt::VerifyOffset),
-    def("buffer_pattern", Kind::Str, Opt::BufferPattern),
-    def("zero_buffers", Kind::StrSet, Opt::ZeroBuffers),
-    def("refill_buffers", Kind::StrSet, Opt::RefillBuffers),
-    def("scramble_buffers", Kind::Bool, Opt::ScrambleBuffers),
-    def(
-        "buffer_compress_percentage",
-        Kind::Int,
-        Opt::BufferCompressPercentage,
-    ),
-    def("buffer_compress_chunk", Kind::Int, Opt::BufferCompressChunk),
-    def("dedupe_percentage", Kind::Int, Opt::DedupePercentage),
-    def("dedupe_mode", Kind::Str, Opt::DedupeMode),
-    def(
-        "dedupe_working_set_percentage",
-        Kind::Int,
-        Opt::DedupeWorkingSetPercentage,
-    ),
-    def("dedupe_global", Kind::Bool, Opt::DedupeGlobal),
-    aliased("fill_device", "fill_fs", Kind::Bool, Opt::FillDevice),
-    def("create_serialize", Kind::Bool, Opt::CreateSerialize),
-    def("error_dump", Kind::Bool, Opt::ErrorDump),
-    def("offset_increment", Kind::StrVal, Opt::OffsetIncrement),
-    def("wait_for", Kind::StrStore, Opt::WaitFor),
-    aliased("steadystate", "ss", Kind::Str, Opt::SteadyState),
-    aliased(
-        "steadystate_duration",
-        "ss_dur",
-        Kind::Time,
-        Opt::SteadyStateDuration,
-    ),
-    aliased(
-        "steadystate_ramp_time",
-        "ss_ramp",
-        Kind::Time,
-        Opt::SteadyStateRampTime,
-    ),
-    def("exitall", Kind::StrSet, Opt::ExitAll),
-    def("exit_what", Kind::Str, Opt::ExitWhat),
-    def("exitall_on_error", Kind::StrSet, Opt::ExitAllOnError),
-    def("zonemode", Kind::Str, Opt::ZoneMode),
-    def("zonesize", Kind::StrVal, Opt::ZoneSize),
-    def("zonerange", Kind::StrVal, Opt::ZoneRange),
-    def("zoneskip", Kind::StrVal, Opt::ZoneSkip),
-    def("zonecapacity", Kind::StrVal, Opt::ZoneCapacity),
-    def("max_open_zones", Kind::Int, Opt::MaxOpenZones),
-    def("job_max_open_zones", Kind::Int, Opt::JobMaxOpenZones),
-    def("ignore_zone_limits", Kind::Bool, Opt::IgnoreZoneLimits),
-    def(
-        "zone_reset_threshold",
-        Kind::FloatList,
-        Opt::ZoneResetThreshold,
-    ),
-    def(
-        "zone_reset_frequency",
-        Kind::FloatList,
-        Opt::ZoneResetFrequency,
-    ),
-    def("read_beyond_wp", Kind::Bool, Opt::ReadBeyondWp),
-    def("io_submit_mode", Kind::Str, Opt::IoSubmitMode),
-    def("random_generator", Kind::Str, Opt::RandomGenerator),
-    def("latency_target", Kind::Time, Opt::LatencyTarget),
-    def("latency_window", Kind::Time, Opt::LatencyWindow),
-    def(
-        "latency_percentile",
-        Kind::FloatList,
-        Opt::LatencyPercentile,
-    ),
-    def("latency_run", Kind::Bool, Opt::LatencyRun),
-    def("iodepth_low", Kind::Int, Opt::IoDepthLow),
+/// The option families, each a module that owns its options' table, how
+/// they are applied and how a job's values are rendered back as fio
+/// options: what `lookup` searches. Adding an option is a line in its
+/// family's `DEFS` and that family's apply and render.
+static FAMILIES: &[&[OptDef]] = &[
+    super::apply::DEFS,
+    super::apply_ext::DEFS,
+    super::apply_verify::DEFS,
+    super::apply_prio::DEFS,
+    super::apply_run::DEFS,
+    super::apply_steady::DEFS,
+    super::apply_zone::DEFS,
+    super::apply_submit::DEFS,
+    super::engine_mapped::DEFS,
 ];
 
-const fn engine_def(name: &'static str, kind: Kind) -> OptDef {
-    OptDef {
-        name,
-        alias: None,
-        kind,
-        opt: Opt::EngineOption,
-        // fio parses a section's engine options after all of its core
-        // options (`fio_options_parse`, then the engine's own table), so
-        // they come last in its option list
-        prio: -2,
-    }
+/// fio's core options blkqos implements (its engine and profile options
+/// aside), family by family.
+pub(crate) fn core_defs() -> impl Iterator<Item = &'static OptDef> {
+    FAMILIES.iter().flat_map(|f| f.iter())
 }
-
-/// The engine options blkqos implements (applied in `engine_opts`), with fio's types.
-pub(crate) static ENGINE_DEFS: &[OptDef] = &[
-    engine_def("arguments", Kind::Str),
-    engine_def("cmd_type", Kind::Str),
-    engine_def("cmdprio", Kind::Int),
-    engine_def("cmdprio_bssplit", Kind::Str),
-    engine_def("cmdprio_class", Kind::Int),
-    engine_def("cmdprio_percentage", Kind::Int),
-    engine_def("cpuchunks", Kind::Int),
-    engine_def("cpuload", Kind::Int),
-    engine_def("cpumode", Kind::Str),
-    engine_def("donorname", Kind::Str),
-    engine_def("exit_on_io_done", Kind::Bool),
-    engine_def("fixedbufs", Kind::StrSet),
-    engine_def("force_async", Kind::Int),
-    engine_def("grace_time", Kind::Int),
-    engine_def("hipri", Kind::StrSet),
-    engine_def("inplace", Kind::Int),
-    engine_def("nonvectored", Kind::Int),
-    engine_def("nowait", Kind::Bool),
-    engine_def("program", Kind::Str),
-    engine_def("registerfiles", Kind::StrSet),
-    engine_def("sg_write_mode", Kind::Str),
-    engine_def("sqthread_poll", Kind::StrSet),
-    engine_def("sqthread_poll_cpu", Kind::Int),
-    engine_def("stat_type", Kind::Str),
-    engine_def("std_redirect", Kind::Bool),
-    engine_def("uncached", Kind::Int),
-];
-
-/// Options of fio's profiles (`--profile=`): fio accepts them in any job
-/// and, without their profile, they change nothing.
-pub(crate) static PROFILE_OPTIONS: &[OptDef] = &[def("threads", Kind::Int, Opt::ProfileThreads)];
 
 /// What an option name refers to.
 #[derive(Debug)]
@@ -483,10 +282,9 @@ pub(crate) enum Lookup {
 
 /// Finds an option by name or alias; names are case-sensitive (`o_match`).
 pub(crate) fn lookup(name: &str) -> Lookup {
-    if let Some(d) = OPTIONS
-        .iter()
-        .chain(PROFILE_OPTIONS)
-        .chain(ENGINE_DEFS)
+    if let Some(d) = core_defs()
+        .chain(super::apply_ext::PROFILE_DEFS)
+        .chain(super::engine_opts::DEFS)
         .find(|d| d.name == name || d.alias == Some(name))
     {
         return Lookup::Supported(d);
@@ -507,8 +305,7 @@ pub(crate) fn lookup(name: &str) -> Lookup {
 /// then `extra`, e.g. the caller's flags): within two edits (Damerau-
 /// Levenshtein) and less than half the name, as a "did you mean".
 pub(crate) fn suggest(name: &str, extra: &[&str]) -> Option<String> {
-    let names = OPTIONS
-        .iter()
+    let names = core_defs()
         .flat_map(|d| std::iter::once(d.name).chain(d.alias))
         .chain(CORE_OPTIONS.iter().map(|(n, _)| *n))
         .chain(ENGINE_OPTIONS.iter().copied())
@@ -605,7 +402,7 @@ mod tests {
         assert!(CORE_OPTIONS.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(ENGINE_OPTIONS.windows(2).all(|w| w[0] < w[1]));
         // Every supported option is a real fio option.
-        for d in OPTIONS {
+        for d in core_defs() {
             assert!(
                 CORE_OPTIONS
                     .iter()

@@ -4,9 +4,8 @@
 //! result means the same to blkqos and to fio 3.33.
 
 use blkqos_workload::spec::{
-    BsSplit, Fallocate, FileService, IgnoreErrors, JobSpec, PerDir, RandomDist, RateProcess, RwSeq,
-    SizeSpec, ThinkBlocksType, UnifiedRw, ZoneSize, ERROR_TYPE_READ, ERROR_TYPE_VERIFY,
-    ERROR_TYPE_WRITE, NON_FATAL_ERR,
+    IgnoreErrors, JobSpec, PerDir, RateProcess, RwSeq, SizeSpec, ThinkBlocksType, UnifiedRw,
+    ERROR_TYPE_READ, ERROR_TYPE_VERIFY, ERROR_TYPE_WRITE, NON_FATAL_ERR,
 };
 
 fn size(s: SizeSpec) -> String {
@@ -16,7 +15,7 @@ fn size(s: SizeSpec) -> String {
     }
 }
 
-fn per_dir<T: Copy>(p: &PerDir<T>, f: impl Fn(T) -> String) -> String {
+pub(super) fn per_dir<T: Copy>(p: &PerDir<T>, f: impl Fn(T) -> String) -> String {
     format!("{},{},{}", f(p.read), f(p.write), f(p.trim))
 }
 
@@ -56,7 +55,7 @@ fn job_args(j: &JobSpec, new_group: bool) -> Vec<String> {
         push("new_group", "1".into());
     }
     layout_args(j, &mut push);
-    engine_args(j, &mut push);
+    super::engine_opts::render(j, &mut push);
     pace_args(j, &mut push);
     random_stats_args(j, &mut push);
     cgroup_error_args(j, &mut push);
@@ -225,211 +224,19 @@ fn log_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     }
 }
 
-/// The options of several files, splits, distributions, start and flow.
+/// `stonewall`, then the extended options, family by family, in the
+/// order fio needs them.
 fn ext_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
     let d = JobSpec::new("");
     if j.stonewall {
         push("stonewall", "1".into());
     }
-    if j.start_delay != d.start_delay {
-        let (lo, hi) = j.start_delay;
-        push("startdelay", format!("{}us-{}us", lo.as_us(), hi.as_us()));
-    }
-    if j.thread {
-        push("thread", "1".into());
-    }
-    if j.loops != 1 {
-        push("loops", j.loops.to_string());
-    }
-    if j.number_ios != 0 {
-        push("number_ios", j.number_ios.to_string());
-    }
-    if let Some(n) = j.io_size {
-        push("io_size", n.to_string());
-    }
-    if let Some(split) = &j.bssplit {
-        let list = |l: &[BsSplit]| {
-            l.iter()
-                .map(|e| format!("{}/{}", e.bs, e.pct))
-                .collect::<Vec<_>>()
-                .join(":")
-        };
-        push(
-            "bssplit",
-            format!(
-                "{},{},{}",
-                list(&split.read),
-                list(&split.write),
-                list(&split.trim)
-            ),
-        );
-    }
-    if j.blockalign != d.blockalign {
-        push("ba", per_dir(&j.blockalign, |v| v.unwrap_or(0).to_string()));
-    }
-    if j.random_dist != d.random_dist {
-        push("random_distribution", random_dist(&j.random_dist));
-    }
-    if j.rate_min != d.rate_min {
-        push(
-            "rate_min",
-            per_dir(&j.rate_min, |v| v.unwrap_or(0).to_string()),
-        );
-    }
-    if j.rate_cycle != d.rate_cycle {
-        push("rate_cycle", j.rate_cycle.as_ms().to_string());
-    }
-    let ss = &j.steadystate;
-    if ss.enabled() {
-        let limit = if ss.pct {
-            format!("{}%", ss.limit)
-        } else {
-            format!("{}", ss.limit)
-        };
-        push("steadystate", format!("{}:{limit}", ss.criterion_name()));
-        push("steadystate_duration", format!("{}s", ss.dur_s));
-        push("steadystate_ramp_time", format!("{}us", ss.ramp.as_us()));
-    }
-    file_args(j, &d, push);
-    super::render_verify::data_args(j, &d, push);
-    run_zone_args(j, push);
-}
-
-/// `wait_for`, `exitall`, `exit_what`, `exitall_on_error`, and the zone
-/// options.
-fn run_zone_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
-    use blkqos_workload::spec_run::ExitWhat;
-    use blkqos_workload::spec_zone::{ZoneBytes, ZoneMode};
-    let c = &j.control;
-    if let Some(w) = &c.wait_for {
-        push("wait_for", w.clone());
-    }
-    if c.exitall {
-        push("exitall", "1".into());
-    }
-    if c.exit_what != ExitWhat::default() {
-        let w = match c.exit_what {
-            ExitWhat::Group => "group",
-            ExitWhat::Stonewall => "stonewall",
-            ExitWhat::All => "all",
-        };
-        push("exit_what", w.into());
-    }
-    if c.exitall_on_error {
-        push("exitall_on_error", "1".into());
-    }
-    let z = &j.zones;
-    if z.mode_given {
-        let m = match z.mode {
-            ZoneMode::None => "none",
-            ZoneMode::Strided => "strided",
-            ZoneMode::Zbd => "zbd",
-        };
-        push("zonemode", m.into());
-    }
-    if z.capacity_bytes > 0 {
-        push("zonecapacity", z.capacity_bytes.to_string());
-    }
-    if z.max_open_zones > 0 {
-        push("max_open_zones", z.max_open_zones.to_string());
-    }
-    if z.job_max_open_zones > 0 {
-        push("job_max_open_zones", z.job_max_open_zones.to_string());
-    }
-    if z.ignore_zone_limits {
-        push("ignore_zone_limits", "1".into());
-    }
-    if z.reset_frequency > 0.0 {
-        push("zone_reset_frequency", z.reset_frequency.to_string());
-    }
-    if z.reset_threshold > 0.0 {
-        push("zone_reset_threshold", z.reset_threshold.to_string());
-    }
-    if z.read_beyond_wp {
-        push("read_beyond_wp", "1".into());
-    }
-    if z.size_bytes > 0 {
-        push("zonesize", z.size_bytes.to_string());
-    }
-    if z.range_bytes > 0 {
-        push("zonerange", z.range_bytes.to_string());
-    }
-    match z.skip {
-        ZoneBytes::Bytes(0) => {}
-        ZoneBytes::Bytes(b) => push("zoneskip", b.to_string()),
-        ZoneBytes::Zones(n) => push("zoneskip", format!("{n}z")),
-    }
-}
-
-fn file_args(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, String)) {
-    let (f, df) = (&j.files, &d.files);
-    if !f.directory.is_empty() {
-        let dirs: Vec<String> = f.directory.iter().map(|s| s.replace(':', "\\:")).collect();
-        push("directory", dirs.join(":"));
-    }
-    if f.nrfiles != df.nrfiles {
-        push("nrfiles", f.nrfiles.to_string());
-    }
-    if let Some((lo, hi)) = f.filesize {
-        push("filesize", format!("{lo}-{hi}"));
-    }
-    if f.filename_format != df.filename_format {
-        push("filename_format", f.filename_format.clone());
-    }
-    if f.openfiles != df.openfiles {
-        push("openfiles", f.openfiles.to_string());
-    }
-    if (f.service, f.service_batch) != (df.service, df.service_batch) {
-        let kind = match f.service {
-            FileService::Random => "random",
-            FileService::RoundRobin => "roundrobin",
-            FileService::Sequential => "sequential",
-        };
-        push("file_service_type", format!("{kind}:{}", f.service_batch));
-    }
-    if f.create_on_open {
-        push("create_on_open", "1".into());
-    }
-    if f.fallocate != df.fallocate {
-        let mode = match f.fallocate {
-            Fallocate::None => "none",
-            Fallocate::Posix => "posix",
-            Fallocate::Keep => "keep",
-            Fallocate::Native => "native",
-            Fallocate::Truncate => "truncate",
-        };
-        push("fallocate", mode.into());
-    }
-    if j.flow != d.flow {
-        push("flow", j.flow.weight.to_string());
-        push("flow_id", j.flow.id.to_string());
-        push("flow_watermark", j.flow.watermark.to_string());
-        push("flow_sleep", j.flow.sleep.as_us().to_string());
-    }
-}
-
-fn random_dist(r: &RandomDist) -> String {
-    match r {
-        RandomDist::Random => "random".into(),
-        RandomDist::Zipf(t) => format!("zipf:{t}"),
-        RandomDist::Pareto(h) => format!("pareto:{h}"),
-        RandomDist::Normal(dev) => format!("normal:{dev}"),
-        RandomDist::Zoned(zones) => {
-            let abs = zones.iter().any(|z| matches!(z.size, ZoneSize::Bytes(_)));
-            let list: Vec<String> = zones
-                .iter()
-                .map(|z| match z.size {
-                    ZoneSize::Percent(p) => format!("{}/{p}", z.access_pct),
-                    ZoneSize::Bytes(b) => format!("{}/{b}", z.access_pct),
-                })
-                .collect();
-            format!(
-                "{}:{}",
-                if abs { "zoned_abs" } else { "zoned" },
-                list.join(":")
-            )
-        }
-    }
+    super::apply_ext::render(j, &d, push);
+    super::apply_steady::render(j, push);
+    super::apply_ext::render_files(j, &d, push);
+    super::apply_verify::render(j, &d, push);
+    super::apply_run::render(j, push);
+    super::apply_zone::render(j, push);
 }
 
 /// A fio command line (without the program name) that defines `jobs`:
@@ -447,70 +254,4 @@ pub fn to_fio_args(jobs: &[JobSpec]) -> Vec<String> {
         out.extend(job_args(j, new_group));
     }
     out
-}
-
-/// Engine-private options that differ from their defaults.
-fn engine_args(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
-    let e = &j.engine;
-    if j.ioengine == blkqos_workload::IoEngine::IoUringCmd {
-        push("cmd_type", "nvme".into());
-    }
-    for (name, on) in [
-        ("sqthread_poll", e.sqthread_poll),
-        ("fixedbufs", e.fixedbufs),
-        ("registerfiles", e.registerfiles),
-    ] {
-        if on {
-            push(name, "1".into());
-        }
-    }
-    if let Some(cpu) = e.sqthread_poll_cpu {
-        push("sqthread_poll_cpu", cpu.to_string());
-    }
-    if e.vectored {
-        push("nonvectored", "0".into());
-    }
-    super::apply_prio::render(j, push);
-    if matches!(
-        j.ioengine,
-        blkqos_workload::IoEngine::Filestat | blkqos_workload::IoEngine::Dirstat
-    ) {
-        push("stat_type", e.stat_type.fio_name().into());
-    }
-    if e.sg_write_mode != blkqos_workload::spec::SgWriteMode::Write {
-        push("sg_write_mode", e.sg_write_mode.fio_name().into());
-    }
-    if e.sync_io {
-        push("sync", "1".into());
-    }
-    if let Some(at) = &e.invalidate_at {
-        push("invalidate", at.value.clone().unwrap_or_else(|| "1".into()));
-    }
-    match j.ioengine {
-        blkqos_workload::IoEngine::Cpuio => {
-            push("cpuload", e.cpu.load_pct.to_string());
-            push("cpuchunks", e.cpu.chunk_us.to_string());
-            push("cpumode", e.cpu.mode.fio_name().into());
-            if e.cpu.exit_on_io_done {
-                push("exit_on_io_done", "1".into());
-            }
-        }
-        blkqos_workload::IoEngine::E4defrag => {
-            if let Some(d) = &e.donor_name {
-                push("donorname", d.clone());
-            }
-            push("inplace", u8::from(e.inplace).to_string());
-        }
-        blkqos_workload::IoEngine::Exec => {
-            if let Some(p) = &e.exec.program {
-                push("program", p.clone());
-            }
-            if let Some(a) = &e.exec.arguments {
-                push("arguments", a.clone());
-            }
-            push("grace_time", e.exec.grace_time_s.to_string());
-            push("std_redirect", u8::from(e.exec.std_redirect).to_string());
-        }
-        _ => {}
-    }
 }

@@ -928,9 +928,11 @@ fn with_and_without(lines: &str) -> (String, String) {
 /// refused in every form, is listed with the value that shows it.
 #[test]
 fn every_option_round_trips_through_fio_args() {
-    use super::options::{ENGINE_DEFS, OPTIONS, PROFILE_OPTIONS};
     let mut failures = Vec::new();
-    for d in OPTIONS.iter().chain(ENGINE_DEFS).chain(PROFILE_OPTIONS) {
+    let every = super::options::core_defs()
+        .chain(super::apply_ext::PROFILE_DEFS)
+        .chain(super::engine_opts::DEFS);
+    for d in every {
         if let Some((_, needs, default, other)) =
             ONLY_AT_DEFAULT.iter().find(|(n, ..)| *n == d.name)
         {
