@@ -11,7 +11,12 @@
 //! in (docs/BENCHMARKS.md, "Idle passes and store forwarding").
 //!
 //! Here: the run's types, the loop's state and the pass itself (`run`,
-//! `run_due`, `next_deadline`, `wait_and_complete`). The loop's methods
+//! `run_due`, `next_deadline`, `wait_and_complete`). The loop's state is
+//! in parts that own their fields: the sinks (`sinks::Sinks`), the page
+//! cache and its writeback (`buffered::Cache`), plugging and merging
+//! (`plug::Plugging`), splits (`split::Splits`), flows (`flow::Flows`),
+//! exit rules (`exit::Exits`) and the periodic work (`Periodic`, one
+//! schedule); passes are bounded at one instant (`Passes::bound`). The loop's methods
 //! are in `run/` by what they do: `submit.rs` (an IO into the block
 //! layer), `dispatch.rs` (controller timers, the dispatch worker),
 //! `step.rs` (stepping a job, giving up the drain), `complete.rs` (a
@@ -26,7 +31,7 @@ use crate::account::{DiskStats, TicksMode};
 use crate::backend::{Backend, Completion};
 use crate::blk::RequestQueue;
 use crate::lathist::LatHists;
-use crate::pagecache::{PageCache, PageCacheConfig, PageCacheReport};
+use crate::pagecache::{PageCacheConfig, PageCacheReport};
 use crate::slab::Slab;
 use blkqos_core::controller::StackVerdict;
 use blkqos_core::{ControllerStack, Duration, GroupId, Instant, Io, IoFlags, IoId, IoOp};
@@ -580,21 +585,11 @@ struct Loop<'a, B: Backend> {
     /// Timer-released IOs waiting for the dispatch worker, in time order.
     deferred: std::collections::VecDeque<(Instant, Io)>,
     rng: u64,
-    trace: Option<Vec<RequestRecord>>,
-    /// The caller's sink, locked for the run ([`RunOptions::sink`]).
-    sink: Option<MutexGuard<'a, dyn RunSink + Send + 'static>>,
-    /// The sink takes every completed request.
-    sink_requests: bool,
-    lat: Option<LatHists>,
-    pc: Option<PageCache>,
-    /// Buffered IO served by the page cache: (completes at, job, result).
-    pc_pending: Vec<(Instant, usize, Reaped)>,
-    wb_ios: Vec<crate::pagecache::WritebackIo>,
-    /// Each owner's flusher's writeback IO not yet submitted.
-    flushers: buffered::Flushers,
-    /// `drain_at_end`: the final flush was submitted / completed.
-    final_flush_sent: bool,
-    final_flush_done: bool,
+    /// What the run writes as it goes: the request trace, the caller's
+    /// sink, latency histograms, fio's job logs ([`sinks`]).
+    sinks: sinks::Sinks<'a>,
+    /// The page cache and its writeback ([`buffered`]).
+    cache: buffered::Cache,
     /// The device's max IO size in bytes (`Backend::max_io_bytes`).
     max_io: u64,
     /// Split bookkeeping (touched only by IOs that are split).
@@ -602,25 +597,12 @@ struct Loop<'a, B: Backend> {
     /// Pieces released from a submitter-blocking stage this timer run:
     /// (piece, its submitter if that waits for it).
     resumed: Vec<(IoId, Option<usize>)>,
-    /// Writeback IOs (or pieces of them) waiting in a stage that blocks
-    /// their submitter: their flusher sleeps until they leave it.
-    ctrl_blocked: Vec<IoId>,
-    /// The backend lets the driver merge bios ([`Backend::plug_merges`]).
-    plug_merges: bool,
-    /// Some job submits in batches ([`plug`]).
-    batched: bool,
-    /// Released IOs that went to their submitter's plug (this timer run).
-    to_plug: Vec<IoId>,
-    /// Request → its segments and the bios merged into it (completed with it).
-    merged: std::collections::BTreeMap<IoId, (u32, Vec<IoId>)>,
-    /// `queue/max_segments` ([`Backend::max_segments`]).
-    max_segments: u32,
+    /// Plugging and merging bios into requests ([`plug`]).
+    plug: plug::Plugging,
     /// The drain was given up: nothing more goes to the backend.
     abandoned: bool,
     /// `flow_id` groups (fio flow.c).
     flows: flow::Flows,
-    /// Some job writes fio logs ([`Loop::drain_job_logs`]).
-    job_logs: bool,
     /// The exit rules (`exitall`, `exitall_on_error`; [`exit`]).
     exits: exit::Exits,
     /// The medium's contents and each clone's buffer contents, when a job
@@ -641,7 +623,7 @@ pub fn run<B: Backend>(
     let mut periodic = Periodic::new(opts, t0, steady);
     // none of the periodic work: one test per pass skips all of it (these
     // stay None, and without a sink its ticks do nothing)
-    let periodic_work = periodic.any() || lp.sink.is_some();
+    let periodic_work = periodic.any() || lp.sinks.sink.is_some();
     let lean = !periodic_work && lp.lean(opts);
     let mut pass = Passes {
         interrupted: false,
@@ -669,8 +651,8 @@ pub fn run<B: Backend>(
             lp.run_due(None, &mut pass, now, stopping)?
         };
         if lp.flights.is_empty()
-            && lp.pc_pending.is_empty()
-            && lp.flushers.queued() == 0
+            && lp.cache.pending.is_empty()
+            && lp.cache.flushers.queued() == 0
             && lp.jobs.iter().all(|s| s.job.is_done())
             && !lp.drain_pagecache(now)
         {
@@ -771,7 +753,7 @@ impl<B: Backend> Loop<'_, B> {
         if self.splits.next_paced_due(now) {
             self.resume_paced(now);
         }
-        if self.pc.is_some() {
+        if self.cache.pc.is_some() {
             self.run_pagecache(now);
         }
         for j in 0..self.jobs.len() {
@@ -802,9 +784,9 @@ impl<B: Backend> Loop<'_, B> {
         }
         deadline = earliest(deadline, self.deferred.front().map(|d| d.0));
         deadline = earliest(deadline, self.next_paced());
-        if let Some(pc) = &self.pc {
+        if let Some(pc) = &self.cache.pc {
             deadline = earliest(deadline, pc.next_deadline());
-            deadline = earliest(deadline, self.pc_pending.iter().map(|p| p.0).min());
+            deadline = earliest(deadline, self.cache.pending.iter().map(|p| p.0).min());
         }
         // the earliest job timer and job wake-up (the same as folding
         // `earliest` over them, without an Option per step)
@@ -845,7 +827,7 @@ impl<B: Backend> Loop<'_, B> {
     /// completion or the deadline.
     #[inline(always)]
     fn wait_and_complete(&mut self, mut deadline: Option<Instant>, lean: Option<&RunOptions>) {
-        if self.job_logs {
+        if self.sinks.job_logs {
             self.drain_job_logs();
         }
         loop {
@@ -886,12 +868,12 @@ impl<B: Backend> Loop<'_, B> {
     fn lean(&self, opts: &RunOptions) -> bool {
         !opts.check_invariants
             && !self.exits.any
-            && !self.batched
-            && !self.job_logs
+            && !self.plug.batched
+            && !self.sinks.job_logs
             && !self
                 .jobs
                 .iter()
-                .any(|s| s.offload || (s.buffered && self.pc.is_some()))
+                .any(|s| s.offload || (s.buffered && self.cache.pc.is_some()))
     }
 
     /// After completions at the backend's `now`, before `deadline`: would a
@@ -909,7 +891,7 @@ impl<B: Backend> Loop<'_, B> {
         let mut d = earliest(deadline, self.stack.next_deadline());
         d = earliest(d, self.deferred.front().map(|x| x.0));
         d = earliest(d, self.next_paced());
-        if let Some(pc) = &self.pc {
+        if let Some(pc) = &self.cache.pc {
             d = earliest(d, pc.next_deadline());
         }
         let idle = d.is_none_or(|d| now < d)

@@ -25,7 +25,11 @@
 //! 1; after falling behind the schedule the job catches up in a burst; the
 //! rate/thinktime sleep never counts in slat/clat/lat.
 //!
-//! The state is here (`Job` and its parts); its methods are in `job/`
+//! The state is here (`Job` and its parts: `Pace` for rate limits and
+//! think time, `Mix` for the read/write mix, `LatTarget` for
+//! `latency_target`'s probe, `Failures`; files, the random streams,
+//! priorities, statistics, logs, verify and zones are parts of their own
+//! modules); its methods are in `job/`
 //! by what they do: `setup.rs` (construction, seeds, the start),
 //! `state.rs` (timers, reports while it runs, accessors), `issue.rs` (the
 //! `do_io` steps above and the issue of an IO), `reap.rs` (completions,
@@ -350,6 +354,68 @@ struct RateDir {
     last_us: u64,
 }
 
+/// A job's pacing: `rate`/`rate_iops` per direction, `rate_min`'s checks,
+/// and where the think time stands.
+#[derive(Debug)]
+struct Pace {
+    rate: PerDir<RateDir>,
+    /// `rate_min`: completed bytes and time of the last check per direction.
+    checked: PerDir<(u64, Option<Instant>)>,
+    /// A thinktime sleep ended and no IO was prepared since
+    /// ([`JobIo::after_sleep`]).
+    slept: bool,
+    /// Blocks counted at the last think (`thinktime_blocks`).
+    think_blocks: u64,
+}
+
+impl Pace {
+    fn new(rate: PerDir<RateDir>) -> Self {
+        Pace {
+            rate,
+            checked: PerDir::all((0, None)),
+            slept: false,
+            think_blocks: 0,
+        }
+    }
+}
+
+/// The read/write mix (`rwmixread`): the direction issued now and how
+/// many IOs it has issued since it was picked.
+#[derive(Debug)]
+struct Mix {
+    ddir: Ddir,
+    issues: u64,
+}
+
+/// `latency_target`: the depth probe, and what it asked for that the loop
+/// has not done yet (a quiesce, the final run's reset).
+#[derive(Debug)]
+struct LatTarget {
+    probe: Option<LatProbe>,
+    pending: LatStep,
+    /// The probe's last window ran (fio `td->done`).
+    done: bool,
+}
+
+impl Default for LatTarget {
+    fn default() -> Self {
+        LatTarget {
+            probe: None,
+            pending: LatStep::Go,
+            done: false,
+        }
+    }
+}
+
+/// How the job failed: fio's `td->error`, the failure that set it, and
+/// every failed completion and sync (ramp and ignored ones included).
+#[derive(Debug, Default)]
+struct Failures {
+    error: i32,
+    first: Option<JobFailure>,
+    ios: u64,
+}
+
 /// One job clone.
 #[derive(Debug)]
 pub struct Job {
@@ -385,26 +451,17 @@ pub struct Job {
     /// Completions delivered by the driver but not reaped yet: the
     /// libaio event ring / io_uring CQ that fio's getevents calls read.
     ring: VecDeque<Reaped>,
-    /// A thinktime sleep ended and no IO was prepared since
-    /// ([`JobIo::after_sleep`]).
-    slept: bool,
-    last_think_blocks: u64,
-    rwmix_ddir: Ddir,
-    rwmix_issues: u64,
-    rate: PerDir<RateDir>,
+    /// Rate limits and think time.
+    pace: Pace,
+    /// The read/write mix's current direction.
+    mix: Mix,
     files: Files,
     /// The seed the streams come from when `randrepeat=0`.
     seed: u64,
     /// `flow=`: over its share of the group's IO (set by the driver).
     flow_blocked: bool,
-    /// `latency_target`: the depth probe, and what it asked for that the
-    /// loop has not done yet (a quiesce, the final run's reset).
-    lat_probe: Option<LatProbe>,
-    lat_pending: LatStep,
-    /// The probe's last window ran (fio `td->done`).
-    lat_done: bool,
-    /// `rate_min`: completed bytes and time of the last check per direction.
-    rate_check: PerDir<(u64, Option<Instant>)>,
+    /// `latency_target`'s depth probe.
+    lat: LatTarget,
     /// The job's random streams.
     draws: Draws,
     /// IO priorities (`prio`, `prioclass`, `cmdprio*`).
@@ -413,11 +470,8 @@ pub struct Job {
     pub stats: JobStats,
     /// Bytes/IOs completed since the epoch (for bw/iops sampling).
     samples: Samples,
-    error: i32,
-    /// The failure that set `error`.
-    failure: Option<JobFailure>,
-    /// Every failed completion and sync, ramp and ignored ones included.
-    failed_ios: u64,
+    /// The job's error, its first failure and every failed IO.
+    failed: Failures,
     finished_at: Option<Instant>,
     /// fio's sample logs (`write_*_log`), if the job writes any.
     log: Option<Box<JobLog>>,

@@ -57,31 +57,23 @@ impl<'a, B: Backend> Loop<'a, B> {
             comps: Vec::new(),
             deferred: std::collections::VecDeque::new(),
             rng: opts.host.seed | 1,
-            trace: opts.trace_requests.then(Vec::new),
-            sink: opts
-                .sink
-                .as_ref()
-                .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner)),
-            sink_requests: false,
-            pc: None,
-            pc_pending: Vec::new(),
-            wb_ios: Vec::new(),
-            flushers: Default::default(),
-            final_flush_sent: false,
-            final_flush_done: false,
-            lat: opts.lat_hist.then(|| LatHists::new(nr_groups)),
+            sinks: super::sinks::Sinks {
+                trace: opts.trace_requests.then(Vec::new),
+                sink: opts
+                    .sink
+                    .as_ref()
+                    .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner)),
+                requests: false,
+                lat: opts.lat_hist.then(|| LatHists::new(nr_groups)),
+                job_logs: false,
+            },
+            cache: super::buffered::Cache::default(),
             max_io,
             splits: split::Splits::default(),
             resumed: Vec::new(),
-            ctrl_blocked: Vec::new(),
-            plug_merges: false,
-            batched: false,
-            to_plug: Vec::new(),
-            merged: std::collections::BTreeMap::new(),
-            max_segments: u32::MAX,
+            plug: plug::Plugging::default(),
             abandoned: false,
             flows: super::flow::Flows::default(),
-            job_logs: false,
             exits: exit::Exits::default(),
             medium: None,
         }
@@ -95,7 +87,7 @@ impl<'a, B: Backend> Loop<'a, B> {
     pub(super) fn configure(&mut self, opts: &RunOptions, t0: Instant) -> bool {
         exit::link_waits(&mut self.jobs);
         self.exits = exit::Exits::of(&self.jobs);
-        self.job_logs = self.jobs.iter().any(|s| s.job.spec().logs.any());
+        self.sinks.job_logs = self.jobs.iter().any(|s| s.job.spec().logs.any());
         let steady = steady::setup(&mut self.jobs);
         if medium::Medium::needed(self.jobs.iter().map(|s| s.job.spec())) {
             let contents = (0..self.jobs.len())
@@ -108,12 +100,12 @@ impl<'a, B: Backend> Loop<'a, B> {
                 self.join_flow(j);
             }
         }
-        self.max_segments = self.backend.max_segments();
-        self.sink_requests = self.sink.as_ref().is_some_and(|s| s.wants_requests());
-        if let Some(s) = &mut self.sink {
+        self.plug.max_segments = self.backend.max_segments();
+        self.sinks.requests = self.sinks.sink.as_ref().is_some_and(|s| s.wants_requests());
+        if let Some(s) = &mut self.sinks.sink {
             s.started(t0);
         }
-        self.plug_merges = self.backend.plug_merges();
+        self.plug.merges = self.backend.plug_merges();
         for s in &mut self.jobs {
             let n = s.job.submit_batch();
             // a buffered job through the page cache completes into it; the
@@ -124,8 +116,8 @@ impl<'a, B: Backend> Loop<'a, B> {
                 s.batch = Some(plug::Batch::new(n));
             }
         }
-        self.batched = self.jobs.iter().any(|s| s.batch.is_some());
-        self.pc = opts.pagecache.clone().map(|cfg| {
+        self.plug.batched = self.jobs.iter().any(|s| s.batch.is_some());
+        self.cache.pc = opts.pagecache.clone().map(|cfg| {
             // the dirty throttle counts the same jiffies as the accounting
             let cfg = PageCacheConfig {
                 hz: if opts.hz == 0 { 1000 } else { opts.hz },

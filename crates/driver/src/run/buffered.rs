@@ -17,7 +17,7 @@ impl<B: Backend> Loop<'_, B> {
     /// false if the IO must go to the device (a read miss).
     #[inline(never)]
     pub(super) fn issue_buffered(&mut self, j: usize, jio: JobIo, now: Instant) -> bool {
-        let Some(pc) = self.pc.as_mut() else {
+        let Some(pc) = self.cache.pc.as_mut() else {
             return false;
         };
         match jio.ddir {
@@ -40,7 +40,7 @@ impl<B: Backend> Loop<'_, B> {
     /// buffered IOs take turns whatever its iodepth: the next copy starts
     /// after the previous one and its `balance_dirty_pages` pauses end.
     fn pump_copier(&mut self, j: usize) {
-        let Some(pc) = self.pc.as_mut() else {
+        let Some(pc) = self.cache.pc.as_mut() else {
             return;
         };
         while !self.jobs[j].copy_writing {
@@ -66,7 +66,7 @@ impl<B: Backend> Loop<'_, B> {
                 error: 0,
                 bytes_done: jio.len,
             };
-            self.pc_pending.push((at, j, reaped));
+            self.cache.pending.push((at, j, reaped));
         }
     }
 
@@ -76,42 +76,42 @@ impl<B: Backend> Loop<'_, B> {
     #[inline(never)]
     pub(super) fn run_pagecache(&mut self, now: Instant) {
         let mut i = 0;
-        while i < self.pc_pending.len() {
-            if self.pc_pending[i].0 > now {
+        while i < self.cache.pending.len() {
+            if self.cache.pending[i].0 > now {
                 i += 1;
                 continue;
             }
-            let j = self.pc_pending[i].1;
-            let is_write = self.pc_pending[i].2.io.ddir == Ddir::Write;
+            let j = self.cache.pending[i].1;
+            let is_write = self.cache.pending[i].2.io.ddir == Ddir::Write;
             if is_write {
-                if let Some(t) = self.pc.as_mut().and_then(|pc| pc.step_write(j, now)) {
-                    self.pc_pending[i].0 = t;
+                if let Some(t) = self.cache.pc.as_mut().and_then(|pc| pc.step_write(j, now)) {
+                    self.cache.pending[i].0 = t;
                     i += 1;
                     continue;
                 }
                 self.jobs[j].copy_writing = false;
                 self.jobs[j].copy_free_at = now;
             }
-            let (_, j, r) = self.pc_pending.swap_remove(i);
+            let (_, j, r) = self.cache.pending.swap_remove(i);
             self.jobs[j].deliver(r, now);
             if is_write {
                 self.pump_copier(j);
             }
         }
-        if let Some(pc) = self.pc.as_mut() {
+        if let Some(pc) = self.cache.pc.as_mut() {
             for (group, at) in pc.take_dirty_sleeps() {
                 self.stack.note_dirty_sleep(group, at);
             }
         }
-        let mut wb = std::mem::take(&mut self.wb_ios);
+        let mut wb = std::mem::take(&mut self.cache.wb_ios);
         wb.clear();
-        if let Some(pc) = self.pc.as_mut() {
+        if let Some(pc) = self.cache.pc.as_mut() {
             pc.poll(now, &mut wb);
         }
         for w in &wb {
-            self.flushers.queue(*w);
+            self.cache.flushers.queue(*w);
         }
-        self.wb_ios = wb;
+        self.cache.wb_ios = wb;
         self.pump_flushers(now);
         self.pump_lazy_flushers(now);
     }
@@ -120,27 +120,32 @@ impl<B: Backend> Loop<'_, B> {
     /// each free one (its last bio submitted) is asked for its next bio
     /// until one waits or it has no more work (`pagecache::flusher`).
     fn pump_lazy_flushers(&mut self, now: Instant) {
-        let Some(pc) = self.pc.as_mut() else {
+        let Some(pc) = self.cache.pc.as_mut() else {
             return;
         };
         pc.flushers_asked();
         let n = pc.flusher_count();
-        if self.flushers.lazy_last.len() < n {
-            self.flushers.lazy_last.resize(n, None);
+        if self.cache.flushers.lazy_last.len() < n {
+            self.cache.flushers.lazy_last.resize(n, None);
         }
         for f in 0..n {
             loop {
-                if !self.pc.as_ref().is_some_and(|pc| pc.flusher_busy(f)) {
+                if !self.cache.pc.as_ref().is_some_and(|pc| pc.flusher_busy(f)) {
                     break;
                 }
-                if self.flushers.lazy_last[f].is_some_and(|id| self.submission_pending(id)) {
+                if self.cache.flushers.lazy_last[f].is_some_and(|id| self.submission_pending(id)) {
                     break;
                 }
-                let Some(w) = self.pc.as_mut().and_then(|pc| pc.flusher_next(f, now)) else {
+                let Some(w) = self
+                    .cache
+                    .pc
+                    .as_mut()
+                    .and_then(|pc| pc.flusher_next(f, now))
+                else {
                     break;
                 };
                 let id = self.submit_writeback(w, now);
-                self.flushers.lazy_last[f] = Some(id);
+                self.cache.flushers.lazy_last[f] = Some(id);
             }
         }
     }
@@ -153,10 +158,10 @@ impl<B: Backend> Loop<'_, B> {
     /// `wb_workfn` per wb). An IO blk-throttle holds does not stop it
     /// (cgroup writeback's bios wait in the owner's throttle queue).
     fn pump_flushers(&mut self, now: Instant) {
-        for q in 0..self.flushers.queues.len() {
+        for q in 0..self.cache.flushers.queues.len() {
             loop {
                 let (last, front) = {
-                    let f = &self.flushers.queues[q];
+                    let f = &self.cache.flushers.queues[q];
                     (f.last, f.pending.front().copied())
                 };
                 let Some(w) = front else {
@@ -165,9 +170,9 @@ impl<B: Backend> Loop<'_, B> {
                 if last.is_some_and(|id| self.submission_pending(id)) {
                     break;
                 }
-                self.flushers.queues[q].pending.pop_front();
+                self.cache.flushers.queues[q].pending.pop_front();
                 let id = self.submit_writeback(w, now);
-                self.flushers.queues[q].last = Some(id);
+                self.cache.flushers.queues[q].last = Some(id);
             }
         }
     }
@@ -227,7 +232,7 @@ impl<B: Backend> Loop<'_, B> {
             }
             StackVerdict::Queued => {}
             // the flusher sleeps in the stage (iocost's or blk-wbt's wait)
-            StackVerdict::Blocked => self.ctrl_blocked.push(id),
+            StackVerdict::Blocked => self.cache.ctrl_blocked.push(id),
         }
         id
     }
@@ -237,7 +242,7 @@ impl<B: Backend> Loop<'_, B> {
     pub(super) fn start_fsync(&mut self, j: usize, now: Instant) {
         self.jobs[j].state = SlotState::Fsyncing(now);
         let slot = &self.jobs[j];
-        let clean = match self.pc.as_mut() {
+        let clean = match self.cache.pc.as_mut() {
             Some(pc) if slot.buffered => {
                 let inode = pc.inode(slot.file_key, slot.group);
                 pc.fsync(inode)
@@ -297,7 +302,7 @@ impl<B: Backend> Loop<'_, B> {
     /// Completion of a flight the page cache or fsync cares about.
     pub(super) fn complete_other(&mut self, f: &Flight, c: Completion) {
         let now = c.at;
-        if let Some(pc) = self.pc.as_mut() {
+        if let Some(pc) = self.cache.pc.as_mut() {
             if matches!(f.io.op, IoOp::Write) && c.error == 0 {
                 pc.device_write_done(c.bytes, now);
             }
@@ -306,7 +311,8 @@ impl<B: Backend> Loop<'_, B> {
             FlightKind::Job => {
                 // a buffered read miss fills the cache
                 let slot = &self.jobs[f.job as usize];
-                if let (Some(pc), true, Ddir::Read) = (self.pc.as_mut(), slot.buffered, f.jio.ddir)
+                if let (Some(pc), true, Ddir::Read) =
+                    (self.cache.pc.as_mut(), slot.buffered, f.jio.ddir)
                 {
                     if c.error == 0 {
                         let inode = pc.inode(slot.file_key, slot.group);
@@ -315,7 +321,7 @@ impl<B: Backend> Loop<'_, B> {
                 }
             }
             FlightKind::Writeback => {
-                if let Some(pc) = self.pc.as_mut() {
+                if let Some(pc) = self.cache.pc.as_mut() {
                     if c.error == 0 {
                         pc.writeback_done(f.io.offset, f.io.len, now);
                     } else {
@@ -329,14 +335,14 @@ impl<B: Backend> Loop<'_, B> {
                 self.jobs[j].state = SlotState::Runnable;
                 self.jobs[j].job.zone_reset_done(now, c.error);
             }
-            FlightKind::Flush if f.job == NO_JOB => self.final_flush_done = true,
+            FlightKind::Flush if f.job == NO_JOB => self.cache.final_flush_done = true,
             FlightKind::Flush => {
                 let j = f.job as usize;
                 if let SlotState::Flushing(since) = self.jobs[j].state {
                     // the flush's own error, else the file's writeback error
                     let mut error = c.error;
                     let slot = &self.jobs[j];
-                    if let Some(pc) = self.pc.as_mut() {
+                    if let Some(pc) = self.cache.pc.as_mut() {
                         pc.note_fsync(j, now - since);
                         if slot.buffered {
                             let inode = pc.inode(slot.file_key, slot.group);
@@ -353,7 +359,7 @@ impl<B: Backend> Loop<'_, B> {
                         // the sync (file_invalidate_cache)
                         if self.jobs[j].job.take_cache_drop() {
                             let slot = &self.jobs[j];
-                            if let (Some(pc), true) = (self.pc.as_mut(), slot.buffered) {
+                            if let (Some(pc), true) = (self.cache.pc.as_mut(), slot.buffered) {
                                 let inode = pc.inode(slot.file_key, slot.group);
                                 pc.drop_clean(inode);
                             }
@@ -371,18 +377,18 @@ impl<B: Backend> Loop<'_, B> {
     /// under way (the run goes on).
     #[inline(never)]
     pub(super) fn drain_pagecache(&mut self, now: Instant) -> bool {
-        let Some(pc) = self.pc.as_mut() else {
+        let Some(pc) = self.cache.pc.as_mut() else {
             return false;
         };
-        if !pc.drain_at_end() || self.final_flush_done {
+        if !pc.drain_at_end() || self.cache.final_flush_done {
             return false;
         }
         if !pc.is_clean() {
             pc.sync_everything();
             return true;
         }
-        if !self.final_flush_sent {
-            self.final_flush_sent = true;
+        if !self.cache.final_flush_sent {
+            self.cache.final_flush_sent = true;
             let io = Io {
                 ioprio: 0,
                 id: IoId::default(),
@@ -407,7 +413,7 @@ impl<B: Backend> Loop<'_, B> {
                 continue;
             }
             let slot = &self.jobs[j];
-            let Some(pc) = self.pc.as_mut() else {
+            let Some(pc) = self.cache.pc.as_mut() else {
                 return;
             };
             let inode = pc.inode(slot.file_key, slot.group);
@@ -419,6 +425,23 @@ impl<B: Backend> Loop<'_, B> {
 }
 
 /// The writeback IO each owner's flusher has yet to submit.
+/// The page cache and its writeback, as the loop keeps them.
+#[derive(Default)]
+pub(super) struct Cache {
+    pub pc: Option<crate::pagecache::PageCache>,
+    /// Buffered IO served by the page cache: (completes at, job, result).
+    pub pending: Vec<(Instant, usize, Reaped)>,
+    pub wb_ios: Vec<crate::pagecache::WritebackIo>,
+    /// Each owner's flusher's writeback IO not yet submitted.
+    pub flushers: Flushers,
+    /// `drain_at_end`: the final flush was submitted / completed.
+    pub final_flush_sent: bool,
+    pub final_flush_done: bool,
+    /// Writeback IOs (or pieces of them) waiting in a stage that blocks
+    /// their submitter: their flusher sleeps until they leave it.
+    pub ctrl_blocked: Vec<IoId>,
+}
+
 #[derive(Debug, Default)]
 pub(super) struct Flushers {
     queues: Vec<FlusherQueue>,

@@ -18,10 +18,10 @@ impl<B: Backend> Loop<'_, B> {
             self.disk.done(f.io.op, c.bytes, f.started_at, now);
         }
 
-        if self.trace.is_some() || self.sink_requests {
+        if self.sinks.trace.is_some() || self.sinks.requests {
             self.trace_request(&f, c.dispatched, now);
         }
-        if let Some(h) = &mut self.lat {
+        if let Some(h) = &mut self.sinks.lat {
             // device: the diskstats interval; group: from submit_bio
             h.record(
                 f.io.op,
@@ -36,8 +36,8 @@ impl<B: Backend> Loop<'_, B> {
         if let Some((next, _alloc)) = self.rq.free() {
             self.start(next, now);
         }
-        if !self.merged.is_empty() {
-            if let Some((_, bios)) = self.merged.remove(&c.id) {
+        if !self.plug.merged.is_empty() {
+            if let Some((_, bios)) = self.plug.merged.remove(&c.id) {
                 self.complete_merged(f, bios, *c);
                 return;
             }
@@ -66,10 +66,10 @@ impl<B: Backend> Loop<'_, B> {
             bytes: f.io.len,
             offset: f.io.offset,
         };
-        if let Some(t) = &mut self.trace {
+        if let Some(t) = &mut self.sinks.trace {
             t.push(r);
         }
-        if let (true, Some(s)) = (self.sink_requests, &mut self.sink) {
+        if let (true, Some(s)) = (self.sinks.requests, &mut self.sinks.sink) {
             s.request(&r);
         }
     }
@@ -78,7 +78,7 @@ impl<B: Backend> Loop<'_, B> {
     /// pieces when it was split).
     #[inline(always)]
     pub(super) fn finish_flight(&mut self, f: Flight, c: &Completion) {
-        if self.batched && f.kind == FlightKind::Job {
+        if self.plug.batched && f.kind == FlightKind::Job {
             self.finish_batched_flight(f, *c);
             return;
         }
@@ -97,7 +97,7 @@ impl<B: Backend> Loop<'_, B> {
 
     #[inline(always)]
     pub(super) fn finish_flight_now(&mut self, f: Flight, c: &Completion) {
-        if f.kind != FlightKind::Job || self.pc.is_some() {
+        if f.kind != FlightKind::Job || self.cache.pc.is_some() {
             self.complete_other(&f, *c);
             if f.kind != FlightKind::Job {
                 return;

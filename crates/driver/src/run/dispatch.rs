@@ -22,8 +22,9 @@ impl<B: Backend> Loop<'_, B> {
         self.stack
             .on_timer(now, &mut self.ready, &mut self.unblocked);
         let unblocked = std::mem::take(&mut self.unblocked);
-        if !self.ctrl_blocked.is_empty() {
-            self.ctrl_blocked
+        if !self.cache.ctrl_blocked.is_empty() {
+            self.cache
+                .ctrl_blocked
                 .retain(|id| !unblocked.iter().any(|io| io.id == *id));
         }
         for io in &unblocked {
@@ -36,7 +37,7 @@ impl<B: Backend> Loop<'_, B> {
             } else if let Some(j) = by {
                 let ready = self.ready.iter().any(|r| r.id == io.id);
                 if self.jobs[j].batch.is_some() && ready && self.plug_released(j, io) {
-                    self.to_plug.push(io.id);
+                    self.plug.released.push(io.id);
                 } else if ready && !io.needs_split(self.max_io) && !self.host_dispatch_delay() {
                     // iocost woke the submitter (`iocg_wake_fn`): it goes
                     // on in `blk_mq_submit_bio` to allocate a request, and
@@ -54,7 +55,7 @@ impl<B: Backend> Loop<'_, B> {
         let defer = (delay != 0)
             .then(|| (now + Duration(delay)).max(self.deferred.back().map_or(now, |d| d.0)));
         for io in &ready {
-            if !self.to_plug.is_empty() && self.to_plug.contains(&io.id) {
+            if !self.plug.released.is_empty() && self.plug.released.contains(&io.id) {
                 continue;
             }
             if io.needs_split(self.max_io) {
@@ -69,7 +70,7 @@ impl<B: Backend> Loop<'_, B> {
             }
         }
         self.ready = ready;
-        self.to_plug.clear();
+        self.plug.released.clear();
         if !self.resumed.is_empty() {
             self.resume_splits(now, defer);
         }

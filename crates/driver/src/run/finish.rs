@@ -20,14 +20,14 @@ impl<B: Backend> Loop<'_, B> {
         self.tick_sink(ended_at);
         self.drain_job_logs();
         self.feed_sink(ended_at);
-        self.sink = None;
+        self.sinks.sink = None;
         self.disk.sync(ended_at);
         if opts.diskstats_every.is_some() {
             periodic
                 .snapshots
                 .push((ended_at, self.disk.diskstats_fields()));
         }
-        let pagecache = self.pc.take().map(|mut pc| {
+        let pagecache = self.cache.pc.take().map(|mut pc| {
             for (j, s) in self.jobs.iter().enumerate() {
                 if s.buffered {
                     let inode = pc.inode(s.file_key, s.group);
@@ -58,9 +58,9 @@ impl<B: Backend> Loop<'_, B> {
             dropped_ios: pass.dropped_ios.unwrap_or(0),
             diskstats: periodic.snapshots,
             diskstats_dropped: periodic.snapshots_dropped,
-            request_trace: self.trace.unwrap_or_default(),
+            request_trace: self.sinks.trace.unwrap_or_default(),
             pagecache,
-            lat_hists: self.lat,
+            lat_hists: self.sinks.lat,
             passes: pass.count,
         })
     }

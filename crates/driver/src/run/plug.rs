@@ -35,6 +35,33 @@ use blkqos_workload::{JobAction, JobIo};
 use std::collections::VecDeque;
 
 /// Submit batching state of a job whose `iodepth_batch_submit` is > 1.
+/// Plugging and merging: what the loop keeps for bios that wait in a
+/// submitter's plug and for requests that carry merged bios.
+pub(super) struct Plugging {
+    /// The backend lets the driver merge bios ([`Backend::plug_merges`]).
+    pub merges: bool,
+    /// Some job submits in batches.
+    pub batched: bool,
+    /// Released IOs that went to their submitter's plug (this timer run).
+    pub released: Vec<IoId>,
+    /// Request → its segments and the bios merged into it (completed with it).
+    pub merged: std::collections::BTreeMap<IoId, (u32, Vec<IoId>)>,
+    /// `queue/max_segments` ([`Backend::max_segments`]).
+    pub max_segments: u32,
+}
+
+impl Default for Plugging {
+    fn default() -> Self {
+        Plugging {
+            merges: false,
+            batched: false,
+            released: Vec::new(),
+            merged: std::collections::BTreeMap::new(),
+            max_segments: u32::MAX,
+        }
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Batch {
     /// IOs per submit call.
@@ -145,7 +172,7 @@ impl<B: Backend> Loop<'_, B> {
     #[inline(never)]
     pub(super) fn enter_batch(&mut self, j: usize, now: Instant) {
         // a plug is started only for more than two IOs (IO_PLUG_THRESHOLD)
-        let plugged = self.plug_merges
+        let plugged = self.plug.merges
             && self.jobs[j]
                 .batch
                 .as_ref()
@@ -284,11 +311,12 @@ impl<B: Backend> Loop<'_, B> {
         }
         // ll_back_merge_fn / ll_front_merge_fn: within max_segments
         let rq_segs = self
+            .plug
             .merged
             .get(&rq_id)
             .map_or_else(|| segments(rq.len), |m| m.0);
         let segs = rq_segs.saturating_add(segments(io.len));
-        if segs > self.max_segments {
+        if segs > self.plug.max_segments {
             return false;
         }
         if let Some(d) = self.stack.merge(io, &mut rq, now) {
@@ -302,7 +330,7 @@ impl<B: Backend> Loop<'_, B> {
             f.io.offset = io.offset;
         }
         f.io.len = total;
-        let m = self.merged.entry(rq_id).or_default();
+        let m = self.plug.merged.entry(rq_id).or_default();
         m.0 = segs;
         m.1.push(io.id);
         self.disk.merged(io.op);
@@ -362,7 +390,7 @@ impl<B: Backend> Loop<'_, B> {
     /// goes to the plug (and takes the next bios' merges) instead of
     /// straight to the device. `false`: not a plugged submit call.
     pub(super) fn plug_released(&mut self, j: usize, io: &Io) -> bool {
-        if !self.plug_merges || io.needs_split(self.max_io) {
+        if !self.plug.merges || io.needs_split(self.max_io) {
             return false;
         }
         if let Some(f) = self.flights.get_mut(io.id) {

@@ -3,10 +3,24 @@
 
 use super::*;
 
+/// What the run writes as it goes, beside the jobs' own statistics.
+pub(super) struct Sinks<'a> {
+    /// Every completed request, when asked for ([`RunOptions::trace_requests`]).
+    pub trace: Option<Vec<RequestRecord>>,
+    /// The caller's sink, locked for the run ([`RunOptions::sink`]).
+    pub sink: Option<MutexGuard<'a, dyn RunSink + Send + 'static>>,
+    /// The sink takes every completed request.
+    pub requests: bool,
+    /// Latency histograms per device and group, when asked for.
+    pub lat: Option<LatHists>,
+    /// Some job writes fio logs ([`Loop::drain_job_logs`]).
+    pub job_logs: bool,
+}
+
 impl<B: Backend> Loop<'_, B> {
     /// Show the sink the run time and the controllers' state.
     pub(super) fn tick_sink(&mut self, now: Instant) {
-        if let Some(s) = &mut self.sink {
+        if let Some(s) = &mut self.sinks.sink {
             if s.wants_disk() {
                 let mut d = self.disk.clone();
                 d.sync(now);
@@ -22,7 +36,7 @@ impl<B: Backend> Loop<'_, B> {
         for (j, s) in self.jobs.iter_mut().enumerate() {
             if let Some(p) = s.job.log_pending() {
                 if !p.is_empty() {
-                    if let Some(sink) = &mut self.sink {
+                    if let Some(sink) = &mut self.sinks.sink {
                         sink.job_log(j, p);
                     }
                     p.clear();
@@ -30,7 +44,7 @@ impl<B: Backend> Loop<'_, B> {
             }
             if let Some(h) = s.job.hist_pending() {
                 if !h.is_empty() {
-                    if let Some(sink) = &mut self.sink {
+                    if let Some(sink) = &mut self.sinks.sink {
                         sink.job_hist_log(j, h);
                     }
                     h.clear();
@@ -43,7 +57,7 @@ impl<B: Backend> Loop<'_, B> {
     /// [`RunSink::status`]; the report was due at `due` (its `elapsed`,
     /// which fio counts from a clock started with its reports' timer).
     pub(super) fn status_sink(&mut self, now: Instant, due: Instant, t0: Instant) {
-        if self.sink.is_none() {
+        if self.sinks.sink.is_none() {
             return;
         }
         let elapsed_s = (due - t0).as_ms().div_ceil(1000);
@@ -64,7 +78,7 @@ impl<B: Backend> Loop<'_, B> {
             .collect();
         let mut disk = self.disk.clone();
         disk.sync(now);
-        if let Some(sink) = &mut self.sink {
+        if let Some(sink) = &mut self.sinks.sink {
             sink.status(now, &jobs, &disk);
         }
     }
@@ -110,9 +124,9 @@ impl<B: Backend> Loop<'_, B> {
     /// Hand the controllers' records to the sink (`now` is at or past
     /// `next`): the next time to do it.
     pub(super) fn feed_sink(&mut self, now: Instant) -> Instant {
-        if let Some(s) = &mut self.sink {
+        if let Some(s) = &mut self.sinks.sink {
             s.controllers(self.stack);
-            if let Some(pc) = &mut self.pc {
+            if let Some(pc) = &mut self.cache.pc {
                 let mut recs = Vec::new();
                 pc.drain_trace(&mut recs);
                 if !recs.is_empty() {

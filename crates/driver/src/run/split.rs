@@ -130,7 +130,7 @@ impl<B: Backend> Loop<'_, B> {
                         return true;
                     }
                     if kind == FlightKind::Writeback {
-                        self.ctrl_blocked.push(fid);
+                        self.cache.ctrl_blocked.push(fid);
                     }
                     return false;
                 }
@@ -181,7 +181,7 @@ impl<B: Backend> Loop<'_, B> {
     /// `bio_list` behind such a piece? A submitter that is not a job (a
     /// flusher) sleeps until it is not.
     pub(super) fn submission_pending(&self, id: IoId) -> bool {
-        if self.waits_for_tag(id) || self.ctrl_blocked.contains(&id) {
+        if self.waits_for_tag(id) || self.cache.ctrl_blocked.contains(&id) {
             return true;
         }
         self.splits.jobs.get(&id).is_some_and(|st| {
@@ -189,7 +189,7 @@ impl<B: Backend> Loop<'_, B> {
                 || st.paced
                 || self.splits.pieces.iter().any(|(&piece, &parent)| {
                     parent == id
-                        && (self.waits_for_tag(piece) || self.ctrl_blocked.contains(&piece))
+                        && (self.waits_for_tag(piece) || self.cache.ctrl_blocked.contains(&piece))
                 })
         })
     }

@@ -201,6 +201,6 @@ impl<B: Backend> Loop<'_, B> {
             s.job.abandon(now);
         }
         let queued: usize = self.jobs.iter().map(|s| s.copy_queue.len()).sum();
-        (self.flights.len() + self.pc_pending.len() + queued) as u64
+        (self.flights.len() + self.cache.pending.len() + queued) as u64
     }
 }

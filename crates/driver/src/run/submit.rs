@@ -14,7 +14,7 @@ impl<B: Backend> Loop<'_, B> {
             f.io.cost_vtime = io.cost_vtime;
             f.alloc_at = now;
             if f.kind == FlightKind::Writeback {
-                if let Some(pc) = &mut self.pc {
+                if let Some(pc) = &mut self.cache.pc {
                     pc.writeback_dispatched();
                 }
             }
@@ -99,7 +99,7 @@ impl<B: Backend> Loop<'_, B> {
             self.issue_null(j, jio, now);
             return;
         }
-        if self.pc.is_some() && self.jobs[j].buffered && self.issue_buffered(j, jio, now) {
+        if self.cache.pc.is_some() && self.jobs[j].buffered && self.issue_buffered(j, jio, now) {
             return;
         }
         let id = self.insert_job_flight(j, jio, now);

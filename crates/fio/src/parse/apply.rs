@@ -755,7 +755,7 @@ fn parse_errno(item: &str) -> Result<i32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::options::{lookup, Lookup};
+    use crate::parse::registry::{lookup, Lookup};
 
     fn run(st: &mut JobState, name: &str, v: Option<&str>) -> Result<(), String> {
         match lookup(name) {

@@ -581,7 +581,7 @@ pub(crate) fn render(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, Strin
     if j.blockalign != d.blockalign {
         push(
             "ba",
-            super::render::per_dir(&j.blockalign, |v| v.unwrap_or(0).to_string()),
+            super::options::per_dir_text(&j.blockalign, |v| v.unwrap_or(0).to_string()),
         );
     }
     if j.random_dist != d.random_dist {
@@ -590,7 +590,7 @@ pub(crate) fn render(j: &JobSpec, d: &JobSpec, push: &mut impl FnMut(&str, Strin
     if j.rate_min != d.rate_min {
         push(
             "rate_min",
-            super::render::per_dir(&j.rate_min, |v| v.unwrap_or(0).to_string()),
+            super::options::per_dir_text(&j.rate_min, |v| v.unwrap_or(0).to_string()),
         );
     }
     if j.rate_cycle != d.rate_cycle {

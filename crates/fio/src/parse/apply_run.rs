@@ -91,7 +91,7 @@ pub(crate) fn render(j: &blkqos_workload::JobSpec, push: &mut impl FnMut(&str, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::options::{lookup, Lookup};
+    use crate::parse::registry::{lookup, Lookup};
 
     fn with(opts: &[(&str, Option<&str>)]) -> Result<JobState, String> {
         let mut st = JobState::new();

@@ -336,7 +336,7 @@ pub(crate) fn render(j: &JobSpec, push: &mut impl FnMut(&str, String)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::options::{lookup, Lookup};
+    use crate::parse::registry::{lookup, Lookup};
 
     fn with(opts: &[(&str, &str)]) -> Result<JobSpec, String> {
         let mut st = JobState::new();

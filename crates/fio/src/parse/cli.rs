@@ -17,7 +17,8 @@ use super::apply::JobState;
 use super::error::{Loc, ParseError};
 use super::ini::Fs;
 use super::job::{find_option, set_option, Builder};
-use super::options::{lookup, suggest, Kind, Lookup, Opt};
+use super::options::{Kind, Opt};
+use super::registry::{lookup, suggest, Lookup};
 use super::{CliParse, OutputFormat};
 
 /// fio's command-line-only options other than `--output` and

@@ -16,10 +16,11 @@
 //! *unsupported*; names fio does not know are *unknown*.
 //!
 //! Modules: `units` (numbers with units), `ini` (file structure), `subst`
-//! (substitutions), `options` (option types, the registry of families and
-//! the lookup), `job` (sections → jobs), `cli` (command line), `showcmd`,
-//! `render` (jobs → command line, in fio's order), `known` (the names of
-//! all fio 3.33 options).
+//! (substitutions), `options` (option types and the `OptDef` a family's
+//! table lists), `registry` (the families and the lookup), `job`
+//! (sections → jobs), `cli` (command line), `showcmd`, `render` (jobs →
+//! command line, in fio's order), `known` (the names of all fio 3.33
+//! options).
 //!
 //! Each option belongs to one family, a module that holds the family's
 //! table (`DEFS`: name, alias, fio type, priority and the function that
@@ -54,6 +55,7 @@ mod job;
 mod known;
 mod limits;
 mod options;
+mod registry;
 mod render;
 mod showcmd;
 mod state;

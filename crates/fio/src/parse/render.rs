@@ -3,6 +3,7 @@
 //! written out explicitly, sizes in bytes and times in µs or ms, so that the
 //! result means the same to blkqos and to fio 3.33.
 
+use super::options::per_dir_text as per_dir;
 use blkqos_workload::spec::{
     IgnoreErrors, JobSpec, PerDir, RateProcess, RwSeq, SizeSpec, ThinkBlocksType, UnifiedRw,
     ERROR_TYPE_READ, ERROR_TYPE_VERIFY, ERROR_TYPE_WRITE, NON_FATAL_ERR,
@@ -13,10 +14,6 @@ fn size(s: SizeSpec) -> String {
         SizeSpec::Bytes(b) => b.to_string(),
         SizeSpec::Percent(p) => format!("{p}%"),
     }
-}
-
-pub(super) fn per_dir<T: Copy>(p: &PerDir<T>, f: impl Fn(T) -> String) -> String {
-    format!("{},{},{}", f(p.read), f(p.write), f(p.trim))
 }
 
 /// `ignore_error=` meaning what `e` means to fio on its own: a list for

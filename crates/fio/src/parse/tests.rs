@@ -929,7 +929,7 @@ fn with_and_without(lines: &str) -> (String, String) {
 #[test]
 fn every_option_round_trips_through_fio_args() {
     let mut failures = Vec::new();
-    let every = super::options::core_defs()
+    let every = super::registry::core_defs()
         .chain(super::apply_ext::PROFILE_DEFS)
         .chain(super::engine_opts::DEFS);
     for d in every {

@@ -22,14 +22,14 @@ impl Job {
     pub(super) fn pick_mix_ddir(&mut self) -> Ddir {
         let rw = self.spec.rw;
         if rw.is_mixed() {
-            if self.io_issues[self.rwmix_ddir] >= self.rwmix_issues {
+            if self.io_issues[self.mix.ddir] >= self.mix.issues {
                 let v = self.draws.mix.between(1, 100); // fio get_rand_ddir
                 let d = if v <= u64::from(self.spec.rwmixread) {
                     Ddir::Read
                 } else {
                     Ddir::Write
                 };
-                if d != self.rwmix_ddir {
+                if d != self.mix.ddir {
                     // fio `set_rwmix_bytes`, called while `rwmix_ddir` is
                     // still the old direction: the issues of the old
                     // direction times the new direction's share
@@ -38,11 +38,11 @@ impl Job {
                     } else {
                         100 - u64::from(self.spec.rwmixread)
                     };
-                    self.rwmix_issues = self.io_issues[self.rwmix_ddir] * new_pct / 100;
+                    self.mix.issues = self.io_issues[self.mix.ddir] * new_pct / 100;
                 }
-                self.rwmix_ddir = d;
+                self.mix.ddir = d;
             }
-            self.rwmix_ddir
+            self.mix.ddir
         } else if rw.has_read() {
             Ddir::Read
         } else if rw.has_write() {
@@ -53,7 +53,7 @@ impl Job {
     }
 
     pub(super) fn rate_limited(&self) -> bool {
-        self.rate.values().any(|r| r.bps > 0)
+        self.pace.rate.values().any(|r| r.bps > 0)
     }
 
     /// fio `rate_ddir`: `Ok(ddir)` to issue now, `Err((ddir, until))` to
@@ -64,7 +64,7 @@ impl Job {
         now: Instant,
     ) -> Option<Result<Ddir, (Ddir, Instant)>> {
         let now_us = self.us_since_epoch(now);
-        if self.rate[ddir].next_us <= now_us {
+        if self.pace.rate[ddir].next_us <= now_us {
             return Some(Ok(ddir));
         }
         let odir = ddir.mix_other().filter(|_| self.spec.rw.is_mixed());
@@ -75,16 +75,16 @@ impl Job {
         };
         let (dir, usec) = match odir {
             Some(odir) if other_share > 0 => {
-                if self.rate[odir].next_us <= now_us {
+                if self.pace.rate[odir].next_us <= now_us {
                     return Some(Ok(odir));
                 }
-                if self.rate[ddir].next_us <= self.rate[odir].next_us {
-                    (ddir, self.rate[ddir].next_us - now_us)
+                if self.pace.rate[ddir].next_us <= self.pace.rate[odir].next_us {
+                    (ddir, self.pace.rate[ddir].next_us - now_us)
                 } else {
-                    (odir, self.rate[odir].next_us - now_us)
+                    (odir, self.pace.rate[odir].next_us - now_us)
                 }
             }
-            _ => (ddir, self.rate[ddir].next_us - now_us),
+            _ => (ddir, self.pace.rate[ddir].next_us - now_us),
         };
         let mut until = self.epoch + Duration::from_us(now_us + usec);
         if let Some(end) = self.end_at.filter(|_| self.ramp_end.is_none()) {
@@ -99,7 +99,7 @@ impl Job {
     /// fio `usec_for_io`: the absolute schedule point of the next IO.
     pub(super) fn usec_for_io(&mut self, ddir: Ddir) -> u64 {
         let min_bs = self.spec.min_bs(ddir).max(1);
-        let r = &mut self.rate[ddir];
+        let r = &mut self.pace.rate[ddir];
         if r.bps == 0 {
             return 0;
         }
@@ -271,7 +271,7 @@ impl Job {
             After::IssueDir(d) => return Step::Issue(d),
             After::Top { slept_from, ddir } => {
                 self.credit_thinktime(ddir, now - slept_from);
-                self.slept = true;
+                self.pace.slept = true;
                 self.phase = Phase::Top;
             }
             After::Retry => self.phase = Phase::Top,
@@ -291,13 +291,13 @@ impl Job {
                 ThinkBlocksType::Complete => self.io_blocks.values().sum::<u64>(),
                 ThinkBlocksType::Issue => self.io_issues.values().sum::<u64>(),
             };
-            if b >= self.last_think_blocks + u64::from(self.spec.thinktime_blocks) {
-                self.last_think_blocks = b;
+            if b >= self.pace.think_blocks + u64::from(self.spec.thinktime_blocks) {
+                self.pace.think_blocks = b;
                 // fio sleeps the whole thinktime even past the end of the
                 // runtime (only the rate sleep is cut there); the runtime
                 // check comes after it
                 let until = now + self.spec.thinktime;
-                let ddir = self.rwmix_ddir;
+                let ddir = self.mix.ddir;
                 self.phase = Phase::Quiesce {
                     until,
                     after: After::Top {
@@ -310,9 +310,9 @@ impl Job {
         // fio do_io: lat_target_check at the end of each pass
         if !self.in_ramp() {
             let blocks = self.completed_blocks();
-            if let Some(p) = &mut self.lat_probe {
+            if let Some(p) = &mut self.lat.probe {
                 let step = p.check(now, blocks);
-                let ddir = self.rwmix_ddir;
+                let ddir = self.mix.ddir;
                 self.lat_step(step, ddir, now);
             }
         }
@@ -322,7 +322,8 @@ impl Job {
     /// latency probe step, verify, sync, rate_min or rate wait.
     #[inline(always)]
     pub(super) fn plain_top_step(&mut self, now: Instant) -> Step {
-        if self.runtime_exceeded(now) || self.size_done() || self.error != 0 || self.lat_done {
+        if self.runtime_exceeded(now) || self.size_done() || self.failed.error != 0 || self.lat.done
+        {
             self.phase = Phase::Drain;
             return Step::Again;
         }
@@ -334,7 +335,7 @@ impl Job {
     /// rate_min, then the direction of the next IO.
     #[inline(always)]
     pub(super) fn top_step(&mut self, now: Instant) -> Step {
-        if self.lat_pending != LatStep::Go {
+        if self.lat.pending != LatStep::Go {
             // the probe's io_u_quiesce, then (final run) fio's
             // reset_all_stats
             if self.in_flight > 0 && !self.offloaded() {
@@ -344,12 +345,15 @@ impl Job {
                 };
                 return Step::Again;
             }
-            if self.lat_pending == LatStep::FinalRun {
+            if self.lat.pending == LatStep::FinalRun {
                 self.end_ramp(now);
             }
-            self.lat_pending = LatStep::Go;
+            self.lat.pending = LatStep::Go;
         }
-        if self.verify.is_some() && !self.runtime_exceeded(now) && self.error == 0 && !self.lat_done
+        if self.verify.is_some()
+            && !self.runtime_exceeded(now)
+            && self.failed.error == 0
+            && !self.lat.done
         {
             if let Some(a) = self.verify_step(now) {
                 return Step::Act(a);
@@ -357,7 +361,10 @@ impl Job {
             if self.phase != Phase::Top {
                 return Step::Again;
             }
-        } else if self.runtime_exceeded(now) || self.size_done() || self.error != 0 || self.lat_done
+        } else if self.runtime_exceeded(now)
+            || self.size_done()
+            || self.failed.error != 0
+            || self.lat.done
         {
             self.phase = Phase::Drain;
             return Step::Again;
@@ -402,11 +409,11 @@ impl Job {
             }
             // fio: `td->rwmix_ddir = rate_ddir(td, ddir)`
             Some(Ok(d)) => {
-                self.rwmix_ddir = d;
+                self.mix.ddir = d;
                 Step::Issue(d)
             }
             Some(Err((d, until))) => {
-                self.rwmix_ddir = d;
+                self.mix.ddir = d;
                 self.phase = Phase::Quiesce {
                     until,
                     after: After::IssueDir(d),
@@ -442,9 +449,9 @@ impl Job {
                 continue;
             };
             let bytes = self.stats.dirs[d].io_bytes;
-            let (last_bytes, last_at) = self.rate_check[d];
+            let (last_bytes, last_at) = self.pace.checked[d];
             let Some(at) = last_at else {
-                self.rate_check[d] = (bytes, Some(now));
+                self.pace.checked[d] = (bytes, Some(now));
                 continue;
             };
             let spent_ms = (now - at).as_ms();
@@ -456,16 +463,16 @@ impl Job {
                 self.fail(crate::spec_ext::EIO, d, now);
                 return true;
             }
-            self.rate_check[d] = (bytes, Some(now));
+            self.pace.checked[d] = (bytes, Some(now));
         }
         false
     }
 
     /// The job fails with `errno` outside an IO (fio `td_verror`).
     pub(super) fn fail(&mut self, errno: i32, ddir: Ddir, _now: Instant) {
-        if self.error == 0 {
-            self.error = errno;
-            self.failure = Some(JobFailure {
+        if self.failed.error == 0 {
+            self.failed.error = errno;
+            self.failed.first = Some(JobFailure {
                 errno,
                 op: FailedOp::from(ddir),
                 offset: 0,
@@ -483,7 +490,7 @@ impl Job {
         }
         let total_us = slept.as_us();
         let bs = self.spec.min_bs(ddir);
-        let r = &mut self.rate[ddir];
+        let r = &mut self.pace.rate[ddir];
         if total_us == 0 || r.bps == 0 {
             return;
         }
@@ -534,9 +541,9 @@ impl Job {
         };
         let (ioprio, prio_index) = self.prio.pick(ddir, len);
         // read, and cleared only when set: no store on the usual path
-        let after_sleep = self.slept;
+        let after_sleep = self.pace.slept;
         if after_sleep {
-            self.slept = false;
+            self.pace.slept = false;
         }
         let io = JobIo {
             ddir,
@@ -570,7 +577,7 @@ impl Job {
         self.io_issues[ddir] += 1;
         self.last_issued_write = ddir == Ddir::Write;
         self.issued_bytes_total += len;
-        self.rate[ddir].issued_bytes += len;
+        self.pace.rate[ddir].issued_bytes += len;
         if !self.in_ramp() {
             self.stats.issued[ddir] += 1;
             // fio io_u_mark_depth counts the submitting thread's depth: an
@@ -582,7 +589,7 @@ impl Job {
             }
         }
         if self.rate_limited() {
-            self.rate[ddir].next_us = self.usec_for_io(ddir);
+            self.pace.rate[ddir].next_us = self.usec_for_io(ddir);
         }
         self.phase = Phase::Submitting;
         JobAction::Issue(io)

@@ -60,7 +60,7 @@ impl Job {
     /// first reaps what is there (`io_u_queued_complete(td, 0)`); that is
     /// the one-by-one reap here.
     pub(super) fn reap_drain(&mut self, now: Instant) {
-        if self.error != 0 || self.ring.len() >= self.in_flight as usize {
+        if self.failed.error != 0 || self.ring.len() >= self.in_flight as usize {
             self.reap_n(self.ring.len(), now);
         }
     }
@@ -187,7 +187,7 @@ impl Job {
         if d != Ddir::Trim {
             // fio account_io_completion: a read or write over the target
             let blocks = self.completed_blocks();
-            if let Some(p) = &mut self.lat_probe {
+            if let Some(p) = &mut self.lat.probe {
                 let step = p.completed(lat, now, blocks);
                 self.lat_step(step, d, now);
             }
@@ -328,10 +328,10 @@ impl Job {
                 self.stats.first_error = r.error;
             }
         }
-        self.failed_ios += 1;
-        if !ignored && self.error == 0 {
-            self.error = r.error;
-            self.failure = Some(JobFailure {
+        self.failed.ios += 1;
+        if !ignored && self.failed.error == 0 {
+            self.failed.error = r.error;
+            self.failed.first = Some(JobFailure {
                 errno: r.error,
                 op: FailedOp::from(d),
                 offset: r.io.offset,
@@ -393,10 +393,10 @@ impl Job {
                 self.stats.first_error = errno;
             }
         }
-        self.failed_ios += 1;
-        if !ignored && self.error == 0 {
-            self.error = errno;
-            self.failure = Some(JobFailure {
+        self.failed.ios += 1;
+        if !ignored && self.failed.error == 0 {
+            self.failed.error = errno;
+            self.failed.first = Some(JobFailure {
                 errno,
                 op: FailedOp::Sync,
                 offset: 0,

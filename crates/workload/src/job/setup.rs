@@ -68,25 +68,20 @@ impl Job {
             last_issued_write: false,
             reaped: 0,
             ring: VecDeque::new(),
-            slept: false,
-            last_think_blocks: 0,
-            rwmix_ddir: first_dir,
-            rwmix_issues: 0,
-            rate,
+            pace: Pace::new(rate),
+            mix: Mix {
+                ddir: first_dir,
+                issues: 0,
+            },
             files,
             seed,
             flow_blocked: false,
-            lat_probe: None,
-            lat_pending: LatStep::Go,
-            lat_done: false,
-            rate_check: PerDir::all((0, None)),
+            lat: LatTarget::default(),
             draws: Draws::new(base, clone),
             prio: PrioPicker::new(&spec.prio, Stream::new(base, clone, 8)),
             stats: job_stats(&spec),
             samples: Samples::IDLE,
-            error: 0,
-            failure: None,
-            failed_ios: 0,
+            failed: Failures::default(),
             finished_at: None,
             log: JobLog::new(&spec.logs),
             zbd,
@@ -107,20 +102,20 @@ impl Job {
     pub(super) fn settle(&mut self, now: Instant) {
         if self.spec.submit.latency.enabled() {
             let cfg = self.spec.submit.latency;
-            self.lat_probe = Some(LatProbe::new(cfg, self.iodepth, now, 0));
+            self.lat.probe = Some(LatProbe::new(cfg, self.iodepth, now, 0));
         }
         self.reap_to = self.iodepth_low();
         self.slat_none = self.no_slat();
         self.plain_reap = self.zbd.is_none()
             && self.verify.is_none()
-            && self.lat_probe.is_none()
+            && self.lat.probe.is_none()
             && self.log.is_none()
             && !self.spec.gtod_reduce
             && !self.spec.disable_slat
             && !self.spec.disable_clat
             && !self.spec.disable_lat
             && self.stats.dirs.values().all(|d| d.prios.is_empty());
-        self.plain = self.lat_probe.is_none()
+        self.plain = self.lat.probe.is_none()
             && self.verify.is_none()
             && self.spec.thinktime == Duration::ZERO
             && self.spec.fsync_blocks == 0
@@ -166,7 +161,7 @@ impl Job {
             .unwrap_or(4096);
         self.files.seed_blocks(&self.spec, seed);
         if self.files.seed_lfsr(&self.spec, min_bs, seed).is_err() {
-            self.error = EINVAL;
+            self.failed.error = EINVAL;
         }
     }
 
@@ -214,7 +209,7 @@ impl Job {
     /// runtime, ramp and sample clocks begin here.
     pub fn begin(&mut self, now: Instant) {
         self.started = now;
-        if let Some(p) = &mut self.lat_probe {
+        if let Some(p) = &mut self.lat.probe {
             // fio do_io: lat_target_init when the job starts
             *p = LatProbe::new(self.spec.submit.latency, self.iodepth, now, 0);
         }

@@ -20,7 +20,7 @@ impl Job {
         let steadystate = self.stats.steadystate.take();
         self.stats = fresh_stats(&self.spec);
         self.stats.steadystate = steadystate;
-        for (_, r) in self.rate.iter_mut() {
+        for (_, r) in self.pace.rate.iter_mut() {
             r.issued_bytes = 0;
             r.next_us = 0;
             r.last_us = 0;
@@ -28,14 +28,14 @@ impl Job {
         self.io_blocks = PerDir::all(0);
         self.io_bytes = PerDir::all(0);
         self.io_issues = PerDir::all(0);
-        self.rwmix_issues = 0;
+        self.mix.issues = 0;
         if let Some(v) = &mut self.verify {
             v.phase_start = None;
             v.elapsed_us = PerDir::all(0);
         }
         self.started = now;
         self.start_epoch(now);
-        if let Some(p) = &mut self.lat_probe {
+        if let Some(p) = &mut self.lat.probe {
             p.reset(now, 0);
         }
     }
@@ -44,7 +44,8 @@ impl Job {
     /// iodepth, or the latency probe's depth.
     #[inline]
     pub(super) fn depth_limit(&self) -> u32 {
-        self.lat_probe
+        self.lat
+            .probe
             .as_ref()
             .map_or(self.iodepth, LatProbe::depth)
     }
@@ -74,12 +75,12 @@ impl Job {
         match step {
             LatStep::Go => {}
             LatStep::Quiesce => {
-                if self.lat_pending == LatStep::Go {
-                    self.lat_pending = LatStep::Quiesce;
+                if self.lat.pending == LatStep::Go {
+                    self.lat.pending = LatStep::Quiesce;
                 }
             }
-            LatStep::FinalRun => self.lat_pending = LatStep::FinalRun,
-            LatStep::Done => self.lat_done = true,
+            LatStep::FinalRun => self.lat.pending = LatStep::FinalRun,
+            LatStep::Done => self.lat.done = true,
             // fio lat_fatal: the IO fails with ETIMEDOUT
             LatStep::Fatal => self.fail(ETIMEDOUT, ddir, now),
         }
@@ -102,16 +103,16 @@ impl Job {
     }
     /// Errno that stopped the job (0 if none).
     pub fn error(&self) -> i32 {
-        self.error
+        self.failed.error
     }
     /// What failed with the errno that stopped the job.
     pub fn failure(&self) -> Option<JobFailure> {
-        self.failure
+        self.failed.first
     }
     /// Failed IOs and syncs, counted whether or not they stopped the job
     /// (ramp and `ignore_error` ones too).
     pub fn failed_ios(&self) -> u64 {
-        self.failed_ios
+        self.failed.ios
     }
     /// The job's epoch (its start, or its ramp's end).
     pub fn epoch(&self) -> Instant {

@@ -109,7 +109,7 @@ impl Job {
             len,
             start_time: now,
             verify_list: true,
-            after_sleep: std::mem::take(&mut self.slept),
+            after_sleep: std::mem::take(&mut self.pace.slept),
             ioprio,
             prio_index,
         };
