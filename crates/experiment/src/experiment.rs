@@ -2,6 +2,7 @@
 //! scenario file or from a command line, then run on a backend.
 
 use crate::accounting::AccountingOptions;
+use crate::failure::Failure;
 use crate::streams::{ControllerTrace, SharedStreams, Streams};
 use anyhow::{bail, Result};
 use blkqos_core::cgroupfs::{ControllerOptions, DeviceInfo, KnobFile};
@@ -662,10 +663,14 @@ impl Experiment {
         splitmix64(self.seed ^ 0x6A09_E667_F3BC_C908) % (3600 * self.controllers.hz)
     }
 
-    /// Run on the simulator.
     /// `--parse-only`: what a run checks before it starts (job layout on
-    /// the device, the knob writes replayed on the controllers), nothing run.
-    pub fn check(&self) -> Result<()> {
+    /// the device, the knob writes replayed on the controllers), nothing
+    /// run; what it refuses is bad input.
+    pub fn check(&self) -> Result<(), Failure> {
+        self.check_plan().map_err(Failure::input)
+    }
+
+    fn check_plan(&self) -> Result<()> {
         let plan = self.plan(&self.device, None)?;
         let model = self.device.build();
         ControllerStack::from_writes(
@@ -682,15 +687,13 @@ impl Experiment {
     }
 
     /// Run on the simulator, stopped (and its drain given up) by `signals`.
-    pub fn run_sim(&self, signals: Option<&StopOnSignal>) -> Result<Ran> {
+    pub fn run_sim(&self, signals: Option<&StopOnSignal>) -> Result<Ran, Failure> {
         self.run_sim_with(
             signals.map(StopOnSignal::flag),
             signals.map(StopOnSignal::abandon_flag),
         )
     }
 
-    /// Run on the simulator with explicit stop and abandon flags
-    /// ([`RunOptions::stop`], [`RunOptions::abandon`]).
     /// The controllers' options for a simulated run of `setups`: the
     /// run's jiffy phase and start, the timer lateness's seed, and blk-wbt
     /// when a job writes through the page cache or trims.
@@ -711,7 +714,18 @@ impl Experiment {
         controllers
     }
 
+    /// Run on the simulator with explicit stop and abandon flags
+    /// ([`RunOptions::stop`], [`RunOptions::abandon`]): a plan it refuses
+    /// is bad input, a run that failed a run failure.
     pub fn run_sim_with(
+        &self,
+        stop: Option<Arc<AtomicBool>>,
+        abandon: Option<Arc<AtomicBool>>,
+    ) -> Result<Ran, Failure> {
+        self.simulate(stop, abandon).map_err(Failure::of_run)
+    }
+
+    fn simulate(
         &self,
         stop: Option<Arc<AtomicBool>>,
         abandon: Option<Arc<AtomicBool>>,

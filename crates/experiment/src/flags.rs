@@ -6,6 +6,7 @@
 
 use crate::accounting::AccountingOptions;
 use crate::experiment::{env_lookup, Experiment, Invocation};
+use crate::failure::Failure;
 use anyhow::{bail, Context, Result};
 use blkqos_core::cgroupfs::ControllerOptions;
 use blkqos_driver::HostModel;
@@ -178,7 +179,11 @@ pub const FLAGS: &[Flag] = &[
 
 /// An experiment from fio-style arguments (job files and/or `--name=...`
 /// options) and blkqos's flags.
-pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
+pub fn experiment_from_args(args: &[String]) -> Result<Experiment, Failure> {
+    from_args(args).map_err(Failure::input)
+}
+
+fn from_args(args: &[String]) -> Result<Experiment> {
     let foreign = foreign();
     let mut cli = parse_fio_args(args, &foreign, &env_lookup)?;
     let flags = std::mem::take(&mut cli.other);
@@ -195,8 +200,11 @@ pub fn experiment_from_args(args: &[String]) -> Result<Experiment> {
 /// options; a blkqos flag is an unknown option): the null device, the
 /// default host and the simulator, for a study to set in place
 /// ([`Experiment::set_device`], `host`, `real`).
-pub fn experiment_from_fio_args(args: &[String]) -> Result<Experiment> {
-    experiment_of_fio(parse_fio_args(args, &[], &env_lookup)?)
+pub fn experiment_from_fio_args(args: &[String]) -> Result<Experiment, Failure> {
+    parse_fio_args(args, &[], &env_lookup)
+        .map_err(anyhow::Error::from)
+        .and_then(experiment_of_fio)
+        .map_err(Failure::input)
 }
 
 /// The experiment of parsed fio arguments, before blkqos's flags.
@@ -242,7 +250,11 @@ fn experiment_of_fio(cli: CliParse) -> Result<Experiment> {
 
 /// The experiment of `blkqos run ARGS`: a scenario file and the flags
 /// after it, or fio's command line with blkqos's flags.
-pub fn build(args: &[String]) -> Result<Experiment> {
+pub fn build(args: &[String]) -> Result<Experiment, Failure> {
+    build_checked(args).map_err(Failure::input)
+}
+
+fn build_checked(args: &[String]) -> Result<Experiment> {
     let mut e = build_experiment(args)?;
     if e.real.is_none() {
         let jobs = e
@@ -270,7 +282,7 @@ fn build_experiment(args: &[String]) -> Result<Experiment> {
         apply_after_scenario(&mut e, &args[1..])?;
         e
     } else {
-        experiment_from_args(args)?
+        from_args(args)?
     })
 }
 

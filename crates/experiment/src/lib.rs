@@ -71,20 +71,23 @@ pub mod stdout;
 mod fuzz_tests;
 
 pub use experiment::{Experiment, Ran};
+pub use failure::Failure;
 pub use invocation::Invocation;
 
 /// Plan `blkqos run ARGS...`: a scenario file, or fio job files and fio
 /// options, with blkqos flags, checked as the command checks them (the
-/// error is what the command prints, exit status 2).
-pub fn plan_run(args: &[String]) -> anyhow::Result<Experiment> {
+/// failure is bad input: what the command prints, exit status 2).
+pub fn plan_run(args: &[String]) -> Result<Experiment, failure::Failure> {
     flags::build(args)
 }
 
 /// Run a planned experiment on the simulated device, as `blkqos run`
 /// does without `--backend=real` (refused, as there, when a job needs a
 /// file system). Deterministic: the same experiment gives the same result.
-pub fn run_simulated(exp: &Experiment) -> anyhow::Result<Ran> {
-    output::refuse_on_simulator(exp)?;
+/// A refused plan is bad input, a failed run a run failure
+/// ([`failure::Failure`]).
+pub fn run_simulated(exp: &Experiment) -> Result<Ran, failure::Failure> {
+    output::refuse_on_simulator(exp).map_err(failure::Failure::input)?;
     exp.run_sim(None)
 }
 

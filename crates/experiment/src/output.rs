@@ -3,7 +3,6 @@
 use crate::experiment::{Experiment, Ran};
 use crate::render::{render_view, report_time_at, source_date_epoch, RunView};
 use anyhow::{bail, Context, Result};
-use blkqos_driver::RunError;
 use blkqos_engine::StopOnSignal;
 use std::io::Write;
 
@@ -30,14 +29,14 @@ fn epoch_ms() -> u64 {
 /// `blkqos run` of the experiment `args` gave (`Err`: a bad input): run,
 /// write every report, then exit as [`crate::outcome`] decides (signals,
 /// IO errors).
-pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
-    let mut exp = built.map_err(input)?;
+pub fn run_command(built: Result<Experiment, Failure>) -> Result<(), Failure> {
+    let mut exp = built?;
     if let Some(text) = &exp.showcmd {
         return crate::stdout::write_out(text).map_err(|e| runtime(e.into()));
     }
     if exp.parse_only {
         // everything a run would refuse up front: layout, knob replay
-        return exp.check().map_err(input);
+        return exp.check();
     }
     check_outputs(&exp).map_err(input)?;
     say_job_notes(&exp);
@@ -62,16 +61,10 @@ pub fn run_command(built: Result<Experiment>) -> Result<(), Failure> {
                 Ok(RealRunner::Block) => crate::real::run_real(&exp, r, &signals),
                 Err(e) => Err(e),
             }
+            .map_err(Failure::of_run)
         }
         None => run_sim(&exp, &signals),
-    }
-    .map_err(|e| {
-        if e.is::<RunError>() {
-            runtime(e)
-        } else {
-            input(e)
-        }
-    })?;
+    }?;
     if let Some(s) = &exp.streams {
         crate::streams::Streams::finish(s).map_err(runtime)?;
     }
@@ -122,8 +115,8 @@ pub(crate) fn refuse_on_simulator(exp: &Experiment) -> Result<()> {
 }
 
 /// A simulated run, stopped by `signals`.
-fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
-    refuse_on_simulator(exp)?;
+fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran, Failure> {
+    refuse_on_simulator(exp).map_err(Failure::input)?;
     let jobs = || exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter());
     let medium = jobs().any(|j| {
         j.ioengine == blkqos_workload::IoEngine::Sg && j.engine.sg_write_mode.compares_data()

@@ -18,7 +18,11 @@ use toml::Spanned;
 type Table = BTreeMap<String, Spanned<toml::Value>>;
 
 /// The experiment the scenario at `path` describes.
-pub fn experiment(path: &std::path::Path) -> Result<Experiment> {
+pub fn experiment(path: &std::path::Path) -> Result<Experiment, crate::failure::Failure> {
+    from_file(path).map_err(crate::failure::Failure::input)
+}
+
+fn from_file(path: &std::path::Path) -> Result<Experiment> {
     let src = Source::load(path)?;
     let sc = src.parse()?;
     let mut real: Option<crate::experiment::RealOptions> = None;

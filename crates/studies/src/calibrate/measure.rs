@@ -117,11 +117,8 @@ pub fn run(
     if let Target::Fio { program, .. } = target {
         return run_fio(job, program, &args);
     }
-    let mut exp =
-        blkqos_experiment::flags::experiment_from_fio_args(&args).map_err(|err| Failure {
-            code: 2,
-            err: err.context(format!("calibration job `{}`", job.name)),
-        })?;
+    let mut exp = blkqos_experiment::flags::experiment_from_fio_args(&args)
+        .map_err(|f| f.context(format!("calibration job `{}`", job.name)))?;
     match target {
         Target::Real { engine, .. } => exp.real = Some(engine.clone()),
         Target::Sim {
@@ -135,17 +132,10 @@ pub fn run(
         Target::Fio { .. } => unreachable!("fio runs its own command line"),
     }
     let ran = match &exp.real {
-        Some(r) => blkqos_experiment::real::run_real(&exp, r, signals),
+        Some(r) => blkqos_experiment::real::run_real(&exp, r, signals).map_err(Failure::of_run),
         None => exp.run_sim(Some(signals)),
     }
-    .map_err(|err| Failure {
-        code: if err.is::<blkqos_driver::RunError>() {
-            1
-        } else {
-            2
-        },
-        err: err.context(format!("calibration job `{}`", job.name)),
-    })?;
+    .map_err(|f| f.context(format!("calibration job `{}`", job.name)))?;
     point_of(&ran, job).map_err(|err| Failure { code: 1, err })
 }
 

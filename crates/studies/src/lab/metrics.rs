@@ -1,5 +1,12 @@
 //! The numbers a lab job is judged by, taken the same way from a real
 //! kernel's run (fio JSON, io.stat) and from a simulated one.
+//!
+//! The simulated side goes through the fio JSON blkqos prints (and the
+//! io.stat it writes) on purpose: the lab judges what a user of either
+//! would read, with one reader for both. Numbers taken from the run's
+//! statistics directly would need a second copy of fio's report
+//! arithmetic (IOPS over the group's runtime, the percentile rule, the
+//! printed precision), which could drift from what blkqos prints.
 
 use serde_json::Value;
 use std::collections::BTreeMap;

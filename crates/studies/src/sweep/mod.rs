@@ -239,7 +239,7 @@ fn check_points(base: &Base, knobs: &[Knob], def: &SweepDef) -> Result<()> {
     for k in knobs {
         for v in &k.values {
             base.point(std::slice::from_ref(k), &[v])
-                .and_then(|(exp, _)| exp.check())
+                .and_then(|(exp, _)| Ok(exp.check()?))
                 .map_err(|e| {
                     anyhow::anyhow!("--vary `{}={}`: value `{v}`: {e:#}", k.name, k.spec)
                 })?;
@@ -248,7 +248,7 @@ fn check_points(base: &Base, knobs: &[Knob], def: &SweepDef) -> Result<()> {
     if knobs.len() > 1 {
         for i in 0..def.points {
             base.point(knobs, &def.values(i))
-                .and_then(|(exp, _)| exp.check())
+                .and_then(|(exp, _)| Ok(exp.check()?))
                 .map_err(|e| anyhow::anyhow!("point {i} ({}): {e:#}", def.describe(i)))?;
         }
     }

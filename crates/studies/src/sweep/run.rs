@@ -124,7 +124,7 @@ fn run_point(base: &Base, knobs: &[Knob], def: &SweepDef, index: u64) -> PointRe
     };
     let ran = match exp.run_sim_with(None, None) {
         Ok(r) => r,
-        Err(e) => return fail(e, lines),
+        Err(e) => return fail(e.err, lines),
     };
     let error = ran.result.jobs.iter().find(|j| j.error != 0).map(|j| {
         format!(
