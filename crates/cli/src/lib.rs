@@ -25,6 +25,7 @@
 //! ```
 
 mod iostat_cmd;
+mod progress_bar;
 mod stderr_log;
 mod summary;
 
@@ -211,8 +212,8 @@ pub fn cli_main() -> ExitCode {
     };
     let res = match cli.cmd {
         Cmd::Run { args } => output::run_command(flags::build(&args)),
-        Cmd::Sweep(a) => sweep::run_command(a),
-        Cmd::Calibrate(a) => calibrate::run_command(&a),
+        Cmd::Sweep(a) => sweep::run_command(a, &progress_bar::Bar::default()),
+        Cmd::Calibrate(a) => calibrate::run_command(&a, &progress_bar::Bar::default()),
         Cmd::Apply(a) => apply::run_command(&a),
         Cmd::Devices => {
             stdout::write_out(&blkqos_sim::DeviceSpec::help()).map_err(|e| failure::Failure {

@@ -12,10 +12,12 @@
 //! * [`bench`]: blkqos measuring itself (docs/BENCHMARKS.md).
 //!
 //! Each study's `run_command` (or `run`) is what the `blkqos` binary calls
-//! for its subcommand.
+//! for its subcommand; the long ones say how far they are through a
+//! [`progress::Progress`] the caller gives them.
 
 pub mod apply;
 pub mod bench;
 pub mod calibrate;
 pub mod lab;
+pub mod progress;
 pub mod sweep;

@@ -19,6 +19,7 @@ pub mod raw;
 pub mod report;
 pub mod stats;
 
+use crate::progress::Progress;
 use anyhow::anyhow;
 use blkqos_engine::StopOnSignal;
 use blkqos_experiment::failure::Failure;
@@ -302,7 +303,7 @@ fn sys_u64(devid: &blkqos_core::DevId, file: &str) -> Option<u64> {
 }
 
 /// `blkqos calibrate`.
-pub fn run_command(a: &Args) -> Result<(), Failure> {
+pub fn run_command(a: &Args, progress: &dyn Progress) -> Result<(), Failure> {
     let json = match a.output_format.as_str() {
         "normal" => false,
         "json" => true,
@@ -321,7 +322,7 @@ pub fn run_command(a: &Args) -> Result<(), Failure> {
     })?;
     let measured = match &a.refit {
         Some(path) => raw::Measured::load(path).map_err(bad)?,
-        None => measure_all(a, &signals)?,
+        None => measure_all(a, &signals, progress)?,
     };
     let costs = fit::ByteCosts::of(&measured.rounds);
     let fits = measured
@@ -395,28 +396,32 @@ fn from_model(a: &Args, path: &std::path::Path, json: bool) -> Result<(), Failur
 
 /// Run the rounds on the target; a signal ends them after the job that is
 /// running (the whole rounds before it are kept).
-fn measure_all(a: &Args, signals: &StopOnSignal) -> Result<raw::Measured, Failure> {
+fn measure_all(
+    a: &Args,
+    signals: &StopOnSignal,
+    progress: &dyn Progress,
+) -> Result<raw::Measured, Failure> {
     let cpu_idle = idle::CpuIdle::parse(&a.cpu_idle)?;
     let (target, info) = resolve(a)?;
     // held until the rounds end
     let _idle = idle::hold(cpu_idle)?;
     let jobs = plan::round(info.size_bytes, a.write);
-    let bar = progress_bar((a.rounds as usize * jobs.len()) as u64);
+    progress.begin((a.rounds as usize * jobs.len()) as u64, "jobs");
     let mut rounds: Vec<fit::Round> = Vec::new();
     'rounds: for r in 0..a.rounds {
         let mut round = fit::Round::new();
         for job in &jobs {
-            bar.set_message(format!("round {}/{}: {}", r + 1, a.rounds, job.name));
+            progress.doing(&format!("round {}/{}: {}", r + 1, a.rounds, job.name));
             let p = measure::run(job, &target, a.time, signals)?;
             if signals.stopped() {
                 break 'rounds;
             }
             round.insert(job.name.clone(), p);
-            bar.inc(1);
+            progress.done_one();
         }
         rounds.push(round);
     }
-    bar.finish_and_clear();
+    progress.end();
     if rounds.is_empty() {
         return Err(Failure {
             code: signals.exit_status().unwrap_or(130),
@@ -449,18 +454,4 @@ fn measure_all(a: &Args, signals: &StopOnSignal) -> Result<raw::Measured, Failur
         interrupted: signals.stopped(),
         rounds,
     })
-}
-
-/// A progress bar on a terminal (stderr), nothing otherwise.
-fn progress_bar(total: u64) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} jobs, eta {eta} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar
 }

@@ -87,7 +87,7 @@ fn input(err: anyhow::Error) -> Failure {
 }
 
 /// `blkqos sweep ARGS`.
-pub fn run_command(cli: SweepCli) -> Result<(), Failure> {
+pub fn run_command(cli: SweepCli, progress: &dyn crate::progress::Progress) -> Result<(), Failure> {
     let a = cli.check().map_err(input)?;
     if let Some(files) = &a.merge {
         let (def, results) = shard::merge(files).map_err(input)?;
@@ -112,7 +112,7 @@ pub fn run_command(cli: SweepCli) -> Result<(), Failure> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let t0 = std::time::Instant::now();
-    let results = run::run_points(&base, &knobs, &def, &indices, threads);
+    let results = run::run_points(&base, &knobs, &def, &indices, threads, progress);
     let wall_s = t0.elapsed().as_secs_f64();
     log::info!(
         "blkqos: sweep: {} points in {wall_s:.1} s on {threads} threads ({:.1} points/s)",
@@ -380,7 +380,14 @@ pub fn bench(scenario: &str, jobs: Option<usize>) -> Result<()> {
     let (base, knobs, def) = prepare(&a, Path::new(scenario))?;
     let check_s = t0.elapsed().as_secs_f64();
     let indices: Vec<u64> = (0..def.points).collect();
-    let results = run::run_points(&base, &knobs, &def, &indices, threads);
+    let results = run::run_points(
+        &base,
+        &knobs,
+        &def,
+        &indices,
+        threads,
+        &crate::progress::Silent,
+    );
     let wall_s = t0.elapsed().as_secs_f64();
     let best = report::solution(&def, &results).map_or("none".into(), |r| r.index.to_string());
     blkqos_experiment::outln!(

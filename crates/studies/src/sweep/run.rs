@@ -13,8 +13,6 @@ use super::objective::Objective;
 use super::spec::Knob;
 use blkqos_experiment::metrics::Milli;
 use serde::{Deserialize, Serialize};
-use std::io::IsTerminal;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One varied knob as the results name it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,17 +147,13 @@ pub fn run_points(
     def: &SweepDef,
     indices: &[u64],
     threads: usize,
+    progress: &dyn crate::progress::Progress,
 ) -> Vec<PointResult> {
     use rayon::prelude::*;
-    let done = AtomicUsize::new(0);
-    let progress = std::io::stderr().is_terminal();
-    let total = indices.len();
+    progress.begin(indices.len() as u64, "points");
     let point = |&index: &u64| {
         let r = run_point(base, knobs, def, index);
-        let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-        if progress && (d.is_multiple_of((total / 100).max(1)) || d == total) {
-            eprint!("\rblkqos: sweep: {d}/{total} points");
-        }
+        progress.done_one();
         r
     };
     // the points on a pool of their own (`--jobs`), one at a time each
@@ -172,8 +166,6 @@ pub fn run_points(
         // no threads to be had: the points in turn on this one
         Err(_) => indices.iter().map(point).collect(),
     };
-    if progress && total > 0 {
-        eprintln!();
-    }
+    progress.end();
     results
 }
