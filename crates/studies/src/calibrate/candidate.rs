@@ -283,7 +283,7 @@ impl Candidate {
         for (j, iops, p50, p99) in jobs {
             let p = measure::run(j, &target, secs, signals)?;
             self.check.push(CheckRow {
-                name: j.name.clone(),
+                name: j.key.to_string(),
                 iops_measured: *iops,
                 iops_predicted: p.iops(),
                 p50_measured_ns: *p50,

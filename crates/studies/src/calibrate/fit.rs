@@ -80,10 +80,11 @@
 //! means and confidence intervals.
 
 use super::measure::Point;
+use super::plan::{Key, Measure, MID};
 use std::collections::BTreeMap;
 
-/// The measurements of one round by job name (`rbps`, `rlat_4k`...).
-pub type Round = BTreeMap<String, Point>;
+/// The measurements of one round by job (`rbps`, `rlat_4k`...).
+pub type Round = BTreeMap<Key, Point>;
 
 /// One direction of the fitted device.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -201,9 +202,9 @@ pub enum FitError {
     Missing(String),
 }
 
-fn get<'a>(r: &'a Round, name: &str) -> Result<&'a Point, FitError> {
-    r.get(name)
-        .ok_or_else(|| FitError::Missing(name.to_string()))
+fn get(r: &Round, key: Key) -> Result<&Point, FitError> {
+    r.get(&key)
+        .ok_or_else(|| FitError::Missing(key.to_string()))
 }
 
 /// The smallest base latency the fit keeps, as a share of the mean
@@ -223,22 +224,23 @@ struct DirRaw {
     seq_bps: f64,
 }
 
-fn raw_dir(r: &Round, d: char, request_bytes: u64) -> Result<DirRaw, FitError> {
+fn raw_dir(r: &Round, write: bool, request_bytes: u64) -> Result<DirRaw, FitError> {
+    let key = |what| Key::new(write, what);
     let mut pts = Vec::new();
     for bs in super::plan::LAT_SIZES {
-        let p = get(r, &format!("{d}lat_{}k", bs >> 10))?;
+        let p = get(r, key(Measure::Lat(bs)))?;
         if bs <= request_bytes || pts.len() < 2 {
             pts.push((bs as f64, p.cycle_ns()));
         }
     }
     let (intercept_ns, slope_ns_per_byte) = line(&pts);
-    let small = get(r, &format!("{d}lat_4k"))?;
+    let small = get(r, key(Measure::Lat(4096)))?;
     Ok(DirRaw {
         intercept_ns,
         slope_ns_per_byte,
         jitter_ns: small.lat_p99_ns.saturating_sub(small.lat_p50_ns) as f64 / 0.49,
-        sat_iops: get(r, &format!("{d}randiops"))?.iops(),
-        seq_bps: get(r, &format!("{d}bps"))?.bytes_per_sec(),
+        sat_iops: get(r, key(Measure::RandIops))?.iops(),
+        seq_bps: get(r, key(Measure::Bps))?.bytes_per_sec(),
     })
 }
 
@@ -273,18 +275,17 @@ pub struct ByteCosts {
 
 impl ByteCosts {
     pub fn of(rounds: &[Round]) -> ByteCosts {
-        let gap = |r: &Round, name: &str| r.get(name).map(|p| 1e9 / p.iops().max(1e-9));
-        let shared = |d: char| -> bool {
-            let mid = format!(
-                "{d}depth_{}_{}k",
-                super::plan::MID_DEPTH,
-                super::plan::MID_BS >> 10
+        let gap = |r: &Round, key: Key| r.get(&key).map(|p| 1e9 / p.iops().max(1e-9));
+        let shared = |write: bool| -> bool {
+            let mid = Key::new(write, MID);
+            let (big, q64) = (
+                Key::new(write, Measure::RandBps),
+                Key::new(write, Measure::RandIops),
             );
-            let (big, q64) = (format!("{d}randbps"), format!("{d}randiops"));
             !rounds.is_empty()
                 && rounds
                     .iter()
-                    .all(|r| match (gap(r, &mid), gap(r, &big), gap(r, &q64)) {
+                    .all(|r| match (gap(r, mid), gap(r, big), gap(r, q64)) {
                         (Some(g32), Some(g128), Some(q64)) => {
                             shared_resource(g32, g128, q64).is_some()
                         }
@@ -292,26 +293,29 @@ impl ByteCosts {
                     })
         };
         ByteCosts {
-            read_shared: shared('r'),
-            write_shared: shared('w'),
+            read_shared: shared(false),
+            write_shared: shared(true),
         }
     }
 }
 
-fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64, shared: bool) -> Option<FesDirFit> {
-    let gap = |name: String| r.get(&name).map(|p| 1e9 / p.iops().max(1e-9));
-    let [q2, q4, q8, q16, q32] = super::plan::SWEEP_DEPTHS.map(|q| gap(format!("{d}depth_{q}")));
-    let q64 = gap(format!("{d}randiops"))?;
-    let q64_big = gap(format!("{d}randbps"))?;
-    let q1 = (r.get(&format!("{d}lat_4k"))?.cycle_ns() - submit_ns).max(1.0);
+fn fes_dir(
+    r: &Round,
+    write: bool,
+    raw: &DirRaw,
+    submit_ns: f64,
+    shared: bool,
+) -> Option<FesDirFit> {
+    let point = |what| r.get(&Key::new(write, what));
+    let gap = |what| point(what).map(|p| 1e9 / p.iops().max(1e-9));
+    let [q2, q4, q8, q16, q32] = super::plan::SWEEP_DEPTHS.map(|q| gap(Measure::Depth(q)));
+    let q64 = gap(Measure::RandIops)?;
+    let q64_big = gap(Measure::RandBps)?;
+    let q1 = (point(Measure::Lat(4096))?.cycle_ns() - submit_ns).max(1.0);
     let ps = |dt_ns: f64, bytes: u64| (dt_ns / (bytes - 4096) as f64 * 1000.0).max(0.0);
     let p1 = (raw.slope_ns_per_byte * 1000.0).max(0.0);
     let p64 = ps(q64_big - q64, super::plan::RAND_BPS_BS);
-    let mid = r.get(&format!(
-        "{d}depth_{}_{}k",
-        super::plan::MID_DEPTH,
-        super::plan::MID_BS >> 10
-    ));
+    let mid = point(MID);
     let (p16, p64, shared_ns, max_bps) = match mid {
         Some(m) => {
             let g32 = 1e9 / m.iops().max(1e-9);
@@ -333,7 +337,7 @@ fn fes_dir(r: &Round, d: char, raw: &DirRaw, submit_ns: f64, shared: bool) -> Op
                 _ => {
                     // the 32 KiB job on its own path (unless it ran at the
                     // 128 KiB job's bandwidth), that bandwidth shared
-                    let max_bps = r.get(&format!("{d}randbps"))?.bytes_per_sec();
+                    let max_bps = point(Measure::RandBps)?.bytes_per_sec();
                     let at_bandwidth_ns = super::plan::MID_BS as f64 * 1e9 / max_bps.max(1.0);
                     let p16 = if g32 <= at_bandwidth_ns {
                         0.0
@@ -441,9 +445,10 @@ pub fn fit_round(
     costs: ByteCosts,
 ) -> Result<RoundFit, FitError> {
     let m = request_bytes as f64;
-    let rd = raw_dir(r, 'r', request_bytes)?;
+    let rd = raw_dir(r, false, request_bytes)?;
     let x = rd.sat_iops.max(1e-9);
-    let submit_ns = get(r, "rlat_4k")?.slat_mean_ns.clamp(0.0, 1e9 / x);
+    let lat_4k = Key::new(false, Measure::Lat(4096));
+    let submit_ns = get(r, lat_4k)?.slat_mean_ns.clamp(0.0, 1e9 / x);
     // a unit is not faster than the whole device
     let sigma = rd.slope_ns_per_byte.max(1e9 / rd.seq_bps.max(1.0));
     let mut mean_base = sigma * m * (rd.seq_bps - 4096.0 * x) / (x * m - rd.seq_bps);
@@ -458,32 +463,35 @@ pub fn fit_round(
     let read = dir_fit(&rd, mean_base, sigma, submit_ns, jitter_share);
     let mut coef = BTreeMap::new();
     coef.insert("rbps", rd.seq_bps);
-    coef.insert("rseqiops", get(r, "rseqiops")?.iops());
+    coef.insert(
+        "rseqiops",
+        get(r, Key::new(false, Measure::SeqIops))?.iops(),
+    );
     coef.insert("rrandiops", rd.sat_iops);
     let mut fes_write = None;
     let write = if writes {
-        let wd = raw_dir(r, 'w', request_bytes)?;
-        fes_write = fes_dir(r, 'w', &wd, submit_ns, costs.write_shared);
+        let wd = raw_dir(r, true, request_bytes)?;
+        fes_write = fes_dir(r, true, &wd, submit_ns, costs.write_shared);
         let sigma_w = wd.slope_ns_per_byte.max(1e9 / wd.seq_bps.max(1.0));
         let mean_base_w = channels * 1e9 / wd.sat_iops.max(1e-9) - 4096.0 * sigma_w;
         coef.insert("wbps", wd.seq_bps);
-        coef.insert("wseqiops", get(r, "wseqiops")?.iops());
+        coef.insert("wseqiops", get(r, Key::new(true, Measure::SeqIops))?.iops());
         coef.insert("wrandiops", wd.sat_iops);
         Some(dir_fit(&wd, mean_base_w, sigma_w, submit_ns, jitter_share))
     } else {
         None
     };
-    let spread = |d: char| -> Result<f64, FitError> {
-        let p = get(r, &format!("{d}lat_4k"))?;
+    let spread = |write: bool| -> Result<f64, FitError> {
+        let p = get(r, Key::new(write, Measure::Lat(4096)))?;
         Ok(p.lat_p99_ns.saturating_sub(p.lat_p50_ns) as f64)
     };
-    let read_tail = read.with_tail(spread('r')?);
+    let read_tail = read.with_tail(spread(false)?);
     let write_tail = match &write {
-        Some(w) => Some(w.with_tail(spread('w')?)),
+        Some(w) => Some(w.with_tail(spread(true)?)),
         None => None,
     };
-    let read_spread_ns = spread('r')?;
-    let fes = fes_dir(r, 'r', &rd, submit_ns, costs.read_shared)
+    let read_spread_ns = spread(false)?;
+    let fes = fes_dir(r, false, &rd, submit_ns, costs.read_shared)
         .filter(|_| !writes || fes_write.is_some())
         .map(|read| FesFit {
             read,
@@ -492,7 +500,7 @@ pub fn fit_round(
             spread_pct: (100.0 * read_spread_ns / 50f64.ln() / read.ns_4k[0]).clamp(0.0, 100.0),
         });
     let null = NullFit {
-        completion_ns: (get(r, "rlat_4k")?.cycle_ns() - submit_ns).max(1.0),
+        completion_ns: (get(r, lat_4k)?.cycle_ns() - submit_ns).max(1.0),
         mbps: r.values().map(Point::bytes_per_sec).fold(0.0, f64::max) / f64::from(1u32 << 20),
     };
     Ok(RoundFit {
@@ -511,6 +519,16 @@ pub fn fit_round(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A round's key by its name.
+    fn key(name: &str) -> Key {
+        name.parse().unwrap()
+    }
+
+    /// A read job's key.
+    fn key_of(what: Measure) -> Key {
+        Key::new(false, what)
+    }
 
     #[test]
     fn line_through_exact_points() {
@@ -544,16 +562,16 @@ mod tests {
             let cycle = submit + delay + service(bs as f64);
             let lat = cycle as u64;
             r.insert(
-                format!("rlat_{}k", bs >> 10),
+                key_of(Measure::Lat(bs)),
                 pt(1e9 / cycle, lat, lat, submit, bs),
             );
         }
         let x = c * 1e9 / service(4096.0);
-        r.insert("rrandiops".into(), pt(x, 0, 0, submit, 4096));
-        r.insert("rseqiops".into(), pt(x, 0, 0, submit, 4096));
+        r.insert(key("rrandiops"), pt(x, 0, 0, submit, 4096));
+        r.insert(key("rseqiops"), pt(x, 0, 0, submit, 4096));
         let bps = c * m * 1e9 / service(m);
         let bs_seq = 128u64 << 20;
-        r.insert("rbps".into(), pt(bps / bs_seq as f64, 0, 0, submit, bs_seq));
+        r.insert(key("rbps"), pt(bps / bs_seq as f64, 0, 0, submit, bs_seq));
         let f = fit_round(&r, false, m as u64, ByteCosts::default()).unwrap();
         assert!((f.submit_ns - submit).abs() < 1e-6);
         assert_eq!(f.channels, 4.0, "{f:?}");
@@ -568,9 +586,9 @@ mod tests {
     /// (ns): 32 KiB at depth 16, 128 KiB and 4 KiB at depth 64.
     fn deep_round(g32: f64, g128: f64, q64: f64) -> Round {
         let mut r = Round::new();
-        r.insert("rdepth_16_32k".into(), pt(1e9 / g32, 0, 0, 0.0, 32 << 10));
-        r.insert("rrandbps".into(), pt(1e9 / g128, 0, 0, 0.0, 128 << 10));
-        r.insert("rrandiops".into(), pt(1e9 / q64, 0, 0, 0.0, 4096));
+        r.insert(key("rdepth_16_32k"), pt(1e9 / g32, 0, 0, 0.0, 32 << 10));
+        r.insert(key("rrandbps"), pt(1e9 / g128, 0, 0, 0.0, 128 << 10));
+        r.insert(key("rrandiops"), pt(1e9 / q64, 0, 0, 0.0, 4096));
         r
     }
 

@@ -118,7 +118,7 @@ pub fn run(
         return run_fio(job, program, &args);
     }
     let mut exp = blkqos_experiment::flags::experiment_from_fio_args(&args)
-        .map_err(|f| f.context(format!("calibration job `{}`", job.name)))?;
+        .map_err(|f| f.context(format!("calibration job `{}`", job.key)))?;
     match target {
         Target::Real { engine, .. } => exp.real = Some(engine.clone()),
         Target::Sim {
@@ -135,7 +135,7 @@ pub fn run(
         Some(r) => blkqos_experiment::real::run_real(&exp, r, signals).map_err(Failure::of_run),
         None => exp.run_sim(Some(signals)),
     }
-    .map_err(|f| f.context(format!("calibration job `{}`", job.name)))?;
+    .map_err(|f| f.context(format!("calibration job `{}`", job.key)))?;
     point_of(&ran, job).map_err(|err| Failure { code: 1, err })
 }
 
@@ -155,7 +155,7 @@ fn run_fio(job: &Job, program: &std::path::Path, args: &[String]) -> Result<Poin
         code: 1,
         err: anyhow::anyhow!(
             "calibration job `{}` (fio {}): {what}",
-            job.name,
+            job.key,
             args.join(" ")
         ),
     };
@@ -207,7 +207,7 @@ pub fn fio_point(v: &serde_json::Value, write: bool) -> Result<Point> {
 
 fn point_of(ran: &Ran, job: &Job) -> Result<Point> {
     let Some(j) = ran.result.jobs.first() else {
-        bail!("job `{}` produced no result", job.name);
+        bail!("job `{}` produced no result", job.key);
     };
     if j.error != 0 {
         let what = j.failure.as_ref().map_or(String::new(), |f| {
@@ -215,7 +215,7 @@ fn point_of(ran: &Ran, job: &Job) -> Result<Point> {
         });
         bail!(
             "job `{}` on {} failed: {}{what}",
-            job.name,
+            job.key,
             ran.target,
             std::io::Error::from_raw_os_error(j.error)
         );
@@ -227,7 +227,7 @@ fn point_of(ran: &Ran, job: &Job) -> Result<Point> {
     };
     let d = &j.stats.dirs[ddir];
     if d.total_ios == 0 {
-        bail!("job `{}` on {} completed no IO", job.name, ran.target);
+        bail!("job `{}` on {} completed no IO", job.key, ran.target);
     }
     let p = d.lat_hist.percentiles(&[50.0, 99.0]);
     Ok(Point {

@@ -411,12 +411,12 @@ fn measure_all(
     'rounds: for r in 0..a.rounds {
         let mut round = fit::Round::new();
         for job in &jobs {
-            progress.doing(&format!("round {}/{}: {}", r + 1, a.rounds, job.name));
+            progress.doing(&format!("round {}/{}: {}", r + 1, a.rounds, job.key));
             let p = measure::run(job, &target, a.time, signals)?;
             if signals.stopped() {
                 break 'rounds;
             }
-            round.insert(job.name.clone(), p);
+            round.insert(job.key, p);
             progress.done_one();
         }
         rounds.push(round);

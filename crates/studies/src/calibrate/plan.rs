@@ -9,11 +9,122 @@
 //! saturated bandwidth) and random 128 KiB at depth 64 (the saturated
 //! cost of a byte of random IO).
 
+/// What a calibration job measures in its direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Measure {
+    /// Sequential bandwidth, one large IO in flight (`rbps`).
+    Bps,
+    /// Sequential 4 KiB IOPS at [`COEF_DEPTH`] (`rseqiops`).
+    SeqIops,
+    /// Random 4 KiB IOPS at [`COEF_DEPTH`] (`rrandiops`).
+    RandIops,
+    /// Random 4 KiB IOs at this depth (`rdepth_8`).
+    Depth(u32),
+    /// Random IOs of `bs` bytes at `depth` (`rdepth_16_32k`).
+    DepthSized { depth: u32, bs: u64 },
+    /// Random [`RAND_BPS_BS`] IOs at [`COEF_DEPTH`] (`rrandbps`).
+    RandBps,
+    /// Random IOs of this many bytes at depth 1 (`rlat_4k`).
+    Lat(u64),
+}
+
+/// A calibration job's direction and what it measures: a round's key,
+/// written as the output names it (`rbps`, `rlat_4k`, `wdepth_16_32k`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub write: bool,
+    pub what: Measure,
+}
+
+impl Key {
+    pub const fn new(write: bool, what: Measure) -> Key {
+        Key { write, what }
+    }
+}
+
+impl std::fmt::Display for Key {
+    /// The name, padded as the format asks (`{:<11}`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = if self.write { 'w' } else { 'r' };
+        let name = match self.what {
+            Measure::Bps => format!("{d}bps"),
+            Measure::SeqIops => format!("{d}seqiops"),
+            Measure::RandIops => format!("{d}randiops"),
+            Measure::Depth(q) => format!("{d}depth_{q}"),
+            Measure::DepthSized { depth, bs } => format!("{d}depth_{depth}_{}k", bs >> 10),
+            Measure::RandBps => format!("{d}randbps"),
+            Measure::Lat(bs) => format!("{d}lat_{}k", bs >> 10),
+        };
+        f.pad(&name)
+    }
+}
+
+impl std::str::FromStr for Key {
+    type Err = String;
+
+    /// A name as [`Key`]'s `Display` writes it.
+    fn from_str(s: &str) -> Result<Key, String> {
+        let bad =
+            || format!("`{s}`: not a calibration job's name (rbps, rlat_4k, wdepth_16_32k...)");
+        let write = match s.as_bytes().first() {
+            Some(b'r') => false,
+            Some(b'w') => true,
+            _ => return Err(bad()),
+        };
+        let kib =
+            |v: &str| -> Option<u64> { v.strip_suffix('k')?.parse::<u64>().ok().map(|k| k << 10) };
+        let what = match &s[1..] {
+            "bps" => Measure::Bps,
+            "seqiops" => Measure::SeqIops,
+            "randiops" => Measure::RandIops,
+            "randbps" => Measure::RandBps,
+            rest => match (rest.strip_prefix("lat_"), rest.strip_prefix("depth_")) {
+                (Some(bs), _) => Measure::Lat(kib(bs).ok_or_else(bad)?),
+                (_, Some(d)) => match d.split_once('_') {
+                    Some((q, bs)) => Measure::DepthSized {
+                        depth: q.parse().map_err(|_| bad())?,
+                        bs: kib(bs).ok_or_else(bad)?,
+                    },
+                    None => Measure::Depth(d.parse().map_err(|_| bad())?),
+                },
+                _ => return Err(bad()),
+            },
+        };
+        Ok(Key { write, what })
+    }
+}
+
+/// Keys sort as their names do (the order of the recorded files).
+impl Ord for Key {
+    fn cmp(&self, other: &Key) -> std::cmp::Ordering {
+        self.to_string().cmp(&other.to_string())
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Key) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl serde::Serialize for Key {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// One measurement job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {
-    /// What it measures, as the output names it (`rbps`, `rlat_4k`...).
-    pub name: String,
+    /// What it measures, in which direction (`rbps`, `rlat_4k`...).
+    pub key: Key,
     /// fio's `rw=`.
     pub rw: &'static str,
     pub bs_bytes: u64,
@@ -36,6 +147,11 @@ pub const SWEEP_DEPTHS: [u32; 5] = [2, 4, 8, 16, 32];
 /// overlaps requests, small enough to stay below its bandwidth.
 pub const MID_BS: u64 = 32 << 10;
 pub const MID_DEPTH: u32 = 16;
+/// The job of [`MID_BS`] at [`MID_DEPTH`] (`rdepth_16_32k`).
+pub const MID: Measure = Measure::DepthSized {
+    depth: MID_DEPTH,
+    bs: MID_BS,
+};
 /// Block of the saturated random bandwidth job (`rrandbps`).
 pub const RAND_BPS_BS: u64 = 128 << 10;
 
@@ -54,28 +170,27 @@ pub fn round(size: u64, writes: bool) -> Vec<Job> {
     let mut jobs = Vec::new();
     let dirs: &[bool] = if writes { &[false, true] } else { &[false] };
     for &write in dirs {
-        let d = if write { 'w' } else { 'r' };
         let (seq, rand) = if write {
             ("write", "randwrite")
         } else {
             ("read", "randread")
         };
         jobs.push(Job {
-            name: format!("{d}bps"),
+            key: Key::new(write, Measure::Bps),
             rw: seq,
             bs_bytes: seq_bs(size),
             iodepth: 1,
             write,
         });
         jobs.push(Job {
-            name: format!("{d}seqiops"),
+            key: Key::new(write, Measure::SeqIops),
             rw: seq,
             bs_bytes: 4096,
             iodepth: COEF_DEPTH,
             write,
         });
         jobs.push(Job {
-            name: format!("{d}randiops"),
+            key: Key::new(write, Measure::RandIops),
             rw: rand,
             bs_bytes: 4096,
             iodepth: COEF_DEPTH,
@@ -83,7 +198,7 @@ pub fn round(size: u64, writes: bool) -> Vec<Job> {
         });
         for depth in SWEEP_DEPTHS {
             jobs.push(Job {
-                name: format!("{d}depth_{depth}"),
+                key: Key::new(write, Measure::Depth(depth)),
                 rw: rand,
                 bs_bytes: 4096,
                 iodepth: depth,
@@ -91,14 +206,14 @@ pub fn round(size: u64, writes: bool) -> Vec<Job> {
             });
         }
         jobs.push(Job {
-            name: format!("{d}depth_{MID_DEPTH}_{}k", MID_BS >> 10),
+            key: Key::new(write, MID),
             rw: rand,
             bs_bytes: MID_BS,
             iodepth: MID_DEPTH,
             write,
         });
         jobs.push(Job {
-            name: format!("{d}randbps"),
+            key: Key::new(write, Measure::RandBps),
             rw: rand,
             bs_bytes: RAND_BPS_BS,
             iodepth: COEF_DEPTH,
@@ -106,7 +221,7 @@ pub fn round(size: u64, writes: bool) -> Vec<Job> {
         });
         for bs in LAT_SIZES {
             jobs.push(Job {
-                name: format!("{d}lat_{}k", bs >> 10),
+                key: Key::new(write, Measure::Lat(bs)),
                 rw: rand,
                 bs_bytes: bs,
                 iodepth: 1,
@@ -137,7 +252,16 @@ mod tests {
         let w = round(1 << 30, true);
         assert_eq!(w.len(), 26);
         assert_eq!(w.iter().filter(|j| j.write).count(), 13);
-        let names: Vec<&str> = r.iter().map(|j| j.name.as_str()).collect();
+        let names: Vec<String> = r.iter().map(|j| j.key.to_string()).collect();
+        for j in &w {
+            assert_eq!(j.key.to_string().parse::<Key>(), Ok(j.key), "{}", j.key);
+        }
+        assert!("rfoo".parse::<Key>().is_err() && "xbps".parse::<Key>().is_err());
+        // the report's columns pad the name
+        assert_eq!(
+            format!("{:<8}|", Key::new(false, Measure::Bps)),
+            "rbps    |"
+        );
         assert_eq!(
             names,
             [

@@ -7,6 +7,7 @@ use super::candidate::Candidate;
 use super::fit::RoundFit;
 use super::measure;
 use super::plan::Job;
+use super::plan::Key;
 use super::raw::Measured;
 use super::stats::Estimate;
 use blkqos_engine::StopOnSignal;
@@ -17,7 +18,7 @@ use std::fmt::Write;
 /// One measurement job over the rounds.
 #[derive(Clone, Debug)]
 pub struct JobRow {
-    pub name: String,
+    pub name: Key,
     pub what: String,
     pub iops: Estimate,
     pub bytes_per_sec: Estimate,
@@ -42,18 +43,18 @@ fn est<F: Fn(&RoundFit) -> f64>(fits: &[RoundFit], f: F) -> Estimate {
 impl Report {
     pub fn new(m: &Measured, fits: &[RoundFit]) -> Report {
         let rounds = &m.rounds;
-        let names: Vec<String> = rounds[0].keys().cloned().collect();
+        let keys: Vec<Key> = rounds[0].keys().copied().collect();
         let plan = super::plan::round(m.target.size_bytes, m.writes);
         let jobs = plan
             .iter()
-            .filter(|j| names.contains(&j.name))
+            .filter(|j| keys.contains(&j.key))
             .map(|j| {
-                let pts: Vec<_> = rounds.iter().filter_map(|r| r.get(&j.name)).collect();
+                let pts: Vec<_> = rounds.iter().filter_map(|r| r.get(&j.key)).collect();
                 let e = |f: &dyn Fn(&measure::Point) -> f64| {
                     Estimate::of(&pts.iter().map(|p| f(p)).collect::<Vec<_>>())
                 };
                 JobRow {
-                    name: j.name.clone(),
+                    name: j.key,
                     what: format!(
                         "{} bs={} iodepth={}",
                         j.rw,
@@ -112,7 +113,7 @@ impl Report {
         let measured: Vec<(Job, f64, f64, f64)> = jobs
             .iter()
             .filter_map(|j| {
-                let r = self.jobs.iter().find(|r| r.name == j.name)?;
+                let r = self.jobs.iter().find(|r| r.name == j.key)?;
                 Some((j.clone(), r.iops.mean, r.lat_p50_ns.mean, r.lat_p99_ns.mean))
             })
             .collect();
