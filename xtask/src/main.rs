@@ -93,7 +93,13 @@ const TIERS: &[Tier] = &[
     Tier {
         name: "fuzz",
         covers: "the input fuzzers at 2,000 cases per target",
-        args: &["-p", "blkqos", "--lib", "--no-fail-fast", "fuzz_tests"],
+        args: &[
+            "-p",
+            "blkqos-experiment",
+            "--lib",
+            "--no-fail-fast",
+            "fuzz_tests",
+        ],
         env: &[("BLKQOS_FUZZ_CASES", "2000")],
     },
 ];
@@ -204,8 +210,18 @@ fn run_tier(tier: &Tier, target: &Path, extra: &[String]) -> (bool, String) {
             eprintln!("skipped [{reason}] {t}");
         }
     }
-    let line = summary(tier.name, &counts, &skips, start.elapsed().as_secs_f64());
-    (ok && counts.failed == 0, line)
+    let mut line = summary(tier.name, &counts, &skips, start.elapsed().as_secs_f64());
+    let ran_none = ran_nothing(&counts, extra);
+    if ran_none {
+        line += " — FAILED: it ran no test (its crate or filter matches none)";
+    }
+    (ok && counts.failed == 0 && !ran_none, line)
+}
+
+/// A tier that ran no test at all fails: its crate or filter went stale
+/// (a test filter the caller added may match none).
+fn ran_nothing(c: &Counts, extra: &[String]) -> bool {
+    c.passed + c.failed == 0 && extra.is_empty()
 }
 
 fn target_dir() -> PathBuf {
@@ -301,6 +317,45 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tier whose crate or filter matches no test fails, unless the
+    /// caller's own filter is what left it empty.
+    #[test]
+    fn a_tier_that_runs_nothing_fails() {
+        let none = Counts::default();
+        assert!(ran_nothing(&none, &[]));
+        assert!(!ran_nothing(&none, &["some_filter".to_string()]));
+        let one = Counts {
+            passed: 1,
+            ..Counts::default()
+        };
+        assert!(!ran_nothing(&one, &[]));
+    }
+
+    /// Every tier names a crate of the workspace (`-p NAME`).
+    #[test]
+    fn every_tier_names_a_workspace_crate() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut names = Vec::new();
+        for e in std::fs::read_dir(root.join("crates")).unwrap() {
+            let toml = std::fs::read_to_string(e.unwrap().path().join("Cargo.toml")).unwrap();
+            let name = toml
+                .lines()
+                .find_map(|l| l.strip_prefix("name = \""))
+                .map(|n| n.trim_end_matches('"').to_string());
+            names.extend(name);
+        }
+        for t in TIERS {
+            if let Some(i) = t.args.iter().position(|a| *a == "-p") {
+                let p = t.args[i + 1];
+                assert!(
+                    names.iter().any(|n| n == p),
+                    "tier {}: no crate {p}",
+                    t.name
+                );
+            }
+        }
+    }
 
     /// Every `.rs` file under `dir`.
     fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
