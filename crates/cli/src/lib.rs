@@ -26,10 +26,11 @@
 
 mod iostat_cmd;
 mod progress_bar;
+mod run_cmd;
 mod stderr_log;
 mod summary;
 
-use blkqos_experiment::{failure, flags, output, report, stdout};
+use blkqos_experiment::{failure, flags, report, stdout};
 use blkqos_studies::{apply, bench, calibrate, lab, sweep};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -211,7 +212,7 @@ pub fn cli_main() -> ExitCode {
         }
     };
     let res = match cli.cmd {
-        Cmd::Run { args } => output::run_command(flags::build(&args)),
+        Cmd::Run { args } => run_cmd::run_command(flags::build(&args)),
         Cmd::Sweep(a) => sweep::run_command(a, &progress_bar::Bar::default()),
         Cmd::Calibrate(a) => calibrate::run_command(&a, &progress_bar::Bar::default()),
         Cmd::Apply(a) => apply::run_command(&a),

@@ -1,4 +1,7 @@
-//! Running an experiment and writing its reports, fio-style.
+//! Running an experiment on the backend it names ([`run`]) and writing
+//! what a finished run was asked for ([`write_outputs`]: fio's reports,
+//! the accounting files, traces, io.stat, the writeback report). What
+//! `blkqos run` says around them and its exit status are the binary's.
 
 use crate::experiment::{Experiment, Ran};
 use crate::render::{render_view, report_time_at, source_date_epoch, RunView};
@@ -8,15 +11,12 @@ use std::io::Write;
 
 pub use crate::failure::Failure;
 
-fn input(err: anyhow::Error) -> Failure {
-    Failure { code: 2, err }
-}
 fn runtime(err: anyhow::Error) -> Failure {
     Failure { code: 1, err }
 }
 
 /// The wall-clock anchor of a simulated run, in ms since the Unix epoch.
-fn epoch_ms() -> u64 {
+pub fn epoch_ms() -> u64 {
     if let Some(s) = source_date_epoch() {
         return s * 1000;
     }
@@ -26,69 +26,25 @@ fn epoch_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// `blkqos run` of the experiment `args` gave (`Err`: a bad input): run,
-/// write every report, then exit as [`crate::outcome`] decides (signals,
-/// IO errors).
-pub fn run_command(built: Result<Experiment, Failure>) -> Result<(), Failure> {
-    let mut exp = built?;
-    if let Some(text) = &exp.showcmd {
-        return crate::stdout::write_out(text).map_err(|e| runtime(e.into()));
-    }
-    if exp.parse_only {
-        // everything a run would refuse up front: layout, knob replay
-        return exp.check();
-    }
-    check_outputs(&exp).map_err(input)?;
-    say_job_notes(&exp);
-    say_controllers(&exp);
-    exp.open_streams().map_err(runtime)?;
-    // SIGINT/SIGTERM stop the run (simulated or real) and it still writes
-    // every report: armed until the process exits
-    let signals = StopOnSignal::install()
-        .context("cannot install the SIGINT/SIGTERM handler")
-        .map_err(runtime)?;
-    let t0 = epoch_ms();
-    crate::streams::Streams::set_status_anchor(&exp.streams, t0);
-    let ran = match &exp.real {
+/// Run `exp` on the backend it names (the simulator, or the real engine's
+/// runner for its jobs), stopped (and its drain given up) by `signals`: a
+/// plan refused is bad input, a failed run a run failure.
+pub fn run(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran, Failure> {
+    match &exp.real {
         // the metadata engines have no block IO for the real engine
         Some(r) => {
             use crate::real::meta::RealRunner;
-            match crate::real::meta::runner(&real_jobs(&exp)) {
-                Ok(RealRunner::Metadata) => crate::real::run_meta(&exp, &signals),
-                Ok(RealRunner::FileCalls) => crate::real::run_file_calls(&exp, r, &signals),
-                Ok(RealRunner::Mapped) => crate::real::mapped::run_mapped(&exp, r, &signals),
-                Ok(RealRunner::Mixed) => crate::real::mixed::run_mixed(&exp, r, &signals),
-                Ok(RealRunner::Block) => crate::real::run_real(&exp, r, &signals),
+            match crate::real::meta::runner(&real_jobs(exp)) {
+                Ok(RealRunner::Metadata) => crate::real::run_meta(exp, signals),
+                Ok(RealRunner::FileCalls) => crate::real::run_file_calls(exp, r, signals),
+                Ok(RealRunner::Mapped) => crate::real::mapped::run_mapped(exp, r, signals),
+                Ok(RealRunner::Mixed) => crate::real::mixed::run_mixed(exp, r, signals),
+                Ok(RealRunner::Block) => crate::real::run_real(exp, r, signals),
                 Err(e) => Err(e),
             }
             .map_err(Failure::of_run)
         }
-        None => run_sim(&exp, &signals),
-    }?;
-    if let Some(s) = &exp.streams {
-        crate::streams::Streams::finish(s).map_err(runtime)?;
-    }
-    warn_unapplied_writes(&exp, &ran);
-    let stdout_closed = write_outputs(&exp, &ran, t0)?;
-    say_written(&exp);
-    let stdout_closed = stdout_closed.or_else(|| say_what_ran(&exp, &ran));
-    note_overrun(&ran);
-    // IO errors and signals decide the status; a reader that left ends it
-    // as SIGPIPE would (main: 141, silently)
-    crate::outcome::finish(&ran, signals)?;
-    match stdout_closed {
-        Some(e) => Err(runtime(e)),
-        None => Ok(()),
-    }
-}
-
-/// What the parser noted about the jobs' options (options that change
-/// nothing here, as in fio): one stderr line each.
-fn say_job_notes(exp: &crate::experiment::Experiment) {
-    for spec in exp.invocations.iter().flat_map(|i| i.jobs.jobs.iter()) {
-        for n in &spec.notes {
-            log::info!("blkqos: note: job `{}`: {n}", spec.name);
-        }
+        None => run_sim(exp, signals),
     }
 }
 
@@ -133,7 +89,11 @@ fn run_sim(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran, Failure> {
 
 /// The reports and every other output the run was asked for. A closed
 /// stdout (`| head`) must not cost the files: it is returned, not failed on.
-fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<Option<anyhow::Error>, Failure> {
+pub fn write_outputs(
+    exp: &Experiment,
+    ran: &Ran,
+    t0: u64,
+) -> Result<Option<anyhow::Error>, Failure> {
     let mut stdout_closed = None;
     if let Err(e) = write_reports(exp, ran, t0) {
         if !crate::stdout::is_broken_pipe(&e) {
@@ -188,105 +148,11 @@ fn write_outputs(exp: &Experiment, ran: &Ran, t0: u64) -> Result<Option<anyhow::
     Ok(stdout_closed)
 }
 
-/// Which controller implementations the run's knob writes reach, one
-/// stderr line (a run's output does not say which io.max rule or iocost
-/// generation produced it): nothing when it writes no knob.
-fn say_controllers(exp: &Experiment) {
-    use blkqos_core::cgroupfs::{KnobFile, ThrottleChoice};
-    let c = &exp.controllers;
-    let writes = |f: fn(&KnobFile) -> bool| exp.writes.iter().filter(|w| f(&w.knob)).count();
-    let throttled = writes(|k| matches!(k, KnobFile::IoMax | KnobFile::V1Throttle { .. }));
-    let costed = writes(|k| {
-        matches!(
-            k,
-            KnobFile::IoWeight | KnobFile::IoCostModel | KnobFile::IoCostQos
-        )
-    });
-    let mut parts = Vec::new();
-    if throttled > 0 {
-        let rule = match c.throttle {
-            ThrottleChoice::Kernel(v) => format!("blk-throttle `{}`", v.name),
-            ThrottleChoice::Paced(_) => "blkqos's `paced` limiter".to_string(),
-        };
-        parts.push(format!(
-            "io.max by {rule} ({throttled} write{})",
-            plural(throttled)
-        ));
-    }
-    if costed > 0 {
-        parts.push(format!(
-            "iocost `{}` ({costed} write{})",
-            c.iocost.name,
-            plural(costed)
-        ));
-    }
-    if !parts.is_empty() {
-        log::info!("blkqos: controllers: {}; HZ={}", parts.join(", "), c.hz);
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
-/// The summary table ([`crate::run_summary`]) of a scenario run when no
-/// report went to stdout (fio options with `--output=FILE` print nothing,
-/// as fio does); a closed stdout is returned as the reports' is.
-fn say_what_ran(exp: &Experiment, ran: &Ran) -> Option<anyhow::Error> {
-    if !exp.from_scenario || crate::stdout::used() {
-        return None;
-    }
-    let text = crate::run_summary::table(ran)?;
-    crate::stdout::write_out(&text)
-        .err()
-        .map(anyhow::Error::from)
-}
-
-/// The files the run wrote its results to, one stderr line each (a run
-/// whose reports all went to files would otherwise end silently).
-fn say_written(exp: &Experiment) {
-    let named =
-        |p: Option<&std::path::Path>, what: &'static str| p.map(|p| (p.to_path_buf(), what));
-    let mut files: Vec<(std::path::PathBuf, &str)> = exp
-        .invocations
-        .iter()
-        .filter_map(|i| named(i.output.as_deref(), "fio report"))
-        .collect();
-    files.extend(
-        [
-            named(exp.io_stat_out.as_deref(), "io.stat"),
-            named(exp.trace_out.as_deref(), "iocost trace"),
-            named(exp.ktrace_out.as_deref(), "kernel-format trace"),
-            named(exp.accounting.lat_hist.as_deref(), "latency histograms"),
-            named(exp.accounting.request_trace.as_deref(), "request trace"),
-            named(exp.pagecache.report.as_deref(), "writeback report"),
-            named(exp.live.json.as_deref(), "live view, JSON lines"),
-            named(exp.live.report.as_deref(), "HTML report"),
-            named(
-                exp.accounting.diskstats_dir.as_deref(),
-                "diskstats snapshots",
-            ),
-        ]
-        .into_iter()
-        .flatten(),
-    );
-    let mut seen = std::collections::BTreeSet::new();
-    for (path, what) in files {
-        if seen.insert(path.clone()) {
-            log::info!("blkqos: wrote {} ({what})", path.display());
-        }
-    }
-}
-
 /// Every file the run will write, checked before it runs (fio opens its
 /// `--output` first): a directory or a path that cannot be created is bad
 /// input, refused before any work that would be lost. A file that does not
 /// exist yet is created empty (as fio's `--output` is).
-fn check_outputs(exp: &Experiment) -> Result<()> {
+pub fn check_outputs(exp: &Experiment) -> Result<()> {
     let files = exp
         .invocations
         .iter()
@@ -313,59 +179,6 @@ fn check_outputs(exp: &Experiment) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     Ok(())
-}
-
-/// A knob write scheduled after the run ended was never applied: say so
-/// (the run is still valid; the write just did not happen).
-fn warn_unapplied_writes(exp: &Experiment, ran: &Ran) {
-    let end_ns = ran.result.ended_at.as_ns();
-    for w in exp.writes.iter().filter(|w| w.at_ns > end_ns) {
-        log::warn!(
-            "blkqos: warning: {}: the write of `{}` to {}/{} at {:.3} s was never applied: the run ended at {:.3} s",
-            w.origin,
-            w.value,
-            w.cgroup.trim_end_matches('/'),
-            w.knob.name(),
-            w.at_ns as f64 / 1e9,
-            end_ns as f64 / 1e9
-        );
-    }
-}
-
-/// How far past its `runtime=` a job may end before [`note_overrun`] says
-/// why.
-const OVERRUN_NOTE_MS: u64 = 10_000;
-
-/// A job stops issuing at its `runtime=`, but IO it already submitted is
-/// waited for, as fio does (`cleanup_pending_aio`: a submitted block IO
-/// cannot be cancelled, so `io_u_queued_complete` waits for it): a limit
-/// holding that IO can make the job, and its report's `run=`, far longer
-/// than the runtime. Say so on stderr for the job that overran most
-/// (`end_fsync` jobs wait for their fsync by design and are left out).
-fn note_overrun(ran: &Ran) {
-    let worst = ran
-        .result
-        .jobs
-        .iter()
-        .filter_map(|j| overrun_ms(j).map(|o| (o, j)))
-        .max_by_key(|o| o.0 .0);
-    if let Some(((_, runtime_ms), j)) = worst {
-        log::info!(
-            "blkqos: note: job `{}` stopped issuing at {:.3} s (runtime=), but ran {:.3} s: IO it submitted before then is waited for, as fio waits for it (a submitted block IO cannot be cancelled), and a limit or the device held it that long",
-            j.spec.name,
-            runtime_ms as f64 / 1e3,
-            j.stats.job_runtime_ms as f64 / 1e3
-        );
-    }
-}
-
-/// How far past its runtime job `j` ran, beyond [`OVERRUN_NOTE_MS`], and
-/// its runtime (ms): None for a job within it, with no runtime, or with
-/// `end_fsync`.
-fn overrun_ms(j: &blkqos_driver::JobResult) -> Option<(u64, u64)> {
-    let runtime_ms = j.spec.runtime.filter(|_| !j.spec.end_fsync)?.as_ns() / 1_000_000;
-    let over_ms = j.stats.job_runtime_ms.checked_sub(runtime_ms)?;
-    (over_ms > OVERRUN_NOTE_MS).then_some((over_ms, runtime_ms))
 }
 
 /// The writeback report (`--pagecache-report`), written as it is formatted.
