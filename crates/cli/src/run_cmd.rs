@@ -27,10 +27,10 @@ pub fn run_command(built: Result<Experiment, Failure>) -> Result<(), Failure> {
         // everything a run would refuse up front: layout, knob replay
         return exp.check();
     }
-    output::check_outputs(&exp).map_err(Failure::input)?;
+    output::check_outputs(&exp)?;
     say_job_notes(&exp);
     say_controllers(&exp);
-    exp.open_streams().map_err(Failure::run)?;
+    exp.open_streams()?;
     // SIGINT/SIGTERM stop the run (simulated or real) and it still writes
     // every report: armed until the process exits
     let signals = StopOnSignal::install()

@@ -536,8 +536,12 @@ impl Experiment {
     /// Open the outputs written while the run goes: the request trace and,
     /// on the simulator, the controllers' trace (the real engine's device
     /// name is known only once its target is open: its trace is written
-    /// after the run).
-    pub fn open_streams(&mut self) -> Result<()> {
+    /// after the run). A file that cannot be opened fails the run.
+    pub fn open_streams(&mut self) -> Result<(), Failure> {
+        self.open_stream_files().map_err(Failure::run)
+    }
+
+    fn open_stream_files(&mut self) -> Result<()> {
         let mut s = Streams::default();
         if let Some(p) = &self.accounting.request_trace {
             let trace = crate::request_trace::RequestTrace::create(p, self.cgroup_tree()?)?;

@@ -152,7 +152,11 @@ pub fn write_outputs(
 /// `--output` first): a directory or a path that cannot be created is bad
 /// input, refused before any work that would be lost. A file that does not
 /// exist yet is created empty (as fio's `--output` is).
-pub fn check_outputs(exp: &Experiment) -> Result<()> {
+pub fn check_outputs(exp: &Experiment) -> Result<(), Failure> {
+    check_output_files(exp).map_err(Failure::input)
+}
+
+fn check_output_files(exp: &Experiment) -> Result<()> {
     let files = exp
         .invocations
         .iter()
