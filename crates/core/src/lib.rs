@@ -75,6 +75,7 @@ pub mod cgroupfs;
 pub mod controller;
 pub mod hist;
 pub mod io;
+pub mod knob_line;
 pub mod math;
 pub mod time;
 

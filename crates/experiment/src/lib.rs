@@ -54,7 +54,9 @@ pub mod streams;
 
 // What a finished run reports.
 pub mod accounting;
+pub mod host_report;
 pub mod lat_report;
+pub mod metric_names;
 pub mod metrics;
 pub mod outcome;
 pub mod output;

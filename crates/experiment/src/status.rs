@@ -95,9 +95,9 @@ impl StatusReports {
         let kernel = self.host.as_ref().map(|h| {
             if let (Some(a), Some(b)) = (&h.cpu_at_start, ProcessUsage::now()) {
                 charged = jobs.to_vec();
-                crate::real::report::charge_cpu(&mut charged, &b.since(a));
+                crate::host_report::charge_cpu(&mut charged, &b.since(a));
             }
-            crate::real::report::kernel_disk_util(&h.disks.finish())
+            crate::host_report::kernel_disk_util(&h.disks.finish())
         });
         let view = RunView {
             jobs: if charged.is_empty() { jobs } else { &charged },

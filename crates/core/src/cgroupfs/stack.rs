@@ -7,9 +7,9 @@
 //! real engine's and an embedder's stack.
 
 use super::file::KnobFile;
-use super::line::KnobError;
 use crate::iocost::knob::{parse_io_weight, parse_model, parse_qos};
 use crate::iocost::{IoCost, IoCostConfig, Reconfig, WeightWrite};
+use crate::knob_line::KnobError;
 use crate::throttle::knob::{parse_io_max, parse_v1, LimitWrite, Limits, V1File};
 use crate::throttle::paced::{Paced, PacedConfig};
 use crate::throttle::{Throttle, ThrottleConfig, Variant};

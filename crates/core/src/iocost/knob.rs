@@ -18,9 +18,9 @@ use super::model::{
     NR_I_LCOEFS, NR_QOS_PARAMS, QOS_MAX, QOS_MIN, QOS_RLAT, QOS_RPPM, QOS_WLAT, QOS_WPPM,
 };
 use super::vtime::{VRATE_MAX_PPM, VRATE_MIN_PPM};
-use crate::cgroupfs::line::split_dev;
-pub use crate::cgroupfs::line::KnobError;
 use crate::io::DevId;
+use crate::knob_line::split_dev;
+pub use crate::knob_line::KnobError;
 
 /// `CGROUP_WEIGHT_MIN`, `CGROUP_WEIGHT_DFL`, `CGROUP_WEIGHT_MAX`.
 pub const WEIGHT_MIN: u32 = 1;

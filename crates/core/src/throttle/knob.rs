@@ -3,8 +3,8 @@
 //! (`tg_set_limit`, `tg_prfill_limit`, `blkg_conf_prep` in
 //! `block/blk-throttle.c` / `block/blk-cgroup.c`).
 
-pub use crate::cgroupfs::line::{split_dev, KnobError};
 use crate::io::DevId;
+pub use crate::knob_line::{split_dev, KnobError};
 
 /// "No limit" for bytes/s (`U64_MAX`).
 pub const BPS_MAX: u64 = u64::MAX;

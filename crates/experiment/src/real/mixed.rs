@@ -196,7 +196,7 @@ pub fn run_mixed(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> 
     )?;
     // close every file before the report
     drop(backend);
-    let kernel_disks = crate::real::report::kernel_disk_util(&disks.finish());
+    let kernel_disks = crate::host_report::kernel_disk_util(&disks.finish());
     crate::outcome::say_interrupted(signals, &result, false);
     Ok(crate::real::ran_without_controllers(
         result,

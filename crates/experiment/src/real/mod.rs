@@ -8,7 +8,6 @@ pub(crate) mod mapped;
 pub(crate) mod meta;
 pub(crate) mod mixed;
 pub(crate) mod place;
-pub(crate) mod report;
 pub(crate) mod verify;
 
 use crate::experiment::{Experiment, Plan, Ran, RealOptions};
@@ -190,9 +189,9 @@ pub fn run_real(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal) -> R
             return Err(e.into());
         }
     };
-    let kernel_disks = crate::real::report::kernel_disk_util(&disks.finish());
+    let kernel_disks = crate::host_report::kernel_disk_util(&disks.finish());
     if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real::report::charge_cpu(&mut result.jobs, &b.since(&a));
+        crate::host_report::charge_cpu(&mut result.jobs, &b.since(&a));
     }
     let lost_pages = after_the_run(signals, &result, buffered, &mut backend, &path);
     let iostat = tree.ids().map(|g| stack.iostat(g)).collect();
@@ -554,7 +553,7 @@ pub fn run_meta(exp: &Experiment, signals: &StopOnSignal) -> Result<Ran> {
     let jobs = crate::real::meta::run_clones(setups, &stop);
     let ended_at = blkqos_core::Instant(t0.elapsed().as_nanos() as u64);
     let kernel_disks = if disk_jobs {
-        crate::real::report::kernel_disk_util(&disks.finish())
+        crate::host_report::kernel_disk_util(&disks.finish())
     } else {
         Vec::new()
     };
@@ -606,7 +605,7 @@ pub fn run_file_calls(exp: &Experiment, ro: &RealOptions, signals: &StopOnSignal
         signals,
         |_| Ok(()),
     )?;
-    let kernel_disks = crate::real::report::kernel_disk_util(&disks.finish());
+    let kernel_disks = crate::host_report::kernel_disk_util(&disks.finish());
     crate::outcome::say_interrupted(signals, &result, false);
     Ok(ran_without_controllers(
         result,
@@ -655,7 +654,7 @@ pub(crate) fn drive_ledger_run<B: blkqos_driver::Backend>(
     let mut result = blkqos_driver::run(backend, &mut stack, setups, &opts)?;
     finish(backend)?;
     if let (Some(a), Some(b)) = (cpu_at_start, blkqos_engine::usage::ProcessUsage::now()) {
-        crate::real::report::charge_cpu(&mut result.jobs, &b.since(&a));
+        crate::host_report::charge_cpu(&mut result.jobs, &b.since(&a));
     }
     Ok(result)
 }

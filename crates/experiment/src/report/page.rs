@@ -525,7 +525,7 @@ fn sweep_section(sw: &Sweep) -> Section {
 /// points; the x axis is logarithmic when the points span 20× or more (a
 /// latency limit's feasible points sit near zero on a linear one).
 fn frontier_figure(sw: &Sweep, o: &super::sweep::Objective) -> Option<Figure> {
-    use crate::metrics::metric_title;
+    use crate::metric_names::metric_title;
     let limit = o.limits.first();
     let x_metric = limit.map(|l| l.metric.clone());
     let x_desc = match &x_metric {

@@ -29,7 +29,7 @@
 //! budget as the model scaled by vrate/100 with `min = max = 100`.
 
 use super::run::{PointResult, SweepDef};
-use blkqos_experiment::metrics::Milli;
+use blkqos_experiment::metric_names::Milli;
 
 /// The knob a vrate sweep varies.
 pub const VRATE_KNOB: &str = "io.cost.qos:vrate";

@@ -11,7 +11,7 @@
 //! (`Milli`): comparisons are exact and a value survives a JSON round trip
 //! unchanged, so a merged sweep decides exactly as a single run.
 
-use blkqos_experiment::metrics::{Milli, GROUP_METRICS, RUN_METRICS};
+use blkqos_experiment::metric_names::{Milli, GROUP_METRICS, RUN_METRICS};
 use serde::{Deserialize, Serialize};
 
 /// Check a metric name against the scenario's cgroups: `NAME` for a run

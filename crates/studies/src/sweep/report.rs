@@ -14,7 +14,7 @@
 
 use super::objective::{milli_text, Objective};
 use super::run::{PointResult, SweepDef};
-use blkqos_experiment::metrics::Milli;
+use blkqos_experiment::metric_names::Milli;
 use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
 

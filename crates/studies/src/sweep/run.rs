@@ -11,7 +11,7 @@
 use super::apply::Base;
 use super::objective::Objective;
 use super::spec::Knob;
-use blkqos_experiment::metrics::Milli;
+use blkqos_experiment::metric_names::Milli;
 use serde::{Deserialize, Serialize};
 
 /// One varied knob as the results name it.
