@@ -181,7 +181,7 @@ impl SimBackend {
         self.device.release(now, &mut released);
         for r in released.drain(..) {
             self.held -= 1;
-            self.dispatched_at.push((r.id, now));
+            self.dispatched_at.push((r.id, r.dispatched.max(now)));
             self.seq += 1;
             self.events.push(Event {
                 at: r.at.max(now),

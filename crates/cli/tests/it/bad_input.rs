@@ -907,6 +907,16 @@ fn null_host_quantiles_out_of_order_are_refused() {
             "restart_p99_ns",
             "`20`",
         ),
+        (
+            "null,mbps=4,dispatch_p50_ns=4000,dispatch_p90_ns=3000,dispatch_p99_ns=9000",
+            "dispatch_p90_ns",
+            "`3000`",
+        ),
+        (
+            "null,mbps=4,irq_p50_ns=1,irq_p90_ns=50,irq_p99_ns=20",
+            "irq_p99_ns",
+            "`20`",
+        ),
     ] {
         let err = bad(
             dir.path(),

@@ -183,6 +183,117 @@ fn xz_text(path: PathBuf) -> Option<String> {
     Some(String::from_utf8(out.stdout).unwrap())
 }
 
+/// The bursts of a saturated null_blk in a trace: runs of
+/// `block_rq_issue`/`block_rq_complete` events less than 1 ms apart with
+/// at least 20 completions (a 20 ms tick's budget), each one's span from
+/// its first event to its last (µs) and whether a completion came before
+/// its last issue.
+fn bursts(text: &str) -> Vec<(f64, bool)> {
+    let mut ev: Vec<(f64, bool)> = text
+        .lines()
+        .filter_map(|l| {
+            let (head, tail) = l.split_once(": block_rq_")?;
+            let t: f64 = head.split_whitespace().last()?.parse().ok()?;
+            let issue = tail.starts_with("issue:");
+            (issue || tail.starts_with("complete:")).then_some((t * 1e6, issue))
+        })
+        .collect();
+    ev.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=ev.len() {
+        if i < ev.len() && ev[i].0 - ev[i - 1].0 <= 1000.0 {
+            continue;
+        }
+        let b = &ev[start..i];
+        start = i;
+        if b.iter().filter(|e| !e.1).count() < 20 {
+            continue;
+        }
+        let first_done = b.iter().find(|e| !e.1).map_or(f64::MAX, |e| e.0);
+        let last_issue = b.iter().rev().find(|e| e.1).map_or(0.0, |e| e.0);
+        out.push((b[b.len() - 1].0 - b[0].0, first_done < last_issue));
+    }
+    out
+}
+
+/// c04 on 6.12 (a 10 MiB/s null_blk, 51 requests a tick): the kernel's
+/// worker dispatches a tick's requests one at a time and the timer
+/// interrupts complete them between its dispatches, so a tick's burst
+/// spans 1.4 ms at the median with issues and completions interleaved
+/// (lab/traces/c04-6.12). blkqos given the lab's per-request CPU costs
+/// (`lab/traces/serial.json`, measured as the gaps inside those runs,
+/// not the spans) spreads its bursts as far; without them (the same lab
+/// less `serial.json`) a tick's requests start at one instant and the
+/// burst is a third as long.
+#[test]
+fn c04_bursts_spread_as_in_the_6_12_trace() {
+    let Some(kernel) = xz_text(lab().join("traces/c04-6.12/trace.txt.xz")) else {
+        return;
+    };
+    let span_p50 = |b: &[(f64, bool)]| median(b.iter().map(|x| x.0).collect());
+    let interleaved = |b: &[(f64, bool)]| b.iter().filter(|x| x.1).count() as f64 / b.len() as f64;
+    let k = bursts(&kernel);
+    assert!(k.len() > 300, "kernel bursts: {}", k.len());
+    let (k_span, k_inter) = (span_p50(&k), interleaved(&k));
+    assert!(
+        (1200.0..1600.0).contains(&k_span),
+        "kernel span {k_span} us"
+    );
+    assert!(k_inter > 0.7, "kernel interleaved {k_inter}");
+    let dir = tempfile::tempdir().unwrap();
+    let lab_arg = format!("--lab={}", lab().display());
+    let args = [
+        "lab",
+        "compare",
+        lab_arg.as_str(),
+        "--traces",
+        "--kernel=6.12",
+        "--job=c04",
+        "--seeds=1",
+        "--keep-traces=kept",
+    ];
+    blkqos(&args, Some(dir.path())).ok();
+    let kept = dir
+        .path()
+        .join("kept/6.12.117+deb13-amd64/c04-qos-vrate-seed1.txt");
+    let b = bursts(&std::fs::read_to_string(kept).unwrap());
+    let (b_span, b_inter) = (span_p50(&b), interleaved(&b));
+    assert!(
+        (b_span / k_span - 1.0).abs() < 0.25,
+        "blkqos span {b_span} us, kernel {k_span}"
+    );
+    assert!(b_inter > 0.7, "blkqos interleaved {b_inter}");
+    // the same lab without the measured CPU costs
+    let bare = dir.path().join("lab");
+    std::fs::create_dir_all(bare.join("traces")).unwrap();
+    for e in std::fs::read_dir(lab()).unwrap() {
+        let e = e.unwrap();
+        if e.file_name() != "traces" {
+            std::os::unix::fs::symlink(e.path(), bare.join(e.file_name())).unwrap();
+        }
+    }
+    for e in std::fs::read_dir(lab().join("traces")).unwrap() {
+        let e = e.unwrap();
+        if e.file_name() != "serial.json" {
+            std::os::unix::fs::symlink(e.path(), bare.join("traces").join(e.file_name())).unwrap();
+        }
+    }
+    let bare_arg = format!("--lab={}", bare.display());
+    let mut args = args;
+    args[2] = bare_arg.as_str();
+    args[7] = "--keep-traces=flat";
+    blkqos(&args, Some(dir.path())).ok();
+    let flat = span_p50(&bursts(
+        &std::fs::read_to_string(
+            dir.path()
+                .join("flat/6.12.117+deb13-amd64/c04-qos-vrate-seed1.txt"),
+        )
+        .unwrap(),
+    ));
+    assert!(flat < 0.5 * k_span, "without the host model: {flat} us");
+}
+
 /// t04 (`wbps=1 MiB/s`, 16 KiB writes at QD8) on 6.12 with the blk
 /// tracer's `throtl` messages: blkqos's `--ktrace` of the same job logs
 /// blk-throttle's dispatch rounds, trims and timer arming as often as the

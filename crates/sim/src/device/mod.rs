@@ -72,6 +72,8 @@ pub struct Released {
     pub id: IoId,
     /// When it completes.
     pub at: Instant,
+    /// When the device started it (the kernel's `block_rq_issue`).
+    pub dispatched: Instant,
     /// Bytes it moved (0 on error).
     pub bytes: u64,
     /// 0 = success, else a positive errno.

@@ -43,12 +43,20 @@
 //! for a request submitted right after its task slept
 //! (`IoFlags::AFTER_SLEEP`: an idle guest is slower); `copy_bytes_per_s`, the copy of each
 //! request's data of a memory-backed null_blk, one request after another
-//! (`null_handle_memory_backed`).
+//! (`null_handle_memory_backed`); `dispatch_p50/p90/p99_ns` and
+//! `irq_p50/p90/p99_ns`, the CPU time the worker takes per request when
+//! it dispatches a restarted queue and the timer interrupt per
+//! completion on that CPU ([`WorkerCpu`]: the requests start one after
+//! another and their completions run between the dispatches, so a
+//! tick's burst spreads over a millisecond or more; the lateness is then
+//! drawn at each request's timer).
 //!
 //! `zoned=1`: null_blk's zoned mode ([`super::zoned`]): a request the
 //! zone rules fail completes after `completion_ns` with their errno.
 //!
-//! Ignores: the dispatching CPU's own cost, bad blocks, fault injection.
+//! Ignores: the CPU cost of a request issued directly (not staged: the
+//! submitting task's, which the host's submit cost carries), bad blocks,
+//! fault injection.
 
 use super::lateness::{Lateness, QuantileDelay};
 use super::placement::Placement;
@@ -96,6 +104,27 @@ pub struct NullBlk {
     copy_bytes_per_s: u64,
     /// When the copies queued so far are done.
     copy_free_at: Instant,
+    /// The host CPU that dispatches a restarted queue one request at a
+    /// time ([`WorkerCpu`]); `None`: at one instant.
+    worker: Option<Box<WorkerCpu>>,
+}
+
+/// The host CPU that runs a restarted queue: the kblockd worker
+/// (`blk_mq_run_work_fn` → `blk_mq_dispatch_rq_list` → `null_queue_rq`,
+/// one request after another) and the timer interrupts that end its
+/// requests on the same CPU (`null_cmd_timer_expired` →
+/// `blk_mq_end_request`, in hard-irq context, so they go before the
+/// worker's next request). Each dispatch and each completion takes a
+/// draw of the CPU time the lab measured per request
+/// (`lab/traces/serial.py`: the gaps within the worker's runs of
+/// `block_rq_issue` and within the interrupt's runs of
+/// `block_rq_complete`).
+#[derive(Debug, Clone)]
+struct WorkerCpu {
+    dispatch: QuantileDelay,
+    complete: QuantileDelay,
+    /// When the CPU has done the work given to it so far.
+    free_at: Instant,
 }
 
 /// blk-mq's staging of null_blk's stopped queue when several CPUs submit
@@ -164,6 +193,7 @@ impl NullBlk {
             restart: None,
             copy_bytes_per_s: 0,
             copy_free_at: Instant::ZERO,
+            worker: None,
         }
     }
 
@@ -302,6 +332,29 @@ impl NullBlk {
         self
     }
 
+    /// The host dispatches a restarted queue one request at a time:
+    /// each dispatch takes a draw with median `dispatch[0]`, p90
+    /// `dispatch[1]` and p99 `dispatch[2]` (ns) of the worker's CPU, and
+    /// each completion a draw from `irq` of the same CPU, before the
+    /// worker's next request ([`WorkerCpu`]); none when both p99s are 0.
+    /// Needs `mbps`; stages requests even with one CPU.
+    pub fn with_worker_cpu(mut self, dispatch: [u64; 3], irq: [u64; 3], seed: u64) -> Self {
+        if (dispatch[2] == 0 && irq[2] == 0) || self.mbps.is_none() {
+            return self;
+        }
+        if self.mq.is_none() {
+            self = self.stage(1, seed);
+        }
+        let [d50, d90, d99] = dispatch;
+        let [c50, c90, c99] = irq;
+        self.worker = Some(Box::new(WorkerCpu {
+            dispatch: QuantileDelay::new(d50, d90, d99, seed ^ 0x510E_527F_ADE6_82D1),
+            complete: QuantileDelay::new(c50, c90, c99, seed ^ 0x9B05_688C_2B3E_6C1F),
+            free_at: Instant::ZERO,
+        }));
+        self
+    }
+
     /// `memory_backed=1` on a host that copies at `bytes_per_s`
     /// (`null_handle_memory_backed` → `copy_to_nullb`/`copy_from_nullb`,
     /// in the dispatching task): each request's data is copied, one
@@ -409,6 +462,7 @@ impl NullBlk {
                 out.push(Released {
                     id: w.id,
                     at: done,
+                    dispatched: at,
                     bytes: w.len,
                     error: 0,
                 });
@@ -421,6 +475,41 @@ impl NullBlk {
         }
         update_dispatch_busy(mq, false);
         true
+    }
+}
+
+impl WorkerCpu {
+    /// Lay one run of the worker on its CPU: `served` in dispatch order,
+    /// each `at` when it would complete had it been dispatched at
+    /// `start`. Each is dispatched when the CPU is free, its timer
+    /// expires that much later (and late by `late`), and its completion
+    /// runs when the timer has expired and the CPU is free, ahead of the
+    /// worker's next dispatch. Sets each one's `dispatched` (the
+    /// kernel's `block_rq_issue`) and `at` (`block_rq_complete`).
+    fn run(&mut self, start: Instant, served: &mut [Released], mut late: Option<&mut Lateness>) {
+        use std::cmp::Reverse;
+        let mut cpu = start.max(self.free_at);
+        let mut timers = std::collections::BinaryHeap::with_capacity(served.len());
+        let mut next = 0;
+        loop {
+            let irq_due = timers.peek().map(|t: &Reverse<(Instant, usize)>| t.0 .0);
+            if next < served.len() && irq_due.is_none_or(|t| t > cpu) {
+                let r = &mut served[next];
+                let late_ns = late.as_deref_mut().map_or(0, Lateness::draw_ns);
+                let expiry = r.at + Duration(cpu.as_ns() - start.as_ns() + late_ns);
+                r.dispatched = cpu;
+                cpu += Duration(self.dispatch.draw_ns());
+                timers.push(Reverse((expiry, next)));
+                next += 1;
+            } else if let Some(Reverse((expiry, i))) = timers.pop() {
+                let at = cpu.max(expiry);
+                served[i].at = at;
+                cpu = at + Duration(self.complete.draw_ns());
+            } else {
+                break;
+            }
+        }
+        self.free_at = cpu;
     }
 }
 
@@ -522,7 +611,11 @@ impl NullBlk {
                         Some(self.active_until.map_or(t_at + 1, |a| a.max(t_at + 1)));
                 }
                 let t = self.tick;
+                let from = out.len();
                 self.run_hw_queue(&mut mq, at, per_tick, out);
+                if let Some(w) = self.worker.as_deref_mut() {
+                    w.run(at, &mut out[from..], self.late.as_mut());
+                }
                 if mq.stopped {
                     mq.restart_tick = t + 1;
                 }
@@ -564,7 +657,8 @@ impl DeviceModel for NullBlk {
     fn release(&mut self, now: Instant, out: &mut Vec<Released>) {
         let from = out.len();
         self.release_tick(now, out);
-        if self.late.is_some() {
+        // the worker's CPU draws the lateness of what it dispatched
+        if self.late.is_some() && self.worker.is_none() {
             for r in &mut out[from..] {
                 r.at += Duration(self.late.as_mut().map_or(0, Lateness::draw_ns));
             }
@@ -641,6 +735,62 @@ mod tests {
             plain.service(&after_sleep(io(4096)), t0).0,
             t0 + Duration(25_000)
         );
+    }
+
+    /// 10 MB/s, a 20 µs completion: a request stops the queue and 40
+    /// more wait for the tick. With the worker's CPU costs (median 4 µs a
+    /// dispatch, 6 µs a completion, as the lab's 6.1 traces) the restart
+    /// dispatches them one after another and each completion runs when
+    /// its timer has expired, between the worker's dispatches: issues
+    /// and completions interleave, no two requests start at once, none
+    /// completes before its 20 µs, and the burst spans about the costs'
+    /// sum. Without the costs every request starts at the tick.
+    #[test]
+    fn the_worker_dispatches_a_restarted_queue_one_request_at_a_time() {
+        let burst = |worker: bool| {
+            let mut d = NullBlk::new(20_000, 1, 64, Some(10), 1 << 40, 1);
+            d = if worker {
+                d.with_worker_cpu([4_000, 8_000, 64_000], [6_000, 30_000, 119_000], 7)
+            } else {
+                d.with_cpus(2, 7)
+            };
+            d.phase_ns = 0;
+            let t0 = Instant(1_000);
+            let mut id = 0;
+            while d.service(&io_of(id, 0, 4096), t0).0 != HELD {
+                id += 1;
+            }
+            for k in 1..=40 {
+                assert_eq!(d.service(&io_of(id + k, 0, 4096), t0).0, HELD);
+            }
+            let mut out = Vec::new();
+            d.release(Instant(TICK_NS), &mut out);
+            assert_eq!(out.len(), 41, "the tick's budget holds them all");
+            out
+        };
+        let at_once = burst(false);
+        assert!(at_once
+            .iter()
+            .all(|r| r.dispatched == Instant(TICK_NS) && r.at == Instant(TICK_NS + 20_000)));
+        let out = burst(true);
+        let tick = Instant(TICK_NS);
+        assert_eq!(out[0].dispatched, tick, "the worker starts at the tick");
+        for w in out.windows(2) {
+            assert!(w[1].dispatched > w[0].dispatched, "{w:?}");
+        }
+        for r in &out {
+            assert!(r.at >= r.dispatched + Duration(20_000), "{r:?}");
+        }
+        // the CPU runs one thing at a time: no two completions at once
+        let mut done: Vec<Instant> = out.iter().map(|r| r.at).collect();
+        done.sort();
+        assert!(done.windows(2).all(|w| w[1] > w[0]), "{done:?}");
+        // a completion comes before the worker's last dispatch
+        let last_issue = out.last().unwrap().dispatched;
+        assert!(done[0] < last_issue, "{} {}", done[0], last_issue);
+        // 41 requests at about 7 + 17 µs each (the laws' means)
+        let span_us = (done[40].as_ns() - tick.as_ns()) / 1_000;
+        assert!((500..2_000).contains(&span_us), "{span_us} us");
     }
 
     /// Two CPUs, 4 MB/s (20 × 4 KiB per tick): submitter 0 runs on CPU 0,

@@ -96,6 +96,36 @@ impl ModelKind {
                     "that delay's 99th percentile (the largest drawn; below one 20 ms tick)",
                 ),
                 (
+                    "dispatch_p50_ns",
+                    "0",
+                    "with mbps: the host's CPU time per request when it dispatches a restarted queue, one request after another, at the median (0 with irq_p99_ns 0 = all at once)",
+                ),
+                (
+                    "dispatch_p90_ns",
+                    "0",
+                    "that time's 90th percentile",
+                ),
+                (
+                    "dispatch_p99_ns",
+                    "0",
+                    "that time's 99th percentile (the largest drawn)",
+                ),
+                (
+                    "irq_p50_ns",
+                    "0",
+                    "with mbps: the same CPU's time per completion (the timer interrupt that ends each request it dispatched, run before its next dispatch), at the median",
+                ),
+                (
+                    "irq_p90_ns",
+                    "0",
+                    "that time's 90th percentile",
+                ),
+                (
+                    "irq_p99_ns",
+                    "0",
+                    "that time's 99th percentile (the largest drawn)",
+                ),
+                (
                     "late_p50_ns",
                     "0",
                     "the host completes each request late by a log-normal delay with this median (an emulated guest's timer lateness; 0 = on time)",
@@ -583,6 +613,29 @@ impl DeviceSpec {
         if self.get("restart_p99_ns") < self.get("restart_p90_ns") {
             return Err(bad("restart_p99_ns", "must be at least restart_p90_ns"));
         }
+        for (p50, p90, p99, why90, why99) in [
+            (
+                "dispatch_p50_ns",
+                "dispatch_p90_ns",
+                "dispatch_p99_ns",
+                "must be at least dispatch_p50_ns",
+                "must be at least dispatch_p90_ns",
+            ),
+            (
+                "irq_p50_ns",
+                "irq_p90_ns",
+                "irq_p99_ns",
+                "must be at least irq_p50_ns",
+                "must be at least irq_p90_ns",
+            ),
+        ] {
+            if self.get(p90) < self.get(p50) {
+                return Err(bad(p90, why90));
+            }
+            if self.get(p99) < self.get(p90) {
+                return Err(bad(p99, why99));
+            }
+        }
         if let Some(p) = self.zoned_params() {
             p.check(self.capacity).map_err(|why| {
                 let key = if why.starts_with("zone_capacity") {
@@ -750,6 +803,15 @@ impl DeviceSpec {
             g("restart_p50_ns"),
             g("restart_p90_ns"),
             g("restart_p99_ns"),
+            self.seed,
+        )
+        .with_worker_cpu(
+            [
+                g("dispatch_p50_ns"),
+                g("dispatch_p90_ns"),
+                g("dispatch_p99_ns"),
+            ],
+            [g("irq_p50_ns"), g("irq_p90_ns"), g("irq_p99_ns")],
             self.seed,
         );
         Box::new(match self.zoned_params() {

@@ -141,6 +141,11 @@ pub struct LabHost {
     /// the guest dispatches the restarted queue, median, p90 and p99 in
     /// ns, for a guest with two vCPUs and with one.
     pub restart_ns: Option<[(u64, u64, u64); 2]>,
+    /// From `lab/traces/serial.json` (`serial.py` over the kernel's
+    /// traces of a saturated null_blk): the guest's CPU time per request
+    /// when its worker dispatches a restarted queue, and per completion
+    /// in the timer interrupt, each median, p90 and p99 in ns.
+    pub worker_cpu_ns: Option<([u64; 3], [u64; 3])>,
     /// From `lab/traces/flusher.json` (`flusher.py` over the kernel's w02
     /// trace): a writeback flusher's CPU time per request of a split bio,
     /// the median gap between one kworker's consecutive `block_getrq`
@@ -233,6 +238,7 @@ impl LabHost {
             completion_late_ns,
             completion_late_after_sleep_ns,
             restart_ns: restart_delays(lab),
+            worker_cpu_ns: worker_cpu(lab, kernel),
             writeback_piece_ns: writeback_piece(lab, kernel),
             iocost_timer_late_ns: iocost_timer_late(lab, kernel),
             disk_util_window_ns: disk_util_window(lab, kernel),
@@ -406,6 +412,19 @@ fn restart_delays(lab: &Path) -> Option<[(u64, u64, u64); 2]> {
     Some([q("2")?, q("1")?])
 }
 
+/// The worker's and the timer interrupt's CPU time per request
+/// `lab/traces/serial.json` records for `kernel` (ns).
+fn worker_cpu(lab: &Path, kernel: &str) -> Option<([u64; 3], [u64; 3])> {
+    let text = std::fs::read_to_string(lab.join("traces/serial.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let q = |key: &str| -> Option<[u64; 3]> {
+        let a = v.get(kernel)?.get(key)?.as_array()?;
+        let g = |i: usize| a.get(i).and_then(|x| x.as_u64());
+        Some([g(0)?, g(1)?, g(2)?])
+    };
+    Some((q("dispatch_ns")?, q("complete_ns")?))
+}
+
 /// The flusher's time per request `lab/traces/flusher.json` records for
 /// `kernel` (ns).
 fn writeback_piece(lab: &Path, kernel: &str) -> Option<u64> {
@@ -556,6 +575,60 @@ pub fn real_spreads(
     Ok((spreads, n))
 }
 
+/// The lab's measured host for a `null` device: the guest's vCPUs and
+/// its lateness, copy, restart and per-request CPU costs as device
+/// parameters.
+fn null_host(
+    exp: &mut blkqos_experiment::experiment::Experiment,
+    job: &LabJob,
+    h: &LabHost,
+) -> Result<()> {
+    let set = |exp: &mut blkqos_experiment::experiment::Experiment, k: &str, v: u64| {
+        exp.device
+            .set_param(k, &v.to_string())
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    };
+    set(exp, "cpus", u64::from(job.smp.unwrap_or(h.cpus)))?;
+    if let Some((p50, p99)) = h.completion_late_ns {
+        set(exp, "late_p50_ns", p50)?;
+        set(exp, "late_p99_ns", p99)?;
+    }
+    if let Some((p50, p99)) = h.completion_late_after_sleep_ns {
+        set(exp, "late_sleep_p50_ns", p50)?;
+        set(exp, "late_sleep_p99_ns", p99)?;
+    }
+    if let (true, Some(rate)) = (job.memory_backed, h.copy_bytes_per_s) {
+        set(exp, "copy_bytes_per_s", rate)?;
+    }
+    if let (true, Some(free)) = (job.memory_backed, h.mem_free_bytes) {
+        exp.pagecache.cfg.memory_bytes = free;
+    }
+    if let Some(r) = h.restart_ns {
+        let (p50, p90, p99) = if job.smp.unwrap_or(h.cpus) > 1 {
+            r[0]
+        } else {
+            r[1]
+        };
+        set(exp, "restart_p50_ns", p50)?;
+        set(exp, "restart_p90_ns", p90)?;
+        set(exp, "restart_p99_ns", p99)?;
+    }
+    if let Some((dispatch, irq)) = h.worker_cpu_ns {
+        for (k, v) in ["dispatch_p50_ns", "dispatch_p90_ns", "dispatch_p99_ns"]
+            .into_iter()
+            .zip(dispatch)
+            .chain(
+                ["irq_p50_ns", "irq_p90_ns", "irq_p99_ns"]
+                    .into_iter()
+                    .zip(irq),
+            )
+        {
+            set(exp, k, v)?;
+        }
+    }
+    Ok(())
+}
+
 /// One seed's simulated run of a lab job under a kernel profile, its
 /// reports in fio's JSON.
 fn sim_experiment(
@@ -584,36 +657,7 @@ fn sim_experiment(
             exp.pagecache.cfg.copy_bytes_per_s = rate;
         }
         if exp.device.kind == blkqos_sim::device::ModelKind::Null {
-            let set = |exp: &mut blkqos_experiment::experiment::Experiment, k: &str, v: u64| {
-                exp.device
-                    .set_param(k, &v.to_string())
-                    .map_err(|e| anyhow::anyhow!("{e}"))
-            };
-            set(&mut exp, "cpus", u64::from(job.smp.unwrap_or(h.cpus)))?;
-            if let Some((p50, p99)) = h.completion_late_ns {
-                set(&mut exp, "late_p50_ns", p50)?;
-                set(&mut exp, "late_p99_ns", p99)?;
-            }
-            if let Some((p50, p99)) = h.completion_late_after_sleep_ns {
-                set(&mut exp, "late_sleep_p50_ns", p50)?;
-                set(&mut exp, "late_sleep_p99_ns", p99)?;
-            }
-            if let (true, Some(rate)) = (job.memory_backed, h.copy_bytes_per_s) {
-                set(&mut exp, "copy_bytes_per_s", rate)?;
-            }
-            if let (true, Some(free)) = (job.memory_backed, h.mem_free_bytes) {
-                exp.pagecache.cfg.memory_bytes = free;
-            }
-            if let Some(r) = h.restart_ns {
-                let (p50, p90, p99) = if job.smp.unwrap_or(h.cpus) > 1 {
-                    r[0]
-                } else {
-                    r[1]
-                };
-                set(&mut exp, "restart_p50_ns", p50)?;
-                set(&mut exp, "restart_p90_ns", p90)?;
-                set(&mut exp, "restart_p99_ns", p99)?;
-            }
+            null_host(&mut exp, job, &h)?;
         }
     }
     exp.host.seed = seed;
