@@ -58,14 +58,22 @@ const ETIMEDOUT: i32 = 110;
 pub use crate::ddir::Ddir;
 
 /// An IO the job wants submitted.
+///
+/// `repr(C)` with `start_time` between `offset` and `len`: the job writes
+/// each field with its own store and the driver builds the block-layer
+/// [`blkqos_core::Io`] from it right away, where `offset` and `len` sit
+/// side by side; adjacent here, the two were read with one 16-byte load
+/// that spans both stores and waits for them to reach the cache (a
+/// store-forwarding stall on every IO).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct JobIo {
-    pub ddir: Ddir,
     /// Absolute byte offset in the file/device.
     pub offset: u64,
-    pub len: u64,
     /// fio `start_time`: when the IO unit was prepared.
     pub start_time: Instant,
+    pub len: u64,
+    pub ddir: Ddir,
     /// A read-back from the verify log (fio `IO_U_F_VER_LIST`).
     pub verify_list: bool,
     /// The first IO after a thinktime sleep (the device model may

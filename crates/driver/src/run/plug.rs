@@ -144,7 +144,7 @@ impl<B: Backend> Loop<'_, B> {
     /// an in-flight slot now and enters the block layer with its batch.
     /// Returns whether the batch is full (time to commit).
     pub(super) fn queue_batched(&mut self, j: usize, jio: JobIo, now: Instant) -> bool {
-        let id = self.insert_job_flight(j, jio, now);
+        let id = self.insert_job_flight(j, &jio, now);
         let slot = &mut self.jobs[j];
         slot.job.submitted(now);
         let b = slot.batch.as_mut().expect("a batched job");

@@ -37,12 +37,12 @@ impl<B: Backend> Loop<'_, B> {
                 // the common case apart, the action matched where the job
                 // wrote it (no copies of it between)
                 let action = slot.own_action(now, stopping);
-                self.act(j, action, now)?
+                self.act(j, &action, now)?
             } else {
                 let Some(action) = self.job_action(j, now, stopping) else {
                     continue;
                 };
-                self.act(j, action, now)?
+                self.act(j, &action, now)?
             };
             if !acts_again {
                 return Ok(());
@@ -113,11 +113,11 @@ impl<B: Backend> Loop<'_, B> {
     pub(super) fn act(
         &mut self,
         j: usize,
-        action: JobAction,
+        action: &JobAction,
         now: Instant,
     ) -> Result<bool, RunError> {
-        match action {
-            JobAction::Issue(jio) => {
+        match *action {
+            JobAction::Issue(ref jio) => {
                 if self.jobs[j].flow.is_some() {
                     self.count_flow_issue(j);
                 }

@@ -94,12 +94,12 @@ impl<B: Backend> Loop<'_, B> {
     /// submit call returns after `submit_ns` (or enters the block layer at
     /// once when that is 0).
     #[inline(always)]
-    pub(super) fn issue(&mut self, j: usize, jio: JobIo, now: Instant) {
+    pub(super) fn issue(&mut self, j: usize, jio: &JobIo, now: Instant) {
         if self.jobs[j].null {
-            self.issue_null(j, jio, now);
+            self.issue_null(j, *jio, now);
             return;
         }
-        if self.cache.pc.is_some() && self.jobs[j].buffered && self.issue_buffered(j, jio, now) {
+        if self.cache.pc.is_some() && self.jobs[j].buffered && self.issue_buffered(j, *jio, now) {
             return;
         }
         let id = self.insert_job_flight(j, jio, now);
@@ -115,12 +115,12 @@ impl<B: Backend> Loop<'_, B> {
 
     /// Job `j`'s `jio` gets an in-flight slot at `now`; its id.
     #[inline(always)]
-    pub(super) fn insert_job_flight(&mut self, j: usize, jio: JobIo, now: Instant) -> IoId {
-        let io = self.job_io(j, &jio, now);
+    pub(super) fn insert_job_flight(&mut self, j: usize, jio: &JobIo, now: Instant) -> IoId {
+        let io = self.job_io(j, jio, now);
         self.flights.insert_with(|id| Flight {
             kind: FlightKind::Job,
             job: j as u32,
-            jio,
+            jio: *jio,
             io: Io { id, ..io },
             issue_time: now,
             alloc_at: now,
