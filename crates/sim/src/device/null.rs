@@ -479,14 +479,23 @@ impl NullBlk {
 }
 
 impl WorkerCpu {
-    /// Lay one run of the worker on its CPU: `served` in dispatch order,
-    /// each `at` when it would complete had it been dispatched at
-    /// `start`. Each is dispatched when the CPU is free, its timer
-    /// expires that much later (and late by `late`), and its completion
-    /// runs when the timer has expired and the CPU is free, ahead of the
-    /// worker's next dispatch. Sets each one's `dispatched` (the
-    /// kernel's `block_rq_issue`) and `at` (`block_rq_complete`).
-    fn run(&mut self, start: Instant, served: &mut [Released], mut late: Option<&mut Lateness>) {
+    /// Lay one run of the worker on its CPU: `served` in dispatch order.
+    /// Each is dispatched when the CPU is free; a memory-backed device's
+    /// copy of its data follows on the same CPU (`null_handle_memory_backed`
+    /// at `bytes_per_s`, 0: none), then its timer is armed and expires
+    /// `completion_ns` later (and late by `late`); its completion runs when
+    /// the timer has expired and the CPU is free, ahead of the worker's
+    /// next dispatch. Sets each one's `dispatched` (the kernel's
+    /// `block_rq_issue`) and `at` (`block_rq_complete`); returns when the
+    /// CPU is done.
+    fn run(
+        &mut self,
+        start: Instant,
+        served: &mut [Released],
+        mut late: Option<&mut Lateness>,
+        completion_ns: u64,
+        bytes_per_s: u64,
+    ) -> Instant {
         use std::cmp::Reverse;
         let mut cpu = start.max(self.free_at);
         let mut timers = std::collections::BinaryHeap::with_capacity(served.len());
@@ -495,9 +504,14 @@ impl WorkerCpu {
             let irq_due = timers.peek().map(|t: &Reverse<(Instant, usize)>| t.0 .0);
             if next < served.len() && irq_due.is_none_or(|t| t > cpu) {
                 let r = &mut served[next];
-                let late_ns = late.as_deref_mut().map_or(0, Lateness::draw_ns);
-                let expiry = r.at + Duration(cpu.as_ns() - start.as_ns() + late_ns);
                 r.dispatched = cpu;
+                if bytes_per_s > 0 {
+                    cpu += Duration(
+                        (u128::from(r.bytes) * 1_000_000_000 / u128::from(bytes_per_s)) as u64,
+                    );
+                }
+                let late_ns = late.as_deref_mut().map_or(0, Lateness::draw_ns);
+                let expiry = cpu + Duration(completion_ns + late_ns);
                 cpu += Duration(self.dispatch.draw_ns());
                 timers.push(Reverse((expiry, next)));
                 next += 1;
@@ -510,6 +524,7 @@ impl WorkerCpu {
             }
         }
         self.free_at = cpu;
+        cpu
     }
 }
 
@@ -612,9 +627,20 @@ impl NullBlk {
                 }
                 let t = self.tick;
                 let from = out.len();
+                let copies_before = self.copy_free_at;
                 self.run_hw_queue(&mut mq, at, per_tick, out);
                 if let Some(w) = self.worker.as_deref_mut() {
-                    w.run(at, &mut out[from..], self.late.as_mut());
+                    // the worker's CPU does the copies, in its own order
+                    let end = w.run(
+                        at,
+                        &mut out[from..],
+                        self.late.as_mut(),
+                        self.completion_ns,
+                        self.copy_bytes_per_s,
+                    );
+                    if self.copy_bytes_per_s > 0 {
+                        self.copy_free_at = copies_before.max(end);
+                    }
                 }
                 if mq.stopped {
                     mq.restart_tick = t + 1;
@@ -791,6 +817,37 @@ mod tests {
         // 41 requests at about 7 + 17 µs each (the laws' means)
         let span_us = (done[40].as_ns() - tick.as_ns()) / 1_000;
         assert!((500..2_000).contains(&span_us), "{span_us} us");
+    }
+
+    /// A memory-backed device: the worker's CPU copies each request's
+    /// data before it arms the request's timer and before its next
+    /// dispatch (`null_handle_memory_backed` in `null_queue_rq`), so
+    /// dispatches are at least a copy apart and each completes at least a
+    /// copy and `completion_ns` after its dispatch.
+    #[test]
+    fn the_worker_copies_each_request_before_the_next() {
+        let mut d = NullBlk::new(20_000, 1, 64, Some(10), 1 << 40, 1)
+            .with_copy_rate(100_000_000)
+            .with_worker_cpu([4_000, 8_000, 64_000], [6_000, 30_000, 119_000], 7);
+        d.phase_ns = 0;
+        let t0 = Instant(1_000);
+        let mut id = 0;
+        while d.service(&io_of(id, 0, 16384), t0).0 != HELD {
+            id += 1;
+        }
+        for k in 1..=8 {
+            assert_eq!(d.service(&io_of(id + k, 0, 16384), t0).0, HELD);
+        }
+        let mut out = Vec::new();
+        d.release(Instant(TICK_NS), &mut out);
+        assert_eq!(out.len(), 9);
+        let copy = Duration(163_840); // 16 KiB at 100 MB/s
+        for w in out.windows(2) {
+            assert!(w[1].dispatched >= w[0].dispatched + copy, "{w:?}");
+        }
+        for r in &out {
+            assert!(r.at >= r.dispatched + copy + Duration(20_000), "{r:?}");
+        }
     }
 
     /// Two CPUs, 4 MB/s (20 × 4 KiB per tick): submitter 0 runs on CPU 0,
