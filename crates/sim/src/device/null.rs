@@ -480,14 +480,15 @@ impl NullBlk {
 
 impl WorkerCpu {
     /// Lay one run of the worker on its CPU: `served` in dispatch order.
-    /// Each is dispatched when the CPU is free; a memory-backed device's
-    /// copy of its data follows on the same CPU (`null_handle_memory_backed`
-    /// at `bytes_per_s`, 0: none), then its timer is armed and expires
-    /// `completion_ns` later (and late by `late`); its completion runs when
-    /// the timer has expired and the CPU is free, ahead of the worker's
-    /// next dispatch. Sets each one's `dispatched` (the kernel's
-    /// `block_rq_issue`) and `at` (`block_rq_complete`); returns when the
-    /// CPU is done.
+    /// The worker takes each request when it is done with the one before;
+    /// a memory-backed device's copy of its data follows on the same CPU
+    /// (`null_handle_memory_backed` at `bytes_per_s`, 0: none), then its
+    /// timer is armed and expires `completion_ns` later (and late by
+    /// `late`). A timer's completion is a hard interrupt: it runs when
+    /// the timer expires, or when the interrupt before it is done, and
+    /// holds the worker up for as long as it runs. Sets each request's
+    /// `dispatched` (the kernel's `block_rq_issue`) and `at`
+    /// (`block_rq_complete`); returns when the CPU is done.
     fn run(
         &mut self,
         start: Instant,
@@ -497,34 +498,44 @@ impl WorkerCpu {
         bytes_per_s: u64,
     ) -> Instant {
         use std::cmp::Reverse;
+        // the worker's clock, and when the interrupts so far are done
         let mut cpu = start.max(self.free_at);
+        let mut irq_free = Instant::ZERO;
         let mut timers = std::collections::BinaryHeap::with_capacity(served.len());
-        let mut next = 0;
-        loop {
-            let irq_due = timers.peek().map(|t: &Reverse<(Instant, usize)>| t.0 .0);
-            if next < served.len() && irq_due.is_none_or(|t| t > cpu) {
-                let r = &mut served[next];
-                r.dispatched = cpu;
-                if bytes_per_s > 0 {
-                    cpu += Duration(
-                        (u128::from(r.bytes) * 1_000_000_000 / u128::from(bytes_per_s)) as u64,
-                    );
-                }
-                let late_ns = late.as_deref_mut().map_or(0, Lateness::draw_ns);
-                let expiry = cpu + Duration(completion_ns + late_ns);
-                cpu += Duration(self.dispatch.draw_ns());
-                timers.push(Reverse((expiry, next)));
-                next += 1;
-            } else if let Some(Reverse((expiry, i))) = timers.pop() {
-                let at = cpu.max(expiry);
-                served[i].at = at;
-                cpu = at + Duration(self.complete.draw_ns());
+        for k in 0..served.len() {
+            let r = &mut served[k];
+            r.dispatched = cpu;
+            let copy_ns = if bytes_per_s > 0 {
+                (u128::from(r.bytes) * 1_000_000_000 / u128::from(bytes_per_s)) as u64
             } else {
-                break;
+                0
+            };
+            let late_ns = late.as_deref_mut().map_or(0, Lateness::draw_ns);
+            let expiry = cpu + Duration(copy_ns + completion_ns + late_ns);
+            timers.push(Reverse((expiry, k)));
+            let mut done = cpu + Duration(copy_ns + self.dispatch.draw_ns());
+            // the timers that expire meanwhile interrupt the worker
+            while let Some(&Reverse((expiry, i))) = timers.peek() {
+                if expiry > done {
+                    break;
+                }
+                timers.pop();
+                let at = expiry.max(irq_free);
+                served[i].at = at;
+                let irq = Duration(self.complete.draw_ns());
+                irq_free = at + irq;
+                done += irq;
             }
+            cpu = done;
         }
-        self.free_at = cpu;
-        cpu
+        while let Some(Reverse((expiry, i))) = timers.pop() {
+            let at = expiry.max(irq_free);
+            served[i].at = at;
+            irq_free = at + Duration(self.complete.draw_ns());
+        }
+        let end = cpu.max(irq_free);
+        self.free_at = end;
+        end
     }
 }
 
