@@ -69,4 +69,10 @@ pub trait Backend {
     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>);
     /// IOs currently being served.
     fn in_flight(&self) -> usize;
+    /// CPU time the last [`Backend::submit`] kept the submitting context
+    /// busy after the request started (a memory-backed device's copy of
+    /// its data, made in the task that issues it); taken once, 0: none.
+    fn take_submit_ns(&mut self) -> u64 {
+        0
+    }
 }

@@ -254,6 +254,9 @@ impl Backend for SimBackend {
     fn in_flight(&self) -> usize {
         self.events.len() + self.held
     }
+    fn take_submit_ns(&mut self) -> u64 {
+        self.device.take_submitter_ns()
+    }
 }
 
 #[cfg(test)]

@@ -107,6 +107,7 @@ impl<B: Backend> Loop<'_, B> {
             match self.stack.submit_fragment(&mut piece, now) {
                 StackVerdict::Ready | StackVerdict::Split => {
                     // a deferred piece gets its tag in the dispatch worker
+                    self.backend.take_submit_ns();
                     let no_tag = !self.queue_request(piece, now, defer) && defer.is_none();
                     if no_tag {
                         // no tag: the task sleeps in blk_mq_get_tag with
@@ -135,9 +136,14 @@ impl<B: Backend> Loop<'_, B> {
                     return false;
                 }
             }
+            // a memory-backed device copied the piece in this context
+            let copy_ns = self.backend.take_submit_ns();
             match next {
-                Some(rest) if kind == FlightKind::Writeback && self.host.writeback_piece_ns > 0 => {
-                    self.pace_rest(pid, rest, now);
+                Some(rest)
+                    if kind == FlightKind::Writeback
+                        && (self.host.writeback_piece_ns > 0 || copy_ns > 0) =>
+                {
+                    self.pace_rest(pid, rest, now + blkqos_core::Duration(copy_ns));
                     return false;
                 }
                 Some(rest) => io = rest,
@@ -147,15 +153,19 @@ impl<B: Backend> Loop<'_, B> {
     }
 
     /// A flusher (or fsync) cuts its next request of `pid` once its CPU
-    /// time for the last one is spent (the host's `writeback_piece_ns`):
-    /// in between, other submitters' requests come first.
-    fn pace_rest(&mut self, pid: IoId, rest: Io, now: Instant) {
-        let at = now + blkqos_core::Duration(self.host.writeback_piece_ns);
+    /// time for the last one is spent (the host's `writeback_piece_ns`,
+    /// counted from `from`: after the device's copy of the last one, when
+    /// it made it in this context): in between, other submitters'
+    /// requests come first.
+    fn pace_rest(&mut self, pid: IoId, rest: Io, from: Instant) {
+        let at = from + blkqos_core::Duration(self.host.writeback_piece_ns);
         if let Some(st) = self.splits.jobs.get_mut(&pid) {
             st.paced = true;
         }
-        // the same cost for every rest: pushing keeps the time order
-        self.splits.paced.push_back((at, pid, rest));
+        // in time order (a copy's length differs by piece), after those
+        // due at the same instant
+        let i = self.splits.paced.partition_point(|p| p.0 <= at);
+        self.splits.paced.insert(i, (at, pid, rest));
     }
 
     /// When the next paced rest is due.

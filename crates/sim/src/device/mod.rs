@@ -58,6 +58,13 @@ pub trait DeviceModel {
     /// Release what is due at `now` (at or after [`DeviceModel::next_release`]):
     /// each released request's completion goes to `out`.
     fn release(&mut self, _now: Instant, _out: &mut Vec<Released>) {}
+    /// The CPU time the last [`DeviceModel::service`] call spent in the
+    /// submitting context after it started the request (a memory-backed
+    /// null_blk copies the data in `null_queue_rq`, in whichever task
+    /// issues it; 0: none); taken once.
+    fn take_submitter_ns(&mut self) -> u64 {
+        0
+    }
     /// One line describing the model and its parameters.
     fn describe(&self) -> String;
 }

@@ -107,6 +107,9 @@ pub struct NullBlk {
     /// The host CPU that dispatches a restarted queue one request at a
     /// time ([`WorkerCpu`]); `None`: at one instant.
     worker: Option<Box<WorkerCpu>>,
+    /// The copy the last request issued directly made in its submitter's
+    /// context (ns), until [`DeviceModel::take_submitter_ns`] takes it.
+    submitter_ns: u64,
 }
 
 /// The host CPU that runs a restarted queue: the kblockd worker
@@ -194,6 +197,7 @@ impl NullBlk {
             copy_bytes_per_s: 0,
             copy_free_at: Instant::ZERO,
             worker: None,
+            submitter_ns: 0,
         }
     }
 
@@ -264,7 +268,7 @@ impl NullBlk {
             self.tick = arrival_tick;
             self.budget = per_tick;
             self.active_until = Some(arrival_tick);
-            return (self.done_at(now, io.len), 0);
+            return (self.direct_done(now, io.len), 0);
         }
         if arrival_tick != self.tick {
             self.tick = arrival_tick;
@@ -280,7 +284,7 @@ impl NullBlk {
             if let Some(mq) = self.mq.as_deref_mut() {
                 update_dispatch_busy(mq, false);
             }
-            return (self.done_at(now, io.len), 0);
+            return (self.direct_done(now, io.len), 0);
         }
         // null_handle_throttled: the budget is spent; the queue stops and
         // the refused request waits on hctx->dispatch
@@ -374,6 +378,22 @@ impl NullBlk {
         let copy = (u128::from(len) * 1_000_000_000 / u128::from(self.copy_bytes_per_s)) as u64;
         self.copy_free_at = self.copy_free_at.max(start) + Duration(copy);
         self.copy_free_at + lat
+    }
+
+    /// A request of `len` bytes issued directly at `now`, in its
+    /// submitter's context: `null_queue_rq` copies a memory-backed
+    /// device's data right there, so the submitter is busy for the copy
+    /// (taken by [`DeviceModel::take_submitter_ns`]) and the completion
+    /// timer starts after it. Submitters copy on their own CPUs, side by
+    /// side.
+    fn direct_done(&mut self, now: Instant, len: u64) -> Instant {
+        let lat = Duration(self.completion_ns);
+        if self.copy_bytes_per_s == 0 || len == 0 {
+            return now + lat;
+        }
+        let copy = (u128::from(len) * 1_000_000_000 / u128::from(self.copy_bytes_per_s)) as u64;
+        self.submitter_ns = copy;
+        now + Duration(copy) + lat
     }
 
     /// The host's lateness for one completion (0 without lateness).
@@ -568,7 +588,7 @@ impl NullBlk {
             }
         }
         let Some(mbps) = self.mbps else {
-            return (self.done_at(now, io.len), 0);
+            return (self.direct_done(now, io.len), 0);
         };
         let per_tick = Self::per_tick(mbps);
         if self.mq.is_some() {
@@ -582,7 +602,7 @@ impl NullBlk {
             self.tick = arrival_tick;
             self.budget = per_tick;
             self.active_until = Some(arrival_tick);
-            return (self.done_at(now, io.len), 0);
+            return (self.direct_done(now, io.len), 0);
         }
         let mut tick = arrival_tick.max(self.next_free_tick);
         loop {
@@ -597,6 +617,11 @@ impl NullBlk {
                 self.next_free_tick = tick;
                 self.active_until = Some(self.active_until.map_or(tick + 1, |a| a.max(tick + 1)));
                 let start = now.max(Instant((tick * TICK_NS).saturating_sub(self.phase_ns)));
+                if start == now {
+                    return (self.direct_done(now, io.len), 0);
+                }
+                // served at a later tick by the restarted queue: one
+                // copy after another
                 return (self.done_at(start, io.len), 0);
             }
             tick += 1;
@@ -708,6 +733,9 @@ impl DeviceModel for NullBlk {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+    fn take_submitter_ns(&mut self) -> u64 {
+        std::mem::take(&mut self.submitter_ns)
     }
     fn describe(&self) -> String {
         format!(
@@ -859,6 +887,31 @@ mod tests {
         for r in &out {
             assert!(r.at >= r.dispatched + copy + Duration(20_000), "{r:?}");
         }
+    }
+
+    /// A request issued directly to a memory-backed device is copied in
+    /// its submitter's context: it completes a copy and `completion_ns`
+    /// after it starts, the device reports the copy once as the
+    /// submitter's time, and two submitters' copies run side by side.
+    #[test]
+    fn a_direct_issue_copies_in_the_submitters_context() {
+        let mut d = NullBlk::new(20_000, 1, 64, None, 1 << 40, 1).with_copy_rate(100_000_000);
+        let t0 = Instant(1_000);
+        let copy = 163_840; // 16 KiB at 100 MB/s
+        assert_eq!(
+            d.service(&io_of(0, 0, 16384), t0).0,
+            t0 + Duration(copy + 20_000)
+        );
+        assert_eq!(d.take_submitter_ns(), copy);
+        assert_eq!(d.take_submitter_ns(), 0, "taken once");
+        assert_eq!(
+            d.service(&io_of(1, 1, 16384), t0).0,
+            t0 + Duration(copy + 20_000),
+            "not behind the first copy"
+        );
+        let mut plain = NullBlk::new(20_000, 1, 64, None, 1 << 40, 1);
+        assert_eq!(plain.service(&io(16384), t0).0, t0 + Duration(20_000));
+        assert_eq!(plain.take_submitter_ns(), 0);
     }
 
     /// Two CPUs, 4 MB/s (20 × 4 KiB per tick): submitter 0 runs on CPU 0,

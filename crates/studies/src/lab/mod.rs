@@ -126,6 +126,12 @@ pub struct LabHost {
     pub wake_jitter_ns: u64,
     /// From `h04-buffered-copy`, when recorded.
     pub copy_bytes_per_s: Option<u64>,
+    /// From `lab/traces/copy.json` (`copy.py` over the writeback traces):
+    /// how fast the guest's memory-backed null_blk copies a request's
+    /// data, its full-size writes' median issue-to-completion time less
+    /// the 20 µs completion and the median completion lateness
+    /// (`completion_late_ns`).
+    pub null_copy_bytes_per_s: Option<u64>,
     pub cpus: u32,
     /// From the `h02-qd1-roundtrip` traces, when recorded: how late the
     /// guest completes a null_blk request, median and 99th percentile in
@@ -230,10 +236,13 @@ impl LabHost {
             .map(|iops| 1e9 / iops - submit - syscall_ns)
             .filter(|ns| *ns > 0.0)
             .map(|ns| (CALIBRATION_COPY_BYTES * 1e9 / ns).round() as u64);
+        let null_copy_bytes_per_s =
+            null_copy_rate(lab, kernel, completion_late_ns.map_or(0, |(p50, _)| p50));
         Ok(Some(LabHost {
             submit_ns: submit.round() as u64,
             wake_jitter_ns: (2.0 * late).round() as u64,
             copy_bytes_per_s,
+            null_copy_bytes_per_s,
             cpus: guest_cpus(lab, kernel).unwrap_or(1),
             completion_late_ns,
             completion_late_after_sleep_ns,
@@ -410,6 +419,18 @@ fn restart_delays(lab: &Path) -> Option<[(u64, u64, u64); 2]> {
         Some((g("p50")?, g("p90")?, g("p99")?))
     };
     Some([q("2")?, q("1")?])
+}
+
+/// [`LabHost::null_copy_bytes_per_s`] from `traces/copy.json`, given the
+/// median completion lateness `late_p50_ns`.
+fn null_copy_rate(lab: &Path, kernel: &str, late_p50_ns: u64) -> Option<u64> {
+    let text = std::fs::read_to_string(lab.join("traces/copy.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let k = v.get(kernel)?;
+    let bytes = k.get("bytes")?.as_u64()?;
+    let d2c = k.get("d2c_p50_ns")?.as_u64()?;
+    let copy_ns = d2c.checked_sub(CALIBRATION_COMPLETION_NS as u64 + late_p50_ns)?;
+    (copy_ns > 0).then(|| (u128::from(bytes) * 1_000_000_000 / u128::from(copy_ns)) as u64)
 }
 
 /// The worker's and the timer interrupt's CPU time per request
@@ -597,7 +618,10 @@ fn null_host(
         set(exp, "late_sleep_p50_ns", p50)?;
         set(exp, "late_sleep_p99_ns", p99)?;
     }
-    if let (true, Some(rate)) = (job.memory_backed, h.copy_bytes_per_s) {
+    if let (true, Some(rate)) = (
+        job.memory_backed,
+        h.null_copy_bytes_per_s.or(h.copy_bytes_per_s),
+    ) {
         set(exp, "copy_bytes_per_s", rate)?;
     }
     if let (true, Some(free)) = (job.memory_backed, h.mem_free_bytes) {
@@ -1256,6 +1280,9 @@ fn describe_host(k: &str, h: &LabHost) -> String {
     }
     if let Some(r) = h.copy_bytes_per_s {
         s += &format!(", page cache copies at {:.1} MB/s", r as f64 / 1e6);
+    }
+    if let Some(r) = h.null_copy_bytes_per_s {
+        s += &format!(", memory-backed null_blk at {:.1} MB/s", r as f64 / 1e6);
     }
     if let Some(w) = h.disk_util_window_ns {
         s += &format!(", fio's %util window {:.0} ms past the run", w as f64 / 1e6);
