@@ -41,9 +41,13 @@
 //! with one CPU too); `late_p50/p99_ns`, how late each completion comes
 //! ([`super::lateness`]), and `late_sleep_p50/p99_ns`, how late it comes
 //! for a request submitted right after its task slept
-//! (`IoFlags::AFTER_SLEEP`: an idle guest is slower); `copy_bytes_per_s`, the copy of each
-//! request's data of a memory-backed null_blk, one request after another
-//! (`null_handle_memory_backed`); `dispatch_p50/p90/p99_ns` and
+//! (`IoFlags::AFTER_SLEEP`: an idle guest is slower); `copy_bytes_per_s`,
+//! the copy of each request's data of a memory-backed null_blk
+//! (`null_handle_memory_backed`), made in the task that issues the
+//! request before its timer starts: a submitter issuing directly is busy
+//! for it ([`DeviceModel::take_submitter_ns`]), a restarted queue's worker
+//! copies on its CPU, and requests served at a later tick without the
+//! worker are copied one after another; `dispatch_p50/p90/p99_ns` and
 //! `irq_p50/p90/p99_ns`, the CPU time the worker takes per request when
 //! it dispatches a restarted queue and the timer interrupt per
 //! completion on that CPU ([`WorkerCpu`]: the requests start one after
@@ -54,9 +58,8 @@
 //! `zoned=1`: null_blk's zoned mode ([`super::zoned`]): a request the
 //! zone rules fail completes after `completion_ns` with their errno.
 //!
-//! Ignores: the CPU cost of a request issued directly (not staged: the
-//! submitting task's, which the host's submit cost carries), bad blocks,
-//! fault injection.
+//! Ignores: a directly issued request's CPU cost beside its copy (the
+//! host's submit cost carries it), bad blocks, fault injection.
 
 use super::lateness::{Lateness, QuantileDelay};
 use super::placement::Placement;
@@ -340,7 +343,7 @@ impl NullBlk {
     /// each dispatch takes a draw with median `dispatch[0]`, p90
     /// `dispatch[1]` and p99 `dispatch[2]` (ns) of the worker's CPU, and
     /// each completion a draw from `irq` of the same CPU, before the
-    /// worker's next request ([`WorkerCpu`]); none when both p99s are 0.
+    /// worker's next request (`WorkerCpu`); none when both p99s are 0.
     /// Needs `mbps`; stages requests even with one CPU.
     pub fn with_worker_cpu(mut self, dispatch: [u64; 3], irq: [u64; 3], seed: u64) -> Self {
         if (dispatch[2] == 0 && irq[2] == 0) || self.mbps.is_none() {
@@ -361,8 +364,8 @@ impl NullBlk {
 
     /// `memory_backed=1` on a host that copies at `bytes_per_s`
     /// (`null_handle_memory_backed` → `copy_to_nullb`/`copy_from_nullb`,
-    /// in the dispatching task): each request's data is copied, one
-    /// request after another, before its completion timer starts.
+    /// in the dispatching task): each request's data is copied before its
+    /// completion timer starts, in the context that issues it.
     pub fn with_copy_rate(mut self, bytes_per_s: u64) -> Self {
         self.copy_bytes_per_s = bytes_per_s;
         self
