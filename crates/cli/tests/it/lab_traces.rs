@@ -183,6 +183,45 @@ fn xz_text(path: PathBuf) -> Option<String> {
     Some(String::from_utf8(out.stdout).unwrap())
 }
 
+/// blkqos's own kernel-format trace of `job` (its full name) at each seed
+/// `1..=seeds`, as `lab compare --traces --keep-traces` writes it from the
+/// lab at `lab_dir` under kernel `kernel` (its release), run in `dir`.
+fn kept_traces(
+    lab_dir: &std::path::Path,
+    kernel: &str,
+    job: &str,
+    seeds: u32,
+    dir: &std::path::Path,
+) -> Vec<String> {
+    let (lab_arg, kernel_arg) = (
+        format!("--lab={}", lab_dir.display()),
+        format!("--kernel={kernel}"),
+    );
+    let (job_arg, seeds_arg) = (format!("--job={job}"), format!("--seeds={seeds}"));
+    let kept = dir.join(format!(
+        "kept-{}",
+        lab_dir.file_name().unwrap().to_string_lossy()
+    ));
+    let keep_arg = format!("--keep-traces={}", kept.display());
+    let args = [
+        "lab",
+        "compare",
+        &lab_arg,
+        "--traces",
+        &kernel_arg,
+        &job_arg,
+        &seeds_arg,
+        &keep_arg,
+    ];
+    blkqos(&args, Some(dir)).ok();
+    (1..=seeds)
+        .map(|seed| {
+            let path = kept.join(kernel).join(format!("{job}-seed{seed}.txt"));
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        })
+        .collect()
+}
+
 /// The bursts of a saturated null_blk in a trace: runs of
 /// `block_rq_issue`/`block_rq_complete` events less than 1 ms apart with
 /// at least 20 completions (a 20 ms tick's budget), each one's span from
@@ -242,22 +281,8 @@ fn c04_bursts_spread_as_in_the_6_12_trace() {
     );
     assert!(k_inter > 0.7, "kernel interleaved {k_inter}");
     let dir = tempfile::tempdir().unwrap();
-    let lab_arg = format!("--lab={}", lab().display());
-    let args = [
-        "lab",
-        "compare",
-        lab_arg.as_str(),
-        "--traces",
-        "--kernel=6.12",
-        "--job=c04",
-        "--seeds=1",
-        "--keep-traces=kept",
-    ];
-    blkqos(&args, Some(dir.path())).ok();
-    let kept = dir
-        .path()
-        .join("kept/6.12.117+deb13-amd64/c04-qos-vrate-seed1.txt");
-    let b = bursts(&std::fs::read_to_string(kept).unwrap());
+    let release = "6.12.117+deb13-amd64";
+    let b = bursts(&kept_traces(&lab(), release, "c04-qos-vrate", 1, dir.path())[0]);
     let (b_span, b_inter) = (span_p50(&b), interleaved(&b));
     assert!(
         (b_span / k_span - 1.0).abs() < 0.25,
@@ -265,7 +290,7 @@ fn c04_bursts_spread_as_in_the_6_12_trace() {
     );
     assert!(b_inter > 0.7, "blkqos interleaved {b_inter}");
     // the same lab without the measured CPU costs
-    let bare = dir.path().join("lab");
+    let bare = dir.path().join("lab-without-serial");
     std::fs::create_dir_all(bare.join("traces")).unwrap();
     for e in std::fs::read_dir(lab()).unwrap() {
         let e = e.unwrap();
@@ -279,17 +304,8 @@ fn c04_bursts_spread_as_in_the_6_12_trace() {
             std::os::unix::fs::symlink(e.path(), bare.join("traces").join(e.file_name())).unwrap();
         }
     }
-    let bare_arg = format!("--lab={}", bare.display());
-    let mut args = args;
-    args[2] = bare_arg.as_str();
-    args[7] = "--keep-traces=flat";
-    blkqos(&args, Some(dir.path())).ok();
     let flat = span_p50(&bursts(
-        &std::fs::read_to_string(
-            dir.path()
-                .join("flat/6.12.117+deb13-amd64/c04-qos-vrate-seed1.txt"),
-        )
-        .unwrap(),
+        &kept_traces(&bare, release, "c04-qos-vrate", 1, dir.path())[0],
     ));
     assert!(flat < 0.5 * k_span, "without the host model: {flat} us");
 }
@@ -979,26 +995,11 @@ fn c09_reader_donates_as_in_the_6_12_traces() {
         assert!(n >= 6, "kernel run {run}: /b donated in {n} periods");
     }
     let dir = tempfile::tempdir().unwrap();
-    let lab_arg = format!("--lab={}", lab().display());
-    let args = [
-        "lab",
-        "compare",
-        lab_arg.as_str(),
-        "--traces",
-        "--kernel=6.12",
-        "--job=c09",
-        "--seeds=5",
-        "--keep-traces=kept",
-    ];
-    blkqos(&args, Some(dir.path())).ok();
-    let kept = dir.path().join("kept/6.12.117+deb13-amd64");
-    let per_seed: Vec<usize> = (1..=5)
-        .map(|seed| {
-            let text =
-                std::fs::read_to_string(kept.join(format!("c09-merges-seed{seed}.txt"))).unwrap();
-            donations(&text, "/b")
-        })
-        .collect();
+    let per_seed: Vec<usize> =
+        kept_traces(&lab(), "6.12.117+deb13-amd64", "c09-merges", 5, dir.path())
+            .iter()
+            .map(|t| donations(t, "/b"))
+            .collect();
     let donating = per_seed.iter().filter(|&&n| n >= 4).count();
     assert!(donating >= 4, "blkqos /b donations per seed: {per_seed:?}");
 }
@@ -1050,24 +1051,14 @@ fn w01_requests_complete_a_copy_after_their_issue_as_in_the_6_12_trace() {
     let k = median(full_write_d2c_us(&kernel));
     assert!((800.0..1100.0).contains(&k), "kernel d2c p50 {k} us");
     let dir = tempfile::tempdir().unwrap();
-    let lab_arg = format!("--lab={}", lab().display());
-    let args = [
-        "lab",
-        "compare",
-        lab_arg.as_str(),
-        "--traces",
-        "--kernel=6.12",
-        "--job=w01",
-        "--seeds=1",
-        "--keep-traces=kept",
-    ];
-    blkqos(&args, Some(dir.path())).ok();
-    let text = std::fs::read_to_string(
-        dir.path()
-            .join("kept/6.12.117+deb13-amd64/w01-seed003-writeback-seed1.txt"),
-    )
-    .unwrap();
-    let b = median(full_write_d2c_us(&text));
+    let text = &kept_traces(
+        &lab(),
+        "6.12.117+deb13-amd64",
+        "w01-seed003-writeback",
+        1,
+        dir.path(),
+    )[0];
+    let b = median(full_write_d2c_us(text));
     assert!(
         (b / k - 1.0).abs() < 0.33,
         "blkqos d2c p50 {b} us, kernel {k}"
