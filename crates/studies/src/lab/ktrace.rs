@@ -13,6 +13,7 @@
 //! | `rq_wait_pct.mean`, `missed_pct`, `lagging_pct`, `shortages_pct` | the mean `rq_wait_pct`; % of events with a missed latency target, a lagging group, a short group |
 //! | `iocg.CGROUP.activations_per_s`, `.idles_per_s` | `iocost_iocg_activate` / `iocost_iocg_idle` per second, per cgroup |
 //! | `d2c.p50`, `d2c.p99` | issue to completion per request, ms (matched by sector) |
+//! | `complete_order_pct` | % of consecutive completions whose requests were issued in that order (each request's last issue: a timer interrupt completes the expired timers in expiry order) |
 //! | `issue_gap.p50`, `issue_gap.p90`, `complete_gap.p90` | time between consecutive issues / completions, µs |
 //! | `throtl.slices_per_s`, `throtl.trims_per_s`, `throtl.dispatches_per_s`, `throtl.timer_delay.p50` | blk-throttle's messages: `new slice`, `trim slice`, `bios disp=` rounds, `schedule timer. delay=` (jiffies) |
 //! | `bdp.passes_per_s`, `bdp.hardlimit_pct`, `bdp.paused.max`, `bdp.pause_sum_per_s`, `bdp.dirtied.p50` | `writeback:balance_dirty_pages`: throttled passes per second (from the first pass to the last); % at the hard limit (`task_ratelimit=0`); the longest loop (`paused`, ms); pauses slept per second (ms); pages a task called in with |
@@ -45,7 +46,13 @@ struct Reduction {
     t_end: u64,
     /// (t, event) of `iocost_ioc_vrate_adj`.
     adj: Vec<(u64, blkqos_experiment::ktrace::VrateAdj)>,
-    issued: HashMap<u64, u64>,
+    /// Per sector in flight: its last issue's time and number.
+    issued: HashMap<u64, (u64, u64)>,
+    /// Issues so far; the issue number of the last completion; and
+    /// (consecutive completions, those issued in the other order).
+    issues: u64,
+    last_complete: Option<u64>,
+    complete_pairs: (u64, u64),
     d2c_ns: Vec<u64>,
     issue_ns: Vec<u64>,
     complete_ns: Vec<u64>,
@@ -70,7 +77,8 @@ impl Reduction {
                 ..
             } => {
                 self.issue_ns.push(t);
-                self.issued.insert(sector, t);
+                self.issues += 1;
+                self.issued.insert(sector, (t, self.issues));
                 self.t_end = self.t_end.max(t);
             }
             Event::Rq {
@@ -78,8 +86,12 @@ impl Reduction {
                 sector,
                 ..
             } => {
-                if let Some(i) = self.issued.remove(&sector) {
+                if let Some((i, n)) = self.issued.remove(&sector) {
                     self.d2c_ns.push(t.saturating_sub(i));
+                    if let Some(prev) = self.last_complete.replace(n) {
+                        self.complete_pairs.0 += 1;
+                        self.complete_pairs.1 += u64::from(n < prev);
+                    }
                 }
                 self.complete_ns.push(t);
                 self.t_end = self.t_end.max(t);
@@ -222,6 +234,13 @@ impl Reduction {
         if !self.d2c_ns.is_empty() {
             put("d2c.p50", pctl(&mut self.d2c_ns, 50.0) as f64 / 1e6);
             put("d2c.p99", pctl(&mut self.d2c_ns, 99.0) as f64 / 1e6);
+        }
+        let (pairs, reversed) = self.complete_pairs;
+        if pairs > 0 {
+            put(
+                "complete_order_pct",
+                100.0 * (pairs - reversed) as f64 / pairs as f64,
+            );
         }
         let mut issue_gap = gaps(&mut self.issue_ns);
         if !issue_gap.is_empty() {
@@ -368,5 +387,33 @@ mod tests {
         let mut compared = m.clone();
         compared.remove("host.issue_cpus");
         assert_eq!(back, compared);
+    }
+
+    /// Completions in issue order: of the consecutive pairs of
+    /// completions, those whose requests were issued the other way
+    /// round count against it; a request's last issue is the one that
+    /// counts (a refused request is issued again).
+    #[test]
+    fn counts_completions_out_of_issue_order() {
+        let t = [
+            line(0, "block_rq_issue: 254,0 R 4096 () 8 + 8 [fio]"),
+            line(1, "block_rq_issue: 254,0 R 4096 () 16 + 8 [fio]"),
+            line(3, "block_rq_complete: 254,0 R () 16 + 8 [0]"),
+            line(4, "block_rq_complete: 254,0 R () 8 + 8 [0]"),
+            // refused, then issued again after the next one
+            line(5, "block_rq_issue: 254,0 R 4096 () 24 + 8 [fio]"),
+            line(6, "block_rq_issue: 254,0 R 4096 () 32 + 8 [fio]"),
+            line(7, "block_rq_issue: 254,0 R 4096 () 24 + 8 [kworker/0:1H]"),
+            line(9, "block_rq_complete: 254,0 R () 32 + 8 [0]"),
+            line(10, "block_rq_complete: 254,0 R () 24 + 8 [0]"),
+        ]
+        .join("\n");
+        let m = reduce(&t);
+        // pairs: 16 then 8 (reversed), 8 then 32, 32 then 24 (in order:
+        // 24's last issue came after 32's)
+        assert!(
+            (get_of(&m, "complete_order_pct") - 200.0 / 3.0).abs() < 1e-9,
+            "{m:?}"
+        );
     }
 }
