@@ -32,6 +32,8 @@ import lzma
 import os
 import re
 
+from serial import PROBS, quantile  # the quantiles serial.json uses
+
 here = os.path.dirname(os.path.abspath(__file__))
 
 TRACES = {
@@ -100,12 +102,6 @@ def lateness(trace):
     return out
 
 
-PROBS = [0.5, 0.9, 0.99]
-
-
-def quantile(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(p * len(v)))]
 
 
 def main():

@@ -862,6 +862,24 @@ mod tests {
         );
     }
 
+    /// `d` (a bandwidth-limited device) at tick phase 0: requests of
+    /// `len` bytes until one is staged, `more` staged after it, then what
+    /// the next tick releases.
+    fn staged_burst(d: &mut NullBlk, len: u64, more: u64) -> Vec<Released> {
+        d.phase_ns = 0;
+        let t0 = Instant(1_000);
+        let mut id = 0;
+        while d.service(&io_of(id, 0, len), t0).0 != HELD {
+            id += 1;
+        }
+        for k in 1..=more {
+            assert_eq!(d.service(&io_of(id + k, 0, len), t0).0, HELD);
+        }
+        let mut out = Vec::new();
+        d.release(Instant(TICK_NS), &mut out);
+        out
+    }
+
     /// 10 MB/s, a 20 µs completion: a request stops the queue and 40
     /// more wait for the tick. With the worker's CPU costs (median 4 µs a
     /// dispatch, 6 µs a completion, as the lab's 6.1 traces) the restart
@@ -879,17 +897,7 @@ mod tests {
             } else {
                 d.with_cpus(2, 7)
             };
-            d.phase_ns = 0;
-            let t0 = Instant(1_000);
-            let mut id = 0;
-            while d.service(&io_of(id, 0, 4096), t0).0 != HELD {
-                id += 1;
-            }
-            for k in 1..=40 {
-                assert_eq!(d.service(&io_of(id + k, 0, 4096), t0).0, HELD);
-            }
-            let mut out = Vec::new();
-            d.release(Instant(TICK_NS), &mut out);
+            let out = staged_burst(&mut d, 4096, 40);
             assert_eq!(out.len(), 41, "the tick's budget holds them all");
             out
         };
@@ -933,17 +941,7 @@ mod tests {
         let mut d = NullBlk::new(20_000, 1, 64, Some(10), 1 << 40, 1)
             .with_lateness(68_500, 468_000, 3)
             .with_worker_cpu([4_000, 4_000, 4_000], [6_000, 6_000, 6_000], 7);
-        d.phase_ns = 0;
-        let t0 = Instant(1_000);
-        let mut id = 0;
-        while d.service(&io_of(id, 0, 4096), t0).0 != HELD {
-            id += 1;
-        }
-        for k in 1..=40 {
-            assert_eq!(d.service(&io_of(id + k, 0, 4096), t0).0, HELD);
-        }
-        let mut out = Vec::new();
-        d.release(Instant(TICK_NS), &mut out);
+        let out = staged_burst(&mut d, 4096, 40);
         assert_eq!(out.len(), 41);
         for w in out.windows(2) {
             assert!(w[1].at > w[0].at, "completed out of dispatch order: {w:?}");
@@ -975,17 +973,7 @@ mod tests {
         let mut d = NullBlk::new(20_000, 1, 64, Some(10), 1 << 40, 1)
             .with_copy_rate(100_000_000)
             .with_worker_cpu([4_000, 8_000, 64_000], [6_000, 30_000, 119_000], 7);
-        d.phase_ns = 0;
-        let t0 = Instant(1_000);
-        let mut id = 0;
-        while d.service(&io_of(id, 0, 16384), t0).0 != HELD {
-            id += 1;
-        }
-        for k in 1..=8 {
-            assert_eq!(d.service(&io_of(id + k, 0, 16384), t0).0, HELD);
-        }
-        let mut out = Vec::new();
-        d.release(Instant(TICK_NS), &mut out);
+        let out = staged_burst(&mut d, 16384, 8);
         assert_eq!(out.len(), 9);
         let copy = Duration(163_840); // 16 KiB at 100 MB/s
         for w in out.windows(2) {
