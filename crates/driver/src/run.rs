@@ -133,6 +133,10 @@ pub struct HostModel {
     /// its CPU time per request (bio split, rq-qos, tag), during which
     /// other submitters' requests come in. 0 = back to back.
     pub writeback_piece_ns: u64,
+    /// CPUs that run the jobs' submitting processes: with fewer than the
+    /// jobs, a job waits for one of them to act and keeps it until it
+    /// sleeps ([`cpus`]). 0 = one for every job.
+    pub cpus: u32,
 }
 
 impl Default for HostModel {
@@ -144,6 +148,7 @@ impl Default for HostModel {
             timer_dispatch_jitter_ns: 0,
             seed: 1,
             writeback_piece_ns: 0,
+            cpus: 0,
         }
     }
 }
@@ -608,6 +613,8 @@ struct Loop<'a, B: Backend> {
     /// The medium's contents and each clone's buffer contents, when a job
     /// compares data with it ([`medium`]).
     medium: Option<(medium::Medium, Vec<medium::Contents>)>,
+    /// The host's CPUs when there are fewer than jobs ([`cpus`]).
+    cpus: Option<cpus::Cpus>,
 }
 
 /// Run `setups` through `stack` on `backend` until every job is done.
@@ -756,10 +763,14 @@ impl<B: Backend> Loop<'_, B> {
         if self.cache.pc.is_some() {
             self.run_pagecache(now);
         }
-        for j in 0..self.jobs.len() {
-            let s = &self.jobs[j];
-            if stopping || s.can_act(now) || (s.terminated && !s.job.is_done()) {
-                self.step_job(j, now, stopping)?;
+        if self.cpus.is_some() && !stopping {
+            self.step_on_cpus(now)?;
+        } else {
+            for j in 0..self.jobs.len() {
+                let s = &self.jobs[j];
+                if stopping || s.can_act(now) || (s.terminated && !s.job.is_done()) {
+                    self.step_job(j, now, stopping)?;
+                }
             }
         }
         // a job that ended stopped others: step them again at once
@@ -867,6 +878,7 @@ impl<B: Backend> Loop<'_, B> {
     #[inline(never)]
     fn lean(&self, opts: &RunOptions) -> bool {
         !opts.check_invariants
+            && self.cpus.is_none()
             && !self.exits.any
             && !self.plug.batched
             && !self.sinks.job_logs
@@ -998,6 +1010,7 @@ impl Periodic {
 mod assemble;
 mod buffered;
 mod complete;
+mod cpus;
 mod dispatch;
 mod exit;
 mod finish;

@@ -275,6 +275,8 @@ pub fn host_model() -> HostModel {
         timer_dispatch_jitter_ns: 0,
         seed: 1,
         writeback_piece_ns: 0,
+        // the real host's scheduler runs the jobs
+        cpus: 0,
     }
 }
 

@@ -56,6 +56,8 @@ pub struct HostTable {
     pub timer_dispatch_ns: Option<u64>,
     pub timer_dispatch_jitter_ns: Option<u64>,
     pub writeback_piece_ns: Option<u64>,
+    /// CPUs that run the jobs' processes (`HostModel::cpus`).
+    pub cpus: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

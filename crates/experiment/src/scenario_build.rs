@@ -453,6 +453,7 @@ fn host(sc: &ScenarioFile) -> HostModel {
         writeback_piece_ns: h
             .and_then(|h| h.writeback_piece_ns)
             .unwrap_or(d.writeback_piece_ns),
+        cpus: h.and_then(|h| h.cpus).unwrap_or(d.cpus),
         seed: sc.seed.unwrap_or(1),
     }
 }

@@ -1100,3 +1100,134 @@ fn c04_completes_in_issue_order_as_in_the_6_12_trace() {
         "blkqos completes {b}% in issue order, the kernel {k}%"
     );
 }
+
+/// Where in its jiffy (4 ms at the lab kernels' HZ=250) iocost's period
+/// timer runs after a null_blk tick restarted the queue, in ms: each
+/// `iocost_ioc_vrate_adj` against the last restart burst before it (a
+/// `block_rq_issue` 3 ms or more after the one before), modulo the jiffy,
+/// averaged on the circle (an offset near 0 and one near 4 ms are close).
+fn timer_after_restart_ms(text: &str) -> Option<f64> {
+    const JIFFY_MS: f64 = 4.0;
+    let (mut last_issue, mut burst) = (f64::NEG_INFINITY, None);
+    let (mut x, mut y, mut n) = (0.0f64, 0.0f64, 0u32);
+    for l in text.lines() {
+        let Some((head, tail)) = l.split_once(": ") else {
+            continue;
+        };
+        let Some(t_ms) = head
+            .split_whitespace()
+            .last()
+            .and_then(|t| t.parse::<f64>().ok())
+            .map(|t| t * 1e3)
+        else {
+            continue;
+        };
+        if tail.starts_with("block_rq_issue:") {
+            if t_ms - last_issue >= 3.0 {
+                burst = Some(t_ms);
+            }
+            last_issue = t_ms;
+        } else if tail.starts_with("iocost_ioc_vrate_adj:") {
+            if let Some(b) = burst {
+                let a = (t_ms - b).rem_euclid(JIFFY_MS) / JIFFY_MS * std::f64::consts::TAU;
+                (x, y, n) = (x + a.cos(), y + a.sin(), n + 1);
+            }
+        }
+    }
+    (n >= 100)
+        .then(|| y.atan2(x).rem_euclid(std::f64::consts::TAU) / std::f64::consts::TAU * JIFFY_MS)
+}
+
+/// null_blk's bandwidth timer is an hrtimer armed when the device powers
+/// on, iocost's period timer a jiffies timer: in the kernel's traces the
+/// period timer runs anywhere in the jiffy after a tick's restart (0.0 to
+/// 3.9 ms over the c04-c08 traces, one value per run). blkqos draws the
+/// two grids' phases apart, so its seeds spread as far; drawn from one
+/// stream they sat at one offset in every seed (0.1 ms).
+#[test]
+fn null_ticks_fall_anywhere_in_the_period_timers_jiffy() {
+    let mut kernel = Vec::new();
+    for d in [
+        "c04-6.12",
+        "c06-6.1",
+        "c06-6.1-inuse",
+        "c06-6.12",
+        "c06-7.2",
+        "c07-6.12",
+        "c08-6.12",
+    ] {
+        let Some(text) = xz_text(lab().join("traces").join(d).join("trace.txt.xz")) else {
+            return;
+        };
+        kernel.push(timer_after_restart_ms(&text).unwrap_or_else(|| panic!("{d}: no timer runs")));
+    }
+    let spread = |v: &[f64]| {
+        v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
+    };
+    assert!(spread(&kernel) >= 1.5, "kernel: {kernel:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let ours: Vec<f64> = kept_traces(
+        &lab(),
+        "6.12.117+deb13-amd64",
+        "c06-seed001-4k",
+        6,
+        dir.path(),
+    )
+    .iter()
+    .map(|t| timer_after_restart_ms(t).expect("blkqos: timer runs"))
+    .collect();
+    assert!(
+        spread(&ours) >= 1.5,
+        "blkqos's seeds: {ours:?}, kernel {kernel:?}"
+    );
+}
+
+/// In seed 001's layout the kernel's cgA (128 MiB of fio buffers to set
+/// up) starts its IO hundreds of ms after cgB: in each recorded run
+/// fio's `timestamp_ms − job_runtime` puts it 0.3-1.7 s later. blkqos's
+/// seed 1 replays the first recorded run's offset (runs in name order):
+/// cgA's first request (255 sectors at `max_sectors_kb=127`) comes that
+/// long after cgB's first (64 sectors).
+#[test]
+fn c07_fio_processes_start_as_in_the_recorded_run() {
+    let release = "6.12.117+deb13-amd64";
+    let run = lab()
+        .join("fixtures")
+        .join(release)
+        .join("run1/c07-seed001-32k");
+    let start_ms = |i: u32| {
+        let v: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(run.join(format!("fio{i}.json"))).unwrap(),
+        )
+        .unwrap();
+        let runtime = v["jobs"][0]["job_runtime"].as_f64().unwrap();
+        v["timestamp_ms"].as_f64().unwrap() - runtime
+    };
+    let recorded = start_ms(0) - start_ms(1);
+    assert!(
+        (300.0..1800.0).contains(&recorded),
+        "recorded offset {recorded} ms"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let trace = &kept_traces(&lab(), release, "c07-seed001-32k", 1, dir.path())[0];
+    let first = |sectors: &str| {
+        trace
+            .lines()
+            .find(|l| l.contains("block_rq_issue:") && l.ends_with(&format!("+ {sectors} [fio]")))
+            .and_then(|l| {
+                l.split_once(": block_rq_issue")?
+                    .0
+                    .split_whitespace()
+                    .last()?
+                    .parse::<f64>()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("no {sectors}-sector request"))
+            * 1e3
+    };
+    let ours = first("255") - first("64");
+    assert!(
+        (ours - recorded).abs() < 25.0,
+        "blkqos {ours} ms, recorded {recorded} ms"
+    );
+}

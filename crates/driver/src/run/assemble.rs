@@ -76,6 +76,7 @@ impl<'a, B: Backend> Loop<'a, B> {
             flows: super::flow::Flows::default(),
             exits: exit::Exits::default(),
             medium: None,
+            cpus: None,
         }
     }
 
@@ -89,6 +90,7 @@ impl<'a, B: Backend> Loop<'a, B> {
         self.exits = exit::Exits::of(&self.jobs);
         self.sinks.job_logs = self.jobs.iter().any(|s| s.job.spec().logs.any());
         let steady = steady::setup(&mut self.jobs);
+        self.cpus = super::cpus::Cpus::new(opts.host.cpus, self.jobs.len());
         if medium::Medium::needed(self.jobs.iter().map(|s| s.job.spec())) {
             let contents = (0..self.jobs.len())
                 .map(|j| medium::Contents::of(self.jobs[j].job.spec(), j as u32))

@@ -12,7 +12,8 @@
 //!
 //! The ticks fall on a grid fixed when the device powered on
 //! (`hrtimer_forward_now` keeps it), at a phase drawn from the device's
-//! seed: a run starts at an arbitrary point of it. The timer stops at the
+//! seed, apart from the run's jiffy phase: a run starts at an arbitrary
+//! point of it, and the grid has no relation to the jiffies. The timer stops at the
 //! first tick that finds the budget full; the next request restarts it
 //! (`hrtimer_restart` at the past expiry fires at once) and the refill
 //! lands after that request took its bytes, so the first request after an
@@ -180,8 +181,12 @@ impl NullBlk {
         capacity: u64,
         seed: u64,
     ) -> Self {
-        // a phase in [0, tick)
-        let mut state = seed;
+        // a phase in [0, tick), from a stream of its own: the bandwidth
+        // hrtimer is armed when the device powers on, at no relation to the
+        // jiffy grid, whose phase the run draws from the seed itself
+        // (`Experiment::tick_phase_ns`: with the same stream the two grids
+        // would sit at one fixed offset in every run)
+        let mut state = seed ^ 0xA54F_F53A_5F1D_36F1;
         let z = super::rng::splitmix64(&mut state);
         NullBlk {
             phase_ns: z % TICK_NS,

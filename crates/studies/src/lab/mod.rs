@@ -550,6 +550,92 @@ fn recorded_mem_free(lab: &Path, kernel: &str, job: &LabJob) -> Option<u64> {
     (n > 0).then(|| sum / n)
 }
 
+/// What a job's simulated runs take from the kernel's recorded runs of it.
+#[derive(Clone, Debug, Default)]
+pub struct Recorded {
+    /// The device's `max_sectors_kb` in sectors ([`recorded_max_sectors`]).
+    pub max_sectors: Option<u64>,
+    /// Per recorded run, each `[[fio]]` process's start of IO after the
+    /// earliest one's, in ns ([`recorded_fio_starts`]).
+    pub fio_starts_ns: Vec<Vec<u64>>,
+}
+
+impl Recorded {
+    /// Seed `seed` replays the start offsets of recorded run
+    /// `(seed − 1) mod runs`: each fio process's jobs start that much
+    /// later (added to their own `startdelay`), as the kernel's did.
+    pub fn start_fio(&self, exp: &mut blkqos_experiment::experiment::Experiment, seed: u64) {
+        if self.fio_starts_ns.is_empty() {
+            return;
+        }
+        let run =
+            &self.fio_starts_ns[((seed.max(1) - 1) % self.fio_starts_ns.len() as u64) as usize];
+        for (inv, &ns) in exp.invocations.iter_mut().zip(run) {
+            for spec in &mut inv.jobs.jobs {
+                let d = blkqos_core::Duration(ns);
+                spec.start_delay = (spec.start_delay.0 + d, spec.start_delay.1 + d);
+            }
+        }
+    }
+}
+
+/// A recorded fio process's start-of-IO offset at or below this is taken
+/// as simultaneous: [`recorded_fio_starts`]'s estimate differs from the
+/// first `block_rq_issue` of each fio process by up to 54 ms over the 16
+/// traced runs of `lab/traces` (c05, c06, c07, c09).
+const FIO_START_NOISE_NS: u64 = 60_000_000;
+
+/// When each `[[fio]]` process of `job` started its IO in the kernel's
+/// recorded runs, after the earliest one, in ns (one entry per run with
+/// every `fioN.json`, runs in name order). fio's JSON has no start time: it
+/// is `timestamp_ms` (when the report was written, after the job) less the
+/// longest `job_runtime` of the process's jobs. In seed 001's layout cgA,
+/// whose 128 MiB of buffers fio allocates and fills before its first IO,
+/// starts 0.25-1.7 s after cgB; most jobs' processes start within the
+/// estimate's error of each other ([`FIO_START_NOISE_NS`]: taken as 0).
+fn recorded_fio_starts(lab: &Path, kernel: &str, job: &LabJob) -> Vec<Vec<u64>> {
+    let kdir = lab.join("fixtures").join(kernel);
+    let Ok(entries) = std::fs::read_dir(&kdir) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path().join(&job.name)))
+        .collect();
+    runs.sort();
+    runs.iter()
+        .filter_map(|d| {
+            let mut starts_ms = Vec::new();
+            for i in 0.. {
+                let Ok(text) = std::fs::read_to_string(d.join(format!("fio{i}.json"))) else {
+                    break;
+                };
+                let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+                let end_ms = v["timestamp_ms"].as_i64()?;
+                let run_ms = v["jobs"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|j| j["job_runtime"].as_i64())
+                    .max()?;
+                starts_ms.push(end_ms - run_ms);
+            }
+            let first = *starts_ms.iter().min()?;
+            (starts_ms.len() >= 2).then(|| {
+                starts_ms
+                    .iter()
+                    .map(|&s| {
+                        let ns = (s - first) as u64 * 1_000_000;
+                        if ns <= FIO_START_NOISE_NS {
+                            0
+                        } else {
+                            ns
+                        }
+                    })
+                    .collect()
+            })
+        })
+        .collect()
+}
+
 /// The device's `max_sectors_kb` (in sectors) in the kernel's first
 /// recorded run of `job`: the simulated side's vrate recovery splits IO
 /// the same way.
@@ -667,6 +753,8 @@ fn sim_experiment(
     if let Some(h) = host {
         exp.host.submit_ns = h.submit_ns;
         exp.host.wake_jitter_ns = h.wake_jitter_ns;
+        // the guest's vCPUs run the fio processes
+        exp.host.cpus = job.smp.unwrap_or(h.cpus);
         if let Some(ns) = h.writeback_piece_ns {
             exp.host.writeback_piece_ns = ns;
         }
@@ -708,14 +796,15 @@ pub fn sim_spreads(
     overrides: &[(String, String)],
     host: Option<LabHost>,
     seeds: u64,
-    max_sectors: Option<u64>,
+    recorded: &Recorded,
     traces: Option<TraceRequest>,
 ) -> Result<Spreads> {
     let traced = traces.is_some();
     let mut spreads = Spreads::new();
-    let probe = job.vrate.as_ref().zip(max_sectors);
+    let probe = job.vrate.as_ref().zip(recorded.max_sectors);
     for seed in 1..=seeds {
         let mut exp = sim_experiment(job, profile, overrides, host, seed)?;
+        recorded.start_fio(&mut exp, seed);
         // the vrate from the live view's per-second lines
         let live_dir = match (probe, traced) {
             (None, false) => None,
@@ -872,12 +961,15 @@ pub fn compare_job(
         mem_free_bytes: recorded_mem_free(lab, kernel, job),
         ..h
     });
-    let max_sectors = recorded_max_sectors(lab, kernel, job);
+    let recorded = Recorded {
+        max_sectors: recorded_max_sectors(lab, kernel, job),
+        fio_starts_ns: recorded_fio_starts(lab, kernel, job),
+    };
     let keep = traces.and_then(|t| t.keep).map(|d| d.join(kernel));
     let traces = traces.map(|_| TraceRequest {
         keep: keep.as_deref(),
     });
-    let sim = sim_spreads(job, &profile, overrides, host, seeds, max_sectors, traces)?;
+    let sim = sim_spreads(job, &profile, overrides, host, seeds, &recorded, traces)?;
     Ok(rows(kernel, job, &real, &sim, profile.jiffy_ns()))
 }
 

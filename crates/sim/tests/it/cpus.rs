@@ -1,0 +1,102 @@
+//! Jobs that share fewer CPUs than they are (`HostModel::cpus`): a job
+//! that wakes waits until the running one sleeps, so on one CPU each job
+//! submits its whole batch before the other runs, where with a CPU each
+//! their submissions interleave.
+
+use blkqos_core::{ControllerStack, GroupId, Instant};
+use blkqos_driver::run::JobSetup;
+use blkqos_driver::{HostModel, RunOptions, RunResult};
+use blkqos_sim::DeviceSpec;
+use blkqos_workload::{IoEngine, JobSpec, PerDir, RwMode, SizeSpec};
+
+const KIB: u64 = 1024;
+const REGION: u64 = 1 << 20;
+
+/// Two jobs reading their MiB each at QD4 (the first the device's first
+/// MiB, the second its second) on a null_blk that completes
+/// in 100 µs, each submit call 50 µs, the jobs sharing `cpus` CPUs.
+fn two_readers(cpus: u32) -> RunResult {
+    let setups = (0..2)
+        .map(|k| {
+            let mut s = JobSpec::new(if k == 0 { "a" } else { "b" });
+            s.rw = RwMode::Read;
+            s.bs = PerDir::all(4 * KIB);
+            s.ioengine = IoEngine::Libaio;
+            s.iodepth = 4;
+            s.direct = true;
+            s.size = Some(SizeSpec::Bytes(REGION));
+            JobSetup {
+                spec: s,
+                clone: 0,
+                group: GroupId::ROOT,
+                region_start: k * REGION,
+                region_len: REGION,
+                seed: 1,
+                files: Vec::new(),
+            }
+        })
+        .collect();
+    let mut backend = DeviceSpec::parse("null,completion_ns=100000,size=1g")
+        .expect("device")
+        .backend();
+    let opts = RunOptions {
+        hz: 1000,
+        trace_requests: true,
+        host: HostModel {
+            submit_ns: 50_000,
+            cpus,
+            ..HostModel::default()
+        },
+        ..RunOptions::default()
+    };
+    blkqos_driver::run(
+        &mut backend,
+        &mut ControllerStack::pass_through(),
+        setups,
+        &opts,
+    )
+    .expect("run")
+}
+
+/// The jobs' requests in the order they entered the block layer, as runs
+/// of one job's: their mean length.
+fn mean_run(r: &RunResult) -> f64 {
+    let mut reqs: Vec<(Instant, u64)> = r
+        .request_trace
+        .iter()
+        .map(|q| (q.submitted_at, q.offset / REGION))
+        .collect();
+    reqs.sort();
+    let runs = 1 + reqs.windows(2).filter(|w| w[0].1 != w[1].1).count();
+    reqs.len() as f64 / runs as f64
+}
+
+#[test]
+fn one_cpu_runs_one_job_until_it_sleeps() {
+    let shared = two_readers(1);
+    let own = two_readers(0);
+    for r in [&shared, &own] {
+        assert_eq!(r.request_trace.len(), 512, "every read completes");
+    }
+    // one CPU: a job submits its four, sleeps in io_getevents, then the
+    // other job reaps and submits its four
+    let (shared_run, own_run) = (mean_run(&shared), mean_run(&own));
+    assert!(shared_run >= 3.5, "one CPU: runs of {shared_run}");
+    assert!(own_run <= 1.5, "a CPU each: runs of {own_run}");
+    // the submissions, one after another on one CPU, take longer
+    let end = |r: &RunResult| {
+        r.request_trace
+            .iter()
+            .map(|q| q.completed_at)
+            .max()
+            .unwrap()
+    };
+    assert!(end(&shared) > end(&own));
+}
+
+/// Two CPUs for two jobs is no limit at all: the same run as without one.
+#[test]
+fn as_many_cpus_as_jobs_changes_nothing() {
+    let (a, b) = (two_readers(2), two_readers(0));
+    assert_eq!(a.request_trace, b.request_trace);
+}
