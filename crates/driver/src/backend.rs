@@ -75,4 +75,10 @@ pub trait Backend {
     fn take_submit_ns(&mut self) -> u64 {
         0
     }
+    /// Until when the backend's own work keeps the host's only CPU, on
+    /// which the jobs' processes run ([`crate::HostModel::cpus`]): a job
+    /// waiting for that CPU gets it then. None: no such work.
+    fn cpu_busy_until(&self) -> Option<Instant> {
+        None
+    }
 }

@@ -795,6 +795,10 @@ impl<B: Backend> Loop<'_, B> {
         }
         deadline = earliest(deadline, self.deferred.front().map(|d| d.0));
         deadline = earliest(deadline, self.next_paced());
+        if self.cpus.as_ref().is_some_and(cpus::Cpus::waiting) {
+            // a job waits for the CPU the device's work holds
+            deadline = earliest(deadline, self.backend.cpu_busy_until().filter(|&t| t > now));
+        }
         if let Some(pc) = &self.cache.pc {
             deadline = earliest(deadline, pc.next_deadline());
             deadline = earliest(deadline, self.cache.pending.iter().map(|p| p.0).min());

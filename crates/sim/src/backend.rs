@@ -257,6 +257,9 @@ impl Backend for SimBackend {
     fn take_submit_ns(&mut self) -> u64 {
         self.device.take_submitter_ns()
     }
+    fn cpu_busy_until(&self) -> Option<Instant> {
+        self.device.cpu_busy_until()
+    }
 }
 
 #[cfg(test)]

@@ -18,10 +18,13 @@
 //! job order) for one; a job keeps its CPU while it acts or is inside a
 //! submit call, and gives it up when its step ends in a state that sleeps
 //! ([`JobSlot::sleeps`]). A CPU given up is taken by the next waiter in the
-//! same pass. Ignores: the kernel's own work on those CPUs (the restart
-//! worker, the interrupts), migration between CPUs (any free CPU will do)
-//! and the scheduler's time slices (a process that never sleeps keeps its
-//! CPU).
+//! same pass. With one CPU, the device's own work on it holds it too
+//! ([`crate::backend::Backend::cpu_busy_until`]: null_blk's worker
+//! dispatching a restarted queue and the interrupts completing it run
+//! before the processes they woke, which then reap the whole burst).
+//! Ignores: the kernel's work on a CPU of several, migration between CPUs
+//! (any free CPU will do) and the scheduler's time slices (a process that
+//! never sleeps keeps its CPU).
 
 use super::{JobSlot, Loop, RunError, SlotState};
 use crate::backend::Backend;
@@ -48,7 +51,12 @@ impl<B: Backend> Loop<'_, B> {
                     cpus.want(j);
                 }
             }
-            cpus.admit();
+            // the device's worker and interrupts hold the only CPU
+            if self.backend.cpu_busy_until().is_none_or(|t| t <= now) {
+                if let Some(c) = self.cpus.as_mut() {
+                    c.admit();
+                }
+            }
             let mut freed = false;
             for j in 0..self.jobs.len() {
                 let Some(c) = self.cpus.as_mut() else {

@@ -65,6 +65,12 @@ pub trait DeviceModel {
     fn take_submitter_ns(&mut self) -> u64 {
         0
     }
+    /// Until when the device's own work (a worker dispatching a restarted
+    /// queue, its completion interrupts) keeps the host's only CPU, on
+    /// which the submitting processes would run; None: it does not.
+    fn cpu_busy_until(&self) -> Option<Instant> {
+        None
+    }
     /// One line describing the model and its parameters.
     fn describe(&self) -> String;
 }

@@ -802,6 +802,15 @@ impl DeviceModel for NullBlk {
     fn take_submitter_ns(&mut self) -> u64 {
         std::mem::take(&mut self.submitter_ns)
     }
+    /// With one CPU the worker's dispatch of a restarted queue and the
+    /// timer interrupts that complete it run where the fio processes do:
+    /// a process woken by a completion runs when they are done.
+    fn cpu_busy_until(&self) -> Option<Instant> {
+        match (&self.mq, &self.worker) {
+            (Some(mq), Some(w)) if mq.ctx.len() == 1 => Some(w.free_at),
+            _ => None,
+        }
+    }
     fn describe(&self) -> String {
         format!(
             "null: completion {} ns, {} hw queue(s) x depth {}, mbps {}",

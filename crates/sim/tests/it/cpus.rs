@@ -100,3 +100,89 @@ fn as_many_cpus_as_jobs_changes_nothing() {
     let (a, b) = (two_readers(2), two_readers(0));
     assert_eq!(a.request_trace, b.request_trace);
 }
+
+/// Two readers at QD16 on a 4 MiB/s null_blk (20 requests a tick) whose worker takes 50 µs per
+/// request it dispatches after a tick (and 10 µs per completion): the
+/// worker's bursts, as (its first dispatch, the last completion), and
+/// when every request entered the block layer.
+fn bursts_and_submissions(cpus: u32) -> (Vec<(Instant, Instant)>, Vec<Instant>) {
+    let setups = (0..2)
+        .map(|k| {
+            let mut s = JobSpec::new(if k == 0 { "a" } else { "b" });
+            s.rw = RwMode::RandRead;
+            s.bs = PerDir::all(4 * KIB);
+            s.ioengine = IoEngine::Libaio;
+            s.iodepth = 16;
+            s.direct = true;
+            s.size = Some(SizeSpec::Bytes(REGION / 2));
+            JobSetup {
+                spec: s,
+                clone: 0,
+                group: GroupId::ROOT,
+                region_start: k * REGION,
+                region_len: REGION,
+                seed: 1,
+                files: Vec::new(),
+            }
+        })
+        .collect();
+    let mut backend = DeviceSpec::parse(
+        "null,completion_ns=20000,mbps=4,size=1g,dispatch_p50_ns=50000,dispatch_p90_ns=50000,\
+         dispatch_p99_ns=50000,irq_p50_ns=10000,irq_p90_ns=10000,irq_p99_ns=10000",
+    )
+    .expect("device")
+    .backend();
+    let opts = RunOptions {
+        hz: 1000,
+        trace_requests: true,
+        host: HostModel {
+            submit_ns: 20_000,
+            cpus,
+            ..HostModel::default()
+        },
+        ..RunOptions::default()
+    };
+    let r = blkqos_driver::run(
+        &mut backend,
+        &mut ControllerStack::pass_through(),
+        setups,
+        &opts,
+    )
+    .expect("run");
+    // the worker's dispatches (a request held for a tick), split where
+    // 5 ms pass between two
+    let mut held: Vec<(Instant, Instant)> = r
+        .request_trace
+        .iter()
+        .filter(|q| q.dispatched_at > q.submitted_at)
+        .map(|q| (q.dispatched_at, q.completed_at))
+        .collect();
+    held.sort();
+    let mut bursts: Vec<(Instant, Instant)> = Vec::new();
+    for (d, c) in held {
+        match bursts.last_mut() {
+            Some(b) if d.as_ns() < b.1.as_ns() + 5_000_000 => b.1 = b.1.max(c),
+            _ => bursts.push((d, c)),
+        }
+    }
+    let submitted = r.request_trace.iter().map(|q| q.submitted_at).collect();
+    (bursts, submitted)
+}
+
+/// With one CPU the null worker's dispatch of a restarted queue and its
+/// completion interrupts hold the CPU the fio processes run on: no request
+/// enters the block layer while a tick's burst is being served, where
+/// with a CPU each the woken processes submit during it.
+#[test]
+fn one_cpu_is_the_null_workers_too() {
+    let inside = |cpus: u32| {
+        let (bursts, submitted) = bursts_and_submissions(cpus);
+        assert!(bursts.len() > 20, "bursts: {}", bursts.len());
+        submitted
+            .iter()
+            .filter(|&&s| bursts.iter().any(|&(a, b)| s > a && s < b))
+            .count()
+    };
+    assert_eq!(inside(1), 0);
+    assert!(inside(0) > 20, "with a CPU each: {}", inside(0));
+}
