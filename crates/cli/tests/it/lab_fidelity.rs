@@ -97,6 +97,7 @@ fn lab_compare_help_names_every_option() {
         "--expect=",
         "--markdown",
         "--summary",
+        "--values",
         "--real-engine",
         "--traces",
         "--report=",
@@ -107,4 +108,47 @@ fn lab_compare_help_names_every_option() {
     ] {
         assert!(out.contains(o), "{o} missing from:\n{out}");
     }
+}
+
+/// `--values`: under each metric, the recorded runs' values ascending and
+/// the seeds' in seed order. Seed 001's layout on 6.12 (c07): ten recorded
+/// runs whose cgB IOPS split into a low mode (51-65) and a high one, as
+/// fio's own reports have them, and the five seeds.
+#[test]
+fn values_show_each_run_and_each_seed() {
+    let (code, stdout, stderr) = compare(&["--kernel=6.12", "--job=c07", "--values"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut lines = stdout.lines().skip_while(|l| !l.contains("cgB.mixed.iops"));
+    assert!(lines.next().is_some(), "{stdout}");
+    let numbers = |l: Option<&str>, head: &str| -> Vec<f64> {
+        let l = l.unwrap_or_default().trim();
+        let rest = l
+            .strip_prefix(head)
+            .unwrap_or_else(|| panic!("{head} in {l:?}"));
+        rest.split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let runs = numbers(lines.next(), "runs:");
+    let seeds = numbers(lines.next(), "seeds:");
+    assert_eq!(seeds.len(), 5, "{stdout}");
+    // the fixtures' own figures, ascending
+    let dir = lab().join("fixtures/6.12.117+deb13-amd64");
+    let mut want: Vec<f64> = (1..=10)
+        .map(|r| {
+            let f = dir.join(format!("run{r}/c07-seed001-32k/fio1.json"));
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            v["jobs"][0]["mixed"]["iops"].as_f64().unwrap()
+        })
+        .collect();
+    want.sort_by(f64::total_cmp);
+    assert_eq!(runs.len(), 10, "{stdout}");
+    for (got, w) in runs.iter().zip(&want) {
+        assert!((got - w).abs() < 0.06, "runs {runs:?} against {want:?}");
+    }
+    assert!(runs.iter().filter(|&&v| v < 66.0).count() >= 5, "{runs:?}");
+    // without the flag: no such lines
+    let (_, plain, _) = compare(&["--kernel=6.12", "--job=c07"]);
+    assert!(!plain.contains("    runs:"), "{plain}");
 }

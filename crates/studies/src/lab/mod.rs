@@ -10,7 +10,7 @@
 //! ```text
 //! blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N]
 //!                    [--expect=FILE] [--markdown] [--real-engine]
-//!                    [--throttle=V] [--iocost=V] [--hz=N] [--summary]
+//!                    [--throttle=V] [--iocost=V] [--hz=N] [--summary | --values]
 //! ```
 //!
 //! With `--expect`, the metrics that miss must be exactly those the file
@@ -918,6 +918,10 @@ pub struct Row {
     pub real: (f64, f64),
     pub sim: (f64, f64),
     pub ok: bool,
+    /// Each recorded run's value, ascending.
+    pub real_values: Vec<f64>,
+    /// Each seed's value, seed 1 first.
+    pub sim_values: Vec<f64>,
 }
 
 /// `--traces`: the kernel traces' numbers, and where blkqos's own
@@ -985,6 +989,8 @@ fn rows(kernel: &str, job: &LabJob, real: &Spreads, sim: &Spreads, jiffy_ns: f64
             }
             _ => (f64::NAN, f64::NAN, false),
         };
+        let mut real_values = r.values.clone();
+        real_values.sort_by(f64::total_cmp);
         out.push(Row {
             kernel: kernel.to_string(),
             job: job.name.clone(),
@@ -993,6 +999,8 @@ fn rows(kernel: &str, job: &LabJob, real: &Spreads, sim: &Spreads, jiffy_ns: f64
             real: (r.min(), r.max()),
             sim: (smin, smax),
             ok,
+            real_values,
+            sim_values: sim.get(name).map(|s| s.values.clone()).unwrap_or_default(),
         });
     }
     out
@@ -1157,6 +1165,10 @@ pub struct CompareArgs {
     /// One line per kernel and job
     #[arg(long)]
     summary: bool,
+    /// Under each metric, every recorded run's value (ascending) and every
+    /// seed's (seed 1 first): the spread's shape, two modes or one
+    #[arg(long, conflicts_with = "summary")]
+    values: bool,
     /// Compare blkqos's real engine in the lab with the kernel's own enforcement
     #[arg(long = "real-engine")]
     engine: bool,
@@ -1220,7 +1232,7 @@ Compare blkqos with real kernels.
 
   blkqos lab compare [--lab=DIR] [--kernel=K]... [--job=SUBSTR]... [--seeds=N]
                      [--expect=FILE] [--markdown] [--real-engine]
-                     [--throttle=V] [--iocost=V] [--hz=N] [--summary]
+                     [--throttle=V] [--iocost=V] [--hz=N] [--summary | --values]
                      [--traces [--summary] [--report=FILE.html]
                                [--keep-traces=DIR]]
   blkqos lab reduce-trace FILE
@@ -1236,7 +1248,9 @@ lists ([[miss]] kernel, job, metric, why); exit 1 otherwise.
 --real-engine compares blkqos's real engine in the lab with the kernel's
 own enforcement instead. --throttle, --iocost and --hz replace one choice of
 the kernel's profile (what-if comparisons). --summary: one line per kernel
-and job (matched metrics, and each miss with both ranges).
+and job (matched metrics, and each miss with both ranges). --values: under
+each metric, every recorded run's value (ascending) and every seed's (seed
+1 first), to see a spread's shape (two modes or one).
 --traces puts the numbers of the kernel's own traces (iocost's vrate and
 busy level, activations, request gaps, blk-throttle's rounds) beside those
 of blkqos's --ktrace, shown and not judged (close/differs); --report writes
@@ -1306,7 +1320,7 @@ pub fn run(cmd: &LabCmd) -> Result<bool> {
     let text = if a.summary {
         render_summary(&all, a.markdown)
     } else {
-        render(&all, a.markdown, a.engine)
+        render(&all, a.markdown, a.engine, a.values)
     };
     blkqos_experiment::stdout::write_out(&text)?;
     if let Some(p) = &a.report {
@@ -1533,7 +1547,7 @@ pub fn render_summary(rows: &[Row], markdown: bool) -> String {
 }
 
 /// The comparison as a text or markdown table.
-pub fn render(rows: &[Row], markdown: bool, engine: bool) -> String {
+pub fn render(rows: &[Row], markdown: bool, engine: bool, values: bool) -> String {
     let (a, b) = if engine {
         ("kernel", "blkqos real engine")
     } else {
@@ -1574,8 +1588,27 @@ pub fn render(rows: &[Row], markdown: bool, engine: bool) -> String {
                 r.kernel, r.job, r.metric, real, sim, verdict
             );
         }
+        if values {
+            out += &values_line(r, markdown);
+        }
     }
     out
+}
+
+/// `--values`: a row's recorded runs (ascending) and seeds (in order).
+fn values_line(r: &Row, markdown: bool) -> String {
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|&x| fmt_value(r.kind, x))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (runs, seeds) = (list(&r.real_values), list(&r.sim_values));
+    if markdown {
+        format!("| | | | runs: {runs} | seeds: {seeds} | |\n")
+    } else {
+        format!("    runs: {runs}\n    seeds: {seeds}\n")
+    }
 }
 
 #[cfg(test)]
@@ -1652,6 +1685,12 @@ mod tests {
             real: (100.0, 110.0),
             sim: if ok { (105.0, 106.0) } else { (90.0, 91.0) },
             ok,
+            real_values: vec![100.0, 110.0],
+            sim_values: if ok {
+                vec![105.0, 106.0]
+            } else {
+                vec![90.0, 91.0]
+            },
         };
         let rows = [
             row("t01", "a.read.iops", true),
@@ -1692,7 +1731,7 @@ mod tests {
             text.ends_with("2/3 (67% close to the real traces)\n"),
             "{text}"
         );
-        let text = render(&traces, false, false);
+        let text = render(&traces, false, false, false);
         assert!(
             text.contains("a.read.bw") && text.contains(" differs\n"),
             "{text}"
