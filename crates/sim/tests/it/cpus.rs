@@ -12,19 +12,26 @@ use blkqos_workload::{IoEngine, JobSpec, PerDir, RwMode, SizeSpec};
 const KIB: u64 = 1024;
 const REGION: u64 = 1 << 20;
 
-/// Two jobs reading their MiB each at QD4 (the first the device's first
-/// MiB, the second its second) on a null_blk that completes
-/// in 100 µs, each submit call 50 µs, the jobs sharing `cpus` CPUs.
-fn two_readers(cpus: u32) -> RunResult {
+/// Two 4 KiB readers at `iodepth` (the first on the device's first MiB,
+/// the second on its second) on `device`, each submit call `submit_ns`,
+/// sharing `cpus` CPUs: the run, with its request trace.
+fn two_jobs(
+    rw: RwMode,
+    iodepth: u32,
+    size: u64,
+    device: &str,
+    submit_ns: u64,
+    cpus: u32,
+) -> RunResult {
     let setups = (0..2)
         .map(|k| {
             let mut s = JobSpec::new(if k == 0 { "a" } else { "b" });
-            s.rw = RwMode::Read;
+            s.rw = rw;
             s.bs = PerDir::all(4 * KIB);
             s.ioengine = IoEngine::Libaio;
-            s.iodepth = 4;
+            s.iodepth = iodepth;
             s.direct = true;
-            s.size = Some(SizeSpec::Bytes(REGION));
+            s.size = Some(SizeSpec::Bytes(size));
             JobSetup {
                 spec: s,
                 clone: 0,
@@ -36,14 +43,12 @@ fn two_readers(cpus: u32) -> RunResult {
             }
         })
         .collect();
-    let mut backend = DeviceSpec::parse("null,completion_ns=100000,size=1g")
-        .expect("device")
-        .backend();
+    let mut backend = DeviceSpec::parse(device).expect("device").backend();
     let opts = RunOptions {
         hz: 1000,
         trace_requests: true,
         host: HostModel {
-            submit_ns: 50_000,
+            submit_ns,
             cpus,
             ..HostModel::default()
         },
@@ -56,6 +61,14 @@ fn two_readers(cpus: u32) -> RunResult {
         &opts,
     )
     .expect("run")
+}
+
+/// Two jobs reading their MiB each at QD4 (the first the device's first
+/// MiB, the second its second) on a null_blk that completes
+/// in 100 µs, each submit call 50 µs, the jobs sharing `cpus` CPUs.
+fn two_readers(cpus: u32) -> RunResult {
+    let device = "null,completion_ns=100000,size=1g";
+    two_jobs(RwMode::Read, 4, REGION, device, 50_000, cpus)
 }
 
 /// The jobs' requests in the order they entered the block layer, as runs
@@ -106,49 +119,15 @@ fn as_many_cpus_as_jobs_changes_nothing() {
 /// worker's bursts, as (its first dispatch, the last completion), and
 /// when every request entered the block layer.
 fn bursts_and_submissions(cpus: u32) -> (Vec<(Instant, Instant)>, Vec<Instant>) {
-    let setups = (0..2)
-        .map(|k| {
-            let mut s = JobSpec::new(if k == 0 { "a" } else { "b" });
-            s.rw = RwMode::RandRead;
-            s.bs = PerDir::all(4 * KIB);
-            s.ioengine = IoEngine::Libaio;
-            s.iodepth = 16;
-            s.direct = true;
-            s.size = Some(SizeSpec::Bytes(REGION / 2));
-            JobSetup {
-                spec: s,
-                clone: 0,
-                group: GroupId::ROOT,
-                region_start: k * REGION,
-                region_len: REGION,
-                seed: 1,
-                files: Vec::new(),
-            }
-        })
-        .collect();
-    let mut backend = DeviceSpec::parse(
+    let r = two_jobs(
+        RwMode::RandRead,
+        16,
+        REGION / 2,
         "null,completion_ns=20000,mbps=4,size=1g,dispatch_p50_ns=50000,dispatch_p90_ns=50000,\
          dispatch_p99_ns=50000,irq_p50_ns=10000,irq_p90_ns=10000,irq_p99_ns=10000",
-    )
-    .expect("device")
-    .backend();
-    let opts = RunOptions {
-        hz: 1000,
-        trace_requests: true,
-        host: HostModel {
-            submit_ns: 20_000,
-            cpus,
-            ..HostModel::default()
-        },
-        ..RunOptions::default()
-    };
-    let r = blkqos_driver::run(
-        &mut backend,
-        &mut ControllerStack::pass_through(),
-        setups,
-        &opts,
-    )
-    .expect("run");
+        20_000,
+        cpus,
+    );
     // the worker's dispatches (a request held for a tick), split where
     // 5 ms pass between two
     let mut held: Vec<(Instant, Instant)> = r
