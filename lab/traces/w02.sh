@@ -3,7 +3,7 @@ d=/sys/kernel/config/nullb/nullb1; mkdir $d
 echo 4096 > $d/size; echo 2 > $d/queue_mode; echo 20 > $d/mbps; echo 2 > $d/irqmode; echo 20000 > $d/completion_nsec; echo 64 > $d/hw_queue_depth; echo 1 > $d/memory_backed; echo 1 > $d/power
 sleep 0.5
 dev=$(cat /sys/block/nullb1/dev)
-mkfs.ext4 -q -F /dev/nullb1; mkdir -p /tmp/wb; mount /dev/nullb1 /tmp/wb
+mkfs.ext4 -q -F -E lazy_itable_init=0 /dev/nullb1; mkdir -p /tmp/wb; mount /dev/nullb1 /tmp/wb
 echo "+memory" > /sys/fs/cgroup/cgroup.subtree_control
 echo $((128<<20)) > /proc/sys/vm/dirty_bytes; echo $((64<<20)) > /proc/sys/vm/dirty_background_bytes
 echo "dev=$dev nproc=$(nproc)" > /mnt/meta.txt

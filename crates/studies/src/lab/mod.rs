@@ -100,8 +100,8 @@ pub struct LabJob {
 ///   ext4 below the dirty limits, so nothing waits for writeback: a
 ///   cycle (1/IOPS) less the submit call and the copy's fixed syscall
 ///   cost is the time to copy 1 MiB into the page cache
-///   (`copy_bytes_per_s`). The emulated guest copies at tens of MB/s, a
-///   hundred times slower than a host: how long the writers of a
+///   (`copy_bytes_per_s`). The emulated guest copies at 140-175 MB/s,
+///   tens of times slower than a host: how long the writers of a
 ///   buffered job run free before `balance_dirty_pages` throttles them,
 ///   and their think time between pauses, follow from it.
 ///
