@@ -193,13 +193,19 @@ pub trait TraceRecord: std::any::Any + std::fmt::Debug + Send {
 /// blkqos's own. Every [`TraceFormat::Ftrace`] line and `--ktrace`'s
 /// request lines begin with it.
 pub fn ftrace_prefix(at: Instant, out: &mut String) {
+    ftrace_prefix_task(at, "blkqos", 0, out);
+}
+
+/// [`ftrace_prefix`] with the task column `task-pid` of the caller's
+/// choice (`--ktrace`'s `block_getrq` names the request's group there).
+pub fn ftrace_prefix_task(at: Instant, task: &str, pid: u32, out: &mut String) {
     use std::fmt::Write as _;
     let ns = at.as_ns();
     let _ = write!(
         out,
         "{:>16}-{:<7} [000] ..... {:>5}.{:06}:",
-        "blkqos",
-        0,
+        task,
+        pid,
         ns / 1_000_000_000,
         ns % 1_000_000_000 / 1000
     );

@@ -124,7 +124,7 @@ pub const FLAGS: &[Flag] = &[
     flag("iocost-trace", Value, "--iocost-trace=FILE", &["per-period iocost trace (iocost_monitor style); FILE.jsonl = JSON"], true, Some("trace.txt")),
     flag("ktrace", Value, "--ktrace=FILE", &[
         "write the run as the kernel's trace shows it (iocost_ioc_vrate_adj,",
-        "block_rq_issue, block_rq_complete, blk-throttle's throtl",
+        "block_getrq, block_rq_issue, block_rq_complete, blk-throttle's throtl",
         "messages), in the text /sys/kernel/tracing/trace prints",
     ], true, Some("ktrace.txt")),
     flag("kernel", Value, "--kernel=VER[,hz=N][,throttling_low=y]", &[

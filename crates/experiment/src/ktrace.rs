@@ -6,6 +6,7 @@
 //!
 //! ```text
 //!           blkqos-0       [000] .....     1.012345: iocost_ioc_vrate_adj: [nullb1] vrate=137438->140186 busy=-1 missed_ppm=0:0 rq_wait_pct=0 lagging=0 shortages=0
+//!              fio-1       [000] .....     1.012310: block_getrq: 254,0 R 505944 + 8 [fio]
 //!           blkqos-0       [000] .....     1.012400: block_rq_issue: 254,0 R 4096 () 505944 + 8 [fio]
 //!           blkqos-0       [000] .....     1.012420: block_rq_complete: 254,0 R () 505944 + 8 [0]
 //! ```
@@ -17,6 +18,11 @@
 //!   `_adjust` and `iocost_iocg_forgive_debt` where `iocg_activate()`,
 //!   `ioc_check_iocgs()`, `ioc_timer_fn()`, `transfer_surpluses()`,
 //!   `adjust_inuse_and_calc_cost()` and `ioc_forgive_debts()` fire them;
+//! * `block_getrq` when a request got its tag, past the controllers
+//!   (`blk_mq_submit_bio`: after `blk_mq_get_new_requests`), in the
+//!   submitter's column: blkqos writes `fio-G`, G the request's group
+//!   number (the kernel writes the process, `fio-PID`), so a group's
+//!   requests can be told apart as a process's can in the kernel's trace;
 //! * `block_rq_issue` when a request starts on the device and
 //!   `block_rq_complete` when it completes (include/trace/events/block.h,
 //!   in 6.1's form: no ioprio column);
@@ -42,7 +48,7 @@
 
 use crate::file_out::FileOut;
 use anyhow::Result;
-use blkqos_core::controller::{ftrace_prefix, TraceFormat, TraceRecord};
+use blkqos_core::controller::{ftrace_prefix, ftrace_prefix_task, TraceFormat, TraceRecord};
 use blkqos_core::{DevId, IoOp};
 use blkqos_driver::RequestRecord;
 use std::fmt::Write as _;
@@ -83,6 +89,13 @@ enum Pending {
         bytes: u64,
         offset: u64,
     },
+    /// `block_getrq` of a request of group `group`.
+    GetRq {
+        op: IoOp,
+        bytes: u64,
+        offset: u64,
+        group: u32,
+    },
     Text(String),
 }
 
@@ -109,6 +122,13 @@ impl KernelTrace {
 
     /// A completed request: its issue and its completion.
     pub fn request(&mut self, r: &RequestRecord) {
+        let getrq = Pending::GetRq {
+            op: r.op,
+            bytes: r.bytes,
+            offset: r.offset,
+            group: r.group.0,
+        };
+        self.push(r.started_at.as_ns(), getrq);
         for (t, kind) in [
             (r.dispatched_at, RqKind::Issue),
             (r.completed_at, RqKind::Complete),
@@ -151,18 +171,27 @@ impl KernelTrace {
         for (t, _, e) in self.pending.drain(..n) {
             match e {
                 Pending::Text(l) => text.push_str(&l),
+                Pending::GetRq {
+                    op,
+                    bytes,
+                    offset,
+                    group,
+                } => {
+                    let (sector, nr) = (offset / 512, bytes.div_ceil(512));
+                    ftrace_prefix_task(blkqos_core::Instant(t), "fio", group, &mut text);
+                    let _ = write!(
+                        text,
+                        " block_getrq: {maj},{min} {} {sector} + {nr} [fio]",
+                        rwbs(op)
+                    );
+                }
                 Pending::Rq {
                     kind,
                     op,
                     bytes,
                     offset,
                 } => {
-                    let rwbs = match op {
-                        IoOp::Read => "R",
-                        IoOp::Write => "W",
-                        IoOp::Discard => "D",
-                        IoOp::Flush => "FN",
-                    };
+                    let rwbs = rwbs(op);
                     let (sector, nr) = (offset / 512, bytes.div_ceil(512));
                     ftrace_prefix(blkqos_core::Instant(t), &mut text);
                     let _ = match kind {
@@ -188,6 +217,16 @@ impl KernelTrace {
     pub fn finish(&mut self) -> Result<()> {
         self.write_before(u64::MAX);
         self.out.finish()
+    }
+}
+
+/// The kernel's `rwbs` letters of an operation.
+fn rwbs(op: IoOp) -> &'static str {
+    match op {
+        IoOp::Read => "R",
+        IoOp::Write => "W",
+        IoOp::Discard => "D",
+        IoOp::Flush => "FN",
     }
 }
 
@@ -239,6 +278,8 @@ pub struct Bdp {
 /// Which request event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RqKind {
+    /// `block_getrq`: the request got its tag.
+    GetRq,
     Insert,
     Issue,
     Complete,
@@ -305,6 +346,7 @@ fn event<'a>(name: &'a str, fields: &'a str) -> Event<'a> {
     match name {
         "iocost_ioc_vrate_adj" => vrate_adj(fields).map_or(Event::Other(name), Event::VrateAdj),
         "balance_dirty_pages" => bdp(fields).map_or(Event::Other(name), Event::Bdp),
+        "block_getrq" => getrq(fields).unwrap_or(Event::Other(name)),
         "block_rq_issue" => rq(RqKind::Issue),
         "block_rq_insert" => rq(RqKind::Insert),
         "block_rq_complete" => rq(RqKind::Complete),
@@ -357,6 +399,14 @@ fn rq(kind: RqKind, fields: &str) -> Option<Event<'_>> {
         return None;
     }
     rq_tail(kind, rwbs, it)
+}
+
+/// `254,0 R 505944 + 8 [fio]`: no byte count and no command column.
+fn getrq(fields: &str) -> Option<Event<'_>> {
+    let mut it = fields.split_whitespace();
+    let _dev = it.next()?;
+    let rwbs = it.next()?;
+    rq_tail(RqKind::GetRq, rwbs, it)
 }
 
 /// The `SECTOR + NR` every request line ends with (before the ioprio and
@@ -473,6 +523,21 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_kernels_getrq() {
+        let l = parse_line("             fio-199     [001] .....    17.571700: block_getrq: 254,0 R 505944 + 8 [fio]").unwrap();
+        assert_eq!(l.task, "fio-199");
+        assert_eq!(
+            l.event,
+            Event::Rq {
+                kind: RqKind::GetRq,
+                rwbs: "R",
+                sector: 505944,
+                nr_sectors: 8
+            }
+        );
+    }
+
+    #[test]
     fn reads_the_blk_tracers_lines() {
         let l = parse_line("             fio-195     [001] d..1.    13.916733: 254,0   1,0  m   N throtl [W] new slice start=4294895770 end=4294895795 jiffies=4294895770").unwrap();
         assert_eq!(
@@ -547,10 +612,23 @@ mod tests {
         k.finish().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<Line> = text.lines().filter_map(parse_line).collect();
-        assert_eq!(lines.len(), 2, "{text}");
-        assert_eq!(lines[0].t_ns, 2_500_000_000);
+        assert_eq!(lines.len(), 3, "{text}");
+        // its tag, in its group's column
+        assert_eq!(lines[0].t_ns, 2_400_000_000);
+        assert_eq!(lines[0].task, "fio-0");
         assert_eq!(
             lines[0].event,
+            Event::Rq {
+                kind: RqKind::GetRq,
+                rwbs: "W",
+                sector: 16,
+                nr_sectors: 32
+            }
+        );
+        assert_eq!(lines[1].t_ns, 2_500_000_000);
+        assert_eq!(lines[1].task, "blkqos-0");
+        assert_eq!(
+            lines[1].event,
             Event::Rq {
                 kind: RqKind::Issue,
                 rwbs: "W",
@@ -558,6 +636,6 @@ mod tests {
                 nr_sectors: 32
             }
         );
-        assert_eq!(lines[1].t_ns, 2_500_020_000);
+        assert_eq!(lines[2].t_ns, 2_500_020_000);
     }
 }

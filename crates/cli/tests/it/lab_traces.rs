@@ -415,6 +415,14 @@ fn compare_traces_keeps_blkqos_traces() {
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert!(text.contains(": iocost_ioc_vrate_adj: [nullb1] vrate="));
         assert!(text.contains(": block_rq_issue: 254,0 R "));
+        // each request's tag, in its group's column: both groups read
+        for g in ["fio-1 ", "fio-2 "] {
+            assert!(
+                text.lines()
+                    .any(|l| l.trim_start().starts_with(g) && l.contains(": block_getrq: 254,0 R ")),
+                "seed {seed}: no getrq of {g}"
+            );
+        }
     }
     let r = blkqos(
         &["lab", "compare", lab_arg.as_str(), "--keep-traces=kept"],
