@@ -192,6 +192,12 @@ pub struct PageCacheConfig {
     /// read once more than 128 updates are pending (6.1's
     /// `mem_cgroup_flush_stats`).
     pub memcg_stats_ratelimited: bool,
+    /// How far the periodic memcg statistics flush is into its 2 s period
+    /// when the run starts, ns (below 2 s): it runs every `FLUSH_TIME`
+    /// since the root memory cgroup came online at boot
+    /// (`mem_cgroup_css_online` queues `stats_flush_dwork`), not since the
+    /// job, so its first run comes 2 s less this after the start.
+    pub memcg_flush_phase_ns: u64,
     /// `memory.max` of groups that have one (bytes): the group's page
     /// cache pages are charged to it, it reclaims its own clean pages
     /// beyond it, and its dirty limits shrink with its headroom
@@ -233,6 +239,7 @@ impl Default for PageCacheConfig {
             large_folios: false,
             memory_max: Vec::new(),
             memcg_stats_ratelimited: true,
+            memcg_flush_phase_ns: 0,
         }
     }
 }
@@ -466,7 +473,8 @@ impl PageCache {
             poll_j: j0,
             trace: Vec::new(),
             dirty_sleeps: Vec::new(),
-            next_memcg_flush: t0 + Duration::from_ms(2000),
+            next_memcg_flush: t0
+                + Duration(2_000_000_000 - cfg.memcg_flush_phase_ns % 2_000_000_000),
             memcg_pending: 0,
             next_periodic: t0 + cfg.writeback_interval,
             cfg,

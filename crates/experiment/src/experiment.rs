@@ -769,6 +769,9 @@ impl Experiment {
         opts.abandon = abandon;
         opts.pagecache = self.pagecache.config();
         if let Some(pc) = opts.pagecache.as_mut() {
+            // the periodic memcg statistics flush keeps its own period since
+            // boot: where the run starts in it is drawn from the seed
+            pc.memcg_flush_phase_ns = splitmix64(self.seed ^ 0xBB67_AE85_84CA_A73B) % 2_000_000_000;
             pc.memory_max = self
                 .pagecache
                 .memory_max

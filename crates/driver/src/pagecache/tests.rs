@@ -507,3 +507,34 @@ fn a_group_over_memory_max_reclaims_its_own_clean_pages() {
     assert_eq!(pc.memcg_pages(pc.inodes[limited].wb), 64);
     assert!(!pc.read_hit(16 * PAGE_BYTES, 8 * PAGE_BYTES));
 }
+
+/// The periodic memcg statistics flush runs every 2 s since boot
+/// (`mem_cgroup_css_online` queues `stats_flush_dwork` for the root
+/// memcg), so where a run starts in its period is the run's own: with
+/// the phase 1.5 s, the first flush is due 0.5 s after the start, and a
+/// memory cgroup's dirty pages show in its statistics from then on.
+#[test]
+fn the_memcg_statistics_flush_keeps_its_period_from_boot() {
+    let first_flush = |phase_ns: u64| {
+        let mut pc = PageCache::new(
+            PageCacheConfig {
+                memory_max: vec![(GroupId(1), 1024 * PAGE_BYTES)],
+                memcg_flush_phase_ns: phase_ns,
+                ..cfg(WritebackMode::Async)
+            },
+            t(0),
+            1,
+        );
+        let ino = pc.inode(0, GroupId(1));
+        pc.dirty_now(0, ino, 0, 16 * PAGE_BYTES, t(0));
+        let wb = pc.inodes[ino].wb;
+        // not flushed yet: the statistics hold none of the 16
+        assert_eq!(pc.wbs[wb].memcg_stat.1, 0);
+        let due = pc.next_deadline().unwrap();
+        pc.periodic_memcg_flush(due);
+        assert_eq!(pc.wbs[wb].memcg_stat.1, 16);
+        due
+    };
+    assert_eq!(first_flush(0), t(2000));
+    assert_eq!(first_flush(1_500_000_000), t(500));
+}
