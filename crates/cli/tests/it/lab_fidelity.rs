@@ -152,3 +152,57 @@ fn values_show_each_run_and_each_seed() {
     let (_, plain, _) = compare(&["--kernel=6.12", "--job=c07"]);
     assert!(!plain.contains("    runs:"), "{plain}");
 }
+
+/// The bytes a recorded run's device wrote (`diskstats.end` less
+/// `.start`, the null_blk's line) and those its groups' `io.stat` holds.
+fn device_and_group_writes(run: &std::path::Path) -> (u64, u64) {
+    let sectors = |f: &str| -> u64 {
+        let text = std::fs::read_to_string(run.join(f)).unwrap();
+        let line = text
+            .lines()
+            .find(|l| {
+                l.split_whitespace()
+                    .nth(2)
+                    .is_some_and(|d| d.starts_with("nullb"))
+            })
+            .unwrap_or_else(|| panic!("{}: no null_blk line in {f}", run.display()));
+        line.split_whitespace().nth(9).unwrap().parse().unwrap()
+    };
+    let device = (sectors("diskstats.end") - sectors("diskstats.start")) * 512;
+    let io_stat = std::fs::read_to_string(run.join("io.stat")).unwrap();
+    let groups = io_stat
+        .split_whitespace()
+        .filter_map(|kv| kv.strip_prefix("wbytes="))
+        .map(|v| v.parse::<u64>().unwrap())
+        .sum();
+    (device, groups)
+}
+
+/// The file-system jobs' recordings hold only the jobs' own writes: the
+/// guest's ext4 is made with `-E lazy_itable_init=0` (lab/guest_run.py),
+/// so no `ext4lazyinit` thread zeroes inode tables in the root cgroup
+/// during a run. Recorded with lazy init (before 2026-11-30), every run of
+/// w01 and w02 had 13-67 MB written beside the groups' io.stat.
+#[test]
+fn file_system_runs_write_nothing_beside_their_groups() {
+    let mut checked = 0;
+    for kernel in std::fs::read_dir(lab().join("fixtures")).unwrap().flatten() {
+        for run in std::fs::read_dir(kernel.path()).unwrap().flatten() {
+            for job in ["w01-seed003-writeback", "w02-memcg-limit"] {
+                let dir = run.path().join(job);
+                if !dir.join("io.stat").exists() {
+                    continue;
+                }
+                let (device, groups) = device_and_group_writes(&dir);
+                // ext4's journal commits: a few hundred KiB
+                assert!(
+                    device <= groups + (1 << 20),
+                    "{}: the device wrote {device} bytes, the groups {groups}",
+                    dir.display()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 40, "{checked} runs checked");
+}
