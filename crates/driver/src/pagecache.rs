@@ -198,6 +198,16 @@ pub struct PageCacheConfig {
     /// (`mem_cgroup_css_online` queues `stats_flush_dwork`), not since the
     /// job, so its first run comes 2 s less this after the start.
     pub memcg_flush_phase_ns: u64,
+    /// Something reads the groups' `io.stat` every this many ns (0: nothing
+    /// does), the first read `io_stat_read_phase_ns` into the run: a
+    /// monitor, as the lab's sampler reads it every second.
+    pub io_stat_read_every_ns: u64,
+    /// When the first of those reads comes after the start, ns (below
+    /// `io_stat_read_every_ns`).
+    pub io_stat_read_phase_ns: u64,
+    /// Such a read flushes the memory cgroups' statistics (before Linux
+    /// 6.16, when every controller shared the cgroup's rstat tree).
+    pub io_stat_flushes_memcg: bool,
     /// `memory.max` of groups that have one (bytes): the group's page
     /// cache pages are charged to it, it reclaims its own clean pages
     /// beyond it, and its dirty limits shrink with its headroom
@@ -240,6 +250,9 @@ impl Default for PageCacheConfig {
             memory_max: Vec::new(),
             memcg_stats_ratelimited: true,
             memcg_flush_phase_ns: 0,
+            io_stat_read_every_ns: 0,
+            io_stat_read_phase_ns: 0,
+            io_stat_flushes_memcg: false,
         }
     }
 }
@@ -449,6 +462,9 @@ pub struct PageCache {
     /// state changes of memory cgroups since the last flush.
     next_memcg_flush: Instant,
     memcg_pending: u64,
+    /// When a read of `io.stat` flushes the memcg statistics next
+    /// ([`PageCacheConfig::io_stat_flushes_memcg`]).
+    next_io_stat_read: Option<Instant>,
 }
 
 impl PageCache {
@@ -476,6 +492,8 @@ impl PageCache {
             next_memcg_flush: t0
                 + Duration(2_000_000_000 - cfg.memcg_flush_phase_ns % 2_000_000_000),
             memcg_pending: 0,
+            next_io_stat_read: (cfg.io_stat_flushes_memcg && cfg.io_stat_read_every_ns > 0)
+                .then(|| t0 + Duration(cfg.io_stat_read_phase_ns % cfg.io_stat_read_every_ns)),
             next_periodic: t0 + cfg.writeback_interval,
             cfg,
             t0,
@@ -657,6 +675,17 @@ impl PageCache {
             while self.next_memcg_flush <= now {
                 self.next_memcg_flush += Duration::from_ms(2000);
             }
+        }
+        // a monitor's io.stat read (`blkcg_print_stat` →
+        // `cgroup_rstat_flush` of the whole cgroup, before 6.16)
+        if let Some(t) = self.next_io_stat_read.filter(|&t| now >= t) {
+            self.flush_memcg_stats();
+            let every = Duration(self.cfg.io_stat_read_every_ns);
+            let mut next = t;
+            while next <= now {
+                next += every;
+            }
+            self.next_io_stat_read = Some(next);
         }
     }
 
@@ -1117,7 +1146,10 @@ impl PageCache {
             .wbs
             .iter()
             .any(|w| w.st.memcg.is_some() && (w.dirty_pages + w.writeback_pages) > 0)
-            .then_some(self.next_memcg_flush);
+            .then(|| {
+                self.next_io_stat_read
+                    .map_or(self.next_memcg_flush, |t| t.min(self.next_memcg_flush))
+            });
         periodic.into_iter().chain(memcg).min()
     }
 

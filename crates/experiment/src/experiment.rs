@@ -772,6 +772,11 @@ impl Experiment {
             // the periodic memcg statistics flush keeps its own period since
             // boot: where the run starts in it is drawn from the seed
             pc.memcg_flush_phase_ns = splitmix64(self.seed ^ 0xBB67_AE85_84CA_A73B) % 2_000_000_000;
+            // and a monitor's io.stat reads theirs
+            if pc.io_stat_read_every_ns > 0 {
+                pc.io_stat_read_phase_ns =
+                    splitmix64(self.seed ^ 0x3C6E_F372_FE94_F82B) % pc.io_stat_read_every_ns;
+            }
             pc.memory_max = self
                 .pagecache
                 .memory_max

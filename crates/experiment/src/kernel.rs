@@ -36,6 +36,13 @@ pub struct KernelProfile {
     /// memcg: use ratelimited stats flush in mem_cgroup_wb_stats"); 6.1
     /// flushes them at the read.
     pub memcg_stats_ratelimited: bool,
+    /// Reading a cgroup's `io.stat` flushes every controller's statistics
+    /// of that cgroup, the memory controller's included
+    /// (`blkcg_print_stat` → `cgroup_rstat_flush(blkcg->css.cgroup)`);
+    /// from Linux 6.16 each controller has its own rstat tree ("cgroup: use
+    /// separate rstat trees for each subsystem") and `io.stat` flushes the
+    /// io controller's alone.
+    pub io_stat_flushes_memcg: bool,
 }
 
 /// The releases blkqos has profiles for (and the lab records).
@@ -49,6 +56,7 @@ pub const PROFILES: &[KernelProfile] = &[
         hz: 250,
         large_folios: false,
         memcg_stats_ratelimited: false,
+        io_stat_flushes_memcg: true,
     },
     KernelProfile {
         name: "6.12",
@@ -59,6 +67,7 @@ pub const PROFILES: &[KernelProfile] = &[
         hz: 250,
         large_folios: false,
         memcg_stats_ratelimited: true,
+        io_stat_flushes_memcg: true,
     },
     KernelProfile {
         name: "7.2",
@@ -69,6 +78,7 @@ pub const PROFILES: &[KernelProfile] = &[
         hz: 250,
         large_folios: true,
         memcg_stats_ratelimited: true,
+        io_stat_flushes_memcg: false,
     },
 ];
 
@@ -146,6 +156,7 @@ impl KernelProfile {
     pub fn apply_pagecache(&self, p: &mut blkqos_driver::pagecache::PageCacheConfig) {
         p.large_folios = self.large_folios;
         p.memcg_stats_ratelimited = self.memcg_stats_ratelimited;
+        p.io_stat_flushes_memcg = self.io_stat_flushes_memcg;
     }
 
     /// As [`apply`](Self::apply), for a build with or without THROTTLING_LOW.

@@ -538,3 +538,42 @@ fn the_memcg_statistics_flush_keeps_its_period_from_boot() {
     assert_eq!(first_flush(0), t(2000));
     assert_eq!(first_flush(1_500_000_000), t(500));
 }
+
+/// Reading a cgroup's `io.stat` flushed every controller's statistics of
+/// it before Linux 6.16 (`blkcg_print_stat` → `cgroup_rstat_flush` of the
+/// whole cgroup): a monitor that reads it every second keeps the memory
+/// cgroups' page counts a second old at most, where the periodic flush
+/// alone leaves them two seconds old.
+#[test]
+fn an_io_stat_read_flushes_the_memcg_statistics_before_6_16() {
+    // the instants the statistics are flushed at, after 16 pages dirtied
+    // at the start and 16 more at each flush
+    let flushes = |flushes_memcg: bool| {
+        let mut pc = PageCache::new(
+            PageCacheConfig {
+                memory_max: vec![(GroupId(1), 1024 * PAGE_BYTES)],
+                io_stat_read_every_ns: 1_000_000_000,
+                io_stat_read_phase_ns: 300_000_000,
+                io_stat_flushes_memcg: flushes_memcg,
+                ..cfg(WritebackMode::Async)
+            },
+            t(0),
+            1,
+        );
+        let ino = pc.inode(0, GroupId(1));
+        let wb = pc.inodes[ino].wb;
+        let mut now = t(0);
+        let mut seen = Vec::new();
+        for i in 0..2u64 {
+            pc.dirty_now(0, ino, i * 16 * PAGE_BYTES, 16 * PAGE_BYTES, now);
+            now = pc.next_deadline().unwrap();
+            pc.periodic_memcg_flush(now);
+            seen.push((now, pc.wbs[wb].memcg_stat.1));
+        }
+        seen
+    };
+    // 6.1, 6.12: the reads at 0.3 and 1.3 s
+    assert_eq!(flushes(true), vec![(t(300), 16), (t(1300), 32)]);
+    // 7.2: the periodic flush alone, at 2 and 4 s
+    assert_eq!(flushes(false), vec![(t(2000), 16), (t(4000), 32)]);
+}

@@ -775,6 +775,9 @@ fn sim_experiment(
     exp.host.seed = seed;
     profile.apply(&mut exp.controllers, &mut exp.accounting);
     profile.apply_pagecache(&mut exp.pagecache.cfg);
+    // the guest's sampler reads every group's io.stat once a second
+    // (lab/guest_run.py, samples.jsonl)
+    exp.pagecache.cfg.io_stat_read_every_ns = 1_000_000_000;
     for (k, v) in overrides {
         exp.controllers
             .set(k, v)
