@@ -508,6 +508,21 @@ fn a_group_over_memory_max_reclaims_its_own_clean_pages() {
     assert!(!pc.read_hit(16 * PAGE_BYTES, 8 * PAGE_BYTES));
 }
 
+/// A cache of `c` with group 1 under a `memory.max` of 1,024 pages, one
+/// task, and an inode of that group.
+fn memcg_cache(c: PageCacheConfig) -> (PageCache, usize) {
+    let mut pc = PageCache::new(
+        PageCacheConfig {
+            memory_max: vec![(GroupId(1), 1024 * PAGE_BYTES)],
+            ..c
+        },
+        t(0),
+        1,
+    );
+    let ino = pc.inode(0, GroupId(1));
+    (pc, ino)
+}
+
 /// The periodic memcg statistics flush runs every 2 s since boot
 /// (`mem_cgroup_css_online` queues `stats_flush_dwork` for the root
 /// memcg), so where a run starts in its period is the run's own: with
@@ -516,16 +531,10 @@ fn a_group_over_memory_max_reclaims_its_own_clean_pages() {
 #[test]
 fn the_memcg_statistics_flush_keeps_its_period_from_boot() {
     let first_flush = |phase_ns: u64| {
-        let mut pc = PageCache::new(
-            PageCacheConfig {
-                memory_max: vec![(GroupId(1), 1024 * PAGE_BYTES)],
-                memcg_flush_phase_ns: phase_ns,
-                ..cfg(WritebackMode::Async)
-            },
-            t(0),
-            1,
-        );
-        let ino = pc.inode(0, GroupId(1));
+        let (mut pc, ino) = memcg_cache(PageCacheConfig {
+            memcg_flush_phase_ns: phase_ns,
+            ..cfg(WritebackMode::Async)
+        });
         pc.dirty_now(0, ino, 0, 16 * PAGE_BYTES, t(0));
         let wb = pc.inodes[ino].wb;
         // not flushed yet: the statistics hold none of the 16
@@ -549,18 +558,12 @@ fn an_io_stat_read_flushes_the_memcg_statistics_before_6_16() {
     // the instants the statistics are flushed at, after 16 pages dirtied
     // at the start and 16 more at each flush
     let flushes = |flushes_memcg: bool| {
-        let mut pc = PageCache::new(
-            PageCacheConfig {
-                memory_max: vec![(GroupId(1), 1024 * PAGE_BYTES)],
-                io_stat_read_every_ns: 1_000_000_000,
-                io_stat_read_phase_ns: 300_000_000,
-                io_stat_flushes_memcg: flushes_memcg,
-                ..cfg(WritebackMode::Async)
-            },
-            t(0),
-            1,
-        );
-        let ino = pc.inode(0, GroupId(1));
+        let (mut pc, ino) = memcg_cache(PageCacheConfig {
+            io_stat_read_every_ns: 1_000_000_000,
+            io_stat_read_phase_ns: 300_000_000,
+            io_stat_flushes_memcg: flushes_memcg,
+            ..cfg(WritebackMode::Async)
+        });
         let wb = pc.inodes[ino].wb;
         let mut now = t(0);
         let mut seen = Vec::new();
