@@ -20,7 +20,10 @@ requests, the share of it with a request on the device, and the kernel's
 `io_ticks` over the run beside the same counter replayed from the
 trace's events under the two generations of `update_io_ticks` (6.10's
 `inflight`, and `sampling-v2` before it), over 16 phases of the 4 ms
-jiffy (HZ=250) against the trace clock.
+jiffy (HZ=250) against the trace clock; and, from the untraced fixture
+runs 1-5 of t08, the guest sampler's one-second diskstats sample with the
+most reads (`samples.jsonl`): its reads, their mean time from request to
+completion (the read ms over the reads) and its `io_ticks`.
 """
 import glob
 import json
@@ -140,6 +143,21 @@ def untraced_iops(kver, job):
     return round(sum(v) / len(v)) if v else None
 
 
+def untraced_t08_samples(kver):
+    out = []
+    for run in range(1, 6):
+        p = os.path.join(fixtures, kver, f"run{run}", JOBS["t08"], "samples.jsonl")
+        if not os.path.exists(p):
+            continue
+        rows = [[int(x) for x in json.loads(line)["diskstats"].split()[3:]] for line in open(p)]
+        i = max(range(1, len(rows)), key=lambda i: rows[i][0] - rows[i - 1][0])
+        reads = rows[i][0] - rows[i - 1][0]
+        out.append({"run": run, "reads": reads,
+                    "request_us_mean": round((rows[i][3] - rows[i - 1][3]) * 1000 / reads, 1),
+                    "io_ticks_ms": rows[i][9] - rows[i - 1][9]})
+    return out
+
+
 def main():
     out = {}
     for short, kver in KERNELS.items():
@@ -159,6 +177,7 @@ def main():
                 r["io_ticks_ms_replayed"] = {m: replayed_io_ticks_ms(reqs, m)
                                              for m in ("inflight", "sampling-v2")}
             per_job[tag] = r
+        per_job["t08_untraced_busiest_samples"] = untraced_t08_samples(kver)
         out[kver] = per_job
     print(json.dumps(out, indent=1))
 
