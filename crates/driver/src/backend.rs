@@ -81,4 +81,17 @@ pub trait Backend {
     fn cpu_busy_until(&self) -> Option<Instant> {
         None
     }
+    /// [`Backend::wait`] for a backend whose completions depend on what
+    /// the submitters' CPUs run: `running(i)` says whether submitter `i`
+    /// (the [`blkqos_core::Submitter`] of its IOs, a job's index) runs on
+    /// its CPU until this wait returns (it is inside a submit call).
+    fn wait_running(
+        &mut self,
+        deadline: Option<Instant>,
+        out: &mut Vec<Completion>,
+        running: &dyn Fn(u32) -> bool,
+    ) {
+        let _ = running;
+        self.wait(deadline, out);
+    }
 }

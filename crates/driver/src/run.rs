@@ -617,6 +617,19 @@ struct Loop<'a, B: Backend> {
     cpus: Option<cpus::Cpus>,
 }
 
+/// Whether job `j` runs on its CPU until the next wait returns: it is
+/// inside a submit call (the wait ends at the call's return at the
+/// latest, a deadline); otherwise it sleeps (waiting for a completion, a
+/// timer, a controller or a tag) or is done.
+fn on_cpu(jobs: &[JobSlot], j: u32) -> bool {
+    jobs.get(j as usize).is_some_and(|s| {
+        matches!(
+            s.state,
+            SlotState::Submitting(..) | SlotState::Committing(_) | SlotState::Returning(_)
+        )
+    })
+}
+
 /// Run `setups` through `stack` on `backend` until every job is done.
 pub fn run<B: Backend>(
     backend: &mut B,
@@ -847,7 +860,9 @@ impl<B: Backend> Loop<'_, B> {
         }
         loop {
             self.comps.clear();
-            self.backend.wait(deadline, &mut self.comps);
+            let jobs = &self.jobs;
+            self.backend
+                .wait_running(deadline, &mut self.comps, &|j| on_cpu(jobs, j));
             if self.comps.is_empty() {
                 return;
             }

@@ -18,13 +18,53 @@ pub struct SimBackend {
     max_io_bytes: u64,
     /// `queue/max_segments`.
     max_segments: u32,
-    /// Requests the device holds ([`HELD`]), and when it releases some.
+    /// Requests the device holds ([`HELD`]) or whose lateness waits for
+    /// their expiry ([`SimBackend::by_cpu`]), and when it releases some.
     held: usize,
     release_at: Option<Instant>,
+    /// [`Backend::wait`] takes [`SimBackend::wait_for_release`]: the
+    /// device holds requests (`release_at`) or draws lateness at expiries
+    /// (`by_cpu`).
+    slow_wait: bool,
     released: Vec<Released>,
     /// Requests the device held and has released, not completed yet: when
     /// it started each (reported as [`Completion::dispatched`]).
     dispatched_at: Vec<(IoId, Instant)>,
+    /// The device draws a served request's lateness at its expiry, by
+    /// what the submitter's CPU runs then ([`DeviceModel::lateness_by_cpu`]):
+    /// the expiries not reached yet.
+    by_cpu: Option<Box<ByCpu>>,
+}
+
+/// [`SimBackend::by_cpu`]'s state.
+struct ByCpu {
+    /// Requests served at once, at their timer's expiry (no lateness yet).
+    expiries: EventQueue<Expiry>,
+}
+
+/// A request's timer expiry: [`Event`] with what the lateness depends on.
+#[derive(Clone, Copy, Debug)]
+struct Expiry {
+    event: Event,
+    submitter: u32,
+    flags: blkqos_core::IoFlags,
+}
+
+impl PartialEq for Expiry {
+    fn eq(&self, o: &Self) -> bool {
+        self.event == o.event
+    }
+}
+impl Eq for Expiry {}
+impl PartialOrd for Expiry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Expiry {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.event.cmp(&o.event)
+    }
 }
 
 /// When the device started request `id`, if it held it (taken out of
@@ -76,6 +116,11 @@ impl SimBackend {
     /// A backend for `device`, with its default max IO size.
     pub fn new(device: Box<dyn DeviceModel>) -> Self {
         let max_io_bytes = u64::from(device.default_max_sectors()) << 9;
+        let by_cpu = device.lateness_by_cpu().then(|| {
+            Box::new(ByCpu {
+                expiries: EventQueue::with_capacity(64),
+            })
+        });
         SimBackend {
             now: Instant::ZERO,
             device,
@@ -86,8 +131,10 @@ impl SimBackend {
             max_segments: 128,
             held: 0,
             release_at: None,
+            slow_wait: by_cpu.is_some(),
             released: Vec::new(),
             dispatched_at: Vec::new(),
+            by_cpu,
         }
     }
     /// Set the max IO size (`queue/max_sectors_kb` × 2) in sectors.
@@ -124,10 +171,18 @@ impl SimBackend {
     /// one more event to wake for.
     #[cold]
     #[inline(never)]
-    fn wait_for_release(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+    fn wait_for_release(
+        &mut self,
+        deadline: Option<Instant>,
+        out: &mut Vec<Completion>,
+        running: &dyn Fn(u32) -> bool,
+    ) {
         let mut next = self.events.peek().map(|e| e.at);
         if let Some(r) = self.release_at {
             next = Some(next.map_or(r, |n| n.min(r)));
+        }
+        if let Some(x) = self.by_cpu.as_ref().and_then(|b| b.expiries.peek()) {
+            next = Some(next.map_or(x.event.at, |n| n.min(x.event.at)));
         }
         let Some(target) = wake_target(next, deadline) else {
             return;
@@ -137,7 +192,56 @@ impl SimBackend {
         if self.release_at.is_some_and(|r| r <= now) {
             self.release(now);
         }
+        self.expire(now, running);
         self.complete_until(now, out);
+    }
+
+    /// The device's next release, and whether waits take the slow path.
+    fn set_release_at(&mut self) {
+        self.release_at = self.device.next_release();
+        self.slow_wait = self.release_at.is_some() || self.by_cpu.is_some();
+    }
+
+    /// `io`'s timer expires `at`: its lateness waits for then.
+    #[cold]
+    #[inline(never)]
+    fn expiry(&mut self, io: &Io, at: Instant, error: i32) {
+        let Some(b) = self.by_cpu.as_mut() else {
+            return;
+        };
+        self.seq += 1;
+        self.held += 1;
+        b.expiries.push(Expiry {
+            event: Event {
+                at,
+                seq: self.seq,
+                id: io.id,
+                bytes: if error == 0 { io.len } else { 0 },
+                error,
+            },
+            submitter: io.submitter.0,
+            flags: io.flags,
+        });
+    }
+
+    /// The expiries due by `now` get their lateness, drawn by what each
+    /// submitter's CPU runs, and become completion events.
+    fn expire(&mut self, now: Instant, running: &dyn Fn(u32) -> bool) {
+        let Some(b) = self.by_cpu.as_mut() else {
+            return;
+        };
+        let (device, events, held) = (&mut self.device, &mut self.events, &mut self.held);
+        b.expiries.pop_each(
+            |x| x.event.at <= now,
+            |x| {
+                *held -= 1;
+                let late = device.late_at_expiry(x.flags, running(x.submitter));
+                events.push(Event {
+                    at: x.event.at + blkqos_core::Duration(late),
+                    ..x.event
+                });
+            },
+        );
     }
 
     /// Every completion event due by `now`, in order.
@@ -169,7 +273,7 @@ impl SimBackend {
     #[cold]
     fn hold(&mut self) {
         self.held += 1;
-        self.release_at = self.device.next_release();
+        self.set_release_at();
     }
 
     /// The device's release due at `now`: its requests become completion
@@ -192,7 +296,7 @@ impl SimBackend {
             });
         }
         self.released = released;
-        self.release_at = self.device.next_release();
+        self.set_release_at();
     }
 }
 
@@ -223,6 +327,9 @@ impl Backend for SimBackend {
             self.hold();
             return;
         }
+        if self.by_cpu.is_some() {
+            return self.expiry(io, at.max(now), error);
+        }
         let bytes = if error == 0 { io.len } else { 0 };
         self.seq += 1;
         self.events.push(Event {
@@ -233,10 +340,18 @@ impl Backend for SimBackend {
             error,
         });
     }
-    #[inline(always)]
     fn wait(&mut self, deadline: Option<Instant>, out: &mut Vec<Completion>) {
-        if self.release_at.is_some() {
-            return self.wait_for_release(deadline, out);
+        self.wait_running(deadline, out, &|_| false);
+    }
+    #[inline(always)]
+    fn wait_running(
+        &mut self,
+        deadline: Option<Instant>,
+        out: &mut Vec<Completion>,
+        running: &dyn Fn(u32) -> bool,
+    ) {
+        if self.slow_wait {
+            return self.wait_for_release(deadline, out, running);
         }
         let next = self.events.peek().map(|e| e.at);
         let Some(target) = wake_target(next, deadline) else {

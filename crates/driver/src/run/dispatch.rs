@@ -58,6 +58,12 @@ impl<B: Backend> Loop<'_, B> {
             if !self.plug.released.is_empty() && self.plug.released.contains(&io.id) {
                 continue;
             }
+            // the worker that issues it (`blk_throtl_dispatch_work_fn`, or
+            // the submitter iocost woke) ran after a sleep
+            let io = &Io {
+                flags: io.flags.with(IoFlags::AFTER_SLEEP),
+                ..*io
+            };
             if io.needs_split(self.max_io) {
                 self.split(*io, now, None, defer);
             } else if self.queue_request(*io, now, defer) && !io.flags.contains(IoFlags::FRAGMENT) {

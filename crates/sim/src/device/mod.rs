@@ -71,6 +71,19 @@ pub trait DeviceModel {
     fn cpu_busy_until(&self) -> Option<Instant> {
         None
     }
+    /// Whether the host's lateness of a request served at once depends on
+    /// what its submitter's CPU runs when the request's timer expires:
+    /// then [`DeviceModel::service`] returns that expiry, and the backend
+    /// asks [`DeviceModel::late_at_expiry`] there.
+    fn lateness_by_cpu(&self) -> bool {
+        false
+    }
+    /// How late (ns) the host completes a request whose timer expired,
+    /// with these flags, its submitter running on its CPU then (`busy`)
+    /// or not.
+    fn late_at_expiry(&mut self, _flags: blkqos_core::IoFlags, _busy: bool) -> u64 {
+        0
+    }
     /// One line describing the model and its parameters.
     fn describe(&self) -> String;
 }

@@ -102,6 +102,12 @@ pub struct NullBlk {
     /// How late it completes a request submitted right after its task
     /// slept ([`blkqos_core::IoFlags::AFTER_SLEEP`]); `None`: as `late`.
     late_after_sleep: Option<Lateness>,
+    /// How late it completes a request it served at once, by what the
+    /// submitter's CPU runs when the request's timer expires: the
+    /// submitter itself (`.0`) or nothing of it (`.1`); `None`: as `late`.
+    /// With either set, the lateness is drawn at the expiry
+    /// ([`DeviceModel::late_at_expiry`]).
+    late_by_cpu: Option<Box<ByCpu>>,
     /// How long after a tick the host dispatches a restarted queue
     /// (the kblockd worker's wake-up, [`QuantileDelay`]).
     restart: Option<QuantileDelay>,
@@ -116,6 +122,23 @@ pub struct NullBlk {
     /// The copy the last request issued directly made in its submitter's
     /// context (ns), until [`DeviceModel::take_submitter_ns`] takes it.
     submitter_ns: u64,
+}
+
+/// [`NullBlk::late_by_cpu`]: the lateness of a request served at once, by
+/// what its submitter's CPU runs when the request's timer expires.
+#[derive(Debug, Clone)]
+struct ByCpu {
+    /// The submitter runs there (`None`: the usual lateness).
+    busy: Option<Lateness>,
+    /// It does not (it sleeps, waiting).
+    idle: Option<Lateness>,
+}
+
+impl ByCpu {
+    fn draw(&mut self, busy: bool) -> Option<u64> {
+        let law = if busy { &mut self.busy } else { &mut self.idle };
+        law.as_mut().map(Lateness::draw_ns)
+    }
 }
 
 /// The host CPU that runs a restarted queue: the kblockd worker
@@ -203,6 +226,7 @@ impl NullBlk {
             mq: None,
             late: None,
             late_after_sleep: None,
+            late_by_cpu: None,
             restart: None,
             copy_bytes_per_s: 0,
             copy_free_at: Instant::ZERO,
@@ -324,6 +348,25 @@ impl NullBlk {
     pub fn with_lateness_after_sleep(mut self, p50_ns: u64, p99_ns: u64, seed: u64) -> Self {
         self.late_after_sleep = (p50_ns > 0)
             .then(|| Lateness::new(p50_ns, p99_ns.max(p50_ns), seed ^ 0x1F83_D9AB_FB41_BD6B));
+        self
+    }
+
+    /// A request served at once completes late by a log-normal delay
+    /// drawn when its timer expires, by what its submitter's CPU runs
+    /// then: `busy` `(p50_ns, p99_ns)` while the submitter runs on it (the
+    /// interrupt lands on a running vCPU), `idle` while it does not (it
+    /// sleeps, waiting); a 0 median leaves that case to the usual
+    /// lateness. Neither set: the lateness is drawn at the start, as
+    /// before.
+    pub fn with_lateness_by_cpu(mut self, busy: (u64, u64), idle: (u64, u64), seed: u64) -> Self {
+        let law = |(p50, p99): (u64, u64), salt: u64| {
+            (p50 > 0).then(|| Lateness::new(p50, p99.max(p50), seed ^ salt))
+        };
+        let by = ByCpu {
+            busy: law(busy, 0x3C6E_F372_FE94_F82B),
+            idle: law(idle, 0xA54F_F53A_5F1D_36F1),
+        };
+        self.late_by_cpu = (by.busy.is_some() || by.idle.is_some()).then(|| Box::new(by));
         self
     }
 
@@ -767,7 +810,8 @@ impl DeviceModel for NullBlk {
     }
     fn service(&mut self, io: &Io, now: Instant) -> (Instant, i32) {
         let (at, e) = self.serve(io, now);
-        if at == HELD {
+        if at == HELD || self.late_by_cpu.is_some() {
+            // held: the release draws it; by CPU: the expiry does
             return (at, e);
         }
         if let (true, Some(l)) = (
@@ -789,6 +833,21 @@ impl DeviceModel for NullBlk {
             for r in &mut out[from..] {
                 r.at += Duration(self.late.as_mut().map_or(0, Lateness::draw_ns));
             }
+        }
+    }
+    fn lateness_by_cpu(&self) -> bool {
+        self.late_by_cpu.is_some()
+    }
+    fn late_at_expiry(&mut self, flags: blkqos_core::IoFlags, busy: bool) -> u64 {
+        if let (true, Some(l)) = (
+            flags.contains(blkqos_core::IoFlags::AFTER_SLEEP),
+            self.late_after_sleep.as_mut(),
+        ) {
+            return l.draw_ns();
+        }
+        match self.late_by_cpu.as_deref_mut().and_then(|b| b.draw(busy)) {
+            Some(ns) => ns,
+            None => self.late_ns(),
         }
     }
     fn next_release(&self) -> Option<Instant> {

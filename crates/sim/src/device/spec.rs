@@ -136,6 +136,26 @@ impl ModelKind {
                     "that delay's 99th percentile (at least late_p50_ns)",
                 ),
                 (
+                    "late_busy_p50_ns",
+                    "0",
+                    "a request issued directly whose submitter still runs on its CPU when the request's timer expires (the interrupt lands on a busy CPU) is late by a log-normal delay with this median instead (0 = as the others); with late_idle_p50_ns, the lateness is drawn at the expiry",
+                ),
+                (
+                    "late_busy_p99_ns",
+                    "0",
+                    "that delay's 99th percentile (at least late_busy_p50_ns)",
+                ),
+                (
+                    "late_idle_p50_ns",
+                    "0",
+                    "a request issued directly whose submitter does not run when its timer expires (it sleeps, waiting) is late by a log-normal delay with this median instead (0 = as the others)",
+                ),
+                (
+                    "late_idle_p99_ns",
+                    "0",
+                    "that delay's 99th percentile (at least late_idle_p50_ns)",
+                ),
+                (
                     "late_sleep_p50_ns",
                     "0",
                     "a request submitted right after its task slept (fio thinktime) is late by a log-normal delay with this median instead (an idle emulated guest; 0 = as the others)",
@@ -599,13 +619,26 @@ impl DeviceSpec {
         if self.get("late_p50_ns") > 0 && self.get("late_p99_ns") < self.get("late_p50_ns") {
             return Err(bad("late_p99_ns", "must be at least late_p50_ns"));
         }
-        if self.get("late_sleep_p50_ns") > 0
-            && self.get("late_sleep_p99_ns") < self.get("late_sleep_p50_ns")
-        {
-            return Err(bad(
+        for (p50, p99, why) in [
+            (
+                "late_sleep_p50_ns",
                 "late_sleep_p99_ns",
                 "must be at least late_sleep_p50_ns",
-            ));
+            ),
+            (
+                "late_busy_p50_ns",
+                "late_busy_p99_ns",
+                "must be at least late_busy_p50_ns",
+            ),
+            (
+                "late_idle_p50_ns",
+                "late_idle_p99_ns",
+                "must be at least late_idle_p50_ns",
+            ),
+        ] {
+            if self.get(p50) > 0 && self.get(p99) < self.get(p50) {
+                return Err(bad(p99, why));
+            }
         }
         if self.get("restart_p90_ns") < self.get("restart_p50_ns") {
             return Err(bad("restart_p90_ns", "must be at least restart_p50_ns"));
@@ -798,6 +831,11 @@ impl DeviceSpec {
         .with_cpus(g("cpus") as u32, self.seed)
         .with_lateness(g("late_p50_ns"), g("late_p99_ns"), self.seed)
         .with_lateness_after_sleep(g("late_sleep_p50_ns"), g("late_sleep_p99_ns"), self.seed)
+        .with_lateness_by_cpu(
+            (g("late_busy_p50_ns"), g("late_busy_p99_ns")),
+            (g("late_idle_p50_ns"), g("late_idle_p99_ns")),
+            self.seed,
+        )
         .with_copy_rate(g("copy_bytes_per_s"))
         .with_restart_delay(
             g("restart_p50_ns"),

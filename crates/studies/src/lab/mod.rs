@@ -142,6 +142,17 @@ pub struct LabHost {
     /// and 6.1's completes later (median 0.10-0.11 ms against h02's
     /// 0.05-0.07 ms, p99 1.2-1.4 ms against 0.25-0.34).
     pub completion_late_after_sleep_ns: Option<(u64, u64)>,
+    /// How late the guest completes a null_blk request it served at once,
+    /// by what the submitter's CPU runs when the request's timer expires:
+    /// the submitter itself (`.0`, fio busy submitting: h03) or nothing of
+    /// it (`.1`, fio asleep waiting for the completion: h02); each a
+    /// log-normal's median and p99 in ns. Its mean is the untraced runs'
+    /// device time per request (`io_ticks` over the reads: one request on
+    /// the device at a time, h02's always and h03's mostly) less the 20
+    /// µs completion; its spread is h02's traced lateness's (the traced
+    /// runs' own lateness is longer: a tracepoint's cost lands between a
+    /// request's issue and its completion, `lab/traces/cpustate.json`).
+    pub completion_late_by_cpu_ns: Option<((u64, u64), (u64, u64))>,
     /// From `lab/traces/restart.json` (`restart.py` over the kernel
     /// traces of a saturated null_blk): how long after its bandwidth tick
     /// the guest dispatches the restarted queue, median, p90 and p99 in
@@ -223,7 +234,18 @@ impl LabHost {
             None => (1e9 / rt - CALIBRATION_COMPLETION_NS).max(0.0),
         };
         let completion_late_ns = completion_lateness(lab, kernel, "h02-qd1-roundtrip");
-        let completion_late_after_sleep_ns = completion_lateness(lab, kernel, "h01-qd1-thinktime");
+        let completion_late_after_sleep_ns = completion_lateness(lab, kernel, "h01-qd1-thinktime")
+            .and_then(|law| {
+                let m = untraced_device_ns_per_read(lab, kernel, "h01-qd1-thinktime")?;
+                lognormal_with_mean(law, m - CALIBRATION_COMPLETION_NS)
+            });
+        let completion_late_by_cpu_ns = completion_late_ns.and_then(|law| {
+            let mean = |job| untraced_device_ns_per_read(lab, kernel, job);
+            Some((
+                lognormal_with_mean(law, mean("h03-qd32-pipelined")? - CALIBRATION_COMPLETION_NS)?,
+                lognormal_with_mean(law, mean("h02-qd1-roundtrip")? - CALIBRATION_COMPLETION_NS)?,
+            ))
+        });
         // the mean completion of the simulated calibration device, for
         // h01's IOs (each right after a sleep) when its traces say
         let completion = CALIBRATION_COMPLETION_NS
@@ -246,6 +268,7 @@ impl LabHost {
             cpus: guest_cpus(lab, kernel).unwrap_or(1),
             completion_late_ns,
             completion_late_after_sleep_ns,
+            completion_late_by_cpu_ns,
             restart_ns: restart_delays(lab),
             worker_cpu_ns: worker_cpu(lab, kernel),
             writeback_piece_ns: writeback_piece(lab, kernel),
@@ -477,6 +500,54 @@ fn lognormal_mean(p50: u64, p99: u64) -> f64 {
     p50 as f64 * (sigma * sigma / 2.0).exp()
 }
 
+/// The (median, p99) in ns of the log-normal law with `law`'s spread
+/// (its median and p99) and mean `mean_ns`; None when that is not
+/// positive.
+fn lognormal_with_mean(law: (u64, u64), mean_ns: f64) -> Option<(u64, u64)> {
+    let sigma = (law.1 as f64 / law.0 as f64).ln() / 2.326_347_874;
+    let p50 = mean_ns / (sigma * sigma / 2.0).exp();
+    (p50 >= 1.0).then(|| {
+        let p99 = p50 * (2.326_347_874 * sigma).exp();
+        (p50.round() as u64, p99.round() as u64)
+    })
+}
+
+/// The device's busy time per read of `job`'s untraced runs (those
+/// without a `trace.json`), their mean in ns: diskstats' `io_ticks`
+/// (end − start) over its reads. Busy time counts where a request is on
+/// the device (6.10's `update_io_ticks`, which the lab's kernels count
+/// by: `lab_traces::t08_io_ticks_replay_the_kernels_own_trace`), so with
+/// one request at a time it is their mean time from issue to completion.
+fn untraced_device_ns_per_read(lab: &Path, kernel: &str, job: &str) -> Option<f64> {
+    let kdir = lab.join("fixtures").join(kernel);
+    let fields = |p: PathBuf| -> Option<Vec<u64>> {
+        let text = std::fs::read_to_string(p).ok()?;
+        text.split_whitespace()
+            .skip(3)
+            .map(|w| w.parse().ok())
+            .collect()
+    };
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(&kdir).ok()?.flatten() {
+        let dir = e.path().join(job);
+        if dir.join("trace.json").exists() {
+            continue;
+        }
+        let (Some(a), Some(b)) = (
+            fields(dir.join("diskstats.start")),
+            fields(dir.join("diskstats.end")),
+        ) else {
+            continue;
+        };
+        let reads = b.first()?.checked_sub(*a.first()?)?;
+        let ticks_ms = b.get(9)?.checked_sub(*a.get(9)?)?;
+        if reads > 0 {
+            v.push(ticks_ms as f64 * 1e6 / reads as f64);
+        }
+    }
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
 /// [`LabHost::disk_util_window_ns`] from the kernel's `h02-qd1-roundtrip`
 /// and `h03-qd32-pipelined` runs (one fio each, IO from start to end).
 fn disk_util_window(lab: &Path, kernel: &str) -> Option<u64> {
@@ -699,6 +770,12 @@ fn null_host(
     if let Some((p50, p99)) = h.completion_late_ns {
         set(exp, "late_p50_ns", p50)?;
         set(exp, "late_p99_ns", p99)?;
+    }
+    if let Some(((busy50, busy99), (idle50, idle99))) = h.completion_late_by_cpu_ns {
+        set(exp, "late_busy_p50_ns", busy50)?;
+        set(exp, "late_busy_p99_ns", busy99)?;
+        set(exp, "late_idle_p50_ns", idle50)?;
+        set(exp, "late_idle_p99_ns", idle99)?;
     }
     if let Some((p50, p99)) = h.completion_late_after_sleep_ns {
         set(exp, "late_sleep_p50_ns", p50)?;
@@ -1385,6 +1462,13 @@ fn describe_host(k: &str, h: &LabHost) -> String {
             ", null_blk completes late by {:.1} us (median), {:.1} us (p99)",
             p50 as f64 / 1e3,
             p99 as f64 / 1e3
+        );
+    }
+    if let Some((busy, idle)) = h.completion_late_by_cpu_ns {
+        s += &format!(
+            "; a request issued at once completes late by {:.1} us (median) while its submitter runs, {:.1} us while it sleeps (the untraced runs' device time)",
+            busy.0 as f64 / 1e3,
+            idle.0 as f64 / 1e3
         );
     }
     if let Some(r) = h.copy_bytes_per_s {
