@@ -430,6 +430,60 @@ mod tests {
         }
     }
 
+    /// One libaio reader on a null_blk whose interrupts come 5 µs late on
+    /// a CPU its submitter runs on and 300 µs late on one it left idle
+    /// (`late_busy_*`, `late_idle_*`): the device's busy time per request
+    /// in ns and its share of the run.
+    fn by_cpu_run(iodepth: u32, submit_ns: u64) -> (f64, f64) {
+        let dev = DeviceSpec::parse(
+            "null,completion_ns=20000,size=1g,late_busy_p50_ns=5000,late_busy_p99_ns=5000,\
+             late_idle_p50_ns=300000,late_idle_p99_ns=300000",
+        )
+        .expect("valid device");
+        let mut backend = SimBackend::new(dev.build());
+        let mut stack = ControllerStack::pass_through();
+        let mut spec = JobSpec::new("r");
+        spec.rw = RwMode::RandRead;
+        spec.ioengine = IoEngine::Libaio;
+        spec.iodepth = iodepth;
+        spec.time_based = true;
+        spec.runtime = Some(Duration::from_ms(200));
+        let setups = vec![JobSetup {
+            spec,
+            clone: 0,
+            group: GroupId::ROOT,
+            region_start: 0,
+            region_len: dev.capacity,
+            seed: 7,
+            files: Vec::new(),
+        }];
+        let mut opts = RunOptions::default();
+        opts.host.submit_ns = submit_ns;
+        let r = blkqos_driver::run(&mut backend, &mut stack, setups, &opts).expect("run");
+        let reads = r.disk.diskstats_fields()[0];
+        assert!(reads > 100, "{reads} reads");
+        (
+            r.disk.busy_ns as f64 / reads as f64,
+            r.disk.busy_ns as f64 / 200e6,
+        )
+    }
+
+    /// null_blk's timer interrupt lands on the CPU that issued the request
+    /// (`null_cmd_end_timer` arms it there): a submitter still busy in its
+    /// next submit call takes it late by the busy law, one asleep in
+    /// `io_getevents` (QD1) by the idle law. At QD4 with a 50 µs submit
+    /// call the next call starts as the request does, so each completes
+    /// 25 µs after it started and the device is busy half the time; at QD1
+    /// the submitter waits, and each takes 320 µs.
+    #[test]
+    fn a_completion_is_late_by_what_its_submitters_cpu_runs() {
+        let (qd1, _) = by_cpu_run(1, 50_000);
+        assert!((qd1 - 320_000.0).abs() < 1_000.0, "QD1: {qd1} ns a request");
+        let (qd4, busy) = by_cpu_run(4, 50_000);
+        assert!((qd4 - 25_000.0).abs() < 1_000.0, "QD4: {qd4} ns a request");
+        assert!((0.45..0.55).contains(&busy), "device busy {busy}");
+    }
+
     /// Every count, time and statistic bit of a run, as one line.
     fn fingerprint(dev: &str, specs: Vec<JobSpec>) -> String {
         let dev = DeviceSpec::parse(dev).expect("valid device");

@@ -898,6 +898,16 @@ fn null_host_quantiles_out_of_order_are_refused() {
             "`50`",
         ),
         (
+            "null,late_busy_p50_ns=100,late_busy_p99_ns=50",
+            "late_busy_p99_ns",
+            "`50`",
+        ),
+        (
+            "null,late_idle_p50_ns=100,late_idle_p99_ns=60",
+            "late_idle_p99_ns",
+            "`60`",
+        ),
+        (
             "null,mbps=4,restart_p50_ns=100,restart_p90_ns=50,restart_p99_ns=200",
             "restart_p90_ns",
             "`50`",

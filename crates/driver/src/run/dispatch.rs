@@ -64,6 +64,9 @@ impl<B: Backend> Loop<'_, B> {
                 flags: io.flags.with(IoFlags::AFTER_SLEEP),
                 ..*io
             };
+            if let Some(f) = self.flights.get_mut(io.id) {
+                f.io.flags = io.flags;
+            }
             if io.needs_split(self.max_io) {
                 self.split(*io, now, None, defer);
             } else if self.queue_request(*io, now, defer) && !io.flags.contains(IoFlags::FRAGMENT) {

@@ -935,6 +935,36 @@ mod tests {
         );
     }
 
+    /// With a lateness by CPU state, a request served at once completes
+    /// at its timer's expiry and the lateness comes at the expiry: the
+    /// after-sleep one for a request after a sleep, else the busy or the
+    /// idle one by what its submitter's CPU runs, else the usual one.
+    #[test]
+    fn a_served_request_is_late_by_its_cpu_at_the_expiry() {
+        let t0 = Instant(1_000_000);
+        let mut d = NullBlk::new(20_000, 1, 64, None, 1 << 40, 1)
+            .with_lateness(70_000, 70_000, 1)
+            .with_lateness_after_sleep(300_000, 300_000, 1)
+            .with_lateness_by_cpu((5_000, 5_000), (40_000, 40_000), 1);
+        assert!(d.lateness_by_cpu());
+        assert_eq!(d.service(&io(4096), t0).0, t0 + Duration(20_000));
+        assert_eq!(d.late_at_expiry(IoFlags::default(), true), 5_000);
+        assert_eq!(d.late_at_expiry(IoFlags::default(), false), 40_000);
+        let slept = IoFlags::default().with(IoFlags::AFTER_SLEEP);
+        assert_eq!(d.late_at_expiry(slept, true), 300_000);
+        // a case without its own law takes the usual lateness
+        let mut busy_only = NullBlk::new(20_000, 1, 64, None, 1 << 40, 1)
+            .with_lateness(70_000, 70_000, 1)
+            .with_lateness_by_cpu((5_000, 5_000), (0, 0), 1);
+        assert_eq!(busy_only.late_at_expiry(IoFlags::default(), false), 70_000);
+        assert_eq!(busy_only.late_at_expiry(IoFlags::default(), true), 5_000);
+        // neither: drawn at the start, as before
+        let plain = NullBlk::new(20_000, 1, 64, None, 1 << 40, 1)
+            .with_lateness(70_000, 70_000, 1)
+            .with_lateness_by_cpu((0, 0), (0, 0), 1);
+        assert!(!plain.lateness_by_cpu());
+    }
+
     /// `d` (a bandwidth-limited device) at tick phase 0: requests of
     /// `len` bytes until one is staged, `more` staged after it, then what
     /// the next tick releases.

@@ -234,11 +234,7 @@ impl LabHost {
             None => (1e9 / rt - CALIBRATION_COMPLETION_NS).max(0.0),
         };
         let completion_late_ns = completion_lateness(lab, kernel, "h02-qd1-roundtrip");
-        let completion_late_after_sleep_ns = completion_lateness(lab, kernel, "h01-qd1-thinktime")
-            .and_then(|law| {
-                let m = untraced_device_ns_per_read(lab, kernel, "h01-qd1-thinktime")?;
-                lognormal_with_mean(law, m - CALIBRATION_COMPLETION_NS)
-            });
+        let completion_late_after_sleep_ns = completion_lateness(lab, kernel, "h01-qd1-thinktime");
         let completion_late_by_cpu_ns = completion_late_ns.and_then(|law| {
             let mean = |job| untraced_device_ns_per_read(lab, kernel, job);
             Some((
@@ -1732,6 +1728,33 @@ mod tests {
             Some((107_500, 1_255_500))
         );
         assert!(host.completion_late_ns.unwrap().0 < 107_500);
+    }
+
+    /// A request served at once is late by what its submitter's CPU runs
+    /// at the expiry: each law's mean is the untraced runs' device time per
+    /// read less the 20 us completion (6.12: h02's 55.0 us with fio asleep,
+    /// h03's 31.3 with fio submitting; the traced runs 6 and 7, slower, are
+    /// left out), its spread h02's traced lateness's.
+    #[test]
+    fn lateness_by_cpu_is_the_untraced_runs_device_time() {
+        let k = "6.12.117+deb13-amd64";
+        let per_read = |job| untraced_device_ns_per_read(&lab(), k, job).unwrap();
+        assert!((per_read("h02-qd1-roundtrip") - 55_020.0).abs() < 100.0);
+        assert!((per_read("h03-qd32-pipelined") - 31_320.0).abs() < 100.0);
+        let host = LabHost::measure(&lab(), k).unwrap().unwrap();
+        let (busy, idle) = host.completion_late_by_cpu_ns.unwrap();
+        let spread = |(p50, p99): (u64, u64)| p99 as f64 / p50 as f64;
+        let traced = host.completion_late_ns.unwrap();
+        for (law, device_ns) in [(busy, 31_320.0), (idle, 55_020.0)] {
+            assert!((spread(law) - spread(traced)).abs() < 0.01, "{law:?}");
+            let mean = lognormal_mean(law.0, law.1);
+            assert!(
+                (mean - (device_ns - 20_000.0)).abs() < 150.0,
+                "{law:?}: {mean}"
+            );
+        }
+        // the traced lateness's own mean is far above both
+        assert!(lognormal_mean(traced.0, traced.1) > 90_000.0);
     }
 
     /// fio's %util window: a run whose device was busy 2,900 ms of a
