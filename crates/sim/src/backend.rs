@@ -22,7 +22,7 @@ pub struct SimBackend {
     /// their expiry ([`SimBackend::by_cpu`]), and when it releases some.
     held: usize,
     release_at: Option<Instant>,
-    /// [`Backend::wait`] takes [`SimBackend::wait_for_release`]: the
+    /// [`Backend::wait`] takes [`SimBackend::wait_slow`]: the
     /// device holds requests (`release_at`) or draws lateness at expiries
     /// (`by_cpu`).
     slow_wait: bool,
@@ -167,11 +167,12 @@ fn wake_target(next: Option<Instant>, deadline: Option<Instant>) -> Option<Insta
 }
 
 impl SimBackend {
-    /// [`Backend::wait`] while the device holds requests: its release is
-    /// one more event to wake for.
+    /// [`Backend::wait`] while the device holds requests or draws
+    /// lateness at expiries: its next release and the next expiry are
+    /// more events to wake for.
     #[cold]
     #[inline(never)]
-    fn wait_for_release(
+    fn wait_slow(
         &mut self,
         deadline: Option<Instant>,
         out: &mut Vec<Completion>,
@@ -351,7 +352,7 @@ impl Backend for SimBackend {
         running: &dyn Fn(u32) -> bool,
     ) {
         if self.slow_wait {
-            return self.wait_for_release(deadline, out, running);
+            return self.wait_slow(deadline, out, running);
         }
         let next = self.events.peek().map(|e| e.at);
         let Some(target) = wake_target(next, deadline) else {

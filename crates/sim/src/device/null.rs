@@ -42,7 +42,14 @@
 //! with one CPU too); `late_p50/p99_ns`, how late each completion comes
 //! ([`super::lateness`]), and `late_sleep_p50/p99_ns`, how late it comes
 //! for a request submitted right after its task slept
-//! (`IoFlags::AFTER_SLEEP`: an idle guest is slower); `copy_bytes_per_s`,
+//! (`IoFlags::AFTER_SLEEP`: an idle guest is slower);
+//! `late_busy_p50/p99_ns` and `late_idle_p50/p99_ns`, how late it comes
+//! for a request served at once, by what the CPU that issued it runs
+//! when its timer expires (`null_cmd_end_timer` arms it there): the
+//! submitter still inside a submit call (the interrupt lands on a
+//! running vCPU) or not (asleep, waiting), drawn at the expiry
+//! ([`DeviceModel::late_at_expiry`]: the backend asks the driver which
+//! submitters run); `copy_bytes_per_s`,
 //! the copy of each request's data of a memory-backed null_blk
 //! (`null_handle_memory_backed`), made in the task that issues the
 //! request before its timer starts: a submitter issuing directly is busy
@@ -103,10 +110,9 @@ pub struct NullBlk {
     /// slept ([`blkqos_core::IoFlags::AFTER_SLEEP`]); `None`: as `late`.
     late_after_sleep: Option<Lateness>,
     /// How late it completes a request it served at once, by what the
-    /// submitter's CPU runs when the request's timer expires: the
-    /// submitter itself (`.0`) or nothing of it (`.1`); `None`: as `late`.
-    /// With either set, the lateness is drawn at the expiry
-    /// ([`DeviceModel::late_at_expiry`]).
+    /// submitter's CPU runs when the request's timer expires ([`ByCpu`]);
+    /// `None`: as `late`, drawn at the start. Set, the lateness is drawn
+    /// at the expiry ([`DeviceModel::late_at_expiry`]).
     late_by_cpu: Option<Box<ByCpu>>,
     /// How long after a tick the host dispatches a restarted queue
     /// (the kblockd worker's wake-up, [`QuantileDelay`]).
