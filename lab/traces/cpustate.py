@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How late null_blk's completions come, by what the completing CPU was
-doing: the host-* traces (h01, h02, h03 and t08 on each kernel, recorded
-on an idle machine with `KEEP_TRACES=1 RUNS=99 JOBS='^(h01|h02|h03|t08)'
-lab/record.sh`).
+doing: the host-* traces (h01, h02, h03 and t08 on each kernel, and a01
+on 6.12 and 7.2, recorded on an idle machine with `KEEP_TRACES=1 RUNS=99
+JOBS='^(h01|h02|h03|t08)' lab/record.sh`, and `JOBS='^a01'`).
 
     python3 lab/traces/cpustate.py > lab/traces/cpustate.json
 
@@ -13,8 +13,8 @@ line names that task: the request's own submitter still running
 (`busy`: fio went on to its next submit or reap), `<idle>` (`idle`: the
 CPU had nothing to run) or another task (`other`). Per kernel and job:
 each group's count and d2c (`block_rq_issue` to `block_rq_complete`)
-median, p90 and p99 in us; fio's IOPS in this traced run beside the mean
-of the untraced fixture runs 1-5; for t08, the second with the most
+median, p90 and p99 in us; fio's IOPS (reads and writes) in this traced
+run beside the mean of the untraced fixture runs 1-5; for t08, the second with the most
 requests (its unlimited one: io.max back to max at 4 s) with its
 requests, the share of it with a request on the device, and the kernel's
 `io_ticks` over the run beside the same counter replayed from the
@@ -44,6 +44,7 @@ JOBS = {
     "h02": "h02-qd1-roundtrip",
     "h03": "h03-qd32-pipelined",
     "t08": "t08-runtime-change",
+    "a01": "a01-seed004-util",
 }
 JIFFY_S = 0.004
 
@@ -139,7 +140,8 @@ def untraced_iops(kver, job):
     for run in range(1, 6):
         p = os.path.join(fixtures, kver, f"run{run}", job, "fio0.json")
         if os.path.exists(p):
-            v.append(json.load(open(p))["jobs"][0]["read"]["iops"])
+            j = json.load(open(p))["jobs"][0]
+            v.append(j["read"]["iops"] + j["write"]["iops"])
     return round(sum(v) / len(v)) if v else None
 
 
@@ -168,7 +170,8 @@ def main():
                 continue
             reqs = requests(os.path.join(d, "ktrace.txt.xz"))
             fio = json.load(open(os.path.join(d, "fio0.json")))
-            r = {"iops_traced": round(fio["jobs"][0]["read"]["iops"]),
+            job0 = fio["jobs"][0]
+            r = {"iops_traced": round(job0["read"]["iops"] + job0["write"]["iops"]),
                  "iops_untraced_runs_1_5": untraced_iops(kver, job),
                  "completions": by_state(reqs)}
             if tag == "t08":
