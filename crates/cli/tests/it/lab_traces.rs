@@ -1015,33 +1015,11 @@ fn c09_reader_donates_as_in_the_6_12_traces() {
 /// Issue-to-completion times (µs) of a trace's 255-sector writes (the
 /// 127.5 KiB requests of a split writeback bio), paired by sector.
 fn full_write_d2c_us(text: &str) -> Vec<f64> {
-    let mut issued = std::collections::HashMap::new();
-    let mut out = Vec::new();
-    for l in text.lines() {
-        let Some((head, tail)) = l.split_once(": block_rq_") else {
-            continue;
-        };
-        let Some(t) = head
-            .split_whitespace()
-            .last()
-            .and_then(|x| x.parse::<f64>().ok())
-        else {
-            continue;
-        };
-        let w: Vec<&str> = tail.split_whitespace().collect();
-        let Some(plus) = w.iter().position(|x| *x == "+") else {
-            continue;
-        };
-        let (sector, len, op) = (w[plus - 1], w[plus + 1], w.get(2).copied().unwrap_or(""));
-        if tail.starts_with("issue:") {
-            issued.insert(sector.to_string(), (t, len == "255" && op.starts_with('W')));
-        } else if let Some((t0, full)) = issued.remove(sector) {
-            if full {
-                out.push((t - t0) * 1e6);
-            }
-        }
-    }
-    out
+    traced_requests(text)
+        .iter()
+        .filter(|r| r.sectors == 255 && r.rwbs.starts_with('W'))
+        .map(|r| (r.complete_s - r.issue_s) * 1e6)
+        .collect()
 }
 
 /// w01 on 6.12 (ext4 on a memory-backed null_blk): the kernel copies a
@@ -1240,39 +1218,12 @@ fn c07_fio_processes_start_as_in_the_recorded_run() {
     );
 }
 
-/// (issue s, complete s) of each request in a kernel trace's
-/// `block_rq_issue`/`block_rq_complete` lines, matched by sector.
+/// (issue s, complete s) of each request in a kernel trace.
 fn request_times(text: &str) -> Vec<(f64, f64)> {
-    let mut issued = std::collections::HashMap::new();
-    let mut out = Vec::new();
-    for l in text.lines() {
-        let (kind, head, tail) = if let Some((h, t)) = l.split_once(": block_rq_issue: ") {
-            (true, h, t)
-        } else if let Some((h, t)) = l.split_once(": block_rq_complete: ") {
-            (false, h, t)
-        } else {
-            continue;
-        };
-        let Some(t) = head
-            .split_whitespace()
-            .last()
-            .and_then(|w| w.parse::<f64>().ok())
-        else {
-            continue;
-        };
-        // `254,0 R 4096 () SECTOR + 8 ...` or `254,0 R () SECTOR + 8 ...`
-        let words: Vec<&str> = tail.split_whitespace().collect();
-        let Some(plus) = words.iter().position(|w| *w == "+") else {
-            continue;
-        };
-        let sector = words[plus - 1].to_string();
-        if kind {
-            issued.insert(sector, t);
-        } else if let Some(t0) = issued.remove(&sector) {
-            out.push((t0, t));
-        }
-    }
-    out
+    traced_requests(text)
+        .iter()
+        .map(|r| (r.issue_s, r.complete_s))
+        .collect()
 }
 
 /// `io_ticks` (ms) of the requests `reqs` under `mode` at HZ=250, the

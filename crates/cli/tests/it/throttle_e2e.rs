@@ -354,34 +354,15 @@ fn throttled_bios_complete_as_after_a_sleep() {
         [[write]]\nfile = \"/sys/fs/cgroup/g/io.max\"\nvalue = \"254:0 riops=20\"\n\
         [[fio]]\ncgroup = \"/g\"\nargs = \"--name=r --rw=randread --bs=4k --size=1g \
         --ioengine=libaio --direct=1 --iodepth=1 --runtime=2 --time_based\"\n";
-    let dir = tempfile::tempdir().unwrap();
-    let p = write_file(dir.path(), "s.toml", text);
-    let r = blkqos(
-        &["run", p.to_str().unwrap(), "--ktrace=k.txt"],
-        Some(dir.path()),
-    );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let trace = std::fs::read_to_string(dir.path().join("k.txt")).unwrap();
-    let mut issued = std::collections::HashMap::new();
     let (mut late, mut prompt) = (0, 0);
-    for l in trace.lines() {
-        let ts = |h: &str| -> f64 { h.split_whitespace().last().unwrap().parse().unwrap() };
-        let sector = |t: &str| -> String {
-            let w: Vec<&str> = t.split_whitespace().collect();
-            let plus = w.iter().position(|x| *x == "+").unwrap();
-            w[plus - 1].to_string()
-        };
-        if let Some((h, t)) = l.split_once(": block_rq_issue: ") {
-            issued.insert(sector(t), ts(h));
-        } else if let Some((h, t)) = l.split_once(": block_rq_complete: ") {
-            let d2c_us = (ts(h) - issued[&sector(t)]) * 1e6;
-            if (d2c_us - 320.0).abs() < 2.0 {
-                late += 1;
-            } else if (d2c_us - 25.0).abs() < 2.0 {
-                prompt += 1;
-            } else {
-                panic!("d2c {d2c_us} us: {l}");
-            }
+    for r in traced_requests(&ktrace_of(text)) {
+        let d2c_us = (r.complete_s - r.issue_s) * 1e6;
+        if (d2c_us - 320.0).abs() < 2.0 {
+            late += 1;
+        } else if (d2c_us - 25.0).abs() < 2.0 {
+            prompt += 1;
+        } else {
+            panic!("d2c {d2c_us} us at {} s", r.issue_s);
         }
     }
     assert!(late >= 15 && prompt >= 15, "{late} late, {prompt} prompt");

@@ -313,18 +313,6 @@ args = "--name=b --filename=b.dat --rw=write --bs=1M --ioengine=sync --direct=0 
     }
 }
 
-/// The `--ktrace` of a run of scenario `text`.
-fn ktrace_of(text: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let p = write_file(dir.path(), "s.toml", text);
-    let r = blkqos(
-        &["run", p.to_str().unwrap(), "--ktrace=k.txt"],
-        Some(dir.path()),
-    );
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    std::fs::read_to_string(dir.path().join("k.txt")).unwrap()
-}
-
 /// Writes issued and not completed, at most, in a `--ktrace` file
 /// (`block_rq_issue` / `block_rq_complete` of writes).
 fn max_writes_in_flight(ktrace: &str) -> usize {

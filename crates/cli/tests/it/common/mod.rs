@@ -233,3 +233,70 @@ pub fn run_in_process<S: AsRef<str>>(args: &[S]) -> InProcess {
         diskstats: ran.result.disk.diskstats_fields().to_vec(),
     }
 }
+
+/// The `--ktrace` of a `blkqos run` of scenario `text` (a temporary
+/// directory holds both).
+pub fn ktrace_of(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(dir.path(), "s.toml", text);
+    let r = blkqos(
+        &["run", p.to_str().unwrap(), "--ktrace=k.txt"],
+        Some(dir.path()),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    std::fs::read_to_string(dir.path().join("k.txt")).unwrap()
+}
+
+/// One request of a kernel-format trace (the kernel's or blkqos's
+/// `--ktrace`): its last `block_rq_issue` and its `block_rq_complete`, in
+/// s, paired by sector, its length in sectors and its issue's rwbs.
+pub struct TracedRequest {
+    pub issue_s: f64,
+    pub complete_s: f64,
+    pub sectors: u64,
+    pub rwbs: String,
+}
+
+/// The requests of a kernel-format trace, in completion order.
+pub fn traced_requests(text: &str) -> Vec<TracedRequest> {
+    let mut issued = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for l in text.lines() {
+        let (issue, head, tail) = if let Some((h, t)) = l.split_once(": block_rq_issue: ") {
+            (true, h, t)
+        } else if let Some((h, t)) = l.split_once(": block_rq_complete: ") {
+            (false, h, t)
+        } else {
+            continue;
+        };
+        let Some(t) = head
+            .split_whitespace()
+            .last()
+            .and_then(|w| w.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        // `254,0 R 4096 () SECTOR + 8 ...` or `254,0 R () SECTOR + 8 ...`
+        let words: Vec<&str> = tail.split_whitespace().collect();
+        let Some(plus) = words.iter().position(|w| *w == "+").filter(|&p| p > 0) else {
+            continue;
+        };
+        let sector = words[plus - 1].to_string();
+        if issue {
+            let sectors = words
+                .get(plus + 1)
+                .and_then(|w| w.parse().ok())
+                .unwrap_or(0);
+            let rwbs = words.get(1).copied().unwrap_or("").to_string();
+            issued.insert(sector, (t, sectors, rwbs));
+        } else if let Some((t0, sectors, rwbs)) = issued.remove(&sector) {
+            out.push(TracedRequest {
+                issue_s: t0,
+                complete_s: t,
+                sectors,
+                rwbs,
+            });
+        }
+    }
+    out
+}
