@@ -25,9 +25,11 @@
 //! (see `instructions.rs`): the guard on the hot path's cost.
 //! `cargo xtask same --base=OLD` checks that two builds give the same
 //! results byte for byte (see `same.rs`): the guard on a change that must
-//! not change behaviour.
+//! not change behaviour. `cargo xtask pgo` builds a profile-guided
+//! release binary (see `pgo.rs`).
 
 mod instructions;
+mod pgo;
 mod same;
 
 use std::collections::BTreeMap;
@@ -240,6 +242,7 @@ fn usage() -> String {
     s.push_str("  all        every tier in turn\n\n");
     s.push_str(instructions::USAGE);
     s.push_str(same::USAGE);
+    s.push_str(pgo::USAGE);
     s
 }
 
@@ -266,6 +269,7 @@ fn main() -> ExitCode {
         Some("test") => {}
         Some("instructions") => return subcommand(instructions::main, &ours[1..]),
         Some("same") => return subcommand(same::main, &ours[1..]),
+        Some("pgo") => return subcommand(pgo::main, &ours[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{}", usage());
             return ExitCode::SUCCESS;
