@@ -192,6 +192,10 @@ pub struct PageCacheConfig {
     /// read once more than 128 updates are pending (6.1's
     /// `mem_cgroup_flush_stats`).
     pub memcg_stats_ratelimited: bool,
+    /// Where a wb's share of a dirty threshold is floored while its
+    /// writeout fraction is small: in `__wb_calc_thresh` (Linux 6.14 on,
+    /// the default) or in `wb_position_ratio` alone (before).
+    pub wb_thresh_floor: dirty::WbThreshFloor,
     /// How far the periodic memcg statistics flush is into its 2 s period
     /// when the run starts, ns (below 2 s): it runs every `FLUSH_TIME`
     /// since the root memory cgroup came online at boot
@@ -249,6 +253,7 @@ impl Default for PageCacheConfig {
             large_folios: false,
             memory_max: Vec::new(),
             memcg_stats_ratelimited: true,
+            wb_thresh_floor: dirty::WbThreshFloor::CalcThresh,
             memcg_flush_phase_ns: 0,
             io_stat_read_every_ns: 0,
             io_stat_read_phase_ns: 0,
@@ -984,7 +989,7 @@ impl PageCache {
             &mut self.wbs[w].st,
             &mut self.global,
             true,
-            m.bg_thresh,
+            (m.bg_thresh, m.dirty, self.cfg.wb_thresh_floor),
             self.poll_j,
             self.hz,
         );
@@ -1018,6 +1023,7 @@ impl PageCache {
             memcg_headroom: w
                 .max_pages
                 .map_or(u64::MAX, |max| max.saturating_sub(self.memcg_pages(wb))),
+            floor: self.cfg.wb_thresh_floor,
         }
     }
 

@@ -9,6 +9,7 @@
 
 use crate::accounting::AccountingOptions;
 use blkqos_core::cgroupfs::{ControllerOptions, VALID_HZ};
+use blkqos_driver::pagecache::dirty::WbThreshFloor;
 
 /// One kernel release's behaviour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +44,11 @@ pub struct KernelProfile {
     /// separate rstat trees for each subsystem") and `io.stat` flushes the
     /// io controller's alone.
     pub io_stat_flushes_memcg: bool,
+    /// Where a wb's share of a dirty threshold is floored while its
+    /// writeout fraction is small: `__wb_calc_thresh` from Linux 6.14
+    /// ("mm/page-writeback: raise wb_thresh to prevent write blocking
+    /// with strictlimit"), `wb_position_ratio` alone before.
+    pub wb_thresh_floor: WbThreshFloor,
 }
 
 /// The releases blkqos has profiles for (and the lab records).
@@ -57,6 +63,7 @@ pub const PROFILES: &[KernelProfile] = &[
         large_folios: false,
         memcg_stats_ratelimited: false,
         io_stat_flushes_memcg: true,
+        wb_thresh_floor: WbThreshFloor::PositionRatio,
     },
     KernelProfile {
         name: "6.12",
@@ -68,6 +75,7 @@ pub const PROFILES: &[KernelProfile] = &[
         large_folios: false,
         memcg_stats_ratelimited: true,
         io_stat_flushes_memcg: true,
+        wb_thresh_floor: WbThreshFloor::PositionRatio,
     },
     KernelProfile {
         name: "7.2",
@@ -79,6 +87,7 @@ pub const PROFILES: &[KernelProfile] = &[
         large_folios: true,
         memcg_stats_ratelimited: true,
         io_stat_flushes_memcg: false,
+        wb_thresh_floor: WbThreshFloor::CalcThresh,
     },
 ];
 
@@ -157,6 +166,7 @@ impl KernelProfile {
         p.large_folios = self.large_folios;
         p.memcg_stats_ratelimited = self.memcg_stats_ratelimited;
         p.io_stat_flushes_memcg = self.io_stat_flushes_memcg;
+        p.wb_thresh_floor = self.wb_thresh_floor;
     }
 
     /// As [`apply`](Self::apply), for a build with or without THROTTLING_LOW.

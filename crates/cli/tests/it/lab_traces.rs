@@ -1051,6 +1051,54 @@ fn w01_requests_complete_a_copy_after_their_issue_as_in_the_6_12_trace() {
     );
 }
 
+/// A `trace.*` number of every recorded run of `job` under `release` that
+/// carries a reduced trace (`trace.json`).
+fn recorded_trace_values(release: &str, job: &str, key: &str) -> Vec<f64> {
+    let dir = lab().join("fixtures").join(release);
+    let Ok(runs) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    runs.filter_map(|r| {
+        let text = std::fs::read_to_string(r.ok()?.path().join(job).join("trace.json")).ok()?;
+        serde_json::from_str::<serde_json::Value>(&text)
+            .ok()?
+            .get(key)?
+            .as_f64()
+    })
+    .collect()
+}
+
+/// w01 on 7.2: the flushers' writeback reaches blk-throttle as bios of 4
+/// to 8 MiB (`throtl [W] bio. sz=` in lab/traces/w01-7.2-throtl: 41 of
+/// 43 queued bios), so blk-throttle dispatches 1.75-1.91 rounds per
+/// second and starts 0.79-0.95 slices per second over the seven traced
+/// runs. Since 6.14 `__wb_calc_thresh` floors a wb's share of
+/// `bg_thresh` at an eighth of the room under it, so a flusher does not
+/// take each 1 MiB write as the writer makes it; without that floor
+/// blkqos queued 1 MiB bios for seconds at a time and dispatched 2.6
+/// rounds per second.
+#[test]
+fn w01_writeback_bios_reach_blk_throttle_as_in_the_7_2_runs() {
+    let (release, job) = ("7.2.13+deb14-amd64", "w01-seed003-writeback");
+    let dir = tempfile::tempdir().unwrap();
+    let text = &kept_traces(&lab(), release, job, 1, dir.path())[0];
+    let path = dir.path().join("w01.txt");
+    std::fs::write(&path, text).unwrap();
+    let ours = blkqos(&["lab", "reduce-trace", path.to_str().unwrap()], None).json();
+    for key in ["trace.throtl.dispatches_per_s", "trace.throtl.slices_per_s"] {
+        let theirs = recorded_trace_values(release, job, key);
+        assert!(theirs.len() >= 5, "{key}: {} traced runs", theirs.len());
+        let (lo, hi) = theirs
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
+        let b = ours[key].as_f64().unwrap();
+        assert!(
+            (lo * 0.9..=hi * 1.1).contains(&b),
+            "{key}: blkqos {b:.2}, the kernel's runs {lo:.2}-{hi:.2}"
+        );
+    }
+}
+
 /// c04 on 6.12: the guest's timer interrupt completes every expired
 /// timer in expiry order (`hrtimer_interrupt`), so the kernel completes
 /// 93.1% of consecutive requests in the order it issued them

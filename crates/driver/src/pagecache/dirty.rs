@@ -345,6 +345,43 @@ pub struct Counts {
     pub memcg_dirty: u64,
     /// Its memcg's headroom under `memory.max` (pages; `u64::MAX`: none).
     pub memcg_headroom: u64,
+    /// Where the floor of a wb's share lies ([`WbThreshFloor`]).
+    pub floor: WbThreshFloor,
+}
+
+/// Where the kernel floors a wb's share of a domain's threshold, which is
+/// close to 0 while the wb's writeout fraction is small ("honour such
+/// devices a reasonable good threshold").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WbThreshFloor {
+    /// Before Linux 6.14: only `wb_position_ratio` raises its `wb_thresh`
+    /// to an eighth of the domain's headroom under its hard limit
+    /// (`(limit - dirty) / 8`); the thresholds themselves stay at the
+    /// fraction.
+    #[default]
+    PositionRatio,
+    /// Linux 6.14 on ("mm/page-writeback: raise wb_thresh to prevent
+    /// write blocking with strictlimit"): `__wb_calc_thresh` raises every
+    /// share it computes to an eighth of the domain's room under that
+    /// threshold (`(thresh - dirty) / 8`, capped at `thresh`), so the
+    /// balance's `wb_thresh` and `wb_bg_thresh` and the flusher's
+    /// background check (`wb_over_bg_thresh`, writeback excluded) all see
+    /// it, and `wb_position_ratio` no longer adds its own.
+    CalcThresh,
+}
+
+impl WbThreshFloor {
+    /// `__wb_calc_thresh`'s floor for `share` of `thresh` in a domain
+    /// with `dirty` pages (as that caller counts them).
+    pub fn floored(self, share: u64, thresh: u64, dirty: u64) -> u64 {
+        match self {
+            WbThreshFloor::PositionRatio => share,
+            WbThreshFloor::CalcThresh if thresh > dirty => {
+                share.max((thresh - dirty) / 8).min(thresh)
+            }
+            WbThreshFloor::CalcThresh => share.min(thresh),
+        }
+    }
 }
 
 /// `struct dirty_throttle_control`: one domain seen from one wb.
@@ -372,6 +409,8 @@ pub struct Dtc {
     pub dirty_exceeded: bool,
     /// Below the domain's freerun ceiling.
     pub freerun: bool,
+    /// Where the wb's share is floored.
+    pub floor: WbThreshFloor,
 }
 
 fn freerun_ceiling(thresh: u64, bg_thresh: u64) -> u64 {
@@ -408,6 +447,7 @@ impl Dtc {
             thresh: c.thresh,
             bg_thresh: c.bg_thresh,
             wb_dirty: c.wb_dirty,
+            floor: c.floor,
             ..Dtc::default()
         };
         d.limit = d.thresh.max(dom.dirty_limit);
@@ -451,6 +491,7 @@ impl Dtc {
             thresh,
             bg_thresh,
             wb_dirty: c.wb_dirty,
+            floor: c.floor,
             ..Dtc::default()
         };
         d.limit = d.thresh.max(dom.dirty_limit);
@@ -461,7 +502,9 @@ impl Dtc {
     /// `__wb_calc_thresh` and `wb_dirty_limits` (no min/max ratio).
     fn wb_limits(&mut self, dom: &Domain, pl: &mut FpropLocal) {
         let (num, den) = dom.completions.fraction(pl);
-        self.wb_thresh = self.thresh * num / den;
+        self.wb_thresh = self
+            .floor
+            .floored(self.thresh * num / den, self.thresh, self.dirty);
         self.wb_bg_thresh = (self.wb_thresh * self.bg_thresh)
             .checked_div(self.thresh)
             .unwrap_or(0);
@@ -477,10 +520,10 @@ impl Dtc {
         }
         let setpoint = (freerun + limit) / 2;
         let mut pos = pos_ratio_polynom(setpoint, self.dirty, limit) as u64;
-        let wb_thresh = self
-            .wb_thresh
-            .min(self.thresh)
-            .max((limit - self.dirty) / 8);
+        let mut wb_thresh = self.wb_thresh.min(self.thresh);
+        if self.floor == WbThreshFloor::PositionRatio {
+            wb_thresh = wb_thresh.max((limit - self.dirty) / 8);
+        }
         let x = (wb_thresh << 16) / (self.thresh | 1);
         let wb_setpoint = (setpoint * x) >> 16;
         let span = ((self.thresh.saturating_sub(wb_thresh) + 8 * write_bw) * x) >> 16;
@@ -772,11 +815,15 @@ pub fn balance_pass(
 /// fraction of the recent writeout completions of the global domain or,
 /// with `memcg`, of its memory cgroup's (the whole of `thresh` for a wb
 /// without one).
+/// With `floor` at [`WbThreshFloor::CalcThresh`], the share is raised
+/// to an eighth of the domain's room under `thresh` (`dirty`: the
+/// domain's pages as the caller counts them; the background check
+/// leaves writeback out).
 pub fn wb_share(
     wb: &mut WbState,
     global: &mut Domain,
     memcg: bool,
-    thresh: u64,
+    (thresh, dirty, floor): (u64, u64, WbThreshFloor),
     now: u64,
     hz: Hz,
 ) -> u64 {
@@ -790,7 +837,7 @@ pub fn wb_share(
         global.catch_up(now, hz);
         global.completions.fraction(&mut wb.global_completions)
     };
-    thresh * num / den
+    floor.floored(thresh * num / den, thresh, dirty)
 }
 
 /// The rest of a throttled pass of `balance_dirty_pages`: the task's

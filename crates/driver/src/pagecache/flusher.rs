@@ -247,7 +247,7 @@ impl PageCache {
             &mut self.wbs[w].st,
             &mut self.global,
             false,
-            self.bg_thresh,
+            (self.bg_thresh, self.nr_dirty, self.cfg.wb_thresh_floor),
             self.poll_j,
             self.hz,
         );

@@ -142,6 +142,66 @@ fn a_wb_without_completions_writes_everything_once_woken() {
     assert_eq!(pc.dirty_pages(), 0);
 }
 
+/// `wb_over_bg_thresh` with the domain under `bg_thresh`: a wb whose
+/// writeout fraction is 0 has no share of it, so the periodic wake-up's
+/// background check finds it over (before Linux 6.14); since 6.14
+/// `__wb_calc_thresh` gives it an eighth of the room under `bg_thresh`
+/// ((1,638 − 128) / 8 = 188 pages here), and 128 dirty pages stay dirty
+/// until they expire.
+#[test]
+fn a_wb_has_an_eighth_of_the_background_room_since_6_14() {
+    let written_at_periodic_wake = |floor| {
+        let mut pc = PageCache::new(
+            PageCacheConfig {
+                wb_thresh_floor: floor,
+                ..cfg(WritebackMode::Async)
+            },
+            t(0),
+            1,
+        );
+        let ino = pc.inode(0, GroupId(3));
+        pc.dirty_now(0, ino, 0, 512 << 10, t(0));
+        let mut out = Vec::new();
+        pull(&mut pc, t(1), &mut out);
+        assert!(
+            out.is_empty(),
+            "under bg_thresh and free running: not woken"
+        );
+        // the periodic wake-up (dirty_writeback_interval, 5 s), long
+        // before the pages expire (30 s)
+        pull(&mut pc, t(5_001), &mut out);
+        out.iter().map(|io| io.len).sum::<u64>()
+    };
+    assert_eq!(
+        written_at_periodic_wake(dirty::WbThreshFloor::PositionRatio),
+        512 << 10
+    );
+    assert_eq!(
+        written_at_periodic_wake(dirty::WbThreshFloor::CalcThresh),
+        0
+    );
+}
+
+/// The floor as `__wb_calc_thresh` applies it (6.14 on): an eighth of the
+/// room under the threshold, never above the threshold; before, none.
+#[test]
+fn the_wb_share_floor_is_an_eighth_of_the_room() {
+    use dirty::WbThreshFloor::{CalcThresh, PositionRatio};
+    assert_eq!(CalcThresh.floored(0, 16_384, 8_192), 1_024);
+    assert_eq!(CalcThresh.floored(5_000, 16_384, 8_192), 5_000);
+    assert_eq!(
+        CalcThresh.floored(0, 16_384, 20_000),
+        0,
+        "over the threshold: no room"
+    );
+    assert_eq!(
+        CalcThresh.floored(20_000, 16_384, 0),
+        16_384,
+        "capped at the threshold"
+    );
+    assert_eq!(PositionRatio.floored(0, 16_384, 8_192), 0);
+}
+
 /// A flusher forms a bio only when asked: pages dirtied while it waits
 /// join its next bio, and stay dirty (counted against `bg_thresh`) until
 /// then.
@@ -283,6 +343,8 @@ fn throttle_matches_a_traced_kernel_pass() {
         memcg_filepages: 18288,
         memcg_dirty: 18288,
         memcg_headroom: u64::MAX,
+        // the trace is 6.12's
+        floor: dirty::WbThreshFloor::PositionRatio,
     };
     // the wb's bandwidth estimate was updated 10 jiffies ago: not due
     let now: u64 = 10_000;
