@@ -87,7 +87,7 @@
 //! | `charge_bps` / `charge_leave` | `throtl_charge_bps_bio` / `throtl_charge_iops_bio`, `throtl_charge_bio` |
 //! | [`Throttle::add_group`] | `throtl_pd_alloc`, `throtl_pd_init`, `throtl_pd_online` (`tg_update_has_rules`) |
 //! | [`Throttle::remove_group`] | `throtl_pd_offline` → `tg_flush_bios` (`THROTL_TG_CANCELING`) |
-//! | `note`, `note_slice` ([`trace::ThrotlNote`]) | `throtl_log` (only while tracing): new slice (with credit), trim slice, `bios disp=`, `schedule timer. delay=`; the `bio.`, `dispatch nr_queued` and `extend slice` messages are not made |
+//! | `note`, `note_slice` ([`trace::ThrotlNote`]) | `throtl_log` (only while tracing): new slice (with credit), trim slice, `bios disp=`, `schedule timer. delay=`, `bio.` (a bio it queues); the `dispatch nr_queued` and `extend slice` messages are not made |
 
 pub mod knob;
 pub mod paced;
@@ -683,6 +683,21 @@ impl Throttle {
         self.note(|| format!("[{rw}] {what} start={start} end={end} jiffies={j}"));
     }
 
+    /// `__blk_throtl_bio`'s message for a bio it queues at group `g`:
+    /// `throtl_log(sq, "[%c] bio. bdisp=%llu sz=%u bps=%llu iodisp=%u
+    /// iops=%u queued=%d/%d")`, the queue's counts before it joins.
+    #[cold]
+    fn note_queued(&mut self, g: usize, d: usize, len: u64) {
+        let b = &self.tgs[g].budget[d];
+        let l = &self.tgs[g].limits;
+        let (bdisp, iodisp, bps, iops) = (b.bytes_disp, b.io_disp, l.bps[d], l.iops[d]);
+        let (r, w) = (self.queued(g, 0), self.queued(g, 1));
+        let rw = if d == 0 { 'R' } else { 'W' };
+        self.note(|| {
+            format!("[{rw}] bio. bdisp={bdisp} sz={len} bps={bps} iodisp={iodisp} iops={iops} queued={r}/{w}")
+        });
+    }
+
     /// `tg_update_disptime`.
     fn update_disptime(&mut self, g: usize, j: Jiffies) {
         if self.tgs[g].canceling {
@@ -943,6 +958,9 @@ impl Throttle {
             g = p;
         }
         self.held += 1;
+        if self.trace_on {
+            self.note_queued(g, d, io.len);
+        }
         self.add_bio_tg(bio, qn, g);
         if self.tgs[g].was_empty || self.tgs[g].iops_was_empty {
             self.update_disptime(g, j);
