@@ -21,6 +21,10 @@ use std::time::Duration;
 const NOT_RUN: &[(&str, &str)] = &[
     ("cargo xtask test", "the test runner that runs this test"),
     (
+        "cargo xtask pgo",
+        "two release builds (about 4 min); .ci/run makes it and checks its results with cargo xtask same",
+    ),
+    (
         "blkqos calibrate /dev/nvme1n1",
         "a real NVMe device (tier calibrate measures loop devices)",
     ),
