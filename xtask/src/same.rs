@@ -158,6 +158,12 @@ fn where_differs(a: &[u8], b: &[u8]) -> String {
     }
 }
 
+/// `path` (a blkqos build) as an absolute path, or why it cannot be run.
+fn existing_build(option: &str, path: &Path) -> Result<PathBuf, String> {
+    path.canonicalize()
+        .map_err(|e| format!("cargo xtask same: {option}={}: {e}", path.display()))
+}
+
 pub fn main(args: &[String], workspace: &Path) -> Result<(), String> {
     let (mut base, mut bin, mut only) = (None::<PathBuf>, None::<PathBuf>, None::<String>);
     for a in args {
@@ -172,8 +178,11 @@ pub fn main(args: &[String], workspace: &Path) -> Result<(), String> {
         }
     }
     let base = base.ok_or_else(|| format!("cargo xtask same: --base is required\n{USAGE}"))?;
+    // each command runs in a directory of its own: a build named relative
+    // to where this was called must be found from there
+    let base = existing_build("--base", &base)?;
     let bin = match bin {
-        Some(b) => b,
+        Some(b) => existing_build("--bin", &b)?,
         None => super::instructions::build_release(workspace)?,
     };
     let root = workspace
