@@ -87,7 +87,7 @@
 //! | `charge_bps` / `charge_leave` | `throtl_charge_bps_bio` / `throtl_charge_iops_bio`, `throtl_charge_bio` |
 //! | [`Throttle::add_group`] | `throtl_pd_alloc`, `throtl_pd_init`, `throtl_pd_online` (`tg_update_has_rules`) |
 //! | [`Throttle::remove_group`] | `throtl_pd_offline` → `tg_flush_bios` (`THROTL_TG_CANCELING`) |
-//! | `note`, `note_slice` ([`trace::ThrotlNote`]) | `throtl_log` (only while tracing): new slice (with credit), trim slice, `bios disp=`, `schedule timer. delay=`, `bio.` (a bio it queues); the `dispatch nr_queued` and `extend slice` messages are not made |
+//! | `note`, `note_slice` ([`trace::ThrotlNote`]) | `throtl_log` (only while tracing): new slice (with credit), extend slice, trim slice, `dispatch nr_queued=`, `bios disp=`, `schedule timer. delay=`, `bio.` (a bio it queues) |
 
 pub mod knob;
 pub mod paced;
@@ -100,7 +100,7 @@ use crate::controller::{Clock, Controller, Verdict};
 use crate::io::{Io, IoFlags, IoOp};
 use crate::time::{Instant, Jiffies};
 use knob::{Limits, BPS_MAX, IOPS_MAX};
-use slice::DirBudget;
+use slice::{DirBudget, SliceUpdate};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub use variant::{SplitCharge, Variant};
 
@@ -528,12 +528,12 @@ impl Throttle {
         }
         let queued = self.queued(g, d) > 0;
         let (slice, hz) = (self.slice_jiffies, self.cfg.hz);
+        let update = self.tgs[g].budget[d].update_slice(j, slice, queued);
+        self.note_update(g, d, update, j);
         let b = &mut self.tgs[g].budget[d];
-        let new = b.update_slice(j, slice, queued);
         let wait = b.bps_wait(bps, charge_size(&bio.io), j, slice, hz);
-        b.extend_slice(j + wait, slice);
-        if new && self.trace_on {
-            self.note_slice(g, d, "new slice", j);
+        if b.extend_slice(j + wait, slice) && self.trace_on {
+            self.note_slice(g, d, "extend slice", j);
         }
         wait
     }
@@ -546,12 +546,12 @@ impl Throttle {
         }
         let queued = self.queued(g, d) > 0;
         let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.iops_wait);
+        let update = self.tgs[g].budget[d].update_slice(j, slice, queued);
+        self.note_update(g, d, update, j);
         let b = &mut self.tgs[g].budget[d];
-        let new = b.update_slice(j, slice, queued);
         let wait = b.iops_wait(iops, rule, j, slice, hz).unwrap_or(0);
-        b.extend_slice(j + wait, slice);
-        if new && self.trace_on {
-            self.note_slice(g, d, "new slice", j);
+        if b.extend_slice(j + wait, slice) && self.trace_on {
+            self.note_slice(g, d, "extend slice", j);
         }
         wait
     }
@@ -610,11 +610,8 @@ impl Throttle {
         }
         let queued = self.queued(g, d) > 0;
         let (slice, hz, rule) = (self.slice_jiffies, self.cfg.hz, self.cfg.variant.iops_wait);
-        let b = &mut self.tgs[g].budget[d];
-        let new = b.update_slice(j, slice, queued);
-        if new && self.trace_on {
-            self.note_slice(g, d, "new slice", j);
-        }
+        let update = self.tgs[g].budget[d].update_slice(j, slice, queued);
+        self.note_update(g, d, update, j);
         let b = &mut self.tgs[g].budget[d];
         if l.iops[d] < IOPS_MAX {
             b.io_disp += std::mem::take(&mut b.io_split);
@@ -629,7 +626,9 @@ impl Throttle {
             return Ok(());
         }
         let max_wait = bw.max(iw.unwrap_or(0));
-        b.extend_slice(j + max_wait, slice);
+        if b.extend_slice(j + max_wait, slice) && self.trace_on {
+            self.note_slice(g, d, "extend slice", j);
+        }
         Err(max_wait)
     }
 
@@ -675,12 +674,37 @@ impl Throttle {
         }
     }
 
+    /// The message of what `tg_update_slice` did (while tracing).
+    #[inline]
+    fn note_update(&mut self, g: usize, d: usize, update: SliceUpdate, j: Jiffies) {
+        if !self.trace_on {
+            return;
+        }
+        match update {
+            SliceUpdate::New => self.note_slice(g, d, "new slice", j),
+            SliceUpdate::Extended => self.note_slice(g, d, "extend slice", j),
+            SliceUpdate::Kept => {}
+        }
+    }
+
     /// `throtl_log(sq, "[%c] WHAT start=%lu end=%lu jiffies=%lu")`.
     fn note_slice(&mut self, g: usize, d: usize, what: &str, j: Jiffies) {
         let b = &self.tgs[g].budget[d];
         let (start, end) = (b.slice_start_jiffy, b.slice_end_jiffy);
         let rw = if d == 0 { 'R' } else { 'W' };
         self.note(|| format!("[{rw}] {what} start={start} end={end} jiffies={j}"));
+    }
+
+    /// `throtl_pending_timer_fn`'s message at each dispatch round of
+    /// service queue `sq`: the bios queued there (a group's own queue
+    /// holds what its children dispatched up; the device's queue is
+    /// drained to the device at once).
+    #[cold]
+    fn note_round(&mut self, sq: usize) {
+        let (r, w) = self
+            .owner(sq)
+            .map_or((0, 0), |g| (self.queued(g, 0), self.queued(g, 1)));
+        self.note(|| format!("dispatch nr_queued={} read={r} write={w}", r + w));
     }
 
     /// `__blk_throtl_bio`'s message for a bio it queues at group `g`:
@@ -844,6 +868,9 @@ impl Throttle {
         loop {
             let mut dispatched = false;
             loop {
+                if self.trace_on {
+                    self.note_round(sq);
+                }
                 let n = self.select_dispatch(sq, j);
                 dispatched |= n > 0;
                 if n > 0 && self.trace_on {

@@ -36,6 +36,18 @@ pub fn io_allowed(iops: u64, t: u64, hz: u64) -> u64 {
     }
 }
 
+/// What [`DirBudget::update_slice`] did to the slice (each logged by the
+/// kernel: `new slice`, `extend slice`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceUpdate {
+    /// `throtl_start_new_slice`.
+    New,
+    /// `throtl_extend_slice`.
+    Extended,
+    /// Long enough already.
+    Kept,
+}
+
 /// Budget state of one direction of one group.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DirBudget {
@@ -86,22 +98,27 @@ impl DirBudget {
         self.slice_end_jiffy = end.roundup(slice);
     }
 
-    /// `throtl_extend_slice`: only ever lengthens.
-    pub fn extend_slice(&mut self, end: Jiffies, slice: u64) {
-        if self.slice_end_jiffy < end {
+    /// `throtl_extend_slice`: only ever lengthens; `true` when it did
+    /// (the kernel logs `extend slice` then).
+    pub fn extend_slice(&mut self, end: Jiffies, slice: u64) -> bool {
+        let longer = self.slice_end_jiffy < end;
+        if longer {
             self.set_slice_end(end, slice);
         }
+        longer
     }
 
     /// `tg_update_slice` (mainline) / the head of `tg_may_dispatch`
-    /// (legacy): `true` when a new slice started.
-    pub fn update_slice(&mut self, now: Jiffies, slice: u64, queued: bool) -> bool {
+    /// (legacy): a new slice, or the current one extended to a slice
+    /// from now, or kept.
+    pub fn update_slice(&mut self, now: Jiffies, slice: u64, queued: bool) -> SliceUpdate {
         if self.slice_used(now) && !queued {
             self.start_new_slice(now, slice, true);
-            true
+            SliceUpdate::New
+        } else if self.extend_slice(now + slice, slice) {
+            SliceUpdate::Extended
         } else {
-            self.extend_slice(now + slice, slice);
-            false
+            SliceUpdate::Kept
         }
     }
 
