@@ -11,7 +11,10 @@ mkdir -p /sys/fs/cgroup/a /sys/fs/cgroup/b
 echo 100 > /sys/fs/cgroup/a/io.weight; echo 200 > /sys/fs/cgroup/b/io.weight
 T=/sys/kernel/tracing
 echo 0 > $T/tracing_on; echo > $T/trace; echo 65536 > $T/buffer_size_kb
-for e in iocost/iocost_ioc_vrate_adj iocost/iocost_iocg_activate iocost/iocost_iocg_idle block/block_rq_complete block/block_rq_issue; do echo 1 > $T/events/$e/enable; done
+# QUEUE=1 (KLAB_PASS=QUEUE) adds block_getrq and block_rq_insert: when
+# each request got its tag (iocost's alloc_time) and entered staging
+queue=""; [ "${QUEUE:-0}" = 1 ] && queue="block/block_getrq block/block_rq_insert"
+for e in iocost/iocost_ioc_vrate_adj iocost/iocost_iocg_activate iocost/iocost_iocg_idle block/block_rq_complete block/block_rq_issue $queue; do echo 1 > $T/events/$e/enable; done
 echo 1 > $T/tracing_on
 for g in a b; do
   sh -c "echo \$\$ > /sys/fs/cgroup/$g/cgroup.procs; exec fio --name=$g --filename=/dev/nullb1 --direct=1 --ioengine=libaio --norandommap --rw=randread --bs=4k --iodepth=32 --runtime=8 --time_based --output-format=json --output=/mnt/fio-$g.json" &
