@@ -391,8 +391,9 @@ fn compare_traces_puts_the_kernel_beside_blkqos() {
 }
 
 /// `--keep-traces=DIR` keeps blkqos's own trace of each job and seed, in
-/// the kernel's format (`DIR/KERNEL/JOB-seedN.txt`), for reading beside
-/// the kernel's; without `--traces` it is refused.
+/// the kernel's format (`DIR/KERNEL/JOB-seedN.txt`), and its fio JSON
+/// reports (`JOB-seedN.fioI.json`, one per fio process), for reading
+/// beside the kernel's; without `--traces` it is refused.
 #[test]
 fn compare_traces_keeps_blkqos_traces() {
     let dir = tempfile::tempdir().unwrap();
@@ -422,6 +423,15 @@ fn compare_traces_keeps_blkqos_traces() {
                     .any(|l| l.trim_start().starts_with(g) && l.contains(": block_getrq: 254,0 R ")),
                 "seed {seed}: no getrq of {g}"
             );
+        }
+        // fio's JSON of each process, as the lab records the kernel's
+        for (i, job) in ["a", "b"].iter().enumerate() {
+            let path = kept.join(format!("c04-qos-vrate-seed{seed}.fio{i}.json"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["jobs"][0]["jobname"], *job, "{}", path.display());
+            assert!(v["jobs"][0]["read"]["slat_ns"]["mean"].as_f64().unwrap() > 0.0);
         }
     }
     let r = blkqos(

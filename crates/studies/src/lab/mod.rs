@@ -902,13 +902,14 @@ pub fn sim_spreads(
             blkqos_experiment::streams::Streams::finish(s)?;
         }
         let mut m = RunMetrics::new();
-        for (i, text) in blkqos_experiment::output::render_reports(&exp, &ran, 0)
-            .iter()
-            .enumerate()
-        {
+        let reports = blkqos_experiment::output::render_reports(&exp, &ran, 0);
+        for (i, text) in reports.iter().enumerate() {
             let v: serde_json::Value = serde_json::from_str(text)
                 .with_context(|| format!("{}: blkqos's own fio JSON", job.name))?;
             metrics::from_fio_json(&v, i == 0, &mut m);
+        }
+        if let (true, Some(dir)) = (traced, traces.and_then(|t| t.keep)) {
+            keep_reports(dir, &job.name, seed, &reports)?;
         }
         fio_util_window(&mut m, host, ran.result.ended_at);
         let io_stat = blkqos_experiment::output::format_io_stat(&ran);
@@ -952,6 +953,17 @@ fn keep_trace(dir: &Path, job: &str, seed: u64, text: &str) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(format!("{job}-seed{seed}.txt"));
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// `--keep-traces`: blkqos's fio JSON reports of `job` at `seed`, one per
+/// fio process as the lab records them, as `dir/JOB-seedN.fioI.json`.
+fn keep_reports(dir: &Path, job: &str, seed: u64, reports: &[String]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (i, text) in reports.iter().enumerate() {
+        let path = dir.join(format!("{job}-seed{seed}.fio{i}.json"));
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// fio's `%util` is busy time over its own window, which outlasts the run
@@ -1332,6 +1344,7 @@ busy level, activations, request gaps, blk-throttle's rounds) beside those
 of blkqos's --ktrace, shown and not judged (close/differs); --report writes
 them as an HTML page with a vrate chart per kernel and job; --keep-traces
 writes blkqos's own trace of each job and seed to DIR/KERNEL/JOB-seedN.txt
+and its fio JSON reports to DIR/KERNEL/JOB-seedN.fioI.json
 (the kernel's own are under the lab's traces/ and fixtures/). reduce-trace prints
 one trace's numbers as JSON.";
 
