@@ -826,7 +826,11 @@ impl<B: Backend> Loop<'_, B> {
             wake.add(s.wake());
         }
         pass.next_job_timer = timer.get();
-        deadline = earliest(earliest(deadline, wake.get()), pass.next_job_timer);
+        let wake = match &self.cpus {
+            Some(c) if c.waiting() => c.soonest_wake(&self.jobs),
+            _ => wake.get(),
+        };
+        deadline = earliest(earliest(deadline, wake), pass.next_job_timer);
         if stopped_others {
             deadline = Some(now);
         }

@@ -150,6 +150,19 @@ impl Cpus {
     pub(super) fn waiting(&self) -> bool {
         !self.queue.is_empty()
     }
+
+    /// The jobs' earliest wake-up but those waiting for a CPU: their own
+    /// time has come, and they act when a holder gives a CPU up (in a
+    /// pass another event brings), not at a pass of their own.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn soonest_wake(&self, jobs: &[JobSlot]) -> Option<Instant> {
+        jobs.iter()
+            .enumerate()
+            .filter(|&(j, _)| !self.queued[j])
+            .filter_map(|(_, s)| s.wake())
+            .min()
+    }
 }
 
 impl JobSlot {

@@ -165,3 +165,65 @@ fn one_cpu_is_the_null_workers_too() {
     assert_eq!(inside(1), 0);
     assert!(inside(0) > 20, "with a CPU each: {}", inside(0));
 }
+
+/// One CPU for a QD1 reader with a 30 µs thinktime and a QD1 reader
+/// without, submit calls of 1 ms, a 20 µs device: the sleeper's time
+/// often comes while the other holds the CPU inside a submit call, with
+/// nothing on the device. It waits for the CPU (the pass that brings a
+/// free one), not at its own past wake-up time: the run goes on and ends,
+/// every read done, no two reads entering the block layer within one
+/// submit call of each other.
+#[test]
+fn a_sleeper_whose_time_came_waits_for_the_cpu() {
+    let setups = (0..2)
+        .map(|k| {
+            let mut s = JobSpec::new(if k == 0 { "think" } else { "deep" });
+            s.rw = RwMode::Read;
+            s.bs = PerDir::all(4 * KIB);
+            s.ioengine = IoEngine::Libaio;
+            s.iodepth = 1;
+            s.direct = true;
+            s.size = Some(SizeSpec::Bytes(REGION));
+            if k == 0 {
+                s.thinktime = blkqos_core::Duration(30_000);
+            }
+            JobSetup {
+                spec: s,
+                clone: 0,
+                group: GroupId::ROOT,
+                region_start: k * REGION,
+                region_len: REGION,
+                seed: 1,
+                files: Vec::new(),
+            }
+        })
+        .collect();
+    let mut backend = DeviceSpec::parse("null,completion_ns=20000,size=1g")
+        .expect("device")
+        .backend();
+    let opts = RunOptions {
+        hz: 1000,
+        trace_requests: true,
+        host: HostModel {
+            submit_ns: 1_000_000,
+            cpus: 1,
+            ..HostModel::default()
+        },
+        ..RunOptions::default()
+    };
+    let r = blkqos_driver::run(
+        &mut backend,
+        &mut ControllerStack::pass_through(),
+        setups,
+        &opts,
+    )
+    .expect("the run ends");
+    assert_eq!(r.request_trace.len(), 512, "every read completes");
+    // on one CPU two requests never enter the block layer within one
+    // submit call of each other
+    let mut entered: Vec<Instant> = r.request_trace.iter().map(|q| q.submitted_at).collect();
+    entered.sort();
+    assert!(entered
+        .windows(2)
+        .all(|w| w[1] - w[0] >= blkqos_core::Duration(1_000_000)));
+}
