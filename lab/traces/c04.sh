@@ -14,7 +14,11 @@ echo 0 > $T/tracing_on; echo > $T/trace; echo 65536 > $T/buffer_size_kb
 # QUEUE=1 (KLAB_PASS=QUEUE) adds block_getrq and block_rq_insert: when
 # each request got its tag (iocost's alloc_time) and entered staging
 queue=""; [ "${QUEUE:-0}" = 1 ] && queue="block/block_getrq block/block_rq_insert"
-for e in iocost/iocost_ioc_vrate_adj iocost/iocost_iocg_activate iocost/iocost_iocg_idle block/block_rq_complete block/block_rq_issue $queue; do echo 1 > $T/events/$e/enable; done
+# SCHED=1 (KLAB_PASS="QUEUE SCHED") adds block_bio_queue (a bio entering
+# the queue, before iocost's throttle) and the scheduler's wake-ups and
+# switches: when each fio process runs, and on which CPU
+sched=""; [ "${SCHED:-0}" = 1 ] && sched="block/block_bio_queue sched/sched_wakeup sched/sched_switch" && echo 262144 > $T/buffer_size_kb
+for e in iocost/iocost_ioc_vrate_adj iocost/iocost_iocg_activate iocost/iocost_iocg_idle block/block_rq_complete block/block_rq_issue $queue $sched; do echo 1 > $T/events/$e/enable; done
 echo 1 > $T/tracing_on
 for g in a b; do
   sh -c "echo \$\$ > /sys/fs/cgroup/$g/cgroup.procs; exec fio --name=$g --filename=/dev/nullb1 --direct=1 --ioengine=libaio --norandommap --rw=randread --bs=4k --iodepth=32 --runtime=8 --time_based --output-format=json --output=/mnt/fio-$g.json" &
