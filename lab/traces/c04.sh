@@ -18,7 +18,11 @@ queue=""; [ "${QUEUE:-0}" = 1 ] && queue="block/block_getrq block/block_rq_inser
 # the queue, before iocost's throttle) and the scheduler's wake-ups and
 # switches: when each fio process runs, and on which CPU
 sched=""; [ "${SCHED:-0}" = 1 ] && sched="block/block_bio_queue sched/sched_wakeup sched/sched_switch" && echo 262144 > $T/buffer_size_kb
-for e in iocost/iocost_ioc_vrate_adj iocost/iocost_iocg_activate iocost/iocost_iocg_idle block/block_rq_complete block/block_rq_issue $queue $sched; do echo 1 > $T/events/$e/enable; done
+# TIMER=1 (KLAB_PASS=TIMER) adds the timer interrupts and each hrtimer's
+# start and expiry (with the clock the interrupt read): how many of the
+# worker's request timers one interrupt ends, and when it comes
+[ "${TIMER:-0}" = 1 ] && sched="$sched irq_vectors/local_timer_entry irq_vectors/local_timer_exit timer/hrtimer_start timer/hrtimer_expire_entry timer/hrtimer_expire_exit" && echo 262144 > $T/buffer_size_kb
+for e in iocost/iocost_ioc_vrate_adj iocost/iocost_iocg_activate iocost/iocost_iocg_idle block/block_rq_complete block/block_rq_issue $queue $sched; do [ -e $T/events/$e/enable ] || { echo "no tracepoint $e" >&2; exit 1; }; echo 1 > $T/events/$e/enable; done
 echo 1 > $T/tracing_on
 for g in a b; do
   sh -c "echo \$\$ > /sys/fs/cgroup/$g/cgroup.procs; exec fio --name=$g --filename=/dev/nullb1 --direct=1 --ioengine=libaio --norandommap --rw=randread --bs=4k --iodepth=32 --runtime=8 --time_based --output-format=json --output=/mnt/fio-$g.json" &
