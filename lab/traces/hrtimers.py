@@ -26,7 +26,11 @@ for the others:
 * per run, the oldest expired timer of null_blk's on the worker's CPU
   that waited through one of its dispatches (the issue's time less the
   earliest pending expiry, at the worker's issues): how long expired
-  timers stay pending while the worker dispatches.
+  timers stay pending while the worker dispatches;
+* with the scheduler's events too (`c04.sh` SCHED=1 TIMER=1): each of
+  null_blk's timers by what its CPU ran when it expired (the worker, a
+  fio process, the idle task), how long after its expiry an interrupt
+  ended it.
 """
 import bisect
 import collections
@@ -143,6 +147,45 @@ def analyse(path):
     ages = [v for v in oldest.values() if v > 0]
     print("  oldest expired timer waiting through a worker's dispatch, per run: median %.0f us, "
           "p90 %.0f (%d runs)" % (quantile(ages, 0.5) / 1e3, quantile(ages, 0.9) / 1e3, len(ages)))
+    if any(e[1] == "sched_switch" for e in evs):
+        by_task(evs, start)
+
+
+def by_task(evs, start):
+    """Each null_blk timer's delay from its expiry to the interrupt that
+    ended it, by the task its CPU ran at the expiry (needs sched_switch)."""
+    offs = sorted(t * 1e9 - int(now_re.search(rest).group(1))
+                  for t, kind, rest, _, _ in evs if kind == "hrtimer_expire_entry")
+    off = offs[len(offs) // 2]
+    timeline = collections.defaultdict(list)
+    for t, kind, rest, _, cpu in evs:
+        if kind == "sched_switch":
+            timeline[cpu].append((t, re.search(r"next_comm=(\S+)", rest).group(1)))
+    keys = {cpu: [x[0] for x in tl] for cpu, tl in timeline.items()}
+
+    def task(cpu, t):
+        i = bisect.bisect_right(keys.get(cpu, []), t) - 1
+        name = timeline[cpu][i][1] if i >= 0 else "?"
+        for prefix, what in (("kworker", "the worker"), ("fio", "fio"), ("swapper", "idle")):
+            if name.startswith(prefix):
+                return what
+        return "other"
+
+    started, out = {}, collections.defaultdict(list)
+    for t, kind, rest, _, cpu in evs:
+        if kind == "hrtimer_start" and NULL_FN in rest:
+            started[hex_re.search(rest).group(1)] = (int(expires_re.search(rest).group(1)), cpu)
+        elif kind == "hrtimer_expire_entry" and NULL_FN in rest:
+            s = started.pop(hex_re.search(rest).group(1), None)
+            if s is None:
+                continue
+            at = (s[0] + off) / 1e9
+            if at >= start:
+                out[task(s[1], at)].append(t - at)
+    for what, v in sorted(out.items(), key=lambda kv: -len(kv[1])):
+        print("  timers expiring while their CPU ran %s: %d, ended after %.0f us at the median, "
+              "p90 %.0f, p99 %.0f" % (what, len(v), 1e6 * quantile(v, 0.5),
+                                      1e6 * quantile(v, 0.9), 1e6 * quantile(v, 0.99)))
 
 
 if __name__ == "__main__":
