@@ -3,6 +3,7 @@
 worker dispatches a restarted queue.
 
     python3 lab/traces/hrtimers.py TRACE...
+    python3 lab/traces/hrtimers.py > lab/traces/held.json
 
 TRACE is a kernel trace of c04 with the timer events (`c04.sh` with
 QUEUE=1 TIMER=1): `local_timer_entry`/`_exit` (the local APIC timer
@@ -31,6 +32,15 @@ for the others:
   null_blk's timers by what its CPU ran when it expired (the worker, a
   fio process, the idle task), how long after its expiry an interrupt
   ended it.
+
+Without arguments it writes, for each kernel's `c04st-KERNEL` trace
+(`c04.sh` with QUEUE=1 SCHED=1 TIMER=1), the median, p90 and p99 in ns
+of that delay for the timers that expired while their CPU ran the
+worker (`held_ns`), and of each interrupt's lateness (its entry less
+the earliest pending timer's expiry) for the interrupts whose earliest
+pending timer expired while the CPU ran the worker (`irq_late_ns`), as
+JSON; the lab gives the simulated null_blk's worker the latter
+(`late_busy_worker_p50_ns` ...).
 """
 import bisect
 import collections
@@ -151,7 +161,47 @@ def analyse(path):
         by_task(evs, start)
 
 
-def by_task(evs, start):
+def irq_under_worker(evs, start):
+    """Per interrupt: its entry less the earliest pending null_blk timer's
+    expiry, for the interrupts whose earliest pending timer expired while
+    the CPU ran the worker (needs sched_switch)."""
+    offs = sorted(t * 1e9 - int(now_re.search(rest).group(1))
+                  for t, kind, rest, _, _ in evs if kind == "hrtimer_expire_entry")
+    off = offs[len(offs) // 2]
+    timeline = collections.defaultdict(list)
+    for t, kind, rest, _, cpu in evs:
+        if kind == "sched_switch":
+            timeline[cpu].append((t, re.search(r"next_comm=(\S+)", rest).group(1)))
+    keys = {cpu: [x[0] for x in tl] for cpu, tl in timeline.items()}
+    pending = collections.defaultdict(dict)
+    out = []
+    for t, kind, rest, _, cpu in evs:
+        if kind == "hrtimer_start" and NULL_FN in rest:
+            pending[cpu][hex_re.search(rest).group(1)] = (int(expires_re.search(rest).group(1)) + off) / 1e9
+        elif kind == "local_timer_entry" and t > start:
+            expired = [e for e in pending[cpu].values() if e <= t]
+            if expired:
+                e0 = min(expired)
+                i = bisect.bisect_right(keys.get(cpu, []), e0) - 1
+                if i >= 0 and timeline[cpu][i][1].startswith("kworker"):
+                    out.append(t - e0)
+        elif kind == "hrtimer_expire_entry" and NULL_FN in rest:
+            pending[cpu].pop(hex_re.search(rest).group(1), None)
+    return out
+
+
+def load(path):
+    opener = lzma.open if path.endswith(".xz") else open
+    evs = []
+    for line in opener(path, "rt"):
+        m = line_re.match(line)
+        if m:
+            evs.append((float(m.group(4)), m.group(5), m.group(6), m.group(1), int(m.group(3))))
+    start = min(e[0] for e in evs if e[1] == "block_rq_issue") + 1.0
+    return evs, start
+
+
+def by_task(evs, start, show=True):
     """Each null_blk timer's delay from its expiry to the interrupt that
     ended it, by the task its CPU ran at the expiry (needs sched_switch)."""
     offs = sorted(t * 1e9 - int(now_re.search(rest).group(1))
@@ -182,12 +232,48 @@ def by_task(evs, start):
             at = (s[0] + off) / 1e9
             if at >= start:
                 out[task(s[1], at)].append(t - at)
+    if not show:
+        return out
     for what, v in sorted(out.items(), key=lambda kv: -len(kv[1])):
         print("  timers expiring while their CPU ran %s: %d, ended after %.0f us at the median, "
               "p90 %.0f, p99 %.0f" % (what, len(v), 1e6 * quantile(v, 0.5),
                                       1e6 * quantile(v, 0.9), 1e6 * quantile(v, 0.99)))
 
 
+TRACES = {
+    "6.1.0-50-amd64": "c04st-6.1",
+    "6.12.117+deb13-amd64": "c04st-6.12",
+    "7.2.13+deb14-amd64": "c04st-7.2",
+}
+
+
+def write_json():
+    import json
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = {}
+    for kernel, trace in TRACES.items():
+        path = os.path.join(here, trace, "trace.txt.xz")
+        if not os.path.exists(path):
+            continue
+        evs, start = load(path)
+        v = by_task(evs, start, show=False).get("the worker", [])
+        irq = irq_under_worker(evs, start)
+        if len(v) < 100 or len(irq) < 100:
+            continue
+        out[kernel] = {
+            "trace": trace,
+            "timers": len(v),
+            "held_ns": [round(quantile(v, p) * 1e9) for p in (0.5, 0.9, 0.99)],
+            "interrupts": len(irq),
+            "irq_late_ns": [round(quantile(irq, p) * 1e9) for p in (0.5, 0.9, 0.99)],
+        }
+    print(json.dumps(out, indent=1))
+
+
 if __name__ == "__main__":
-    for p in sys.argv[1:]:
-        analyse(p)
+    if len(sys.argv) > 1:
+        for p in sys.argv[1:]:
+            analyse(p)
+    else:
+        write_json()

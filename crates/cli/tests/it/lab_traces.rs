@@ -258,9 +258,9 @@ fn bursts(text: &str) -> Vec<(f64, bool)> {
 
 /// c04 on 6.12 (a 10 MiB/s null_blk, 51 requests a tick): the kernel's
 /// worker dispatches a tick's requests one at a time and the timer
-/// interrupts complete them between its dispatches, so a tick's burst
-/// spans 1.4 ms at the median with issues and completions interleaved
-/// (lab/traces/c04-6.12). blkqos given the lab's per-request CPU costs
+/// interrupts complete some of them between its dispatches, so a tick's
+/// burst spans 1.4 ms at the median, three in four with a completion
+/// before their last issue (lab/traces/c04-6.12). blkqos given the lab's per-request CPU costs
 /// (`lab/traces/serial.json`, measured as the gaps inside those runs,
 /// not the spans) spreads its bursts as far; without them (the same lab
 /// less `serial.json`) a tick's requests start at one instant and the
@@ -288,7 +288,13 @@ fn c04_bursts_spread_as_in_the_6_12_trace() {
         (b_span / k_span - 1.0).abs() < 0.25,
         "blkqos span {b_span} us, kernel {k_span}"
     );
-    assert!(b_inter > 0.7, "blkqos interleaved {b_inter}");
+    // as many bursts with a completion before their last issue: the
+    // worker's interrupts, late by the lab's busy law while it dispatches
+    // (lab/traces/held.json), come inside about as many drains
+    assert!(
+        (b_inter - k_inter).abs() < 0.1,
+        "blkqos interleaved {b_inter}, kernel {k_inter}"
+    );
     // the same lab without the measured CPU costs
     let bare = dir.path().join("lab-without-serial");
     std::fs::create_dir_all(bare.join("traces")).unwrap();

@@ -126,6 +126,21 @@ impl ModelKind {
                     "that time's 99th percentile (the largest drawn)",
                 ),
                 (
+                    "irq_late_busy_p50_ns",
+                    "0",
+                    "with the worker's costs: its CPU's timer interrupt comes this late at the median when the clock event is programmed while the worker dispatches (0 = the usual lateness)",
+                ),
+                (
+                    "irq_late_busy_p90_ns",
+                    "0",
+                    "that lateness's 90th percentile",
+                ),
+                (
+                    "irq_late_busy_p99_ns",
+                    "0",
+                    "that lateness's 99th percentile (the largest drawn)",
+                ),
+                (
                     "late_p50_ns",
                     "0",
                     "the host completes each request late by a log-normal delay with this median (an emulated guest's timer lateness; 0 = on time)",
@@ -605,6 +620,55 @@ impl DeviceSpec {
         self.validate_bounds()
     }
 
+    /// A `null` device's laws given by their median, p90 and p99: each
+    /// quantile at least the one before.
+    fn validate_null_quantiles(&self) -> Result<(), SpecError> {
+        let bad = |key: &str, why| SpecError::BadValue {
+            model: self.kind.name(),
+            key: key.into(),
+            value: self.get(key).to_string(),
+            why,
+        };
+        for (p50, p90, p99, why90, why99) in [
+            (
+                "restart_p50_ns",
+                "restart_p90_ns",
+                "restart_p99_ns",
+                "must be at least restart_p50_ns",
+                "must be at least restart_p90_ns",
+            ),
+            (
+                "dispatch_p50_ns",
+                "dispatch_p90_ns",
+                "dispatch_p99_ns",
+                "must be at least dispatch_p50_ns",
+                "must be at least dispatch_p90_ns",
+            ),
+            (
+                "irq_p50_ns",
+                "irq_p90_ns",
+                "irq_p99_ns",
+                "must be at least irq_p50_ns",
+                "must be at least irq_p90_ns",
+            ),
+            (
+                "irq_late_busy_p50_ns",
+                "irq_late_busy_p90_ns",
+                "irq_late_busy_p99_ns",
+                "must be at least irq_late_busy_p50_ns",
+                "must be at least irq_late_busy_p90_ns",
+            ),
+        ] {
+            if self.get(p90) < self.get(p50) {
+                return Err(bad(p90, why90));
+            }
+            if self.get(p99) < self.get(p90) {
+                return Err(bad(p99, why99));
+            }
+        }
+        Ok(())
+    }
+
     /// A `null` device's `zoned` flag and, when set, its zone geometry.
     fn validate_zoned(&self) -> Result<(), SpecError> {
         let bad = |key: &str, why| SpecError::BadValue {
@@ -640,35 +704,7 @@ impl DeviceSpec {
                 return Err(bad(p99, why));
             }
         }
-        if self.get("restart_p90_ns") < self.get("restart_p50_ns") {
-            return Err(bad("restart_p90_ns", "must be at least restart_p50_ns"));
-        }
-        if self.get("restart_p99_ns") < self.get("restart_p90_ns") {
-            return Err(bad("restart_p99_ns", "must be at least restart_p90_ns"));
-        }
-        for (p50, p90, p99, why90, why99) in [
-            (
-                "dispatch_p50_ns",
-                "dispatch_p90_ns",
-                "dispatch_p99_ns",
-                "must be at least dispatch_p50_ns",
-                "must be at least dispatch_p90_ns",
-            ),
-            (
-                "irq_p50_ns",
-                "irq_p90_ns",
-                "irq_p99_ns",
-                "must be at least irq_p50_ns",
-                "must be at least irq_p90_ns",
-            ),
-        ] {
-            if self.get(p90) < self.get(p50) {
-                return Err(bad(p90, why90));
-            }
-            if self.get(p99) < self.get(p90) {
-                return Err(bad(p99, why99));
-            }
-        }
+        self.validate_null_quantiles()?;
         if let Some(p) = self.zoned_params() {
             p.check(self.capacity).map_err(|why| {
                 let key = if why.starts_with("zone_capacity") {
@@ -850,6 +886,14 @@ impl DeviceSpec {
                 g("dispatch_p99_ns"),
             ],
             [g("irq_p50_ns"), g("irq_p90_ns"), g("irq_p99_ns")],
+            self.seed,
+        )
+        .with_worker_irq_late(
+            [
+                g("irq_late_busy_p50_ns"),
+                g("irq_late_busy_p90_ns"),
+                g("irq_late_busy_p99_ns"),
+            ],
             self.seed,
         );
         Box::new(match self.zoned_params() {

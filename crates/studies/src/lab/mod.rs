@@ -163,6 +163,12 @@ pub struct LabHost {
     /// when its worker dispatches a restarted queue, and per completion
     /// in the timer interrupt, each median, p90 and p99 in ns.
     pub worker_cpu_ns: Option<([u64; 3], [u64; 3])>,
+    /// From `lab/traces/held.json` (`hrtimers.py` over the kernel's c04
+    /// traces with the scheduler's and the timer events): how late the
+    /// worker's CPU takes its timer interrupt when the earliest pending
+    /// timer expired while the worker dispatched, median, p90 and p99 in
+    /// ns.
+    pub worker_irq_late_ns: Option<[u64; 3]>,
     /// From `lab/traces/flusher.json` (`flusher.py` over the kernel's w02
     /// trace): a writeback flusher's CPU time per request of a split bio,
     /// the median gap between one kworker's consecutive `block_getrq`
@@ -267,6 +273,7 @@ impl LabHost {
             completion_late_by_cpu_ns,
             restart_ns: restart_delays(lab),
             worker_cpu_ns: worker_cpu(lab, kernel),
+            worker_irq_late_ns: worker_irq_late(lab, kernel),
             writeback_piece_ns: writeback_piece(lab, kernel),
             iocost_timer_late_ns: iocost_timer_late(lab, kernel),
             disk_util_window_ns: disk_util_window(lab, kernel),
@@ -463,6 +470,16 @@ fn worker_cpu(lab: &Path, kernel: &str) -> Option<([u64; 3], [u64; 3])> {
         Some([g(0)?, g(1)?, g(2)?])
     };
     Some((q("dispatch_ns")?, q("complete_ns")?))
+}
+
+/// The lateness of the worker's CPU's interrupts while it dispatches
+/// `lab/traces/held.json` records for `kernel` (ns).
+fn worker_irq_late(lab: &Path, kernel: &str) -> Option<[u64; 3]> {
+    let text = std::fs::read_to_string(lab.join("traces/held.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let a = v.get(kernel)?.get("irq_late_ns")?.as_array()?;
+    let g = |i: usize| a.get(i).and_then(|x| x.as_u64());
+    Some([g(0)?, g(1)?, g(2)?])
 }
 
 /// The flusher's time per request `lab/traces/flusher.json` records for
@@ -805,6 +822,21 @@ fn null_host(
                     .into_iter()
                     .zip(irq),
             )
+        {
+            set(exp, k, v)?;
+        }
+    }
+    // measured where the worker dispatches without copying: a
+    // memory-backed device's worker copies each request with the
+    // interrupts off and takes them between copies (lab/traces/w02-6.12)
+    if let (false, Some(late)) = (job.memory_backed, h.worker_irq_late_ns) {
+        for (k, v) in [
+            "irq_late_busy_p50_ns",
+            "irq_late_busy_p90_ns",
+            "irq_late_busy_p99_ns",
+        ]
+        .into_iter()
+        .zip(late)
         {
             set(exp, k, v)?;
         }
