@@ -60,7 +60,7 @@ def quantile(v, p):
     return v[min(len(v) - 1, int(p * len(v)))] if v else float("nan")
 
 
-def analyse(path):
+def load(path):
     opener = lzma.open if path.endswith(".xz") else open
     evs = []
     for line in opener(path, "rt"):
@@ -68,6 +68,30 @@ def analyse(path):
         if m:
             evs.append((float(m.group(4)), m.group(5), m.group(6), m.group(1), int(m.group(3))))
     start = min(e[0] for e in evs if e[1] == "block_rq_issue") + 1.0
+    return evs, start
+
+
+def clock_offset(evs):
+    """The trace clock less the timers' clock (ns), from the `now` each
+    interrupt read: their median."""
+    offs = sorted(t * 1e9 - int(now_re.search(rest).group(1))
+                  for t, kind, rest, _, _ in evs if kind == "hrtimer_expire_entry")
+    return offs[len(offs) // 2]
+
+
+def task_timeline(evs):
+    """Per CPU, the tasks `sched_switch` put on it, in time order, and the
+    times alone (for bisecting)."""
+    timeline = collections.defaultdict(list)
+    for t, kind, rest, _, cpu in evs:
+        if kind == "sched_switch":
+            timeline[cpu].append((t, re.search(r"next_comm=(\S+)", rest).group(1)))
+    keys = {cpu: [x[0] for x in tl] for cpu, tl in timeline.items()}
+    return timeline, keys
+
+
+def analyse(path):
+    evs, start = load(path)
     # the worker's runs per CPU: its issues 2 ms or less apart
     issues = collections.defaultdict(list)
     for t, kind, rest, comm, cpu in evs:
@@ -165,14 +189,8 @@ def irq_under_worker(evs, start):
     """Per interrupt: its entry less the earliest pending null_blk timer's
     expiry, for the interrupts whose earliest pending timer expired while
     the CPU ran the worker (needs sched_switch)."""
-    offs = sorted(t * 1e9 - int(now_re.search(rest).group(1))
-                  for t, kind, rest, _, _ in evs if kind == "hrtimer_expire_entry")
-    off = offs[len(offs) // 2]
-    timeline = collections.defaultdict(list)
-    for t, kind, rest, _, cpu in evs:
-        if kind == "sched_switch":
-            timeline[cpu].append((t, re.search(r"next_comm=(\S+)", rest).group(1)))
-    keys = {cpu: [x[0] for x in tl] for cpu, tl in timeline.items()}
+    off = clock_offset(evs)
+    timeline, keys = task_timeline(evs)
     pending = collections.defaultdict(dict)
     out = []
     for t, kind, rest, _, cpu in evs:
@@ -190,28 +208,11 @@ def irq_under_worker(evs, start):
     return out
 
 
-def load(path):
-    opener = lzma.open if path.endswith(".xz") else open
-    evs = []
-    for line in opener(path, "rt"):
-        m = line_re.match(line)
-        if m:
-            evs.append((float(m.group(4)), m.group(5), m.group(6), m.group(1), int(m.group(3))))
-    start = min(e[0] for e in evs if e[1] == "block_rq_issue") + 1.0
-    return evs, start
-
-
 def by_task(evs, start, show=True):
     """Each null_blk timer's delay from its expiry to the interrupt that
     ended it, by the task its CPU ran at the expiry (needs sched_switch)."""
-    offs = sorted(t * 1e9 - int(now_re.search(rest).group(1))
-                  for t, kind, rest, _, _ in evs if kind == "hrtimer_expire_entry")
-    off = offs[len(offs) // 2]
-    timeline = collections.defaultdict(list)
-    for t, kind, rest, _, cpu in evs:
-        if kind == "sched_switch":
-            timeline[cpu].append((t, re.search(r"next_comm=(\S+)", rest).group(1)))
-    keys = {cpu: [x[0] for x in tl] for cpu, tl in timeline.items()}
+    off = clock_offset(evs)
+    timeline, keys = task_timeline(evs)
 
     def task(cpu, t):
         i = bisect.bisect_right(keys.get(cpu, []), t) - 1

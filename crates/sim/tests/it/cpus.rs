@@ -23,6 +23,19 @@ fn two_jobs(
     submit_ns: u64,
     cpus: u32,
 ) -> RunResult {
+    two_jobs_with(rw, iodepth, size, device, submit_ns, cpus, |_, _| {})
+}
+
+/// [`two_jobs`] with `tweak(k, spec)` applied to job `k`'s spec.
+fn two_jobs_with(
+    rw: RwMode,
+    iodepth: u32,
+    size: u64,
+    device: &str,
+    submit_ns: u64,
+    cpus: u32,
+    tweak: impl Fn(u64, &mut JobSpec),
+) -> RunResult {
     let setups = (0..2)
         .map(|k| {
             let mut s = JobSpec::new(if k == 0 { "a" } else { "b" });
@@ -32,6 +45,7 @@ fn two_jobs(
             s.iodepth = iodepth;
             s.direct = true;
             s.size = Some(SizeSpec::Bytes(size));
+            tweak(k, &mut s);
             JobSetup {
                 spec: s,
                 clone: 0,
@@ -175,49 +189,19 @@ fn one_cpu_is_the_null_workers_too() {
 /// submit call of each other.
 #[test]
 fn a_sleeper_whose_time_came_waits_for_the_cpu() {
-    let setups = (0..2)
-        .map(|k| {
-            let mut s = JobSpec::new(if k == 0 { "think" } else { "deep" });
-            s.rw = RwMode::Read;
-            s.bs = PerDir::all(4 * KIB);
-            s.ioengine = IoEngine::Libaio;
-            s.iodepth = 1;
-            s.direct = true;
-            s.size = Some(SizeSpec::Bytes(REGION));
+    let r = two_jobs_with(
+        RwMode::Read,
+        1,
+        REGION,
+        "null,completion_ns=20000,size=1g",
+        1_000_000,
+        1,
+        |k, s| {
             if k == 0 {
                 s.thinktime = blkqos_core::Duration(30_000);
             }
-            JobSetup {
-                spec: s,
-                clone: 0,
-                group: GroupId::ROOT,
-                region_start: k * REGION,
-                region_len: REGION,
-                seed: 1,
-                files: Vec::new(),
-            }
-        })
-        .collect();
-    let mut backend = DeviceSpec::parse("null,completion_ns=20000,size=1g")
-        .expect("device")
-        .backend();
-    let opts = RunOptions {
-        hz: 1000,
-        trace_requests: true,
-        host: HostModel {
-            submit_ns: 1_000_000,
-            cpus: 1,
-            ..HostModel::default()
         },
-        ..RunOptions::default()
-    };
-    let r = blkqos_driver::run(
-        &mut backend,
-        &mut ControllerStack::pass_through(),
-        setups,
-        &opts,
-    )
-    .expect("the run ends");
+    );
     assert_eq!(r.request_trace.len(), 512, "every read completes");
     // on one CPU two requests never enter the block layer within one
     // submit call of each other
